@@ -1,0 +1,185 @@
+"""Section-first chunking under a token budget, with sentence-aligned overlap.
+
+Sections are never mixed in one chunk. Inside a section, blocks (paragraphs, list items,
+records) are packed greedily; a block over budget is cut at sentence boundaries, a sentence
+over budget at word boundaries, and a word over budget (a long unbroken line) by characters.
+Spans tile the extracted text, so each chunk's body (the part after its overlap)
+concatenates back into the text exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from citewell.models import Chunk, Document, ParsedDocument
+from citewell.ports import TokenCounter
+
+DEFAULT_MAX_TOKENS = 200
+DEFAULT_OVERLAP_TOKENS = 40
+_WORD_BREAK = re.compile(r"\S+\s*")
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    overlap_tokens: int = DEFAULT_OVERLAP_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 8 or not 0 <= self.overlap_tokens < self.max_tokens // 2:
+            raise ValueError("max_tokens must be at least 8 and overlap_tokens under half of it")
+
+
+@dataclass(frozen=True)
+class _Span:
+    start: int
+    end: int
+    tokens: int
+
+
+@lru_cache(maxsize=1)
+def _segmenter():  # type: ignore[no-untyped-def]
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False)
+
+
+def _sentence_starts(text: str, start: int, end: int) -> list[int]:
+    """Offsets (absolute) where sentences begin inside ``text[start:end]``."""
+    piece = text[start:end]
+    starts, cursor = [], 0
+    for sentence in _segmenter().segment(piece):
+        stripped = sentence.strip()
+        if not stripped:
+            continue
+        found = piece.find(stripped, cursor)
+        if found < 0:
+            continue
+        starts.append(start + found)
+        cursor = found + len(stripped)
+    return starts
+
+
+def _tile(starts: list[int], start: int, end: int) -> list[tuple[int, int]]:
+    cuts = sorted({start, *(s for s in starts if start < s < end)})
+    return list(zip(cuts, cuts[1:] + [end]))
+
+
+class Chunker:
+    """Turns one parsed revision into chunks; access fields come from the document record."""
+
+    def __init__(self, count_tokens: TokenCounter, config: ChunkingConfig | None = None) -> None:
+        self.count_tokens = count_tokens
+        self.config = config or ChunkingConfig()
+
+    def chunk(self, parsed: ParsedDocument, document: Document) -> list[Chunk]:
+        text = parsed.text
+        revision = parsed.revision
+        chunks: list[Chunk] = []
+        for section_index, section in enumerate(parsed.sections):
+            block_starts = [b.start for b in parsed.blocks if section.start < b.start < section.end]
+            spans = self._bounded(text, _tile(block_starts, section.start, section.end))
+            for index, (start, body_start, end) in enumerate(self._pack(spans)):
+                covered = [b for b in parsed.blocks if b.start < end and b.end > start]
+                chunks.append(
+                    Chunk(
+                        chunk_id=Chunk.make_id(document.document_id, section_index, index),
+                        document_id=document.document_id,
+                        tenant=document.tenant,
+                        allowed_roles=document.allowed_roles,
+                        revision=revision,
+                        title=document.title,
+                        section_index=section_index,
+                        index=index,
+                        heading_path=section.heading_path,
+                        start=start,
+                        end=end,
+                        body_start=body_start,
+                        text=text[start:end],
+                        pages=sorted({b.page for b in covered if b.page is not None}),
+                        sheet=next((b.sheet for b in covered if b.sheet), None),
+                        rows=[b.row for b in covered if b.row is not None],
+                    )
+                )
+        return chunks
+
+    # -- splitting: every span ends up within budget --------------------------------------
+
+    def _measure(self, text: str, bounds: Sequence[tuple[int, int]]) -> list[_Span]:
+        counts = self.count_tokens([text[s:e] for s, e in bounds]) if bounds else []
+        return [_Span(s, e, n) for (s, e), n in zip(bounds, counts)]
+
+    def _bounded(self, text: str, bounds: list[tuple[int, int]]) -> list[_Span]:
+        limit = self.config.max_tokens
+        out: list[_Span] = []
+        for span in self._measure(text, bounds):
+            if span.tokens <= limit:
+                out.append(span)
+                continue
+            sentences = _tile(_sentence_starts(text, span.start, span.end), span.start, span.end)
+            if len(sentences) > 1:
+                out.extend(self._bounded(text, sentences))
+            else:
+                out.extend(self._words(text, span))
+        return out
+
+    def _words(self, text: str, span: _Span) -> list[_Span]:
+        """A sentence over budget: pack whole words; a single word over budget is cut by characters."""
+        limit = self.config.max_tokens
+        words = [(m.start(), m.end()) for m in _WORD_BREAK.finditer(text, span.start, span.end)]
+        if not words or words[0][0] != span.start:
+            words.insert(0, (span.start, words[0][0] if words else span.end))
+        measured = self._measure(text, words)
+        out: list[_Span] = []
+        for word in measured:
+            if word.tokens > limit:
+                out.extend(self._characters(text, word))
+            else:
+                out.append(word)
+        return self._merge(out)
+
+    def _characters(self, text: str, span: _Span) -> list[_Span]:
+        size = max(1, self.config.max_tokens // 2)
+        while True:
+            bounds = [(s, min(s + size, span.end)) for s in range(span.start, span.end, size)]
+            pieces = self._measure(text, bounds)
+            if all(p.tokens <= self.config.max_tokens for p in pieces) or size == 1:
+                return pieces
+            size //= 2
+
+    def _merge(self, spans: list[_Span]) -> list[_Span]:
+        """Rejoin adjacent small spans (words) into runs within budget."""
+        merged: list[_Span] = []
+        for span in spans:
+            if merged and merged[-1].tokens + span.tokens <= self.config.max_tokens:
+                last = merged[-1]
+                merged[-1] = _Span(last.start, span.end, last.tokens + span.tokens)
+            else:
+                merged.append(span)
+        return merged
+
+    # -- packing: greedy, with whole-span overlap ------------------------------------------
+
+    def _pack(self, spans: list[_Span]) -> list[tuple[int, int, int]]:
+        """Returns ``(start, body_start, end)`` per chunk."""
+        limit, overlap = self.config.max_tokens, self.config.overlap_tokens
+        chunks: list[tuple[int, int, int]] = []
+        current: list[_Span] = []
+        carried = 0  # how many spans at the head of ``current`` repeat the previous chunk
+        for span in spans:
+            if current and sum(s.tokens for s in current) + span.tokens > limit:
+                chunks.append((current[0].start, current[carried].start, current[-1].end))
+                tail: list[_Span] = []
+                for prev in reversed(current[carried:]):
+                    if sum(s.tokens for s in tail) + prev.tokens > overlap:
+                        break
+                    tail.insert(0, prev)
+                while tail and sum(s.tokens for s in tail) + span.tokens > limit:
+                    tail.pop(0)
+                current, carried = tail, len(tail)
+            current.append(span)
+        if current:
+            chunks.append((current[0].start, current[carried].start, current[-1].end))
+        return chunks

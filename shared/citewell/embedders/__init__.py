@@ -1,0 +1,1 @@
+"""Embedders: adapters of the :class:`~citewell.ports.Embedder` port."""

@@ -1,0 +1,79 @@
+"""Typed errors. Each carries a stable machine-readable ``code`` and a human message."""
+
+from __future__ import annotations
+
+
+class CitewellError(Exception):
+    """Base class: every error the core raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class InvalidInput(CitewellError):
+    code = "invalid_input"
+
+
+class NotFound(CitewellError):
+    code = "not_found"
+
+
+class EmbedderMismatch(CitewellError):
+    """The index was built with one embedding model and is queried or fed with another."""
+
+    code = "embedder_mismatch"
+
+
+class RetrievalUnavailable(CitewellError):
+    code = "retrieval_unavailable"
+
+
+class PublishConflict(CitewellError):
+    """Another publisher moved the active revision between our read and our write."""
+
+    code = "publish_conflict"
+
+
+# --- ingestion: recorded on the document with status ``failed`` -----------------------
+
+
+class IngestError(CitewellError):
+    code = "ingest_error"
+
+
+class TypeMismatch(IngestError):
+    code = "type_mismatch"
+
+
+class UnsupportedType(IngestError):
+    code = "unsupported_type"
+
+
+class LegacyDoc(IngestError):
+    code = "legacy_doc"
+
+
+class EncryptedPdf(IngestError):
+    code = "encrypted_pdf"
+
+
+class EmptyText(IngestError):
+    code = "empty_text"
+
+
+class TooLarge(IngestError):
+    code = "too_large"
+
+
+class UndecodableText(IngestError):
+    code = "undecodable_text"
+
+
+class CorruptFile(IngestError):
+    code = "corrupt_file"

@@ -1,0 +1,1 @@
+"""Ingestion: register -> parse -> chunk -> embed -> publish, each stage idempotent."""

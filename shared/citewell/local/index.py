@@ -1,0 +1,241 @@
+"""SearchIndex on SQLite: FTS5 BM25 (Porter stemming) and an exact cosine vector lane.
+
+Both lanes select candidates with the same SQL access predicate before anything is
+ranked: tenant equal, one of the caller's roles allowed, status live. Vectors live in the
+same rows as the text, so a revision's text and vectors are written in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from citewell.errors import EmbedderMismatch
+from citewell.local.sqlite import Transaction, connect
+from citewell.models import Chunk, Identity
+from citewell.ports import LaneHit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    revision TEXT NOT NULL,
+    status TEXT NOT NULL,
+    title TEXT NOT NULL,
+    section_path TEXT NOT NULL,
+    context TEXT NOT NULL,
+    body TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    UNIQUE (tenant, chunk_id, revision)
+);
+CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (tenant, document_id, revision);
+CREATE TABLE IF NOT EXISTS chunk_roles (
+    role TEXT NOT NULL,
+    chunk_rowid INTEGER NOT NULL REFERENCES chunks (rowid) ON DELETE CASCADE,
+    PRIMARY KEY (role, chunk_rowid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS chunk_roles_by_chunk ON chunk_roles (chunk_rowid);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    context, body, content='chunks', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts (rowid, context, body) VALUES (new.rowid, new.context, new.body);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts (chunks_fts, rowid, context, body) VALUES ('delete', old.rowid, old.context, old.body);
+END;
+"""
+
+# The one access predicate, shared by both lanes. ``c`` is the chunks table.
+_ACCESS = (
+    "c.tenant = :tenant AND c.status = 'live' AND EXISTS ("
+    "SELECT 1 FROM chunk_roles r WHERE r.chunk_rowid = c.rowid AND r.role IN ({roles}))"
+)
+_TERM = re.compile(r"\w+", re.UNICODE)
+
+
+def _access(identity: Identity) -> tuple[str, dict[str, str]]:
+    roles = sorted(identity.roles)
+    params = {"tenant": identity.tenant, **{f"role{i}": r for i, r in enumerate(roles)}}
+    return _ACCESS.format(roles=", ".join(f":role{i}" for i in range(len(roles)))), params
+
+
+def fts_query(text: str) -> str | None:
+    """Any-term FTS5 query of the question's words, each quoted so none is read as syntax."""
+    terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(text)))
+    return " OR ".join(f'"{t}"' for t in terms) or None
+
+
+class _VectorMatrix:
+    """All vectors in memory, reloaded when the index's write epoch moves."""
+
+    def __init__(self) -> None:
+        self.epoch = -1
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+
+
+class SqliteSearchIndex:
+    def __init__(self, path: Path) -> None:
+        self.conn = connect(path)
+        self.conn.executescript(_SCHEMA)
+        self._vectors = _VectorMatrix()
+        self._lock = threading.Lock()
+
+    # -- identity and epoch --------------------------------------------------------------
+
+    def _meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row["value"] if row else None
+
+    def embedder_identity(self) -> str | None:
+        return self._meta("embedder_identity")
+
+    def _bump_epoch(self) -> None:
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('epoch', '1') "
+            "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    def _check_identity(self, embedder_identity: str, *, claim: bool) -> None:
+        current = self.embedder_identity()
+        if current is None and claim:
+            self.conn.execute("INSERT INTO meta (key, value) VALUES ('embedder_identity', ?)", (embedder_identity,))
+        elif current is not None and current != embedder_identity:
+            raise EmbedderMismatch(f"this index holds {current} vectors; {embedder_identity} cannot be used with it")
+
+    # -- writes --------------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str) -> int:
+        if len(chunks) != len(vectors):
+            raise ValueError("one vector per chunk")
+        with Transaction(self.conn):
+            self._check_identity(embedder_identity, claim=True)
+            self.conn.executemany(
+                "DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?",
+                sorted({(c.tenant, c.document_id, c.revision) for c in chunks}),
+            )
+            for chunk, vector in zip(chunks, vectors):
+                cursor = self.conn.execute(
+                    "INSERT INTO chunks (tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
+                    "VALUES (?, ?, ?, ?, 'live', ?, ?, ?, ?, ?)",
+                    (
+                        chunk.tenant, chunk.chunk_id, chunk.document_id, chunk.revision, chunk.title,
+                        json.dumps(chunk.heading_path), chunk.context, chunk.text,
+                        np.asarray(vector, dtype=np.float32).tobytes(),
+                    ),
+                )
+                self.conn.executemany(
+                    "INSERT INTO chunk_roles (role, chunk_rowid) VALUES (?, ?)",
+                    [(role, cursor.lastrowid) for role in sorted(chunk.allowed_roles)],
+                )
+            self._bump_epoch()
+        return len(chunks)
+
+    def count(self, tenant: str, document_id: str, revision: str) -> int:
+        row = self.conn.execute(
+            "SELECT COUNT(*) AS n FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?",
+            (tenant, document_id, revision),
+        ).fetchone()
+        return int(row["n"])
+
+    def delete_revision(self, tenant: str, document_id: str, revision: str) -> int:
+        with Transaction(self.conn):
+            cursor = self.conn.execute(
+                "DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", (tenant, document_id, revision)
+            )
+            self._bump_epoch()
+        return cursor.rowcount
+
+    def set_access(self, tenant: str, document_id: str, allowed_roles: frozenset[str]) -> int:
+        with Transaction(self.conn):
+            rowids = [r["rowid"] for r in self.conn.execute(
+                "SELECT rowid FROM chunks WHERE tenant = ? AND document_id = ?", (tenant, document_id)
+            )]
+            self.conn.executemany("DELETE FROM chunk_roles WHERE chunk_rowid = ?", [(r,) for r in rowids])
+            self.conn.executemany(
+                "INSERT INTO chunk_roles (role, chunk_rowid) VALUES (?, ?)",
+                [(role, r) for r in rowids for role in sorted(allowed_roles)],
+            )
+            self._bump_epoch()
+        return len(rowids)
+
+    # -- lanes ---------------------------------------------------------------------------
+
+    def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]:
+        match = fts_query(query)
+        if identity.is_empty or match is None or k <= 0:
+            return []
+        where, params = _access(identity)
+        rows = self.conn.execute(
+            "SELECT c.rowid, c.chunk_id, c.document_id, c.revision, c.title, c.section_path, c.body, "
+            "bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+            f"WHERE chunks_fts MATCH :match AND {where} ORDER BY score, c.chunk_id LIMIT :k",
+            {**params, "match": match, "k": k},
+        ).fetchall()
+        return [self._hit(row, -row["score"], rank) for rank, row in enumerate(rows, start=1)]
+
+    def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
+        self._check_identity(embedder_identity, claim=False)
+        if identity.is_empty or k <= 0:
+            return []
+        where, params = _access(identity)
+        allowed = np.fromiter(
+            (r[0] for r in self.conn.execute(f"SELECT c.rowid FROM chunks c WHERE {where}", params)), dtype=np.int64
+        )
+        if allowed.size == 0:
+            return []
+        rowids, matrix = self._matrix()
+        # Rows written after the matrix was loaded are missing until the next reload; rows
+        # deleted since are excluded because they are not in ``allowed``.
+        _, _, positions = np.intersect1d(allowed, rowids, assume_unique=True, return_indices=True)
+        if positions.size == 0:
+            return []
+        scores = matrix[positions] @ np.asarray(query, dtype=np.float32)
+        top = min(k, scores.size)
+        best = np.argpartition(-scores, top - 1)[:top]
+        best = best[np.lexsort((rowids[positions[best]], -scores[best]))]  # ties broken by row, stably
+        chosen = [int(rowids[positions[i]]) for i in best]
+        by_rowid = {
+            row["rowid"]: row
+            for row in self.conn.execute(
+                f"SELECT rowid, chunk_id, document_id, revision, title, section_path, body FROM chunks WHERE rowid IN ({','.join('?' * len(chosen))})",
+                chosen,
+            )
+        }
+        return [
+            self._hit(by_rowid[rowid], float(scores[i]), rank)
+            for rank, (i, rowid) in enumerate(zip(best, chosen), start=1)
+            if rowid in by_rowid
+        ]
+
+    def _matrix(self) -> tuple[np.ndarray, np.ndarray]:
+        epoch = int(self._meta("epoch") or 0)
+        with self._lock:
+            if self._vectors.epoch != epoch:
+                rows = self.conn.execute("SELECT rowid, vector FROM chunks ORDER BY rowid").fetchall()
+                cache = _VectorMatrix()
+                cache.epoch = epoch
+                cache.rowids = np.array([r[0] for r in rows], dtype=np.int64)
+                cache.matrix = (
+                    np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                    if rows else np.zeros((0, 0), dtype=np.float32)
+                )
+                self._vectors = cache
+            return self._vectors.rowids, self._vectors.matrix
+
+    @staticmethod
+    def _hit(row: sqlite3.Row, score: float, rank: int) -> LaneHit:
+        return LaneHit(
+            chunk_id=row["chunk_id"], document_id=row["document_id"], revision=row["revision"], title=row["title"],
+            section_path=json.loads(row["section_path"]), text=row["body"], score=score, rank=rank,
+        )

@@ -1,0 +1,140 @@
+"""MetadataStore on SQLite: document records, chunk records and the embedding cache."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from citewell.local.sqlite import Transaction, connect
+from citewell.models import Chunk, Document, DocumentStatus, utcnow
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    tenant TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    active_revision TEXT,
+    PRIMARY KEY (tenant, document_id)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    tenant TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    revision TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (tenant, document_id, revision, chunk_id)
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    identity TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (identity, content_hash)
+) WITHOUT ROWID;
+"""
+_BATCH = 500  # SQLite's default bound-parameter limit leaves room for this many
+
+
+class SqliteMetadataStore:
+    def __init__(self, path: Path) -> None:
+        self.conn = connect(path)
+        self.conn.executescript(_SCHEMA)
+
+    # -- documents ---------------------------------------------------------------------
+
+    def get_document(self, tenant: str, document_id: str) -> Document | None:
+        row = self.conn.execute(
+            "SELECT record FROM documents WHERE tenant = ? AND document_id = ?", (tenant, document_id)
+        ).fetchone()
+        return Document.model_validate_json(row["record"]) if row else None
+
+    def get_documents(self, tenant: str, document_ids: Iterable[str]) -> dict[str, Document]:
+        ids = sorted(set(document_ids))
+        found: dict[str, Document] = {}
+        for offset in range(0, len(ids), _BATCH):
+            part = ids[offset : offset + _BATCH]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(
+                f"SELECT record FROM documents WHERE tenant = ? AND document_id IN ({marks})", (tenant, *part)
+            ):
+                doc = Document.model_validate_json(row["record"])
+                found[doc.document_id] = doc
+        return found
+
+    def list_documents(self, tenant: str) -> list[Document]:
+        rows = self.conn.execute("SELECT record FROM documents WHERE tenant = ? ORDER BY document_id", (tenant,))
+        return [Document.model_validate_json(r["record"]) for r in rows]
+
+    def put_document(self, document: Document) -> None:
+        document = document.model_copy(update={"updated_at": utcnow()})
+        self.conn.execute(
+            "INSERT INTO documents (tenant, document_id, record, active_revision) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (tenant, document_id) DO UPDATE SET record = excluded.record, "
+            "active_revision = excluded.active_revision",
+            (document.tenant, document.document_id, document.model_dump_json(), document.active_revision),
+        )
+
+    def switch_revision(self, tenant: str, document_id: str, expected: str | None, new: str, chunk_count: int) -> bool:
+        with Transaction(self.conn):
+            doc = self.get_document(tenant, document_id)
+            if doc is None or doc.active_revision != expected:
+                return False
+            updated = doc.model_copy(
+                update={"active_revision": new, "chunk_count": chunk_count, "status": DocumentStatus.PUBLISHED, "error": None, "updated_at": utcnow()}
+            )
+            cursor = self.conn.execute(
+                "UPDATE documents SET record = ?, active_revision = ? WHERE tenant = ? AND document_id = ? "
+                "AND active_revision IS ?",
+                (updated.model_dump_json(), new, tenant, document_id, expected),
+            )
+            return cursor.rowcount == 1
+
+    # -- chunk records -----------------------------------------------------------------
+
+    def put_chunks(self, chunks: Sequence[Chunk]) -> None:
+        with Transaction(self.conn):
+            self.conn.executemany(
+                "DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?",
+                sorted({(c.tenant, c.document_id, c.revision) for c in chunks}),
+            )
+            self.conn.executemany(
+                "INSERT INTO chunks (tenant, document_id, revision, chunk_id, position, record) VALUES (?, ?, ?, ?, ?, ?)",
+                [(c.tenant, c.document_id, c.revision, c.chunk_id, i, c.model_dump_json()) for i, c in enumerate(chunks)],
+            )
+
+    def get_chunks(self, tenant: str, document_id: str, revision: str) -> list[Chunk]:
+        rows = self.conn.execute(
+            "SELECT record FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ? ORDER BY position",
+            (tenant, document_id, revision),
+        )
+        return [Chunk.model_validate_json(r["record"]) for r in rows]
+
+    def delete_chunks(self, tenant: str, document_id: str, revision: str) -> int:
+        cursor = self.conn.execute(
+            "DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", (tenant, document_id, revision)
+        )
+        return cursor.rowcount
+
+    # -- embedding cache ---------------------------------------------------------------
+
+    def get_embeddings(self, identity: str, content_hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        hashes = sorted(set(content_hashes))
+        found: dict[str, np.ndarray] = {}
+        for offset in range(0, len(hashes), _BATCH):
+            part = hashes[offset : offset + _BATCH]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(
+                f"SELECT content_hash, vector FROM embeddings WHERE identity = ? AND content_hash IN ({marks})",
+                (identity, *part),
+            ):
+                found[row["content_hash"]] = np.frombuffer(row["vector"], dtype=np.float32)
+        return found
+
+    def put_embeddings(self, identity: str, vectors: dict[str, np.ndarray]) -> None:
+        with Transaction(self.conn):
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (identity, content_hash, vector) VALUES (?, ?, ?)",
+                [(identity, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+            )

@@ -1,0 +1,224 @@
+"""The corpus contract: documents, chunks, identities and search results as pydantic models."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime, timezone
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def validate_document_id(value: str) -> str:
+    """Document ids become object keys and chunk-id prefixes, so they must be path-safe."""
+    if not value or len(value) > 512:
+        raise ValueError("document_id must be 1 to 512 characters")
+    if "#" in value or _CONTROL.search(value):
+        raise ValueError("document_id may not contain '#' or control characters")
+    if value.startswith("/") or any(part in ("", ".", "..") for part in value.split("/")):
+        raise ValueError("document_id must be a relative path without empty, '.' or '..' parts")
+    return value
+
+
+def validate_name(value: str, what: str) -> str:
+    """Tenants and roles: short, printable, no separators that could smuggle a second value."""
+    if not value or len(value) > 128 or _CONTROL.search(value) or "," in value or value != value.strip():
+        raise ValueError(f"{what} must be 1 to 128 printable characters without commas or edge spaces")
+    return value
+
+
+class Identity(BaseModel):
+    """Who is asking. Built only from trusted input: operator flags or verified claims."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str = ""
+    roles: frozenset[str] = frozenset()
+
+    @property
+    def is_empty(self) -> bool:
+        """An identity without a tenant or without roles may see nothing."""
+        return not self.tenant or not self.roles
+
+    def can_see(self, tenant: str, allowed_roles: frozenset[str] | set[str]) -> bool:
+        return not self.is_empty and tenant == self.tenant and bool(self.roles & set(allowed_roles))
+
+
+class DocumentStatus(StrEnum):
+    PROCESSING = "processing"
+    PUBLISHED = "published"
+    FAILED = "failed"
+
+
+class ErrorInfo(BaseModel):
+    code: str
+    message: str
+
+
+class Document(BaseModel):
+    """The authoritative record of one document. ``active_revision`` is what is served."""
+
+    document_id: str
+    tenant: str
+    allowed_roles: frozenset[str]
+    title: str
+    source: str
+    filename: str | None = None  # the uploaded name: a hint among text types, never the type itself
+    locale: str = "en"
+    status: DocumentStatus = DocumentStatus.PROCESSING
+    active_revision: str | None = None
+    chunk_count: int = 0
+    error: ErrorInfo | None = None
+    effective_from: datetime | None = None
+    effective_until: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("document_id")
+    @classmethod
+    def _document_id(cls, v: str) -> str:
+        return validate_document_id(v)
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant(cls, v: str) -> str:
+        if "/" in v:
+            raise ValueError("tenant may not contain '/'")
+        return validate_name(v, "tenant")
+
+    @field_validator("allowed_roles")
+    @classmethod
+    def _roles(cls, v: frozenset[str]) -> frozenset[str]:
+        if not v:
+            raise ValueError("a document needs at least one allowed role")
+        return frozenset(validate_name(r, "role") for r in v)
+
+    @property
+    def is_live(self) -> bool:
+        """Served when it has an active revision and is inside its effective window."""
+        if self.active_revision is None:
+            return False
+        now = utcnow()
+        if self.effective_from and now < self.effective_from:
+            return False
+        return not (self.effective_until and now >= self.effective_until)
+
+
+class Section(BaseModel):
+    """A span of the extracted text under one heading path. Sections tile the text."""
+
+    heading_path: list[str]
+    start: int
+    end: int
+
+
+class BlockKind(StrEnum):
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST_ITEM = "list_item"
+    TABLE_ROW = "table_row"
+    RECORD = "record"
+    CODE = "code"
+
+
+class Block(BaseModel):
+    """One structural unit of extracted text with its offsets and where it came from."""
+
+    kind: BlockKind
+    start: int
+    end: int
+    page: int | None = None
+    sheet: str | None = None
+    row: int | None = None
+
+
+class ParsedDocument(BaseModel):
+    """What a parser extracted: the text, its sections and blocks (offsets into ``text``)."""
+
+    mime: str
+    text: str
+    sections: list[Section]
+    blocks: list[Block]
+    title: str | None = None
+
+    @property
+    def revision(self) -> str:
+        return sha256_text(self.text)
+
+
+class Chunk(BaseModel):
+    """A retrievable passage: ``text == extracted_text[start:end]`` of its revision.
+
+    ``body_start`` marks where the part not shared with the previous chunk begins: the
+    bodies ``extracted_text[body_start:end]`` of a revision's chunks concatenate to the
+    whole extracted text.
+    """
+
+    chunk_id: str
+    document_id: str
+    tenant: str
+    allowed_roles: frozenset[str]
+    revision: str
+    title: str
+    section_index: int
+    index: int
+    heading_path: list[str]
+    start: int
+    end: int
+    body_start: int
+    text: str
+    pages: list[int] = Field(default_factory=list)
+    sheet: str | None = None
+    rows: list[int] = Field(default_factory=list)
+
+    @staticmethod
+    def make_id(document_id: str, section_index: int, index: int) -> str:
+        return f"{document_id}#{section_index}#{index}"
+
+    @property
+    def context(self) -> str:
+        """Title and heading path: indexed and embedded with the text so a chunk knows where it is."""
+        parts = [self.title, *[h for h in self.heading_path if h != self.title]]
+        return " > ".join(p for p in parts if p)
+
+    @property
+    def embedding_text(self) -> str:
+        return f"{self.context}\n{self.text}" if self.context else self.text
+
+    @property
+    def content_hash(self) -> str:
+        """Key of the embedding cache: the exact text the embedder sees."""
+        return sha256_text(self.embedding_text)
+
+
+class LaneRanks(BaseModel):
+    bm25: int | None = None
+    vector: int | None = None
+
+
+class SearchHit(BaseModel):
+    rank: int
+    chunk_id: str
+    document_id: str
+    revision: str
+    title: str
+    section_path: list[str]
+    text: str
+    score: float
+    lanes: LaneRanks
+
+
+class SearchResult(BaseModel):
+    hits: list[SearchHit]
+    degraded: list[str] = Field(default_factory=list)

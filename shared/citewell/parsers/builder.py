@@ -1,0 +1,84 @@
+"""Assembles extracted text from structural blocks, keeping offsets, sections and locators."""
+
+from __future__ import annotations
+
+import re
+
+from citewell.models import Block, BlockKind, ParsedDocument, Section
+
+_SPACES = re.compile(r"[ \t\f\v\u00a0]+")
+_BLANK_LINES = re.compile(r"\n\s*\n")
+SEPARATOR = "\n\n"
+
+
+def clean_inline(text: str) -> str:
+    """Collapse runs of whitespace to one space: prose from markup carries layout noise."""
+    return " ".join(text.split())
+
+
+def clean_lines(text: str) -> str:
+    """Keep line structure (code, addresses) but drop trailing spaces and blank edges."""
+    lines = [_SPACES.sub(" ", line).rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return "\n".join(lines).strip("\n")
+
+
+def split_paragraphs(text: str) -> list[str]:
+    return [p for p in (clean_lines(p) for p in _BLANK_LINES.split(text)) if p.strip()]
+
+
+class TextBuilder:
+    """Appends blocks separated by a blank line; headings open sections that tile the text."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._pos = 0
+        self._blocks: list[Block] = []
+        self._headings: list[tuple[int, str]] = []
+        self._section_starts: list[tuple[int, list[str]]] = [(0, [])]
+        self.first_heading: str | None = None
+
+    def heading(self, level: int, text: str, **where: object) -> None:
+        text = clean_inline(text)
+        if not text:
+            return
+        self._headings = [(lvl, h) for lvl, h in self._headings if lvl < level] + [(level, text)]
+        if self.first_heading is None:
+            self.first_heading = text
+        start = self._emit(BlockKind.HEADING, text, where)
+        self._open_section(start, [h for _, h in self._headings])
+
+    def section(self, path: list[str]) -> None:
+        """Start a section at the next block without emitting a heading (an XLSX sheet, say)."""
+        self._headings = [(i + 1, h) for i, h in enumerate(path)]
+        start = self._pos + (len(SEPARATOR) if self._parts else 0)
+        self._open_section(start, list(path))
+
+    def block(self, kind: BlockKind, text: str, **where: object) -> None:
+        text = clean_lines(text) if kind is BlockKind.CODE else clean_inline(text)
+        if text:
+            self._emit(kind, text, where)
+
+    def _emit(self, kind: BlockKind, text: str, where: dict[str, object]) -> int:
+        if self._parts:
+            self._parts.append(SEPARATOR)
+            self._pos += len(SEPARATOR)
+        start = self._pos
+        self._parts.append(text)
+        self._pos += len(text)
+        self._blocks.append(Block(kind=kind, start=start, end=self._pos, **where))  # type: ignore[arg-type]
+        return start
+
+    def _open_section(self, start: int, path: list[str]) -> None:
+        if self._section_starts and self._section_starts[-1][0] == start:
+            self._section_starts[-1] = (start, path)
+        else:
+            self._section_starts.append((start, path))
+
+    def build(self, mime: str, title: str | None = None) -> ParsedDocument:
+        text = "".join(self._parts)
+        sections: list[Section] = []
+        bounds = [(min(start, len(text)), path) for start, path in self._section_starts] + [(len(text), [])]
+        for (start, path), (end, _) in zip(bounds, bounds[1:]):
+            if end > start:
+                sections.append(Section(heading_path=path, start=start, end=end))
+        return ParsedDocument(mime=mime, text=text, sections=sections, blocks=self._blocks, title=title or self.first_heading)

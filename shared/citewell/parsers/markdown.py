@@ -1,0 +1,68 @@
+"""Markdown through markdown-it-py: headings become sections, inline markup becomes plain text."""
+
+from __future__ import annotations
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from citewell.models import BlockKind, ParsedDocument
+from citewell.parsers.builder import TextBuilder
+from citewell.parsers.sniff import MIME, Kind
+
+_md = MarkdownIt("commonmark").enable("table")
+
+
+def _inline_text(token: Token) -> str:
+    out: list[str] = []
+    for child in token.children or []:
+        if child.type in ("text", "code_inline", "html_inline"):
+            out.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            out.append(" ")
+        elif child.type == "image":
+            out.append(child.content or "")
+    return "".join(out)
+
+
+def parse_markdown(text: str) -> ParsedDocument:
+    builder = TextBuilder()
+    tokens = _md.parse(text)
+    list_depth = 0
+    row: list[str] | None = None
+    header: list[str] = []
+    in_head = False
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.type == "heading_open":
+            builder.heading(int(tok.tag[1:]), _inline_text(tokens[i + 1]))
+            i += 3
+            continue
+        if tok.type in ("bullet_list_open", "ordered_list_open"):
+            list_depth += 1
+        elif tok.type in ("bullet_list_close", "ordered_list_close"):
+            list_depth -= 1
+        elif tok.type == "thead_open":
+            in_head = True
+        elif tok.type == "thead_close":
+            in_head = False
+        elif tok.type == "tr_open":
+            row = []
+        elif tok.type == "inline" and row is not None:
+            row.append(_inline_text(tok))
+        elif tok.type == "tr_close" and row is not None:
+            if in_head:
+                header = row
+            else:
+                cells = [f"{h}: {v}" if h else v for h, v in zip(header + [""] * len(row), row) if v]
+                builder.block(BlockKind.TABLE_ROW, "; ".join(cells))
+            row = None
+        elif tok.type == "inline":
+            kind = BlockKind.LIST_ITEM if list_depth else BlockKind.PARAGRAPH
+            builder.block(kind, _inline_text(tok))
+        elif tok.type in ("fence", "code_block"):
+            builder.block(BlockKind.CODE, tok.content)
+        elif tok.type == "html_block":
+            builder.block(BlockKind.PARAGRAPH, tok.content)
+        i += 1
+    return builder.build(MIME[Kind.MARKDOWN])

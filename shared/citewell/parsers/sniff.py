@@ -1,0 +1,95 @@
+"""Decide a file's type from its bytes; the file name is only a hint among text types."""
+
+from __future__ import annotations
+
+import codecs
+from enum import StrEnum
+from pathlib import PurePosixPath
+
+import filetype
+from charset_normalizer import from_bytes
+
+from citewell.errors import LegacyDoc, TypeMismatch, UndecodableText, UnsupportedType
+
+
+class Kind(StrEnum):
+    PDF = "pdf"
+    DOCX = "docx"
+    XLSX = "xlsx"
+    MARKDOWN = "markdown"
+    HTML = "html"
+    CSV = "csv"
+    TEXT = "text"
+
+
+MIME = {
+    Kind.PDF: "application/pdf",
+    Kind.DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    Kind.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    Kind.MARKDOWN: "text/markdown",
+    Kind.HTML: "text/html",
+    Kind.CSV: "text/csv",
+    Kind.TEXT: "text/plain",
+}
+
+_BINARY_BY_MAGIC = {"pdf": Kind.PDF, "docx": Kind.DOCX, "xlsx": Kind.XLSX}
+_LEGACY_OFFICE = {"doc", "xls", "ppt"}
+_EXTENSION_HINT = {
+    ".pdf": Kind.PDF,
+    ".docx": Kind.DOCX,
+    ".xlsx": Kind.XLSX,
+    ".md": Kind.MARKDOWN,
+    ".markdown": Kind.MARKDOWN,
+    ".html": Kind.HTML,
+    ".htm": Kind.HTML,
+    ".csv": Kind.CSV,
+    ".tsv": Kind.CSV,
+    ".txt": Kind.TEXT,
+    ".text": Kind.TEXT,
+}
+_TEXT_KINDS = {Kind.MARKDOWN, Kind.HTML, Kind.CSV, Kind.TEXT}
+_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def _suffix(filename: str | None) -> str:
+    return PurePosixPath(filename or "").suffix.lower()
+
+
+def detect(data: bytes, filename: str | None) -> Kind:
+    """Magic bytes decide binary formats; a mismatch with the extension is an error."""
+    suffix = _suffix(filename)
+    hint = _EXTENSION_HINT.get(suffix)
+    guess = filetype.guess(data)
+    if guess is not None:
+        if guess.extension in _LEGACY_OFFICE:
+            raise LegacyDoc(f"legacy Office format ({guess.mime}); save it as .docx or .xlsx and upload again")
+        kind = _BINARY_BY_MAGIC.get(guess.extension)
+        if kind is None:
+            raise UnsupportedType(f"{guess.mime} files are not supported")
+        if hint is not None and hint is not kind:
+            raise TypeMismatch(f"the name says {suffix} but the content is {guess.mime}")
+        return kind
+    if suffix in {".doc", ".xls", ".ppt"}:
+        raise LegacyDoc(f"{suffix} is a legacy Office format; save it as .docx or .xlsx and upload again")
+    if hint is not None and hint not in _TEXT_KINDS:
+        raise TypeMismatch(f"the name says {suffix} but the content is not a {hint.value.upper()} file")
+    if b"\x00" in data[:8192] and not data.startswith(_BOMS):
+        raise UnsupportedType("binary content of an unknown type")
+    if hint is not None:
+        return hint
+    head = data[:512].lstrip().lower()
+    if head.startswith((b"<!doctype html", b"<html")):
+        return Kind.HTML
+    return Kind.TEXT
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 (with or without BOM) first, then a charset detector; refuse what stays gibberish."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    best = from_bytes(data).best()
+    if best is None:
+        raise UndecodableText("the text encoding could not be determined")
+    return str(best)

@@ -1,0 +1,58 @@
+"""DOCX through python-docx: heading styles become sections, tables become records."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+from docx import Document as open_docx
+from docx.opc.exceptions import PackageNotFoundError
+from docx.table import Table
+from docx.text.paragraph import Paragraph
+
+from citewell.errors import CorruptFile
+from citewell.models import BlockKind, ParsedDocument
+from citewell.parsers.builder import TextBuilder
+from citewell.parsers.delimited import record_text
+from citewell.parsers.sniff import MIME, Kind
+
+_HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
+
+
+def _heading_level(paragraph: Paragraph) -> int | None:
+    name = (paragraph.style.name if paragraph.style is not None else "") or ""
+    if name.lower() == "title":
+        return 1
+    match = _HEADING_STYLE.match(name)
+    return int(match.group(1)) if match else None
+
+
+def _table(table: Table, builder: TextBuilder) -> None:
+    rows = [[cell.text for cell in row.cells] for row in table.rows]
+    if not rows:
+        return
+    header = rows[0]
+    for values in rows[1:] or [header]:
+        builder.block(BlockKind.TABLE_ROW, record_text(header if len(rows) > 1 else [], values))
+
+
+def parse_docx(data: bytes) -> ParsedDocument:
+    try:
+        document = open_docx(io.BytesIO(data))
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise CorruptFile(f"the DOCX file cannot be read: {exc}") from exc
+    builder = TextBuilder()
+    for item in document.iter_inner_content():
+        if isinstance(item, Table):
+            _table(item, builder)
+            continue
+        level = _heading_level(item)
+        if level is not None:
+            builder.heading(level, item.text)
+        else:
+            style = (item.style.name if item.style is not None else "") or ""
+            kind = BlockKind.LIST_ITEM if style.lower().startswith("list") else BlockKind.PARAGRAPH
+            builder.block(kind, item.text)
+    title = document.core_properties.title or None
+    return builder.build(MIME[Kind.DOCX], title=title)

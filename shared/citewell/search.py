@@ -1,0 +1,77 @@
+"""Hybrid search: both lanes under the caller's identity, fused by RRF, then read back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from citewell.errors import CitewellError, RetrievalUnavailable
+from citewell.fusion import reciprocal_rank_fusion
+from citewell.models import Identity, LaneRanks, SearchHit, SearchResult
+from citewell.ports import LaneHit
+from citewell.services import Services
+
+LANES = ("bm25", "vector")
+MIN_DEPTH = 50
+
+
+def lane_depth(k: int) -> int:
+    """How many candidates each lane contributes to fusion: enough for read-back to drop some."""
+    return max(MIN_DEPTH, 3 * k)
+
+
+def search(
+    services: Services,
+    identity: Identity,
+    question: str,
+    k: int = 10,
+    lanes: Sequence[str] = LANES,
+    depth: int | None = None,
+) -> SearchResult:
+    if identity.is_empty or not question.strip() or k <= 0:
+        return SearchResult(hits=[])
+    depth = depth or lane_depth(k)
+    degraded: list[str] = []
+    results: dict[str, list[LaneHit]] = {}
+    if "bm25" in lanes:
+        results["bm25"] = _lane(lambda: services.index.lexical(question, identity, depth))
+    if "vector" in lanes:
+        try:
+            vector = services.embedder.embed([question])[0]
+        except CitewellError as error:
+            degraded.append(f"vector lane unavailable ({error.code}): lexical results only")
+        else:
+            results["vector"] = _lane(lambda: services.index.vector(vector, services.embedder.identity, identity, depth))
+    by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
+    fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
+    documents = services.metadata.get_documents(identity.tenant, {h.document_id for h in by_key.values()})
+    hits: list[SearchHit] = []
+    for key, score, ranks in fused:
+        hit = by_key[key]
+        document = documents.get(hit.document_id)
+        # Read back: the index is a copy; the record decides what is current and who may see it.
+        if (
+            document is None
+            or not document.is_live
+            or document.active_revision != hit.revision
+            or not identity.can_see(document.tenant, document.allowed_roles)
+        ):
+            continue
+        hits.append(
+            SearchHit(
+                rank=len(hits) + 1, chunk_id=hit.chunk_id, document_id=hit.document_id, revision=hit.revision,
+                title=document.title, section_path=hit.section_path, text=hit.text, score=score,
+                lanes=LaneRanks(**ranks),
+            )
+        )
+        if len(hits) == k:
+            break
+    return SearchResult(hits=hits, degraded=degraded)
+
+
+def _lane(run: Callable[[], list[LaneHit]]) -> list[LaneHit]:
+    try:
+        return run()
+    except CitewellError:
+        raise
+    except Exception as exc:  # the engine itself failed: never report that as "nothing found"
+        raise RetrievalUnavailable(f"retrieval is unavailable: {type(exc).__name__}: {exc}") from exc

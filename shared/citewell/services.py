@@ -1,0 +1,50 @@
+"""The ports a stage or a query needs, bundled; and the embedded wiring of them under one folder."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from citewell.chunking import Chunker, ChunkingConfig
+from citewell.parsers import DEFAULT_MAX_BYTES
+from citewell.ports import Embedder, MetadataStore, ObjectStore, SearchIndex
+
+
+@dataclass
+class Services:
+    objects: ObjectStore
+    metadata: MetadataStore
+    index: SearchIndex
+    embedder: Embedder
+    chunker: Chunker
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+
+def default_home() -> Path:
+    """``CITEWELL_HOME`` if set, else the per-user data folder."""
+    if env := os.environ.get("CITEWELL_HOME"):
+        return Path(env)
+    from platformdirs import user_data_path
+
+    return user_data_path("citewell")
+
+
+def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = None) -> Services:
+    """Everything under ``home``: ``objects/``, ``metadata.db``, ``index.db``."""
+    from citewell.embedders.minilm import MiniLMEmbedder
+    from citewell.local.index import SqliteSearchIndex
+    from citewell.local.metadata import SqliteMetadataStore
+    from citewell.local.objects import FolderObjectStore
+
+    home = (home or default_home()).expanduser()
+    embedder = MiniLMEmbedder()
+    max_bytes = int(os.environ.get("CITEWELL_MAX_BYTES", DEFAULT_MAX_BYTES))
+    return Services(
+        objects=FolderObjectStore(home / "objects"),
+        metadata=SqliteMetadataStore(home / "metadata.db"),
+        index=SqliteSearchIndex(home / "index.db"),
+        embedder=embedder,
+        chunker=Chunker(embedder.count_tokens, chunking),
+        max_bytes=max_bytes,
+    )
