@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
-from citewell.errors import CorruptFile, IngestError, NotFound, PublishConflict
+from citewell.errors import IngestError, NotFound, PublishConflict
 from citewell.keys import chunks_key, parsed_key, raw_key
 from citewell.models import Chunk, Document, DocumentStatus, ErrorInfo, ParsedDocument
 from citewell.parsers import parse
@@ -75,12 +75,7 @@ def parse_stage(services: Services, tenant: str, document_id: str) -> ParseOutco
     """Extract text; the revision is its SHA-256. Unchanged content and metadata is a no-op."""
     document = _require(services, tenant, document_id)
     data = services.objects.get(raw_key(tenant, document_id))
-    try:
-        parsed = parse(data, document.filename or document_id, max_bytes=services.max_bytes)
-    except IngestError:
-        raise
-    except Exception as exc:  # a parser library choking on malformed input is the file's fault
-        raise CorruptFile(f"the file could not be parsed: {type(exc).__name__}: {exc}") from exc
+    parsed = parse(data, document.filename or document_id, max_bytes=services.max_bytes)
     document = document.model_copy(update={"title": _title_for(document, parsed)})
     revision = parsed.revision
     if revision == document.active_revision and _served_as_recorded(services, document):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from citewell.errors import EmptyText, TooLarge
+from citewell.errors import CorruptFile, EmptyText, IngestError, TooLarge
 from citewell.models import ParsedDocument
 from citewell.parsers.sniff import Kind, decode_text, detect
 
@@ -14,7 +14,12 @@ def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_
     if len(data) > max_bytes:
         raise TooLarge(f"{len(data):,} bytes is over the limit of {max_bytes:,} bytes")
     kind = detect(data, filename)
-    parsed = _parse_kind(kind, data)
+    try:
+        parsed = _parse_kind(kind, data)
+    except IngestError:
+        raise
+    except Exception as exc:  # a parser library choking on malformed input is the file's fault
+        raise CorruptFile(f"the {kind.value.upper()} file could not be parsed: {type(exc).__name__}: {exc}") from exc
     if not parsed.text.strip():
         raise EmptyText("no text could be extracted")
     return parsed

@@ -6,7 +6,6 @@ import re
 
 from citewell.models import Block, BlockKind, ParsedDocument, Section
 
-_SPACES = re.compile(r"[ \t\f\v\u00a0]+")
 _BLANK_LINES = re.compile(r"\n\s*\n")
 SEPARATOR = "\n\n"
 
@@ -18,7 +17,7 @@ def clean_inline(text: str) -> str:
 
 def clean_lines(text: str) -> str:
     """Keep line structure (code, addresses) but drop trailing spaces and blank edges."""
-    lines = [_SPACES.sub(" ", line).rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     return "\n".join(lines).strip("\n")
 
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import io
-import zipfile
 
 from openpyxl import load_workbook
-from openpyxl.utils.exceptions import InvalidFileException
 
-from citewell.errors import CorruptFile
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
 from citewell.parsers.delimited import record_text
@@ -20,10 +17,7 @@ def _cell(value: object) -> str:
 
 
 def parse_xlsx(data: bytes) -> ParsedDocument:
-    try:
-        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except (InvalidFileException, zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise CorruptFile(f"the XLSX file cannot be read: {exc}") from exc
+    workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     builder = TextBuilder()
     try:
         for sheet in workbook.worksheets:

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 
 from docx import Document as open_docx
-from docx.opc.exceptions import PackageNotFoundError
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from citewell.errors import CorruptFile
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
 from citewell.parsers.delimited import record_text
@@ -23,7 +20,7 @@ _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 def _heading_level(paragraph: Paragraph) -> int | None:
     name = (paragraph.style.name if paragraph.style is not None else "") or ""
     if name.lower() == "title":
-        return 1
+        return 0  # above every "Heading N"
     match = _HEADING_STYLE.match(name)
     return int(match.group(1)) if match else None
 
@@ -38,10 +35,7 @@ def _table(table: Table, builder: TextBuilder) -> None:
 
 
 def parse_docx(data: bytes) -> ParsedDocument:
-    try:
-        document = open_docx(io.BytesIO(data))
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise CorruptFile(f"the DOCX file cannot be read: {exc}") from exc
+    document = open_docx(io.BytesIO(data))
     builder = TextBuilder()
     for item in document.iter_inner_content():
         if isinstance(item, Table):

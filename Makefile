@@ -1,0 +1,53 @@
+# citewell: the two set-up commands are `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+DEMO := .demo
+CITEWELL := $(BIN)/citewell --home $(DEMO)/home
+DATA ?= ../shared/data
+
+.PHONY: demo test eval clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.local: pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[local]'
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[local,dev]'
+	touch $@
+
+demo: $(VENV)/.local
+	rm -rf $(DEMO)
+	$(BIN)/python -m citewell.samples $(DEMO)/samples > /dev/null
+	$(CITEWELL) ingest $(DEMO)/samples/northpier/staff --tenant northpier --allow-roles staff
+	$(CITEWELL) ingest $(DEMO)/samples/northpier/engineering --tenant northpier --allow-roles engineering,support
+	$(CITEWELL) ingest $(DEMO)/samples/northpier/hr --tenant northpier --allow-roles hr
+	$(CITEWELL) ingest $(DEMO)/samples/bluefen/staff --tenant bluefen --allow-roles staff
+	@echo "--- two files that cannot be used: each fails with its reason, the batch goes on"
+	-$(CITEWELL) ingest $(DEMO)/samples/northpier/unreadable --tenant northpier --allow-roles staff
+	@echo "--- northpier staff: how much leave?"
+	$(CITEWELL) search "How many days of annual leave do I get?" --tenant northpier --roles staff --k 2
+	@echo "--- bluefen staff, same question: only bluefen's guide"
+	$(CITEWELL) search "How many days of annual leave do I get?" --tenant bluefen --roles staff --k 2
+	@echo "--- northpier support: what is E1027?"
+	$(CITEWELL) search "What does error E1027 mean?" --tenant northpier --roles support --k 2
+	@echo "--- northpier staff, same question: error codes are not theirs to read"
+	$(CITEWELL) search "What does error E1027 mean?" --tenant northpier --roles staff --k 2
+	@echo "--- northpier hr: salary band of a shift lead"
+	$(CITEWELL) search "salary range for a shift lead" --tenant northpier --roles hr --k 2
+	@echo "--- no roles: nothing"
+	$(CITEWELL) search "annual leave" --tenant northpier --roles "" --k 2
+
+test: $(VENV)/.dev
+	$(BIN)/python -m pytest
+
+# Retrieval quality on SciFact (needs ../shared/data; not part of the tests).
+eval: $(VENV)/.local
+	$(BIN)/citewell --home .eval/scifact eval $(DATA)/scifact
+
+clean:
+	rm -rf $(DEMO) .eval .pytest_cache .hypothesis

@@ -1,0 +1,180 @@
+"""The ``citewell`` command: ingest, search, list documents and evaluate, on the embedded stores.
+
+Tenant and roles come from the operator's flags: the only trusted identity on one machine.
+``--json`` prints machine-readable output on stdout; progress and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from citewell import __version__
+from citewell.errors import CitewellError, InvalidInput
+from citewell.models import Identity, validate_name
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+def _roles(value: str) -> frozenset[str]:
+    roles = frozenset(r.strip() for r in value.split(",") if r.strip())
+    for role in roles:
+        validate_name(role, "role")
+    return roles
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+    parser = argparse.ArgumentParser(prog="citewell", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"citewell {__version__}")
+    parser.add_argument("--home", type=Path, help="data folder (default: $CITEWELL_HOME or the per-user data folder)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", parents=[common], help="add or update documents")
+    p.add_argument("paths", nargs="+", type=Path)
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--allow-roles", required=True, type=_roles, help="comma-separated roles that may read them")
+    p.add_argument("--doc-id", help="document id (one file only; default: the path relative to the folder)")
+    p.add_argument("--title", help="title (one file only; default: from the document)")
+    p.add_argument("--locale", default="en")
+    p.add_argument("--source", help="where it came from (one file only; default: the file's path)")
+
+    p = sub.add_parser("search", parents=[common], help="hybrid search under an identity")
+    p.add_argument("question")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--lanes", default="bm25,vector", help="bm25, vector or both")
+
+    p = sub.add_parser("docs", parents=[common], help="list a tenant's documents")
+    p.add_argument("--tenant", required=True)
+
+    p = sub.add_parser("eval", parents=[common], help="retrieval quality on a BEIR-layout folder")
+    p.add_argument("dataset", type=Path)
+    p.add_argument("--split", default="test")
+    p.add_argument("--lanes", default="bm25,vector,hybrid")
+    return parser
+
+
+def _walk(paths: Sequence[Path]) -> Iterator[tuple[Path, str]]:
+    """Files with their default ids: a folder's files by relative path, a file by its name."""
+    for path in paths:
+        if path.is_dir():
+            for file in sorted(p for p in path.rglob("*") if p.is_file()):
+                relative = file.relative_to(path)
+                if not any(part.startswith(".") for part in relative.parts):
+                    yield file, relative.as_posix()
+        elif path.is_file():
+            yield path, path.name
+        else:
+            raise InvalidInput(f"no such file or folder: {path}")
+
+
+def _progress(total: int):  # type: ignore[no-untyped-def]
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    return Progress(
+        TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=console, transient=True, disable=not console.is_terminal or total < 2,
+    )
+
+
+def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.ingest.runner import ingest
+    from citewell.ingest.stages import IngestRequest
+    from citewell.services import open_local
+
+    files = list(_walk(args.paths))
+    if len(files) != 1 and (args.doc_id or args.title or args.source):
+        raise InvalidInput("--doc-id, --title and --source need exactly one file")
+    ids = [args.doc_id or doc_id for _, doc_id in files]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("two files map to the same document id; ingest them separately with --doc-id")
+    services = open_local(args.home)
+    requests = (
+        IngestRequest(
+            document_id=doc_id, tenant=args.tenant, allowed_roles=args.allow_roles, data=file.read_bytes(),
+            filename=file.name, title=args.title, source=args.source or file.resolve().as_uri(), locale=args.locale,
+        )
+        for (file, _), doc_id in zip(files, ids)
+    )
+    with _progress(len(files)) as progress:
+        task = progress.add_task("ingest", total=len(files))
+        outcomes = ingest(services, requests, on_done=lambda _: progress.advance(task))
+    payload = {"documents": [o.model_dump(mode="json") for o in outcomes]}
+    return payload, EXIT_FAILED if any(o.status == "failed" for o in outcomes) else EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.search import search
+    from citewell.services import open_local
+
+    lanes = tuple(lane.strip() for lane in args.lanes.split(",") if lane.strip())
+    if not lanes or set(lanes) - {"bm25", "vector"}:
+        raise InvalidInput("--lanes takes bm25, vector or both")
+    identity = Identity(tenant=args.tenant, roles=args.roles)
+    result = search(open_local(args.home), identity, args.question, k=args.k, lanes=lanes)
+    return result.model_dump(mode="json"), EXIT_OK
+
+
+def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.services import open_local
+
+    documents = open_local(args.home).metadata.list_documents(args.tenant)
+    return {"documents": [d.model_dump(mode="json") for d in documents]}, EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.evaluation import LANE_CHOICES, document_run, ingest_corpus, load_qrels, load_queries, score
+    from citewell.services import default_home, open_local
+
+    lanes = [lane.strip() for lane in args.lanes.split(",") if lane.strip()]
+    if not lanes or set(lanes) - set(LANE_CHOICES):
+        raise InvalidInput(f"--lanes takes any of {', '.join(LANE_CHOICES)}")
+    qrels = load_qrels(args.dataset, args.split)
+    queries = load_queries(args.dataset, qrels)
+    home = args.home or default_home() / "eval" / args.dataset.resolve().name
+    services = open_local(home)
+    with _progress(2) as progress:
+        task = progress.add_task("ingest", total=None)
+        stats = ingest_corpus(services, args.dataset, on_done=lambda _: progress.advance(task))
+    results = [score(qrels, document_run(services, queries, LANE_CHOICES[lane]), lane) for lane in lanes]
+    payload = {
+        "dataset": str(args.dataset), "split": args.split, "home": str(home),
+        "ingest": stats.model_dump(), "lanes": [r.model_dump() for r in results],
+    }
+    return payload, EXIT_OK
+
+
+COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "docs": cmd_docs, "eval": cmd_eval}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        payload, code = COMMANDS[args.command](args)
+    except (CitewellError, ValueError) as error:
+        info = error.as_dict() if isinstance(error, CitewellError) else {"code": "invalid_input", "message": str(error)}
+        if args.json:
+            print(json.dumps({"error": info}))
+        print(f"citewell: {info['message']}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False))
+    else:
+        from citewell.render import render
+
+        render(args.command, payload)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

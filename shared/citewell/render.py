@@ -1,0 +1,58 @@
+"""Human-readable tables for the CLI (rich). JSON output never passes through here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def _short(revision: str | None) -> str:
+    return revision[:12] if revision else "-"
+
+
+def render(command: str, payload: dict[str, Any]) -> None:
+    if command == "ingest":
+        table = Table("document", "status", "revision", "chunks", "error")
+        for d in payload["documents"]:
+            error = f"{d['error']['code']}: {d['error']['message']}" if d["error"] else ""
+            table.add_row(d["document_id"], d["status"], _short(d["revision"]), str(d["chunks"]), error)
+        console.print(table)
+    elif command == "search":
+        for note in payload["degraded"]:
+            console.print(f"[yellow]degraded:[/yellow] {note}")
+        if not payload["hits"]:
+            console.print("no results")
+        for hit in payload["hits"]:
+            lanes = ", ".join(f"{k} #{v}" for k, v in hit["lanes"].items() if v is not None)
+            where = " > ".join(hit["section_path"]) or hit["title"]
+            console.print(f"[bold]{hit['rank']}. {hit['title']}[/bold]  [dim]{hit['chunk_id']} ({lanes})[/dim]")
+            console.print(f"   [italic]{where}[/italic]")
+            snippet = " ".join(hit["text"].split())
+            console.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", highlight=False)
+    elif command == "docs":
+        table = Table("document", "title", "status", "revision", "chunks", "roles", "error")
+        for d in payload["documents"]:
+            error = f"{d['error']['code']}: {d['error']['message']}" if d["error"] else ""
+            table.add_row(
+                d["document_id"], d["title"], d["status"], _short(d["active_revision"]), str(d["chunk_count"]),
+                ",".join(sorted(d["allowed_roles"])), error,
+            )
+        console.print(table)
+    elif command == "eval":
+        ingest = payload["ingest"]
+        console.print(
+            f"{payload['dataset']} ({payload['split']}): {ingest['documents']} documents, {ingest['chunks']} chunks, "
+            f"ingest {ingest['seconds']} s ({ingest['published']} published, {ingest['unchanged']} unchanged, "
+            f"{ingest['failed']} failed)"
+        )
+        table = Table("lane", "nDCG@10", "Recall@100", "MRR@10", "queries")
+        for lane in payload["lanes"]:
+            table.add_row(
+                lane["lane"], f"{lane['ndcg_at_10']:.4f}", f"{lane['recall_at_100']:.4f}", f"{lane['mrr_at_10']:.4f}",
+                str(lane["queries"]),
+            )
+        console.print(table)

@@ -1,0 +1,93 @@
+"""Writes the sample corpus files, including real PDF, DOCX and XLSX files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from citewell.samples import texts
+
+
+def pdf_bytes(pages: list[tuple[str, list[str]]], title: str | None = None) -> bytes:
+    """A PDF with a real text layer: one page per (heading, paragraphs)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    if title:
+        pdf.set_title(title)
+    for heading, paragraphs in pages:
+        pdf.add_page()
+        pdf.set_font("Helvetica", style="B", size=16)
+        pdf.multi_cell(0, 10, heading)
+        pdf.set_font("Helvetica", size=11)
+        for paragraph in paragraphs:
+            pdf.ln(4)
+            pdf.multi_cell(0, 6, paragraph)
+    return bytes(pdf.output())
+
+
+def docx_bytes(title: str, sections: list[tuple[str, list[str]]], table: list[tuple[str, ...]] | None = None) -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.add_heading(title, level=0)
+    for heading, paragraphs in sections:
+        document.add_heading(heading, level=1)
+        for paragraph in paragraphs:
+            document.add_paragraph(paragraph)
+    if table:
+        grid = document.add_table(rows=0, cols=len(table[0]))
+        for row in table:
+            cells = grid.add_row().cells
+            for cell, value in zip(cells, row):
+                cell.text = str(value)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def xlsx_bytes(sheets: dict[str, list[tuple[object, ...]]]) -> bytes:
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    workbook.remove(workbook.active)
+    for name, rows in sheets.items():
+        sheet = workbook.create_sheet(name)
+        for row in rows:
+            sheet.append(list(row))
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
+
+
+def write_samples(root: Path) -> list[Path]:
+    files = {
+        "northpier/staff/handbook.md": texts.NORTHPIER_HANDBOOK.encode(),
+        "northpier/staff/travel-policy.pdf": pdf_bytes(texts.TRAVEL_POLICY_PAGES, title="Travel and Expenses Policy"),
+        "northpier/staff/onboarding.docx": docx_bytes("Onboarding at Northpier", texts.ONBOARDING_SECTIONS),
+        "northpier/engineering/crane-runbook.html": texts.RUNBOOK_HTML.encode(),
+        "northpier/engineering/error-codes.csv": texts.ERROR_CODES_CSV.encode(),
+        "northpier/hr/salary-bands.xlsx": xlsx_bytes({"Bands": texts.SALARY_BANDS, "Reviews": texts.REVIEW_CALENDAR}),
+        "bluefen/staff/employee-guide.md": texts.BLUEFEN_HANDBOOK.encode(),
+        # Files that must fail with a typed reason while the rest of their batch goes on.
+        "northpier/unreadable/scanned-memo.pdf": blank_pdf_bytes(),
+        "northpier/unreadable/quarterly-report.pdf": texts.NORTHPIER_HANDBOOK.encode(),
+    }
+    written = []
+    for relative, data in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        written.append(path)
+    return written
+
+
+def blank_pdf_bytes() -> bytes:
+    """A page with no text layer, as a scanner without OCR produces."""
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(width=595, height=842)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()

@@ -1,0 +1,90 @@
+"""Chunk offsets, budgets and boundaries, as properties over generated documents."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from citewell.chunking import Chunker, ChunkingConfig
+from citewell.models import Document
+from citewell.parsers.builder import TextBuilder
+from citewell.models import BlockKind
+
+DOC = Document(document_id="guide.md", tenant="northpier", allowed_roles=frozenset({"staff"}), title="Guide", source="test")
+
+words = st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd")), min_size=1, max_size=12)
+sentences = st.lists(words, min_size=1, max_size=25).map(lambda ws: " ".join(ws) + ".")
+paragraphs = st.lists(sentences, min_size=1, max_size=12).map(" ".join)
+long_lines = st.text(alphabet="abcdefghij0123456789", min_size=300, max_size=3000)  # no spaces at all
+blocks = st.one_of(paragraphs, paragraphs, paragraphs, long_lines)
+sections = st.tuples(st.integers(1, 3), words, st.lists(blocks, min_size=1, max_size=6))
+
+
+def build(doc_sections):
+    builder = TextBuilder()
+    for level, heading, body in doc_sections:
+        builder.heading(level, heading)
+        for block in body:
+            builder.block(BlockKind.PARAGRAPH, block)
+    return builder.build("text/plain")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(doc_sections=st.lists(sections, min_size=1, max_size=5), budget=st.sampled_from([24, 64, 200]))
+def test_chunks_tile_the_text_and_stay_in_budget(embedder, doc_sections, budget):
+    parsed = build(doc_sections)
+    config = ChunkingConfig(max_tokens=budget, overlap_tokens=budget // 4)
+    chunks = Chunker(embedder.count_tokens, config).chunk(parsed, DOC)
+
+    # The bodies (each chunk minus its overlap) reassemble the extracted text exactly.
+    assert "".join(parsed.text[c.body_start : c.end] for c in chunks) == parsed.text
+    for chunk in chunks:
+        assert chunk.text == parsed.text[chunk.start : chunk.end]
+        assert chunk.start <= chunk.body_start < chunk.end
+        assert embedder.count_tokens([chunk.text])[0] <= budget + 2  # word pieces may merge across a cut
+        section = parsed.sections[chunk.section_index]
+        assert section.start <= chunk.start and chunk.end <= section.end  # never across sections
+        assert chunk.heading_path == section.heading_path
+        assert chunk.chunk_id == f"guide.md#{chunk.section_index}#{chunk.index}"
+    assert len({c.chunk_id for c in chunks}) == len(chunks)
+
+
+def test_sentences_are_not_cut_when_they_fit(embedder):
+    sentences = [f"Sentence number {i} talks about crane {i} and its twistlock sensor." for i in range(40)]
+    parsed = build([(1, "Cranes", [" ".join(sentences)])])
+    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=60, overlap_tokens=15)).chunk(parsed, DOC)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        body = parsed.text[chunk.start : chunk.end].strip()
+        if body == "Cranes":
+            continue
+        assert body.endswith(".") or body.endswith("Cranes"), body
+        assert body.startswith("Sentence") or body.startswith("Cranes"), body
+
+
+def test_overlap_repeats_whole_sentences(embedder):
+    sentences = [f"Fact {i} is that berth {i} opens at {i} o'clock." for i in range(30)]
+    parsed = build([(1, "Berths", [" ".join(sentences)])])
+    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=50, overlap_tokens=20)).chunk(parsed, DOC)
+    overlapping = [c for c in chunks if c.start < c.body_start]
+    assert overlapping, "expected some chunks to carry overlap"
+    for chunk in overlapping:
+        assert parsed.text[chunk.start : chunk.body_start].strip().endswith(".")
+
+
+def test_one_enormous_line_is_still_bounded(embedder):
+    parsed = build([(1, "Dump", ["x" * 20000])])
+    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=100, overlap_tokens=10)).chunk(parsed, DOC)
+    assert all(embedder.count_tokens([c.text])[0] <= 100 for c in chunks)
+    assert "".join(parsed.text[c.body_start : c.end] for c in chunks) == parsed.text
+
+
+def test_access_fields_and_locators_come_from_the_record_and_blocks(embedder):
+    builder = TextBuilder()
+    builder.block(BlockKind.PARAGRAPH, "Alpha on page one.", page=1)
+    builder.block(BlockKind.PARAGRAPH, "Beta on page two.", page=2)
+    parsed = builder.build("application/pdf")
+    (chunk,) = Chunker(embedder.count_tokens).chunk(parsed, DOC)
+    assert chunk.pages == [1, 2]
+    assert chunk.tenant == "northpier" and chunk.allowed_roles == frozenset({"staff"})
+    assert chunk.revision == parsed.revision

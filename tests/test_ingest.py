@@ -1,0 +1,140 @@
+"""Ingestion through the real local stores: revisions, failures, caching, identity."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from citewell.errors import EmbedderMismatch
+from citewell.ingest.runner import ingest
+from citewell.ingest.stages import IngestRequest, chunk_stage, embed_stage, parse_stage, publish_stage, register
+from citewell.keys import chunks_key, parsed_key
+from citewell.models import DocumentStatus, Identity
+from citewell.search import search
+from tests.conftest import make_services
+
+STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))
+HR = Identity(tenant="northpier", roles=frozenset({"hr"}))
+
+V1 = b"# Leave\n\nStaff receive 27 days of annual leave.\n\n# Sick leave\n\nReport sickness before your shift.\n\n# Hours\n\nShifts last eight hours.\n"
+V2 = V1.replace(b"27 days", b"30 days")
+
+
+class CountingEmbedder:
+    """Delegates to the real model and counts the texts it was asked to embed."""
+
+    def __init__(self, inner, identity: str | None = None) -> None:
+        self.inner = inner
+        self.identity = identity or inner.identity
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+def request(data: bytes = V1, doc_id: str = "handbook.md", roles=("staff",), **extra) -> IngestRequest:
+    return IngestRequest(document_id=doc_id, tenant="northpier", allowed_roles=frozenset(roles), data=data,
+                         filename=doc_id, **extra)
+
+
+def test_first_ingest_publishes_and_reingest_of_same_content_is_a_noop(services):
+    (first,) = ingest(services, [request()])
+    assert first.status == "published" and first.chunks == 3
+    counting = CountingEmbedder(services.embedder)
+    services.embedder = counting
+    (second,) = ingest(services, [request()])
+    assert second.status == "unchanged" and second.revision == first.revision and second.chunks == 3
+    assert counting.texts == 0
+    assert services.index.count("northpier", "handbook.md", first.revision) == 3
+
+
+def test_changed_content_switches_revision_and_leaves_nothing_of_the_old(services):
+    (old,) = ingest(services, [request(V1)])
+    (new,) = ingest(services, [request(V2)])
+    assert new.status == "published" and new.revision != old.revision
+    document = services.metadata.get_document("northpier", "handbook.md")
+    assert document.active_revision == new.revision and document.status is DocumentStatus.PUBLISHED
+    assert services.index.count("northpier", "handbook.md", old.revision) == 0
+    assert services.metadata.get_chunks("northpier", "handbook.md", old.revision) == []
+    assert not services.objects.exists(parsed_key("northpier", "handbook.md", old.revision))
+    assert not services.objects.exists(chunks_key("northpier", "handbook.md", old.revision))
+    texts = [h.text for h in search(services, STAFF, "how many days of annual leave").hits]
+    assert any("30 days" in t for t in texts) and not any("27 days" in t for t in texts)
+
+
+def test_only_changed_chunks_are_embedded(services):
+    ingest(services, [request(V1)])
+    counting = CountingEmbedder(services.embedder)
+    services.embedder = counting
+    ingest(services, [request(V2)])
+    assert counting.texts == 1  # one of three sections changed
+
+
+def test_a_failing_file_is_recorded_and_the_batch_goes_on(services):
+    outcomes = ingest(services, [request(doc_id="a.md"), request(b"not a pdf", doc_id="b.pdf"), request(doc_id="c.md")])
+    assert [o.status for o in outcomes] == ["published", "failed", "published"]
+    assert outcomes[1].error.code == "type_mismatch"
+    record = services.metadata.get_document("northpier", "b.pdf")
+    assert record.status is DocumentStatus.FAILED and record.error.code == "type_mismatch"
+    assert record.active_revision is None
+
+
+def test_a_failed_update_keeps_serving_the_previous_revision(services):
+    (good,) = ingest(services, [request(V1, doc_id="handbook.txt")])
+    (bad,) = ingest(services, [request(b"\x00\x01binary\x00" * 50, doc_id="handbook.txt")])
+    assert bad.status == "failed" and bad.error.code == "unsupported_type"
+    record = services.metadata.get_document("northpier", "handbook.txt")
+    assert record.active_revision == good.revision and record.status is DocumentStatus.FAILED
+    assert search(services, STAFF, "annual leave").hits
+
+
+def test_changing_roles_with_the_same_content_republishes_access(services):
+    ingest(services, [request(roles=("staff",))])
+    (again,) = ingest(services, [request(roles=("hr",))])
+    assert again.status == "published"
+    assert search(services, STAFF, "annual leave").hits == []
+    assert search(services, HR, "annual leave").hits
+    assert search(services, STAFF, "annual leave", lanes=("bm25",)).hits == []
+
+
+def test_a_crash_before_the_switch_leaves_the_previous_revision_served(services):
+    (old,) = ingest(services, [request(V1)])
+    # Run the stages of the new revision up to and including indexing, then "crash".
+    register(services, request(V2))
+    parsed = parse_stage(services, "northpier", "handbook.md")
+    chunks = chunk_stage(services, "northpier", "handbook.md", parsed.revision)
+    embed_stage(services, chunks)
+    vectors = services.metadata.get_embeddings(services.embedder.identity, [c.content_hash for c in chunks])
+    services.index.upsert(chunks, np.stack([vectors[c.content_hash] for c in chunks]), services.embedder.identity)
+    # Both revisions are in the index now; only the active one may be served.
+    hits = search(services, STAFF, "annual leave days").hits
+    assert hits and {h.revision for h in hits} == {old.revision}
+    # The rerun of publish finishes the job.
+    assert publish_stage(services, "northpier", "handbook.md", parsed.revision) == 3
+    assert {h.revision for h in search(services, STAFF, "annual leave days").hits} == {parsed.revision}
+    assert services.index.count("northpier", "handbook.md", old.revision) == 0
+
+
+def test_publish_twice_is_a_noop(services):
+    register(services, request())
+    parsed = parse_stage(services, "northpier", "handbook.md")
+    chunks = chunk_stage(services, "northpier", "handbook.md", parsed.revision)
+    embed_stage(services, chunks)
+    assert publish_stage(services, "northpier", "handbook.md", parsed.revision) == 3
+    assert publish_stage(services, "northpier", "handbook.md", parsed.revision) == 3
+    assert services.index.count("northpier", "handbook.md", parsed.revision) == 3
+
+
+def test_an_index_refuses_another_embedding_model(tmp_path, embedder):
+    services = make_services(tmp_path, embedder)
+    ingest(services, [request()])
+    other = CountingEmbedder(embedder, identity="other-model@2:384")
+    renamed = make_services(tmp_path, embedder, embedder=other)
+    with pytest.raises(EmbedderMismatch):
+        ingest(renamed, [request(doc_id="more.md")])
+    with pytest.raises(EmbedderMismatch):
+        search(renamed, STAFF, "annual leave")
+    assert other.texts == 1  # only the question was embedded; no document was

@@ -1,0 +1,119 @@
+"""Each parser on real generated files, and every typed refusal."""
+
+from __future__ import annotations
+
+import pytest
+
+from citewell import errors
+from citewell.models import BlockKind
+from citewell.parsers import parse
+from tests import files
+
+
+def section_of(parsed, needle: str) -> list[str]:
+    at = parsed.text.index(needle)
+    return next(s.heading_path for s in parsed.sections if s.start <= at < s.end)
+
+
+def test_markdown_headings_become_sections_and_markup_is_dropped():
+    source = b"# Guide\n\nIntro with **bold** and [a link](http://x).\n\n## Leave\n\n- 27 days\n- carry 5\n\n```\ncode  block\n```\n"
+    parsed = parse(source, "guide.md")
+    assert parsed.mime == "text/markdown"
+    assert "Intro with bold and a link." in parsed.text
+    assert "**" not in parsed.text and "http://x" not in parsed.text
+    assert section_of(parsed, "27 days") == ["Guide", "Leave"]
+    assert "code  block" in parsed.text  # code keeps its spacing
+    assert parsed.title == "Guide"
+
+
+def test_html_drops_boilerplate_and_keeps_structure():
+    html = (
+        b"<html><head><title>Runbook</title><script>track()</script><style>p{}</style></head><body>"
+        b"<nav>Home | Wiki</nav><header>Site header</header>"
+        b"<h1>Runbook</h1><p>Call <a href='#'>on-call</a> now.<br>Then wait.</p>"
+        b"<h2>Codes</h2><table><tr><th>code</th><th>fix</th></tr><tr><td>E7</td><td>reboot</td></tr></table>"
+        b"<footer>Copyright</footer></body></html>"
+    )
+    parsed = parse(html, "runbook.html")
+    for noise in ("track()", "Home | Wiki", "Site header", "Copyright", "p{}"):
+        assert noise not in parsed.text
+    assert "Call on-call now. Then wait." in parsed.text
+    assert "code: E7; fix: reboot" in parsed.text
+    assert section_of(parsed, "code: E7") == ["Runbook", "Codes"]
+    assert parsed.title == "Runbook"
+
+
+def test_html_is_sniffed_without_an_extension():
+    assert parse(b"<!DOCTYPE html><html><body><p>hello</p></body></html>", "page").mime == "text/html"
+
+
+def test_csv_rows_are_records_with_header_names():
+    parsed = parse(b"code,meaning\nE1027,twistlock sensor\nE2001,wind limit\n", "codes.csv")
+    assert "code: E1027; meaning: twistlock sensor" in parsed.text
+    rows = [b.row for b in parsed.blocks if b.kind is BlockKind.RECORD]
+    assert rows == [2, 3]
+
+
+def test_pdf_text_with_page_numbers():
+    data = files.pdf_bytes([("One", ["Alpha paragraph on page one."]), ("Two", ["Beta paragraph on page two."])])
+    parsed = parse(data, "doc.pdf")
+    assert parsed.mime == "application/pdf"
+    beta = parsed.text.index("Beta")
+    assert next(b.page for b in parsed.blocks if b.start <= beta < b.end) == 2
+
+
+def test_docx_heading_styles_become_sections_and_tables_records():
+    data = files.docx_bytes("Onboarding", [("Equipment", ["Boots and a helmet."])], table=[("item", "size"), ("boots", "44")])
+    parsed = parse(data, "onboarding.docx")
+    assert section_of(parsed, "Boots and a helmet.") == ["Onboarding", "Equipment"]
+    assert "item: boots; size: 44" in parsed.text
+
+
+def test_xlsx_sheets_are_sections_and_rows_keep_sheet_and_row():
+    data = files.xlsx_bytes({"Bands": [("level", "max"), ("L3", 54000)], "Dates": [("cycle", "due"), ("Spring", "2026-03-13")]})
+    parsed = parse(data, "bands.xlsx")
+    assert section_of(parsed, "level: L3") == ["Bands"]
+    block = next(b for b in parsed.blocks if "Spring" in parsed.text[b.start : b.end])
+    assert (block.sheet, block.row) == ("Dates", 2)
+
+
+def test_type_comes_from_bytes_not_the_name():
+    data = files.pdf_bytes([("Title", ["Real PDF content."])])
+    assert parse(data, "no-extension").mime == "application/pdf"
+    assert parse(data, "report.unknownext").mime == "application/pdf"
+
+
+def test_text_in_other_encodings_is_decoded():
+    assert "café" in parse("Menu: café au lait and croissants for the team.".encode("utf-16"), "menu.txt").text
+    assert "Grüße" in parse("Grüße aus dem Hafen, schöne Grüße an alle.".encode("cp1252"), "note.txt").text
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "error"),
+    [
+        (b"just text", "report.pdf", errors.TypeMismatch),
+        (files.pdf_bytes([("T", ["x"])]), "report.docx", errors.TypeMismatch),
+        (files.pdf_bytes([("T", ["x"])]), "notes.md", errors.TypeMismatch),
+        (files.png_bytes(), "diagram.png", errors.UnsupportedType),
+        (files.bare_zip_bytes(), "bundle.zip", errors.UnsupportedType),
+        (b"\x00\x01\x02binary\x00\xff" * 20, "blob.bin", errors.UnsupportedType),
+        (files.legacy_doc_bytes(), "contract.doc", errors.LegacyDoc),
+        (files.legacy_doc_bytes(), "contract", errors.LegacyDoc),
+        (files.encrypted_pdf_bytes(), "secret.pdf", errors.EncryptedPdf),
+        (files.blank_pdf_bytes(), "scan.pdf", errors.EmptyText),
+        (b"   \n\n  \t", "empty.txt", errors.EmptyText),
+        (b"", "zero.txt", errors.EmptyText),
+        (bytes(range(128, 256)) * 40, "garbage.txt", errors.UndecodableText),
+        (files.corrupt_docx_bytes(), "broken.docx", errors.CorruptFile),
+    ],
+)
+def test_typed_errors(data, name, error):
+    with pytest.raises(error) as raised:
+        parse(data, name)
+    assert raised.value.code == error.code and raised.value.message
+
+
+def test_size_limit_is_checked_before_parsing():
+    with pytest.raises(errors.TooLarge):
+        parse(b"a" * 2048, "big.txt", max_bytes=1024)
+    assert parse(b"a" * 1024, "fits.txt", max_bytes=1024).text == "a" * 1024
