@@ -1,0 +1,96 @@
+"""The CLI contract: JSON shapes, exit codes, identity flags, evaluation on a BEIR folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from citewell.cli import main
+from tests import files
+
+
+def run(capsys, *argv: str) -> tuple[int, dict]:
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else {}
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    (folder / "policies").mkdir(parents=True)
+    (folder / "policies" / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    (folder / "codes.csv").write_text("code,meaning\nE1027,twistlock sensor disagrees\n")
+    (folder / "travel.pdf").write_bytes(files.pdf_bytes([("Travel", ["Hotels up to 140 euros per night."])]))
+    (folder / "broken.pdf").write_bytes(b"this is not a pdf")
+    (folder / ".hidden.md").write_text("# Hidden\n\nnever ingested\n")
+    return folder
+
+
+def test_ingest_search_docs_round_trip(capsys, tmp_path, corpus):
+    home = str(tmp_path / "home")
+    code, out = run(capsys, "--home", home, "ingest", str(corpus), "--tenant", "northpier", "--allow-roles", "staff,support", "--json")
+    assert code == 1  # one file failed, after the others were processed
+    by_id = {d["document_id"]: d for d in out["documents"]}
+    assert set(by_id) == {"policies/leave.md", "codes.csv", "travel.pdf", "broken.pdf"}
+    assert by_id["broken.pdf"]["status"] == "failed" and by_id["broken.pdf"]["error"]["code"] == "type_mismatch"
+    assert by_id["policies/leave.md"]["status"] == "published" and len(by_id["policies/leave.md"]["revision"]) == 64
+
+    code, out = run(capsys, "--home", home, "search", "E1027", "--tenant", "northpier", "--roles", "support", "--json")
+    assert code == 0 and out["degraded"] == []
+    top = out["hits"][0]
+    assert top["document_id"] == "codes.csv" and "E1027" in top["text"]
+    assert set(top) == {"rank", "chunk_id", "document_id", "revision", "title", "section_path", "text", "score", "lanes"}
+    assert top["lanes"]["bm25"] == 1
+
+    code, out = run(capsys, "--home", home, "search", "annual leave", "--tenant", "northpier", "--roles", "", "--json")
+    assert code == 0 and out["hits"] == []
+    code, out = run(capsys, "--home", home, "search", "annual leave", "--tenant", "bluefen", "--roles", "staff", "--json")
+    assert out["hits"] == []
+
+    code, out = run(capsys, "--home", home, "docs", "--tenant", "northpier", "--json")
+    statuses = {d["document_id"]: (d["status"], d["chunk_count"]) for d in out["documents"]}
+    assert statuses["broken.pdf"] == ("failed", 0) and statuses["travel.pdf"][0] == "published"
+
+    code, out = run(capsys, "--home", home, "ingest", str(corpus / "policies" / "leave.md"), "--doc-id", "policies/leave.md",
+                    "--tenant", "northpier", "--allow-roles", "staff,support", "--json")
+    assert code == 0 and out["documents"][0]["status"] == "unchanged"
+
+
+def test_human_output_and_errors(capsys, tmp_path, corpus):
+    home = str(tmp_path / "home")
+    assert main(["--home", home, "ingest", str(corpus / "codes.csv"), "--tenant", "northpier", "--allow-roles", "support"]) == 0
+    assert "codes.csv" in capsys.readouterr().out
+    assert main(["--home", home, "search", "E1027", "--tenant", "northpier", "--roles", "support"]) == 0
+    assert "E1027" in capsys.readouterr().out
+    assert main(["--home", home, "ingest", str(corpus), "--doc-id", "x", "--tenant", "t", "--allow-roles", "r"]) == 2
+    assert "exactly one file" in capsys.readouterr().err
+    assert main(["--home", home, "ingest", str(tmp_path / "missing"), "--tenant", "t", "--allow-roles", "r", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "invalid_input"
+    assert main(["--home", home, "ingest", str(corpus / "codes.csv"), "--tenant", "a/b", "--allow-roles", "r"]) == 2
+
+
+def test_eval_on_a_beir_folder(capsys, tmp_path):
+    data = tmp_path / "tiny"
+    (data / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "d1", "title": "Crane safety", "text": "Storm pins secure a crane when wind exceeds the limit."},
+        {"_id": "d2", "title": "Leave", "text": "Staff receive 27 days of annual leave."},
+        {"_id": "d3", "title": "Salaries", "text": "Salary bands are reviewed each spring."},
+    ]
+    (data / "corpus.jsonl").write_text("\n".join(json.dumps(row) for row in corpus))
+    (data / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
+        {"_id": "q1", "text": "what secures a crane in high wind"}, {"_id": "q2", "text": "how many days of annual leave"},
+        {"_id": "q9", "text": "a query without judgements is skipped"},
+    ]))
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    code, out = run(capsys, "--home", str(tmp_path / "home"), "eval", str(data), "--json")
+    assert code == 0 and out["ingest"]["published"] == 3
+    lanes = {lane["lane"]: lane for lane in out["lanes"]}
+    assert set(lanes) == {"bm25", "vector", "hybrid"}
+    for lane in lanes.values():
+        assert lane["queries"] == 2 and lane["ndcg_at_10"] == 1.0 and lane["mrr_at_10"] == 1.0
+    code, again = run(capsys, "--home", str(tmp_path / "home"), "eval", str(data), "--lanes", "bm25", "--json")
+    assert again["ingest"]["unchanged"] == 3 and [lane["lane"] for lane in again["lanes"]] == ["bm25"]
