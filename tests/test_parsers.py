@@ -83,6 +83,13 @@ def test_type_comes_from_bytes_not_the_name():
     assert parse(data, "report.unknownext").mime == "application/pdf"
 
 
+def test_prose_that_starts_like_a_binary_signature_is_still_text():
+    # "BM" opens a bitmap; real abstracts start with "BMP is thought to ..." or "BMI-1 is ...".
+    parsed = parse(b"BMP is thought to induce differentiation toward multiple lineages.", "abstract.txt")
+    assert parsed.mime == "text/plain" and parsed.text.startswith("BMP is thought")
+    assert parse(b"BMI-1 is overexpressed in a variety of cancers.", None).mime == "text/plain"
+
+
 def test_text_in_other_encodings_is_decoded():
     assert "café" in parse("Menu: café au lait and croissants for the team.".encode("utf-16"), "menu.txt").text
     assert "Grüße" in parse("Grüße aus dem Hafen, schöne Grüße an alle.".encode("cp1252"), "note.txt").text

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from citewell.errors import InvalidInput
-from citewell.ingest.runner import IngestOutcome, ingest
+from citewell.ingest.runner import IngestOutcome, StageClock, ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Identity
 from citewell.search import search
@@ -42,6 +42,7 @@ class IngestStats(BaseModel):
     failed: int
     chunks: int
     seconds: float
+    stage_seconds: dict[str, float]
 
 
 def _open(path: Path) -> Iterator[str]:
@@ -98,8 +99,9 @@ def ingest_corpus(
         )
         for row in load_corpus(folder)
     )
+    clock = StageClock()
     started = time.perf_counter()
-    outcomes = ingest(services, requests, on_done=on_done)
+    outcomes = ingest(services, requests, on_done=on_done, clock=clock)
     seconds = time.perf_counter() - started
     return IngestStats(
         documents=len(outcomes),
@@ -108,6 +110,7 @@ def ingest_corpus(
         failed=sum(o.status == "failed" for o in outcomes),
         chunks=sum(o.chunks for o in outcomes),
         seconds=round(seconds, 2),
+        stage_seconds={stage: round(value, 2) for stage, value in clock.seconds.items()},
     )
 
 

@@ -49,6 +49,9 @@ def render(command: str, payload: dict[str, Any]) -> None:
             f"ingest {ingest['seconds']} s ({ingest['published']} published, {ingest['unchanged']} unchanged, "
             f"{ingest['failed']} failed)"
         )
+        stages = ", ".join(f"{name} {seconds} s" for name, seconds in ingest["stage_seconds"].items())
+        if stages:
+            console.print(f"ingest time by stage: {stages}")
         table = Table("lane", "nDCG@10", "Recall@100", "MRR@10", "queries")
         for lane in payload["lanes"]:
             table.add_row(

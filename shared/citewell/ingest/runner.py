@@ -5,7 +5,10 @@ A failing document is recorded and reported; the rest of the batch goes on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 from pydantic import BaseModel
@@ -34,6 +37,21 @@ class IngestOutcome(BaseModel):
     error: ErrorInfo | None = None
 
 
+class StageClock:
+    """Wall seconds spent in each stage across a run, to show where ingestion time goes."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - started
+
+
 def check_embedder(services: Services) -> None:
     """Refuse the whole run up front rather than failing every document the same way."""
     current = services.index.embedder_identity()
@@ -48,17 +66,19 @@ def ingest(
     requests: Iterable[IngestRequest],
     on_done: Callable[[IngestOutcome], None] | None = None,
     batch_documents: int = BATCH_DOCUMENTS,
+    clock: StageClock | None = None,
 ) -> list[IngestOutcome]:
     check_embedder(services)
+    clock = clock or StageClock()
     outcomes: list[IngestOutcome] = []
     batch: list[IngestRequest] = []
     for request in requests:
         batch.append(request)
         if len(batch) >= batch_documents:
-            outcomes.extend(_run_batch(services, batch, on_done))
+            outcomes.extend(_run_batch(services, batch, on_done, clock))
             batch = []
     if batch:
-        outcomes.extend(_run_batch(services, batch, on_done))
+        outcomes.extend(_run_batch(services, batch, on_done, clock))
     return outcomes
 
 
@@ -70,14 +90,15 @@ def _failed(services: Services, request: IngestRequest, error: Exception, revisi
 
 
 def _run_batch(
-    services: Services, batch: list[IngestRequest], on_done: Callable[[IngestOutcome], None] | None
+    services: Services, batch: list[IngestRequest], on_done: Callable[[IngestOutcome], None] | None, clock: StageClock
 ) -> list[IngestOutcome]:
     done: dict[str, IngestOutcome] = {}
     pending: list[tuple[IngestRequest, str, list[Chunk]]] = []
     for request in batch:
         try:
-            register(services, request)
-            parsed = parse_stage(services, request.tenant, request.document_id)
+            with clock.stage("parse"):
+                register(services, request)
+                parsed = parse_stage(services, request.tenant, request.document_id)
             if parsed.unchanged:
                 document = services.metadata.get_document(request.tenant, request.document_id)
                 chunks = document.chunk_count if document else 0
@@ -85,12 +106,14 @@ def _run_batch(
                     document_id=request.document_id, revision=parsed.revision, status="unchanged", chunks=chunks
                 )
                 continue
-            chunks = chunk_stage(services, request.tenant, request.document_id, parsed.revision)
+            with clock.stage("chunk"):
+                chunks = chunk_stage(services, request.tenant, request.document_id, parsed.revision)
             pending.append((request, parsed.revision, chunks))
         except CitewellError as error:
             done[request.document_id] = _failed(services, request, error)
     try:
-        embed_stage(services, [c for _, _, chunks in pending for c in chunks])
+        with clock.stage("embed"):
+            embed_stage(services, [c for _, _, chunks in pending for c in chunks])
         embed_error: CitewellError | None = None
     except CitewellError as error:
         embed_error = error
@@ -98,7 +121,8 @@ def _run_batch(
         try:
             if embed_error is not None:
                 raise embed_error
-            count = publish_stage(services, request.tenant, request.document_id, revision)
+            with clock.stage("publish"):
+                count = publish_stage(services, request.tenant, request.document_id, revision)
             done[request.document_id] = IngestOutcome(
                 document_id=request.document_id, revision=revision, status="published", chunks=count
             )

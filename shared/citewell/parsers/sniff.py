@@ -60,6 +60,8 @@ def detect(data: bytes, filename: str | None) -> Kind:
     suffix = _suffix(filename)
     hint = _EXTENSION_HINT.get(suffix)
     guess = filetype.guess(data)
+    if guess is not None and guess.extension not in {*_BINARY_BY_MAGIC, *_LEGACY_OFFICE} and _is_text(data):
+        guess = None  # some signatures are two letters ("BM" is a bitmap): prose can match them
     if guess is not None:
         if guess.extension in _LEGACY_OFFICE:
             raise LegacyDoc(f"legacy Office format ({guess.mime}); save it as .docx or .xlsx and upload again")
@@ -75,12 +77,31 @@ def detect(data: bytes, filename: str | None) -> Kind:
         raise TypeMismatch(f"the name says {suffix} but the content is not a {hint.value.upper()} file")
     if b"\x00" in data[:8192] and not data.startswith(_BOMS):
         raise UnsupportedType("binary content of an unknown type")
+    return _text_kind(data, hint)
+
+
+def _text_kind(data: bytes, hint: Kind | None) -> Kind:
     if hint is not None:
         return hint
     head = data[:512].lstrip().lower()
     if head.startswith((b"<!doctype html", b"<html")):
         return Kind.HTML
     return Kind.TEXT
+
+
+def _is_text(data: bytes) -> bool:
+    """Valid UTF-8 without NULs or stray control characters, judged on the first 64 KiB."""
+    sample = data[:65536]
+    for trim in range(4):  # the cut may split a multi-byte character
+        try:
+            text = sample[: len(sample) - trim].decode("utf-8")
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        return False
+    controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f")
+    return "\x00" not in text and controls <= len(text) // 100
 
 
 def decode_text(data: bytes) -> str:
