@@ -69,7 +69,9 @@ def test_human_output_and_errors(capsys, tmp_path, corpus):
     assert "exactly one file" in capsys.readouterr().err
     assert main(["--home", home, "ingest", str(tmp_path / "missing"), "--tenant", "t", "--allow-roles", "r", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "invalid_input"
-    assert main(["--home", home, "ingest", str(corpus / "codes.csv"), "--tenant", "a/b", "--allow-roles", "r"]) == 2
+    with pytest.raises(SystemExit) as exited:
+        main(["--home", home, "ingest", str(corpus / "codes.csv"), "--tenant", "a/b", "--allow-roles", "r"])
+    assert exited.value.code == 2 and "tenant may not contain '/'" in capsys.readouterr().err
 
 
 def test_eval_on_a_beir_folder(capsys, tmp_path):

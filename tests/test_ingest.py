@@ -138,3 +138,11 @@ def test_an_index_refuses_another_embedding_model(tmp_path, embedder):
     with pytest.raises(EmbedderMismatch):
         search(renamed, STAFF, "annual leave")
     assert other.texts == 1  # only the question was embedded; no document was
+
+
+def test_an_id_no_record_can_hold_fails_alone(services):
+    outcomes = ingest(services, [request(doc_id="bad#id.md"), request(doc_id="../escape.md"), request(doc_id="fine.md")])
+    assert [o.status for o in outcomes] == ["failed", "failed", "published"]
+    assert {o.error.code for o in outcomes[:2]} == {"invalid_input"}
+    assert services.metadata.get_document("northpier", "bad#id.md") is None
+    assert list(services.objects.list("raw")) == ["raw/northpier/fine.md"]

@@ -15,16 +15,26 @@ from typing import Any
 
 from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput
-from citewell.models import Identity, validate_name
+from citewell.models import Identity, validate_name, validate_tenant
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
 
 def _roles(value: str) -> frozenset[str]:
     roles = frozenset(r.strip() for r in value.split(",") if r.strip())
-    for role in roles:
-        validate_name(role, "role")
+    try:
+        for role in roles:
+            validate_name(role, "role")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return roles
+
+
+def _tenant(value: str) -> str:
+    try:
+        return validate_tenant(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", parents=[common], help="add or update documents")
     p.add_argument("paths", nargs="+", type=Path)
-    p.add_argument("--tenant", required=True)
+    p.add_argument("--tenant", required=True, type=_tenant)
     p.add_argument("--allow-roles", required=True, type=_roles, help="comma-separated roles that may read them")
     p.add_argument("--doc-id", help="document id (one file only; default: the path relative to the folder)")
     p.add_argument("--title", help="title (one file only; default: from the document)")

@@ -33,6 +33,8 @@ class LaneScores(BaseModel):
     recall_at_100: float
     mrr_at_10: float
     queries: int
+    search_ms_p50: float
+    search_ms_p95: float
 
 
 class IngestStats(BaseModel):
@@ -114,29 +116,40 @@ def ingest_corpus(
     )
 
 
-def document_run(services: Services, queries: dict[str, str], lanes: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """Rank documents by their best chunk, for each query."""
+class DocumentRun(BaseModel):
+    ranking: dict[str, dict[str, float]]
+    milliseconds: list[float]
+
+
+def document_run(services: Services, queries: dict[str, str], lanes: tuple[str, ...]) -> DocumentRun:
+    """Rank documents by their best chunk, for each query; time each search call."""
     identity = Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE}))
     run: dict[str, dict[str, float]] = {}
+    milliseconds: list[float] = []
     for qid, text in queries.items():
+        started = time.perf_counter()
         result = search(services, identity, text, k=3 * RUN_DEPTH, lanes=lanes, depth=3 * RUN_DEPTH)
+        milliseconds.append((time.perf_counter() - started) * 1000)
         ranked: dict[str, float] = {}
         for hit in result.hits:
             if hit.document_id not in ranked and len(ranked) < RUN_DEPTH:
                 ranked[hit.document_id] = 1.0 / hit.rank
         run[qid] = ranked
-    return run
+    return DocumentRun(ranking=run, milliseconds=milliseconds)
 
 
-def score(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], lane: str) -> LaneScores:
+def score(qrels: dict[str, dict[str, int]], run: DocumentRun, lane: str) -> LaneScores:
     import ir_measures
+    import numpy as np
     from ir_measures import RR, R, nDCG
 
-    measures = ir_measures.calc_aggregate([nDCG @ 10, R @ 100, RR @ 10], qrels, run)
+    measures = ir_measures.calc_aggregate([nDCG @ 10, R @ 100, RR @ 10], qrels, run.ranking)
     return LaneScores(
         lane=lane,
         ndcg_at_10=round(measures[nDCG @ 10], 4),
         recall_at_100=round(measures[R @ 100], 4),
         mrr_at_10=round(measures[RR @ 10], 4),
-        queries=len(run),
+        queries=len(run.ranking),
+        search_ms_p50=round(float(np.percentile(run.milliseconds, 50)), 1) if run.milliseconds else 0.0,
+        search_ms_p95=round(float(np.percentile(run.milliseconds, 95)), 1) if run.milliseconds else 0.0,
     )

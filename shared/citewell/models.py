@@ -38,6 +38,13 @@ def validate_name(value: str, what: str) -> str:
     return value
 
 
+def validate_tenant(value: str) -> str:
+    """A tenant also names a folder of objects, so it may not contain '/'."""
+    if "/" in value:
+        raise ValueError("tenant may not contain '/'")
+    return validate_name(value, "tenant")
+
+
 class Identity(BaseModel):
     """Who is asking. Built only from trusted input: operator flags or verified claims."""
 
@@ -93,9 +100,7 @@ class Document(BaseModel):
     @field_validator("tenant")
     @classmethod
     def _tenant(cls, v: str) -> str:
-        if "/" in v:
-            raise ValueError("tenant may not contain '/'")
-        return validate_name(v, "tenant")
+        return validate_tenant(v)
 
     @field_validator("allowed_roles")
     @classmethod

@@ -52,10 +52,10 @@ def render(command: str, payload: dict[str, Any]) -> None:
         stages = ", ".join(f"{name} {seconds} s" for name, seconds in ingest["stage_seconds"].items())
         if stages:
             console.print(f"ingest time by stage: {stages}")
-        table = Table("lane", "nDCG@10", "Recall@100", "MRR@10", "queries")
+        table = Table("lane", "nDCG@10", "Recall@100", "MRR@10", "queries", "search ms p50 / p95")
         for lane in payload["lanes"]:
             table.add_row(
                 lane["lane"], f"{lane['ndcg_at_10']:.4f}", f"{lane['recall_at_100']:.4f}", f"{lane['mrr_at_10']:.4f}",
-                str(lane["queries"]),
+                str(lane["queries"]), f"{lane['search_ms_p50']} / {lane['search_ms_p95']}",
             )
         console.print(table)

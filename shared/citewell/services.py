@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from citewell.chunking import Chunker, ChunkingConfig
+from citewell.chunking import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, Chunker, ChunkingConfig
 from citewell.parsers import DEFAULT_MAX_BYTES
 from citewell.ports import Embedder, MetadataStore, ObjectStore, SearchIndex
 
@@ -40,6 +40,10 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
     home = (home or default_home()).expanduser()
     embedder = MiniLMEmbedder()
     max_bytes = int(os.environ.get("CITEWELL_MAX_BYTES", DEFAULT_MAX_BYTES))
+    chunking = chunking or ChunkingConfig(
+        max_tokens=int(os.environ.get("CITEWELL_CHUNK_TOKENS", DEFAULT_MAX_TOKENS)),
+        overlap_tokens=int(os.environ.get("CITEWELL_CHUNK_OVERLAP", DEFAULT_OVERLAP_TOKENS)),
+    )
     return Services(
         objects=FolderObjectStore(home / "objects"),
         metadata=SqliteMetadataStore(home / "metadata.db"),

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from citewell.errors import CitewellError, EmbedderMismatch
+from citewell.errors import CitewellError, EmbedderMismatch, InvalidInput
 from citewell.ingest.stages import (
     IngestRequest,
     chunk_stage,
@@ -111,6 +111,12 @@ def _run_batch(
             pending.append((request, parsed.revision, chunks))
         except CitewellError as error:
             done[request.document_id] = _failed(services, request, error)
+        except ValidationError as error:  # an id or field no record can hold: nothing was stored
+            message = "; ".join(e["msg"] for e in error.errors())
+            done[request.document_id] = IngestOutcome(
+                document_id=request.document_id, revision=None, status="failed", chunks=0,
+                error=ErrorInfo(code=InvalidInput.code, message=message),
+            )
     try:
         with clock.stage("embed"):
             embed_stage(services, [c for _, _, chunks in pending for c in chunks])
