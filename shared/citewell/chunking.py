@@ -10,6 +10,7 @@ concatenates back into the text exactly.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -77,12 +78,14 @@ class Chunker:
     def chunk(self, parsed: ParsedDocument, document: Document) -> list[Chunk]:
         text = parsed.text
         revision = parsed.revision
+        blocks = parsed.blocks  # in text order and disjoint, so starts and ends are both sorted
+        starts, ends = [b.start for b in blocks], [b.end for b in blocks]
         chunks: list[Chunk] = []
         for section_index, section in enumerate(parsed.sections):
-            block_starts = [b.start for b in parsed.blocks if section.start < b.start < section.end]
-            spans = self._bounded(text, _tile(block_starts, section.start, section.end))
+            inside = starts[bisect_right(starts, section.start) : bisect_left(starts, section.end)]
+            spans = self._bounded(text, _tile(inside, section.start, section.end))
             for index, (start, body_start, end) in enumerate(self._pack(spans)):
-                covered = [b for b in parsed.blocks if b.start < end and b.end > start]
+                covered = blocks[bisect_right(ends, start) : bisect_left(starts, end)]
                 chunks.append(
                     Chunk(
                         chunk_id=Chunk.make_id(document.document_id, section_index, index),
