@@ -34,6 +34,7 @@ class TextBuilder:
         self._blocks: list[Block] = []
         self._headings: list[tuple[int, str]] = []
         self._section_starts: list[tuple[int, list[str]]] = [(0, [])]
+        self._section_has_body = False
         self.first_heading: str | None = None
 
     def heading(self, level: int, text: str, **where: object) -> None:
@@ -65,13 +66,17 @@ class TextBuilder:
         self._parts.append(text)
         self._pos += len(text)
         self._blocks.append(Block(kind=kind, start=start, end=self._pos, **where))  # type: ignore[arg-type]
+        self._section_has_body = self._section_has_body or kind is not BlockKind.HEADING
         return start
 
     def _open_section(self, start: int, path: list[str]) -> None:
-        if self._section_starts and self._section_starts[-1][0] == start:
-            self._section_starts[-1] = (start, path)
-        else:
+        """A section with no body yet (empty, or only a title) takes the new path instead of
+        being closed: a chunk of nothing but a heading helps no one."""
+        if self._section_has_body:
             self._section_starts.append((start, path))
+        else:
+            self._section_starts[-1] = (self._section_starts[-1][0], path)
+        self._section_has_body = False
 
     def build(self, mime: str, title: str | None = None) -> ParsedDocument:
         text = "".join(self._parts)
