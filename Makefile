@@ -41,6 +41,11 @@ demo: $(VENV)/.local
 	$(CITEWELL) search "salary range for a shift lead" --tenant northpier --roles hr --k 2
 	@echo "--- no roles: nothing"
 	$(CITEWELL) search "annual leave" --tenant northpier --roles "" --k 2
+	@echo "--- answers: cited, or an honest refusal"
+	$(CITEWELL) ask "How many days of annual leave do full-time staff get?" --tenant northpier --roles staff
+	$(CITEWELL) ask "What should the operator do for error E1027?" --tenant northpier --roles support
+	$(CITEWELL) ask "What should the operator do for error E1027?" --tenant northpier --roles staff
+	$(CITEWELL) ask "Who is the chief executive of Northpier?" --tenant northpier --roles staff,hr,engineering
 
 test: $(VENV)/.dev
 	$(BIN)/python -m pytest

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from citewell.models import Chunk, Document, ParsedDocument
+from citewell.models import Block, BlockKind, Chunk, Document, ParsedDocument
 from citewell.ports import TokenCounter
 
 DEFAULT_MAX_TOKENS = 200
@@ -47,8 +47,9 @@ def _segmenter():  # type: ignore[no-untyped-def]
     return pysbd.Segmenter(language="en", clean=False)
 
 
-def _sentence_starts(text: str, start: int, end: int) -> list[int]:
-    """Offsets (absolute) where sentences begin inside ``text[start:end]``."""
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Sentences of ``text[start:end]`` as absolute spans that tile it (pysbd boundaries)."""
+    end = len(text) if end is None else end
     piece = text[start:end]
     starts, cursor = [], 0
     for sentence in _segmenter().segment(piece):
@@ -60,12 +61,31 @@ def _sentence_starts(text: str, start: int, end: int) -> list[int]:
             continue
         starts.append(start + found)
         cursor = found + len(stripped)
-    return starts
+    return _tile(starts, start, end)
 
 
 def _tile(starts: list[int], start: int, end: int) -> list[tuple[int, int]]:
     cuts = sorted({start, *(s for s in starts if start < s < end)})
     return list(zip(cuts, cuts[1:] + [end]))
+
+
+_SERIES = {BlockKind.LIST_ITEM, BlockKind.TABLE_ROW, BlockKind.RECORD}
+
+
+def _block_at(blocks: Sequence[Block], starts: list[int], offset: int) -> Block | None:
+    i = bisect_right(starts, offset) - 1
+    return blocks[i] if i >= 0 and blocks[i].start <= offset < blocks[i].end else None
+
+
+def _continues(text: str, blocks: Sequence[Block], starts: list[int], end: int, next_body: int) -> bool:
+    """Whether what a chunk ends in goes on in the next one: a list, table or set of records
+    whose items run on, or an introduction ending in a colon. (Prose cut between sentences
+    does not count: its overlap carries the context.)"""
+    if text[:end].rstrip().endswith(":"):
+        return True
+    last = _block_at(blocks, starts, len(text[:end].rstrip()) - 1)
+    first = _block_at(blocks, starts, next_body + len(text[next_body:]) - len(text[next_body:].lstrip()))
+    return last is not None and first is not None and last.kind in _SERIES and first.kind is last.kind
 
 
 class Chunker:
@@ -84,8 +104,10 @@ class Chunker:
         for section_index, section in enumerate(parsed.sections):
             inside = starts[bisect_right(starts, section.start) : bisect_left(starts, section.end)]
             spans = self._bounded(text, _tile(inside, section.start, section.end))
-            for index, (start, body_start, end) in enumerate(self._pack(spans)):
+            packed = self._pack(spans)
+            for index, (start, body_start, end) in enumerate(packed):
                 covered = blocks[bisect_right(ends, start) : bisect_left(starts, end)]
+                following = packed[index + 1][1] if index + 1 < len(packed) else None
                 chunks.append(
                     Chunk(
                         chunk_id=Chunk.make_id(document.document_id, section_index, index),
@@ -104,6 +126,7 @@ class Chunker:
                         pages=sorted({b.page for b in covered if b.page is not None}),
                         sheet=next((b.sheet for b in covered if b.sheet), None),
                         rows=[b.row for b in covered if b.row is not None],
+                        continues=following is not None and _continues(text, blocks, starts, end, following),
                     )
                 )
         return chunks
@@ -121,7 +144,7 @@ class Chunker:
             if span.tokens <= limit:
                 out.append(span)
                 continue
-            sentences = _tile(_sentence_starts(text, span.start, span.end), span.start, span.end)
+            sentences = sentence_spans(text, span.start, span.end)
             if len(sentences) > 1:
                 out.extend(self._bounded(text, sentences))
             else:

@@ -62,6 +62,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--lanes", default="bm25,vector", help="bm25, vector or both")
 
+    p = sub.add_parser("ask", parents=[common], help="a cited answer, or an honest refusal")
+    p.add_argument("question")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
+
+    p = sub.add_parser("citations", parents=[common], help="what a recorded answer rested on")
+    p.add_argument("answer_id")
+    p.add_argument("--tenant", required=True)
+
     p = sub.add_parser("docs", parents=[common], help="list a tenant's documents")
     p.add_argument("--tenant", required=True)
 
@@ -135,6 +144,25 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return result.model_dump(mode="json"), EXIT_OK
 
 
+def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.answers.config import evidence_budget, generator_from_env
+    from citewell.answers.service import ask
+    from citewell.services import open_local
+
+    services = open_local(args.home)
+    identity = Identity(tenant=args.tenant, roles=args.roles)
+    answer = ask(services, identity, args.question, generator_from_env(services), budget_chars=evidence_budget())
+    return answer.model_dump(mode="json"), EXIT_OK
+
+
+def cmd_citations(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.answers.service import recorded_citations
+    from citewell.services import open_local
+
+    record = recorded_citations(open_local(args.home), args.tenant, args.answer_id)
+    return record.model_dump(mode="json"), EXIT_OK
+
+
 def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.services import open_local
 
@@ -164,7 +192,10 @@ def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return payload, EXIT_OK
 
 
-COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "docs": cmd_docs, "eval": cmd_eval}
+COMMANDS = {
+    "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "citations": cmd_citations,
+    "docs": cmd_docs, "eval": cmd_eval,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,6 +34,18 @@ class RetrievalUnavailable(CitewellError):
     code = "retrieval_unavailable"
 
 
+class EmbedderUnavailable(CitewellError):
+    """The embedding service failed; search degrades to the lexical lane."""
+
+    code = "embedder_unavailable"
+
+
+class GeneratorUnavailable(CitewellError):
+    """The model service timed out, throttled, failed or replied with something unusable."""
+
+    code = "generator_unavailable"
+
+
 class PublishConflict(CitewellError):
     """Another publisher moved the active revision between our read and our write."""
 

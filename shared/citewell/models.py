@@ -186,6 +186,7 @@ class Chunk(BaseModel):
     pages: list[int] = Field(default_factory=list)
     sheet: str | None = None
     rows: list[int] = Field(default_factory=list)
+    continues: bool = False  # a list, table or sentence run goes on in the next chunk of the section
 
     @staticmethod
     def make_id(document_id: str, section_index: int, index: int) -> str:
@@ -227,3 +228,76 @@ class SearchHit(BaseModel):
 class SearchResult(BaseModel):
     hits: list[SearchHit]
     degraded: list[str] = Field(default_factory=list)
+
+
+class Citation(BaseModel):
+    """One source an answer rests on: a real chunk of the revision that was active when it was cited."""
+
+    ref: str
+    chunk_id: str
+    document_id: str
+    revision: str
+    title: str
+    section_path: list[str]
+    quote: str
+
+
+class Answer(BaseModel):
+    """``answer`` is None exactly when ``refused``: the documents do not support an answer."""
+
+    answer_id: str
+    answer: str | None
+    refused: bool
+    citations: list[Citation] = Field(default_factory=list)
+    degraded: list[str] = Field(default_factory=list)
+
+
+class AnswerRecord(BaseModel):
+    """What an answer rested on, kept so anyone can later ask."""
+
+    answer_id: str
+    tenant: str
+    roles: list[str]
+    question: str
+    answer: str | None
+    refused: bool
+    citations: list[Citation]
+    generator: str
+    degraded: list[str] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class EvidenceSpan(BaseModel):
+    """The part of an evidence text that came from one chunk (offsets into that evidence text)."""
+
+    chunk_id: str
+    start: int
+    end: int
+
+
+class EvidenceItem(BaseModel):
+    """A passage handed to a generator as ``[ref]``: one chunk, or neighbours stitched whole."""
+
+    ref: str
+    document_id: str
+    revision: str
+    title: str
+    section_path: list[str]
+    text: str
+    spans: list[EvidenceSpan]
+    rank: int
+
+    def chunk_at(self, offset: int) -> str:
+        """The chunk that holds ``text[offset]``."""
+        for span in self.spans:
+            if span.start <= offset < span.end:
+                return span.chunk_id
+        return self.spans[-1].chunk_id
+
+
+class Draft(BaseModel):
+    """A generator's output before verification. ``quotes`` maps a ref to the exact text it supports."""
+
+    text: str | None
+    refused: bool
+    quotes: dict[str, str] = Field(default_factory=dict)

@@ -33,6 +33,22 @@ def render(command: str, payload: dict[str, Any]) -> None:
             console.print(f"   [italic]{where}[/italic]")
             snippet = " ".join(hit["text"].split())
             console.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", highlight=False)
+    elif command in ("ask", "citations"):
+        for note in payload.get("degraded", []):
+            console.print(f"[yellow]degraded:[/yellow] {note}")
+        if command == "citations":
+            console.print(f"[dim]{payload['created_at']}  question:[/dim] {payload['question']}")
+        if payload["refused"]:
+            console.print("The documents you can read do not answer this.")
+        else:
+            console.print(payload["answer"], highlight=False)
+        if payload["citations"]:
+            console.print("\n[bold]Sources[/bold]")
+        for c in payload["citations"]:
+            where = " > ".join(c["section_path"]) or c["title"]
+            console.print(f"  [{c['ref']}] {c['title']} — {where}  [dim]{c['chunk_id']} @ {c['revision'][:12]}[/dim]")
+            console.print(f"       \"{' '.join(c['quote'].split())}\"", highlight=False)
+        console.print(f"[dim]answer id {payload['answer_id']}[/dim]")
     elif command == "docs":
         table = Table("document", "title", "status", "revision", "chunks", "roles", "error")
         for d in payload["documents"]:

@@ -145,6 +145,7 @@ def publish_stage(services: Services, tenant: str, document_id: str, revision: s
             return len(chunks)  # a redelivery or a concurrent publisher already switched to it
         services.index.delete_revision(tenant, document_id, revision)
         raise PublishConflict(f"the active revision of {document_id!r} moved during publish; retry")
+    services.metadata.bump_epoch(tenant)  # cached answers of this tenant may rest on the old revision
     if previous is not None and previous != revision:
         services.index.delete_revision(tenant, document_id, previous)
         services.metadata.delete_chunks(tenant, document_id, previous)

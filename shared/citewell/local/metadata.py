@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from citewell.local.sqlite import Transaction, connect
-from citewell.models import Chunk, Document, DocumentStatus, utcnow
+from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, utcnow
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -26,6 +26,22 @@ CREATE TABLE IF NOT EXISTS chunks (
     position INTEGER NOT NULL,
     record TEXT NOT NULL,
     PRIMARY KEY (tenant, document_id, revision, chunk_id)
+);
+CREATE TABLE IF NOT EXISTS answers (
+    tenant TEXT NOT NULL,
+    answer_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (tenant, answer_id)
+);
+CREATE TABLE IF NOT EXISTS answer_cache (
+    cache_key TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    answer_id TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tenant_epochs (
+    tenant TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS embeddings (
     identity TEXT NOT NULL,
@@ -76,6 +92,10 @@ class SqliteMetadataStore:
             (document.tenant, document.document_id, document.model_dump_json(), document.active_revision),
         )
 
+    def delete_document(self, tenant: str, document_id: str) -> int:
+        cursor = self.conn.execute("DELETE FROM documents WHERE tenant = ? AND document_id = ?", (tenant, document_id))
+        return cursor.rowcount
+
     def switch_revision(self, tenant: str, document_id: str, expected: str | None, new: str, chunk_count: int) -> bool:
         with Transaction(self.conn):
             doc = self.get_document(tenant, document_id)
@@ -111,11 +131,65 @@ class SqliteMetadataStore:
         )
         return [Chunk.model_validate_json(r["record"]) for r in rows]
 
+    def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:
+        wanted = sorted(set(keys))
+        found: dict[tuple[str, str, str], Chunk] = {}
+        for document_id, revision, chunk_id in wanted:
+            row = self.conn.execute(
+                "SELECT record FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ? AND chunk_id = ?",
+                (tenant, document_id, revision, chunk_id),
+            ).fetchone()
+            if row:
+                found[(document_id, revision, chunk_id)] = Chunk.model_validate_json(row["record"])
+        return found
+
     def delete_chunks(self, tenant: str, document_id: str, revision: str) -> int:
         cursor = self.conn.execute(
             "DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", (tenant, document_id, revision)
         )
         return cursor.rowcount
+
+    # -- answers, the answer cache and tenant epochs --------------------------------------
+
+    def put_answer(self, record: AnswerRecord) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO answers (tenant, answer_id, record) VALUES (?, ?, ?)",
+            (record.tenant, record.answer_id, record.model_dump_json()),
+        )
+
+    def get_answer(self, tenant: str, answer_id: str) -> AnswerRecord | None:
+        row = self.conn.execute(
+            "SELECT record FROM answers WHERE tenant = ? AND answer_id = ?", (tenant, answer_id)
+        ).fetchone()
+        return AnswerRecord.model_validate_json(row["record"]) if row else None
+
+    def tenant_epoch(self, tenant: str) -> int:
+        row = self.conn.execute("SELECT epoch FROM tenant_epochs WHERE tenant = ?", (tenant,)).fetchone()
+        return int(row["epoch"]) if row else 0
+
+    def bump_epoch(self, tenant: str) -> int:
+        """Every publish or delete in a tenant moves its epoch and drops its cached answers."""
+        with Transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO tenant_epochs (tenant, epoch) VALUES (?, 1) "
+                "ON CONFLICT (tenant) DO UPDATE SET epoch = epoch + 1",
+                (tenant,),
+            )
+            self.conn.execute("DELETE FROM answer_cache WHERE tenant = ?", (tenant,))
+            return self.tenant_epoch(tenant)
+
+    def get_cached_answer(self, cache_key: str, tenant: str, epoch: int) -> str | None:
+        row = self.conn.execute(
+            "SELECT answer_id FROM answer_cache WHERE cache_key = ? AND tenant = ? AND epoch = ?",
+            (cache_key, tenant, epoch),
+        ).fetchone()
+        return row["answer_id"] if row else None
+
+    def put_cached_answer(self, cache_key: str, tenant: str, epoch: int, answer_id: str) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO answer_cache (cache_key, tenant, epoch, answer_id) VALUES (?, ?, ?, ?)",
+            (cache_key, tenant, epoch, answer_id),
+        )
 
     # -- embedding cache ---------------------------------------------------------------
 

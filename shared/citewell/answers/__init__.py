@@ -1,0 +1,1 @@
+"""Grounded answers: evidence read back from the records, generated, verified, recorded, cached."""

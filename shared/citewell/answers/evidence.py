@@ -1,0 +1,149 @@
+"""From fused hits to evidence: read back, stitch neighbours, collapse near-duplicates, fit a budget.
+
+Evidence text always comes from the MetadataStore's chunk records of the active revision,
+never from the index's copy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from citewell.models import Chunk, Document, EvidenceItem, EvidenceSpan, Identity, SearchHit
+from citewell.services import Services
+
+MAX_CANDIDATES = 8
+STITCH_STEPS = 3  # how many following chunks a running list may bring
+DEFAULT_BUDGET_CHARS = 6000
+SHINGLE = 5
+DUPLICATE_CONTAINMENT = 0.8
+_WORDS = re.compile(r"\w+")
+
+
+@dataclass
+class _Group:
+    document: Document
+    chunks: list[Chunk]
+    rank: int
+
+
+def _next_id(chunk: Chunk) -> str:
+    return Chunk.make_id(chunk.document_id, chunk.section_index, chunk.index + 1)
+
+
+def read_back(services: Services, identity: Identity, hits: Sequence[SearchHit]) -> list[tuple[Document, Chunk, int]]:
+    """Current, visible chunk records for the hits, in hit order. Anything else is dropped."""
+    if identity.is_empty:
+        return []
+    documents = services.metadata.get_documents(identity.tenant, {h.document_id for h in hits})
+    records = services.metadata.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in hits])
+    kept = []
+    for hit in hits:
+        document = documents.get(hit.document_id)
+        record = records.get((hit.document_id, hit.revision, hit.chunk_id))
+        if (
+            record is None
+            or document is None
+            or not document.is_live
+            or document.active_revision != hit.revision
+            or not identity.can_see(document.tenant, document.allowed_roles)
+        ):
+            continue
+        kept.append((document, record, hit.rank))
+    return kept
+
+
+def _stitch(services: Services, identity: Identity, current: list[tuple[Document, Chunk, int]]) -> list[_Group]:
+    """Hits whose list, table or sentence runs on bring the following chunks (a few at most);
+    touching chunks of one revision become one passage."""
+    members_by_revision: dict[tuple[str, str], list[tuple[Chunk, int]]] = {}
+    documents: dict[str, Document] = {}
+    frontier: list[tuple[Chunk, int]] = []
+    for document, chunk, rank in current:
+        documents[document.document_id] = document
+        members_by_revision.setdefault((chunk.document_id, chunk.revision), []).append((chunk, rank))
+        frontier.append((chunk, rank))
+    for _ in range(STITCH_STEPS):
+        frontier = [(c, r) for c, r in frontier if c.continues]
+        if not frontier:
+            break
+        found = services.metadata.get_chunks_by_id(identity.tenant, [(c.document_id, c.revision, _next_id(c)) for c, _ in frontier])
+        frontier = [(found[(c.document_id, c.revision, _next_id(c))], r) for c, r in frontier if (c.document_id, c.revision, _next_id(c)) in found]
+        for chunk, rank in frontier:
+            members_by_revision[(chunk.document_id, chunk.revision)].append((chunk, rank))
+    stitched: list[_Group] = []
+    for (document_id, _), members in members_by_revision.items():
+        members.sort(key=lambda m: (m[0].start, m[1]))
+        run: list[Chunk] = []
+        run_rank = 0
+        for chunk, rank in members:
+            if run and chunk.start <= run[-1].end:  # touching or overlapping: one passage
+                if chunk.end > run[-1].end:
+                    run.append(chunk)
+                run_rank = min(run_rank, rank)
+                continue
+            if run:
+                stitched.append(_Group(documents[document_id], run, run_rank))
+            run, run_rank = [chunk], rank
+        if run:
+            stitched.append(_Group(documents[document_id], run, run_rank))
+    stitched.sort(key=lambda g: (g.rank, g.document.document_id, g.chunks[0].start))
+    return stitched
+
+
+def _text_of(chunks: list[Chunk]) -> tuple[str, list[EvidenceSpan]]:
+    """Concatenate neighbouring chunks without repeating their overlap."""
+    text, spans, end = "", [], chunks[0].start
+    for chunk in chunks:
+        fresh = chunk.text[max(0, end - chunk.start):]
+        spans.append(EvidenceSpan(chunk_id=chunk.chunk_id, start=len(text), end=len(text) + len(fresh)))
+        text += fresh
+        end = chunk.end
+    return text, [s for s in spans if s.end > s.start]
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = [w.lower() for w in _WORDS.findall(text)]
+    if len(words) < SHINGLE:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+
+
+def _near_duplicate(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> bool:
+    if not a or not b:
+        return False
+    return len(a & b) / min(len(a), len(b)) >= DUPLICATE_CONTAINMENT
+
+
+def gather_evidence(
+    services: Services,
+    identity: Identity,
+    hits: Sequence[SearchHit],
+    budget_chars: int = DEFAULT_BUDGET_CHARS,
+    max_items: int = MAX_CANDIDATES,
+) -> list[EvidenceItem]:
+    """Evidence in rank order, within ``budget_chars``: an item that does not fit is left out whole."""
+    current = read_back(services, identity, hits[: max_items * 2])
+    evidence: list[EvidenceItem] = []
+    seen: list[set[tuple[str, ...]]] = []
+    used = 0
+    for group in _stitch(services, identity, current):
+        text, spans = _text_of(group.chunks)
+        shingles = _shingles(text)
+        if any(_near_duplicate(shingles, other) for other in seen):
+            continue
+        if used + len(text) > budget_chars:
+            continue  # fewer candidates, never a truncated one
+        first = group.chunks[0]
+        evidence.append(
+            EvidenceItem(
+                ref=f"S{len(evidence) + 1}", document_id=first.document_id, revision=first.revision,
+                title=group.document.title, section_path=first.heading_path, text=text, spans=spans, rank=group.rank,
+            )
+        )
+        seen.append(shingles)
+        used += len(text)
+        if len(evidence) == max_items:
+            break
+    return evidence

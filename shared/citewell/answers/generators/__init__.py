@@ -1,0 +1,1 @@
+"""Generator adapters: extractive (local, no model service), OpenAI-compatible over httpx, Bedrock Converse."""

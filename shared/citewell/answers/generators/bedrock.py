@@ -1,0 +1,53 @@
+"""Amazon Bedrock's Converse API through boto3 (any Converse-capable text model)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from citewell.answers.prompt import REFUSAL_SENTINEL, SYSTEM_PROMPT, user_prompt
+from citewell.errors import GeneratorUnavailable
+from citewell.models import Draft, EvidenceItem
+
+
+class BedrockGenerator:
+    def __init__(self, model_id: str, client: Any = None, region: str | None = None, max_tokens: int = 800) -> None:
+        if client is None:
+            import boto3
+            from botocore.config import Config
+
+            config = Config(retries={"max_attempts": 3, "mode": "adaptive"}, read_timeout=60, connect_timeout=5)
+            client = boto3.client("bedrock-runtime", region_name=region, config=config)
+        self.client = client
+        self.model_id = model_id
+        self.max_tokens = max_tokens
+
+    @property
+    def name(self) -> str:
+        return f"bedrock:{self.model_id}"
+
+    def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            response = self.client.converse(
+                modelId=self.model_id,
+                system=[{"text": SYSTEM_PROMPT}],
+                messages=[{"role": "user", "content": [{"text": user_prompt(question, evidence)}]}],
+                inferenceConfig={"temperature": 0, "maxTokens": self.max_tokens},
+            )
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            raise GeneratorUnavailable(f"Bedrock refused the request ({code})") from exc
+        except BotoCoreError as exc:
+            raise GeneratorUnavailable(f"Bedrock could not be reached ({exc.__class__.__name__})") from exc
+        try:
+            blocks = response["output"]["message"]["content"]
+            content = "".join(block["text"] for block in blocks if "text" in block)
+        except (KeyError, TypeError):
+            raise GeneratorUnavailable("the Bedrock reply has no output.message.content") from None
+        if not content.strip():
+            raise GeneratorUnavailable("the Bedrock reply is empty")
+        if REFUSAL_SENTINEL in content:
+            return Draft(text=None, refused=True)
+        return Draft(text=content, refused=False)

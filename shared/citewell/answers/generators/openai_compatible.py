@@ -1,0 +1,82 @@
+"""Any OpenAI-compatible chat-completions endpoint, over httpx."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from citewell.answers.prompt import REFUSAL_SENTINEL, SYSTEM_PROMPT, user_prompt
+from citewell.errors import GeneratorUnavailable
+from citewell.models import Draft, EvidenceItem
+
+RETRY_STATUS = {429, 500, 502, 503, 504}
+
+
+class OpenAICompatibleGenerator:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
+        self.model = model
+        self.retries = retries
+        self.backoff = backoff
+
+    @property
+    def name(self) -> str:
+        return f"openai-compatible:{self.model}"
+
+    def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+        body = {
+            "model": self.model,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": user_prompt(question, evidence)},
+            ],
+        }
+        content = _content(self._post(body))
+        if content.strip() == REFUSAL_SENTINEL or REFUSAL_SENTINEL in content:
+            return Draft(text=None, refused=True)
+        return Draft(text=content, refused=False)
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.client.post("/chat/completions", json=body)
+            except httpx.TimeoutException as exc:
+                failure = f"the model service timed out ({exc.__class__.__name__})"
+            except httpx.HTTPError as exc:
+                failure = f"the model service could not be reached ({exc.__class__.__name__})"
+            else:
+                if response.status_code < 400:
+                    try:
+                        return response.json()
+                    except ValueError:
+                        raise GeneratorUnavailable("the model service replied with something that is not JSON") from None
+                failure = f"the model service answered HTTP {response.status_code}"
+                if response.status_code not in RETRY_STATUS:
+                    raise GeneratorUnavailable(failure)
+            if attempt < self.retries:
+                time.sleep(self.backoff * 2**attempt)
+        raise GeneratorUnavailable(failure)
+
+
+def _content(payload: Any) -> str:
+    try:
+        content = payload["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise GeneratorUnavailable("the model service reply has no choices[0].message.content") from None
+    if not isinstance(content, str):
+        raise GeneratorUnavailable("the model service reply content is not text")
+    return content

@@ -1,0 +1,58 @@
+"""The extractive path's decision to answer or refuse: a logistic model over support features.
+
+The weights are fitted on labelled data by ``python -m citewell.benchmarks.calibrate_refusal``
+and shipped in ``refusal_model.json``; nothing here is a hand-set threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from importlib import resources
+
+from pydantic import BaseModel
+
+FEATURES = ("best_cosine", "margin", "sentence_coverage", "evidence_coverage", "top_lane_agreement")
+_WORD = re.compile(r"\w+")
+# Function words carry no evidence of support; a question's content words do.
+_FUNCTION_WORDS = frozenset(
+    "a an and are as at be been by can could did do does for from had has have how i if in into is it its "
+    "many may much of on or should that the their there these this those to was were what when where which "
+    "who whom whose why will with would you your".split()
+)
+
+
+def content_terms(text: str) -> set[str]:
+    return {w for w in (t.lower() for t in _WORD.findall(text)) if w not in _FUNCTION_WORDS}
+
+
+def coverage(question_terms: set[str], text: str) -> float:
+    if not question_terms:
+        return 0.0
+    return len(question_terms & content_terms(text)) / len(question_terms)
+
+
+class RefusalModel(BaseModel):
+    features: tuple[str, ...] = FEATURES
+    weights: list[float]
+    bias: float
+    threshold: float = 0.5
+    fitted_on: str = ""
+    metrics: dict[str, float] = {}
+
+    def probability(self, values: dict[str, float]) -> float:
+        z = self.bias + sum(w * values[name] for w, name in zip(self.weights, self.features))
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def answers(self, values: dict[str, float]) -> bool:
+        return self.probability(values) >= self.threshold
+
+
+MODEL_FILE = "refusal_model.json"
+
+
+@lru_cache(maxsize=1)
+def shipped_model() -> RefusalModel:
+    return RefusalModel.model_validate(json.loads((resources.files("citewell.answers") / MODEL_FILE).read_text()))

@@ -1,0 +1,103 @@
+"""The question-answering path: search, read back, evidence, generate, verify, record, cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Sequence
+
+from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
+from citewell.answers.generators.extractive import ExtractiveGenerator
+from citewell.answers.verify import verify
+from citewell.errors import GeneratorUnavailable, NotFound
+from citewell.models import Answer, AnswerRecord, Citation, Draft, Identity
+from citewell.ports import Generator
+from citewell.search import search
+from citewell.services import Services
+
+CANDIDATES = 8
+
+
+def normalise_question(question: str) -> str:
+    return re.sub(r"\s+", " ", question).strip().rstrip("?!. ").lower()
+
+
+def cache_key(identity: Identity, question: str, epoch: int, generator: str) -> str:
+    """Everything that may change an answer is in the key; rights first of all."""
+    material = [identity.tenant, sorted(identity.roles), normalise_question(question), epoch, generator]
+    return hashlib.sha256(json.dumps(material).encode()).hexdigest()
+
+
+def _still_current(services: Services, identity: Identity, citations: Sequence[Citation]) -> bool:
+    documents = services.metadata.get_documents(identity.tenant, {c.document_id for c in citations})
+    for citation in citations:
+        document = documents.get(citation.document_id)
+        if (
+            document is None
+            or not document.is_live
+            or document.active_revision != citation.revision
+            or not identity.can_see(document.tenant, document.allowed_roles)
+        ):
+            return False
+    return True
+
+
+def _answer(record: AnswerRecord) -> Answer:
+    return Answer(
+        answer_id=record.answer_id, answer=record.answer, refused=record.refused,
+        citations=record.citations, degraded=record.degraded,
+    )
+
+
+def ask(
+    services: Services,
+    identity: Identity,
+    question: str,
+    generator: Generator | None = None,
+    budget_chars: int = DEFAULT_BUDGET_CHARS,
+) -> Answer:
+    """Answer from the caller's evidence only, or refuse. Raises RetrievalUnavailable if the index is down."""
+    extractive = ExtractiveGenerator(services.embedder, services.metadata)
+    generator = generator or extractive
+    if identity.is_empty or not question.strip():
+        return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True)
+    epoch = services.metadata.tenant_epoch(identity.tenant)
+    key = cache_key(identity, question, epoch, generator.name)
+    cached_id = services.metadata.get_cached_answer(key, identity.tenant, epoch)
+    if cached_id is not None:
+        record = services.metadata.get_answer(identity.tenant, cached_id)
+        if record is not None and _still_current(services, identity, record.citations):
+            return _answer(record)
+
+    result = search(services, identity, question, k=CANDIDATES * 2)
+    degraded = list(result.degraded)
+    evidence = gather_evidence(services, identity, result.hits, budget_chars=budget_chars, max_items=CANDIDATES)
+    used: Generator = generator
+    draft = Draft(text=None, refused=True)
+    if evidence:
+        chain = [generator] if generator.name == extractive.name else [generator, extractive]
+        for candidate in chain:
+            try:
+                draft, used = candidate.generate(question, evidence), candidate
+                break
+            except GeneratorUnavailable as error:
+                fallback = "; answering extractively" if candidate is not chain[-1] else "; refusing"
+                degraded.append(f"generator unavailable: {candidate.name} ({error.message}){fallback}")
+    text, citations = verify(draft, evidence)
+    record = AnswerRecord(
+        answer_id=uuid.uuid4().hex, tenant=identity.tenant, roles=sorted(identity.roles), question=question,
+        answer=text, refused=text is None, citations=citations, generator=used.name, degraded=degraded,
+    )
+    services.metadata.put_answer(record)
+    if not degraded:  # a degraded answer is not worth keeping once the service is back
+        services.metadata.put_cached_answer(key, identity.tenant, epoch, record.answer_id)
+    return _answer(record)
+
+
+def recorded_citations(services: Services, tenant: str, answer_id: str) -> AnswerRecord:
+    record = services.metadata.get_answer(tenant, answer_id)
+    if record is None:
+        raise NotFound(f"no answer {answer_id!r} in tenant {tenant!r}")
+    return record

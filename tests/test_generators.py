@@ -1,0 +1,132 @@
+"""Model adapters against a local HTTP server and botocore's Stubber: success, refusal and every failure."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from citewell.answers.generators.bedrock import BedrockGenerator
+from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
+from citewell.answers.prompt import REFUSAL_SENTINEL, SYSTEM_PROMPT, user_prompt
+from citewell.errors import GeneratorUnavailable
+from citewell.models import EvidenceItem, EvidenceSpan
+from tests import fake_model_service
+from tests.fake_model_service import Reply
+
+EVIDENCE = [
+    EvidenceItem(ref="S1", document_id="handbook.md", revision="r1", title="Handbook", section_path=["Leave"],
+                 text="Staff receive 27 days of annual leave.", spans=[EvidenceSpan(chunk_id="handbook.md#1#0", start=0, end=38)], rank=1),
+]
+
+
+@pytest.fixture
+def service():
+    svc, server = fake_model_service.start()
+    yield svc
+    server.shutdown()
+
+
+def generator(service, **kw) -> OpenAICompatibleGenerator:
+    return OpenAICompatibleGenerator(base_url=service.url, model="house-model", api_key="k-123", backoff=0.01, **kw)
+
+
+def test_openai_compatible_success_sends_the_grounded_prompt(service):
+    service.replies.append(service.chat("Staff get 27 days [S1]."))
+    draft = generator(service).generate("How much leave?", EVIDENCE)
+    assert draft.text == "Staff get 27 days [S1]." and not draft.refused
+    (request,) = service.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Authorization"] == "Bearer k-123"
+    messages = request["json"]["messages"]
+    assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert '<source id="S1"' in messages[1]["content"] and "Question: How much leave?" in messages[1]["content"]
+    assert request["json"]["temperature"] == 0
+
+
+def test_openai_compatible_refusal_sentinel(service):
+    service.replies.append(service.chat(REFUSAL_SENTINEL))
+    assert generator(service).generate("Who won the cup?", EVIDENCE).refused
+
+
+def test_openai_compatible_retries_429_and_5xx_then_succeeds(service):
+    service.replies.extend([Reply(status=429, body={"error": "slow down"}), Reply(status=503, body="busy"), service.chat("ok [S1]")])
+    assert generator(service, retries=2).generate("q", EVIDENCE).text == "ok [S1]"
+    assert len(service.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("replies", "message"),
+    [
+        ([Reply(status=500, body="boom")] * 3, "HTTP 500"),
+        ([Reply(status=401, body={"error": "bad key"})], "HTTP 401"),
+        ([Reply(status=200, body="<html>not json</html>")], "not JSON"),
+        ([Reply(status=200, body={"choices": []})], "no choices"),
+        ([Reply(status=200, body={"choices": [{"message": {"content": None}}]})], "not text"),
+    ],
+)
+def test_openai_compatible_failures_are_typed(service, replies, message):
+    service.replies.extend(replies)
+    with pytest.raises(GeneratorUnavailable, match=message):
+        generator(service, retries=2).generate("q", EVIDENCE)
+
+
+def test_openai_compatible_timeout(service):
+    service.replies.extend([Reply(delay=1.0, body={"choices": []})] * 2)
+    with pytest.raises(GeneratorUnavailable, match="timed out"):
+        generator(service, timeout=0.2, retries=1).generate("q", EVIDENCE)
+
+
+def test_unreachable_service():
+    unreachable = OpenAICompatibleGenerator(base_url="http://127.0.0.1:9/v1", model="m", retries=0)
+    with pytest.raises(GeneratorUnavailable, match="could not be reached"):
+        unreachable.generate("q", EVIDENCE)
+
+
+def bedrock_stub():
+    client = boto3.client("bedrock-runtime", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
+    return client, Stubber(client)
+
+
+def converse_params(question: str = "q") -> dict:
+    return {
+        "modelId": "anthropic.claude-test",
+        "system": [{"text": SYSTEM_PROMPT}],
+        "messages": [{"role": "user", "content": [{"text": user_prompt(question, EVIDENCE)}]}],
+        "inferenceConfig": {"temperature": 0, "maxTokens": 800},
+    }
+
+
+def converse_reply(text: str) -> dict:
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+        "metrics": {"latencyMs": 12},
+    }
+
+
+def test_bedrock_success_and_refusal():
+    client, stub = bedrock_stub()
+    stub.add_response("converse", converse_reply("27 days [S1]."), converse_params())
+    stub.add_response("converse", converse_reply(REFUSAL_SENTINEL), converse_params())
+    with stub:
+        bedrock = BedrockGenerator("anthropic.claude-test", client=client)
+        assert bedrock.generate("q", EVIDENCE).text == "27 days [S1]."
+        assert bedrock.generate("q", EVIDENCE).refused
+    stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize("code", ["ThrottlingException", "ServiceUnavailableException", "ModelTimeoutException", "AccessDeniedException"])
+def test_bedrock_errors_are_typed(code):
+    client, stub = bedrock_stub()
+    stub.add_client_error("converse", service_error_code=code, http_status_code=429 if code == "ThrottlingException" else 500)
+    with stub, pytest.raises(GeneratorUnavailable, match=code):
+        BedrockGenerator("anthropic.claude-test", client=client).generate("q", EVIDENCE)
+
+
+def test_bedrock_empty_reply_is_typed():
+    client, stub = bedrock_stub()
+    stub.add_response("converse", converse_reply("   "), converse_params())
+    with stub, pytest.raises(GeneratorUnavailable, match="empty"):
+        BedrockGenerator("anthropic.claude-test", client=client).generate("q", EVIDENCE)
