@@ -16,7 +16,7 @@ from tests.fake_model_service import Reply
 
 EVIDENCE = [
     EvidenceItem(ref="S1", document_id="handbook.md", revision="r1", title="Handbook", section_path=["Leave"],
-                 text="Staff receive 27 days of annual leave.", spans=[EvidenceSpan(chunk_id="handbook.md#1#0", start=0, end=38)], rank=1),
+                 text="Staff receive 27 days of annual leave.", spans=[EvidenceSpan(chunk_id="handbook.md#1#0", section_path=["Leave"], start=0, end=38)], rank=1),
 ]
 
 

@@ -271,6 +271,7 @@ class EvidenceSpan(BaseModel):
     """The part of an evidence text that came from one chunk (offsets into that evidence text)."""
 
     chunk_id: str
+    section_path: list[str]
     start: int
     end: int
 
@@ -287,12 +288,9 @@ class EvidenceItem(BaseModel):
     spans: list[EvidenceSpan]
     rank: int
 
-    def chunk_at(self, offset: int) -> str:
-        """The chunk that holds ``text[offset]``."""
-        for span in self.spans:
-            if span.start <= offset < span.end:
-                return span.chunk_id
-        return self.spans[-1].chunk_id
+    def span_at(self, offset: int) -> EvidenceSpan:
+        """The chunk span that holds ``text[offset]``."""
+        return next((s for s in self.spans if s.start <= offset < s.end), self.spans[-1])
 
 
 class Draft(BaseModel):

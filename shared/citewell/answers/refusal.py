@@ -14,7 +14,7 @@ from importlib import resources
 
 from pydantic import BaseModel
 
-FEATURES = ("best_cosine", "margin", "sentence_coverage", "evidence_coverage", "top_lane_agreement")
+FEATURES = ("best_cosine", "best_coverage", "margin", "evidence_coverage", "top_lane_agreement")
 _WORD = re.compile(r"\w+")
 # Function words carry no evidence of support; a question's content words do.
 _FUNCTION_WORDS = frozenset(
@@ -28,10 +28,17 @@ def content_terms(text: str) -> set[str]:
     return {w for w in (t.lower() for t in _WORD.findall(text)) if w not in _FUNCTION_WORDS}
 
 
-def coverage(question_terms: set[str], text: str) -> float:
-    if not question_terms:
-        return 0.0
-    return len(question_terms & content_terms(text)) / len(question_terms)
+def term_weights(question_terms: set[str], sentences: list[set[str]]) -> dict[str, float]:
+    """Inverse sentence frequency over the evidence: a code found in one sentence outweighs a word
+    found in all of them, and a question term found nowhere weighs most of all."""
+    n = len(sentences)
+    return {t: math.log(1 + n / (1 + sum(t in s for s in sentences))) for t in question_terms}
+
+
+def coverage(weights: dict[str, float], terms: set[str]) -> float:
+    """The weighted share of the question's terms that ``terms`` contains."""
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
 class RefusalModel(BaseModel):

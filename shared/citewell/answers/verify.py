@@ -36,11 +36,11 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem]) -> tuple[str | None, 
     for ref in cited:
         item = by_ref[ref]
         quote = draft.quotes.get(ref, item.text.strip())
-        offset = max(item.text.find(quote), 0)
+        span = item.span_at(max(item.text.find(quote), 0))
         citations.append(
             Citation(
-                ref=ref, chunk_id=item.chunk_at(offset), document_id=item.document_id, revision=item.revision,
-                title=item.title, section_path=item.section_path, quote=quote,
+                ref=ref, chunk_id=span.chunk_id, document_id=item.document_id, revision=item.revision,
+                title=item.title, section_path=span.section_path, quote=quote,
             )
         )
     return text, citations

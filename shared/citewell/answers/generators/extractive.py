@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from citewell.answers.refusal import RefusalModel, content_terms, coverage, shipped_model
+from citewell.answers.refusal import RefusalModel, content_terms, coverage, shipped_model, term_weights
 from citewell.chunking import sentence_spans
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, sha256_text
 from citewell.ports import Embedder, MetadataStore
 
 MAX_SENTENCES = 2
-SECOND_SENTENCE_GAP = 0.05  # a second sentence is quoted only when nearly as close as the first
+SECOND_SENTENCE_GAP = 0.1  # a second sentence is quoted only when nearly as well supported as the first
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,7 @@ class SentenceEmbeddings:
 
 
 def score_support(embed: SentenceEmbeddings, question: str, evidence: Sequence[EvidenceItem]) -> Support | None:
+    """Rank evidence sentences by meaning (cosine) plus weighted term coverage, and describe the best."""
     sentences = [
         Sentence(item, start, end)
         for item in evidence
@@ -76,16 +77,19 @@ def score_support(embed: SentenceEmbeddings, question: str, evidence: Sequence[E
     if not sentences:
         return None
     query, vectors = embed(question, [s.text for s in sentences])
-    scores = vectors @ query
+    cosines = vectors @ query
+    terms = [content_terms(s.text) for s in sentences]
+    weights = term_weights(content_terms(question), terms)
+    coverages = np.array([coverage(weights, t) for t in terms])
+    scores = cosines + coverages
     order = np.argsort(-scores, kind="stable")
-    best = sentences[int(order[0])]
-    terms = content_terms(question)
+    best = int(order[0])
     features = {
-        "best_cosine": float(scores[order[0]]),
-        "margin": float(scores[order[0]] - scores[order[1]]) if len(order) > 1 else float(scores[order[0]]),
-        "sentence_coverage": coverage(terms, best.text),
-        "evidence_coverage": coverage(terms, " ".join(item.text for item in evidence)),
-        "top_lane_agreement": 1.0 if best.item.rank == 1 else 0.0,
+        "best_cosine": float(cosines[best]),
+        "best_coverage": float(coverages[best]),
+        "margin": float(scores[best] - scores[order[1]]) if len(order) > 1 else float(scores[best]),
+        "evidence_coverage": coverage(weights, set().union(*terms)),
+        "top_lane_agreement": 1.0 if sentences[best].item.rank == 1 else 0.0,
     }
     return Support(sentences=[sentences[int(i)] for i in order], scores=scores[order], features=features)
 
