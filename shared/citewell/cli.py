@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("answer_id")
     p.add_argument("--tenant", required=True)
 
+    p = sub.add_parser("delete", parents=[common], help="delete a document and every trace of it")
+    p.add_argument("document_id")
+    p.add_argument("--tenant", required=True, type=_tenant)
+
     p = sub.add_parser("docs", parents=[common], help="list a tenant's documents")
     p.add_argument("--tenant", required=True)
 
@@ -163,6 +167,13 @@ def cmd_citations(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return record.model_dump(mode="json"), EXIT_OK
 
 
+def cmd_delete(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.deletion import delete_document
+    from citewell.services import open_local
+
+    return delete_document(open_local(args.home), args.tenant, args.document_id).model_dump(), EXIT_OK
+
+
 def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.services import open_local
 
@@ -194,7 +205,7 @@ def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 COMMANDS = {
     "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "citations": cmd_citations,
-    "docs": cmd_docs, "eval": cmd_eval,
+    "delete": cmd_delete, "docs": cmd_docs, "eval": cmd_eval,
 }
 
 

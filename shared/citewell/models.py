@@ -66,6 +66,7 @@ class DocumentStatus(StrEnum):
     PROCESSING = "processing"
     PUBLISHED = "published"
     FAILED = "failed"
+    DELETING = "deleting"  # a tombstone: no longer served; a rerun of the deletion finishes it
 
 
 class ErrorInfo(BaseModel):
@@ -231,25 +232,32 @@ class SearchResult(BaseModel):
 
 
 class Citation(BaseModel):
-    """One source an answer rests on: a real chunk of the revision that was active when it was cited."""
+    """One source an answer rests on: a real chunk of the revision that was active when it was cited.
+
+    When that source is deleted (or its revision replaced) the citation keeps only its ref and
+    says so: nothing of the removed text or its ids stays behind.
+    """
 
     ref: str
-    chunk_id: str
-    document_id: str
-    revision: str
-    title: str
-    section_path: list[str]
-    quote: str
+    chunk_id: str = ""
+    document_id: str = ""
+    revision: str = ""
+    title: str = ""
+    section_path: list[str] = Field(default_factory=list)
+    quote: str = ""
+    deleted: bool = False
 
 
 class Answer(BaseModel):
-    """``answer`` is None exactly when ``refused``: the documents do not support an answer."""
+    """``answer`` is None when ``refused`` (the documents do not support an answer) or when the
+    answer was withdrawn because a source it rested on was deleted (``source_deleted``)."""
 
     answer_id: str
     answer: str | None
     refused: bool
     citations: list[Citation] = Field(default_factory=list)
     degraded: list[str] = Field(default_factory=list)
+    source_deleted: bool = False
 
 
 class AnswerRecord(BaseModel):
@@ -264,6 +272,7 @@ class AnswerRecord(BaseModel):
     citations: list[Citation]
     generator: str
     degraded: list[str] = Field(default_factory=list)
+    source_deleted: bool = False  # a source was removed since; the answer and question were withdrawn with it
     created_at: datetime = Field(default_factory=utcnow)
 
 

@@ -38,17 +38,28 @@ def render(command: str, payload: dict[str, Any]) -> None:
             console.print(f"[yellow]degraded:[/yellow] {note}")
         if command == "citations":
             console.print(f"[dim]{payload['created_at']}  question:[/dim] {payload['question']}")
-        if payload["refused"]:
+        if payload.get("source_deleted"):
+            console.print("This answer was withdrawn: a source it rested on has been deleted.")
+        elif payload["refused"]:
             console.print("The documents you can read do not answer this.")
         else:
             console.print(payload["answer"], highlight=False)
         if payload["citations"]:
             console.print("\n[bold]Sources[/bold]")
         for c in payload["citations"]:
+            if c.get("deleted"):
+                console.print(f"  [{c['ref']}] [red]source deleted[/red]")
+                continue
             where = " > ".join(c["section_path"]) or c["title"]
             console.print(f"  [{c['ref']}] {c['title']} — {where}  [dim]{c['chunk_id']} @ {c['revision'][:12]}[/dim]")
             console.print(f"       \"{' '.join(c['quote'].split())}\"", highlight=False)
         console.print(f"[dim]answer id {payload['answer_id']}[/dim]")
+    elif command == "delete":
+        table = Table("store", "removed")
+        for store, count in payload["removed"].items():
+            table.add_row(store, str(count))
+        console.print(f"deleted {payload['document_id']}")
+        console.print(table)
     elif command == "docs":
         table = Table("document", "title", "status", "revision", "chunks", "roles", "error")
         for d in payload["documents"]:

@@ -47,7 +47,7 @@ def _still_current(services: Services, identity: Identity, citations: Sequence[C
 def _answer(record: AnswerRecord) -> Answer:
     return Answer(
         answer_id=record.answer_id, answer=record.answer, refused=record.refused,
-        citations=record.citations, degraded=record.degraded,
+        citations=record.citations, degraded=record.degraded, source_deleted=record.source_deleted,
     )
 
 

@@ -70,15 +70,20 @@ def ingest(
 ) -> list[IngestOutcome]:
     check_embedder(services)
     clock = clock or StageClock()
+    replaced: list[str] = []
     outcomes: list[IngestOutcome] = []
     batch: list[IngestRequest] = []
     for request in requests:
         batch.append(request)
         if len(batch) >= batch_documents:
-            outcomes.extend(_run_batch(services, batch, on_done, clock))
+            outcomes.extend(_run_batch(services, batch, on_done, clock, replaced))
             batch = []
     if batch:
-        outcomes.extend(_run_batch(services, batch, on_done, clock))
+        outcomes.extend(_run_batch(services, batch, on_done, clock, replaced))
+    if replaced:
+        with clock.stage("compact"):  # replaced revisions leave nothing in segments or logs
+            services.index.compact()
+            services.metadata.compact()
     return outcomes
 
 
@@ -90,7 +95,11 @@ def _failed(services: Services, request: IngestRequest, error: Exception, revisi
 
 
 def _run_batch(
-    services: Services, batch: list[IngestRequest], on_done: Callable[[IngestOutcome], None] | None, clock: StageClock
+    services: Services,
+    batch: list[IngestRequest],
+    on_done: Callable[[IngestOutcome], None] | None,
+    clock: StageClock,
+    replaced: list[str],
 ) -> list[IngestOutcome]:
     done: dict[str, IngestOutcome] = {}
     pending: list[tuple[IngestRequest, str, list[Chunk]]] = []
@@ -128,7 +137,10 @@ def _run_batch(
             if embed_error is not None:
                 raise embed_error
             with clock.stage("publish"):
+                before = services.metadata.get_document(request.tenant, request.document_id)
                 count = publish_stage(services, request.tenant, request.document_id, revision)
+            if before is not None and before.active_revision not in (None, revision):
+                replaced.append(request.document_id)
             done[request.document_id] = IngestOutcome(
                 document_id=request.document_id, revision=revision, status="published", chunks=count
             )

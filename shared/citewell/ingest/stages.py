@@ -7,6 +7,7 @@ because the cloud transport delivers at least once. Locally the runner calls the
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
@@ -147,10 +148,9 @@ def publish_stage(services: Services, tenant: str, document_id: str, revision: s
         raise PublishConflict(f"the active revision of {document_id!r} moved during publish; retry")
     services.metadata.bump_epoch(tenant)  # cached answers of this tenant may rest on the old revision
     if previous is not None and previous != revision:
-        services.index.delete_revision(tenant, document_id, previous)
-        services.metadata.delete_chunks(tenant, document_id, previous)
-        services.objects.delete(parsed_key(tenant, document_id, previous))
-        services.objects.delete(chunks_key(tenant, document_id, previous))
+        from citewell.deletion import purge_revision
+
+        purge_revision(services, tenant, document_id, previous, Counter())
     return len(chunks)
 
 

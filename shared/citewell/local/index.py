@@ -156,6 +156,27 @@ class SqliteSearchIndex:
             self._bump_epoch()
         return cursor.rowcount
 
+    def delete_document(self, tenant: str, document_id: str) -> int:
+        with Transaction(self.conn):
+            cursor = self.conn.execute("DELETE FROM chunks WHERE tenant = ? AND document_id = ?", (tenant, document_id))
+            self._bump_epoch()
+        return cursor.rowcount
+
+    def revisions(self, tenant: str, document_id: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT revision FROM chunks WHERE tenant = ? AND document_id = ? ORDER BY revision", (tenant, document_id)
+        )
+        return [r["revision"] for r in rows]
+
+    def compact(self) -> None:
+        """Merge the FTS5 segments (dropping deleted entries for good) and truncate the WAL.
+
+        With ``secure_delete`` on, the freed pages are zeroed, so deleted text leaves the file.
+        """
+        with Transaction(self.conn):
+            self.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def set_access(self, tenant: str, document_id: str, allowed_roles: frozenset[str]) -> int:
         with Transaction(self.conn):
             rowids = [r["rowid"] for r in self.conn.execute(

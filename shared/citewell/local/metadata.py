@@ -24,9 +24,18 @@ CREATE TABLE IF NOT EXISTS chunks (
     revision TEXT NOT NULL,
     chunk_id TEXT NOT NULL,
     position INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
     record TEXT NOT NULL,
     PRIMARY KEY (tenant, document_id, revision, chunk_id)
 );
+CREATE INDEX IF NOT EXISTS chunks_by_hash ON chunks (content_hash);
+CREATE TABLE IF NOT EXISTS citations (
+    tenant TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    revision TEXT NOT NULL,
+    answer_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, document_id, revision, answer_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS answers (
     tenant TEXT NOT NULL,
     answer_id TEXT NOT NULL,
@@ -120,8 +129,12 @@ class SqliteMetadataStore:
                 sorted({(c.tenant, c.document_id, c.revision) for c in chunks}),
             )
             self.conn.executemany(
-                "INSERT INTO chunks (tenant, document_id, revision, chunk_id, position, record) VALUES (?, ?, ?, ?, ?, ?)",
-                [(c.tenant, c.document_id, c.revision, c.chunk_id, i, c.model_dump_json()) for i, c in enumerate(chunks)],
+                "INSERT INTO chunks (tenant, document_id, revision, chunk_id, position, content_hash, record) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (c.tenant, c.document_id, c.revision, c.chunk_id, i, c.content_hash, c.model_dump_json())
+                    for i, c in enumerate(chunks)
+                ],
             )
 
     def get_chunks(self, tenant: str, document_id: str, revision: str) -> list[Chunk]:
@@ -143,6 +156,21 @@ class SqliteMetadataStore:
                 found[(document_id, revision, chunk_id)] = Chunk.model_validate_json(row["record"])
         return found
 
+    def chunk_revisions(self, tenant: str, document_id: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT revision FROM chunks WHERE tenant = ? AND document_id = ? ORDER BY revision", (tenant, document_id)
+        )
+        return [r["revision"] for r in rows]
+
+    def hashes_in_use(self, content_hashes: Iterable[str]) -> set[str]:
+        hashes = sorted(set(content_hashes))
+        used: set[str] = set()
+        for offset in range(0, len(hashes), _BATCH):
+            part = hashes[offset : offset + _BATCH]
+            marks = ",".join("?" * len(part))
+            used.update(r[0] for r in self.conn.execute(f"SELECT DISTINCT content_hash FROM chunks WHERE content_hash IN ({marks})", part))
+        return used
+
     def delete_chunks(self, tenant: str, document_id: str, revision: str) -> int:
         cursor = self.conn.execute(
             "DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", (tenant, document_id, revision)
@@ -152,9 +180,29 @@ class SqliteMetadataStore:
     # -- answers, the answer cache and tenant epochs --------------------------------------
 
     def put_answer(self, record: AnswerRecord) -> None:
-        self.conn.execute(
-            "INSERT OR REPLACE INTO answers (tenant, answer_id, record) VALUES (?, ?, ?)",
-            (record.tenant, record.answer_id, record.model_dump_json()),
+        with Transaction(self.conn):
+            self.conn.execute(
+                "INSERT OR REPLACE INTO answers (tenant, answer_id, record) VALUES (?, ?, ?)",
+                (record.tenant, record.answer_id, record.model_dump_json()),
+            )
+            self.conn.execute("DELETE FROM citations WHERE tenant = ? AND answer_id = ?", (record.tenant, record.answer_id))
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO citations (tenant, document_id, revision, answer_id) VALUES (?, ?, ?, ?)",
+                [(record.tenant, c.document_id, c.revision, record.answer_id) for c in record.citations if not c.deleted],
+            )
+
+    def answers_citing(self, tenant: str, document_id: str, revision: str | None = None) -> list[AnswerRecord]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT a.record FROM citations c JOIN answers a ON a.tenant = c.tenant AND a.answer_id = c.answer_id "
+            "WHERE c.tenant = ? AND c.document_id = ? AND (? IS NULL OR c.revision = ?)",
+            (tenant, document_id, revision, revision),
+        )
+        return [AnswerRecord.model_validate_json(r[0]) for r in rows]
+
+    def drop_cached_answers(self, tenant: str, answer_ids: Iterable[str]) -> int:
+        ids = sorted(set(answer_ids))
+        return sum(
+            self.conn.execute("DELETE FROM answer_cache WHERE tenant = ? AND answer_id = ?", (tenant, i)).rowcount for i in ids
         )
 
     def get_answer(self, tenant: str, answer_id: str) -> AnswerRecord | None:
@@ -168,15 +216,14 @@ class SqliteMetadataStore:
         return int(row["epoch"]) if row else 0
 
     def bump_epoch(self, tenant: str) -> int:
-        """Every publish or delete in a tenant moves its epoch and drops its cached answers."""
+        """Every publish or delete in a tenant moves its epoch and drops its cached answers (returns how many)."""
         with Transaction(self.conn):
             self.conn.execute(
                 "INSERT INTO tenant_epochs (tenant, epoch) VALUES (?, 1) "
                 "ON CONFLICT (tenant) DO UPDATE SET epoch = epoch + 1",
                 (tenant,),
             )
-            self.conn.execute("DELETE FROM answer_cache WHERE tenant = ?", (tenant,))
-            return self.tenant_epoch(tenant)
+            return self.conn.execute("DELETE FROM answer_cache WHERE tenant = ?", (tenant,)).rowcount
 
     def get_cached_answer(self, cache_key: str, tenant: str, epoch: int) -> str | None:
         row = self.conn.execute(
@@ -205,6 +252,18 @@ class SqliteMetadataStore:
             ):
                 found[row["content_hash"]] = np.frombuffer(row["vector"], dtype=np.float32)
         return found
+
+    def delete_embeddings(self, identity: str, content_hashes: Iterable[str]) -> int:
+        hashes = sorted(set(content_hashes))
+        with Transaction(self.conn):
+            return sum(
+                self.conn.execute("DELETE FROM embeddings WHERE identity = ? AND content_hash = ?", (identity, h)).rowcount
+                for h in hashes
+            )
+
+    def compact(self) -> None:
+        """Move everything out of the write-ahead log and truncate it, so no deleted page survives there."""
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def put_embeddings(self, identity: str, vectors: dict[str, np.ndarray]) -> None:
         with Transaction(self.conn):
