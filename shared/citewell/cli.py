@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("document_id")
     p.add_argument("--tenant", required=True, type=_tenant)
 
+    p = sub.add_parser("audit", parents=[common], help="check records, artifacts, index and caches agree")
+    p.add_argument("--repair", action="store_true", help="fix what can safely be fixed")
+
     p = sub.add_parser("docs", parents=[common], help="list a tenant's documents")
     p.add_argument("--tenant", required=True)
 
@@ -174,6 +177,14 @@ def cmd_delete(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return delete_document(open_local(args.home), args.tenant, args.document_id).model_dump(), EXIT_OK
 
 
+def cmd_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.audit import audit
+    from citewell.services import open_local
+
+    report = audit(open_local(args.home), repair=args.repair)
+    return report.model_dump(), EXIT_OK if report.ok else EXIT_FAILED
+
+
 def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.services import open_local
 
@@ -205,7 +216,7 @@ def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 COMMANDS = {
     "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "citations": cmd_citations,
-    "delete": cmd_delete, "docs": cmd_docs, "eval": cmd_eval,
+    "delete": cmd_delete, "audit": cmd_audit, "docs": cmd_docs, "eval": cmd_eval,
 }
 
 

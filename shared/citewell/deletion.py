@@ -33,7 +33,7 @@ def _sentence_hashes(texts: list[str]) -> set[str]:
     return hashes
 
 
-def _withdraw(record: AnswerRecord, document_id: str, revision: str | None) -> tuple[AnswerRecord, int]:
+def withdraw_citations(record: AnswerRecord, document_id: str, revision: str | None) -> tuple[AnswerRecord, int]:
     """Citations of the removed source keep only their ref; the answer text, which quotes it, goes,
     and so does the question, which may quote it too."""
     hit = 0
@@ -69,7 +69,7 @@ def purge_revision(services: Services, tenant: str, document_id: str, revision: 
     removed["embeddings"] += services.metadata.delete_embeddings(f"{identity}#sentences", sentences)
     answers = services.metadata.answers_citing(tenant, document_id, revision)
     for record in answers:
-        updated, count = _withdraw(record, document_id, revision)
+        updated, count = withdraw_citations(record, document_id, revision)
         services.metadata.put_answer(updated)
         removed["citations"] += count
     removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, [a.answer_id for a in answers])
@@ -101,7 +101,7 @@ def delete_document(services: Services, tenant: str, document_id: str) -> Deleti
         removed["artifacts"] += services.objects.delete(key)
     # Answers citing a revision no longer known anywhere else (a crash between steps) are withdrawn too.
     for record in services.metadata.answers_citing(tenant, document_id):
-        updated, count = _withdraw(record, document_id, None)
+        updated, count = withdraw_citations(record, document_id, None)
         services.metadata.put_answer(updated)
         removed["citations"] += count
     removed["raw_objects"] += services.objects.delete(raw_key(tenant, document_id))

@@ -60,6 +60,13 @@ def render(command: str, payload: dict[str, Any]) -> None:
             table.add_row(store, str(count))
         console.print(f"deleted {payload['document_id']}")
         console.print(table)
+    elif command == "audit":
+        console.print("audit: ok" if payload["ok"] else "audit: [red]not ok[/red]")
+        if payload["findings"]:
+            table = Table("kind", "tenant", "document", "detail", "repaired")
+            for f in payload["findings"]:
+                table.add_row(f["kind"], f["tenant"], f["document_id"], f["detail"], "yes" if f["repaired"] else "no")
+            console.print(table)
     elif command == "docs":
         table = Table("document", "title", "status", "revision", "chunks", "roles", "error")
         for d in payload["documents"]:

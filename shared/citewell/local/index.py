@@ -168,6 +168,13 @@ class SqliteSearchIndex:
         )
         return [r["revision"] for r in rows]
 
+    def inventory(self) -> list[tuple[str, str, str, int]]:
+        """``(tenant, document_id, revision, chunks)`` for everything indexed."""
+        rows = self.conn.execute(
+            "SELECT tenant, document_id, revision, COUNT(*) FROM chunks GROUP BY tenant, document_id, revision"
+        )
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
     def compact(self) -> None:
         """Merge the FTS5 segments (dropping deleted entries for good) and truncate the WAL.
 

@@ -238,6 +238,32 @@ class SqliteMetadataStore:
             (cache_key, tenant, epoch, answer_id),
         )
 
+    # -- inventories, for the audit ---------------------------------------------------------
+
+    def all_documents(self) -> list[Document]:
+        return [Document.model_validate_json(r["record"]) for r in self.conn.execute("SELECT record FROM documents")]
+
+    def chunk_inventory(self) -> list[tuple[str, str, str, int]]:
+        """``(tenant, document_id, revision, chunk records)`` for every revision with records."""
+        rows = self.conn.execute(
+            "SELECT tenant, document_id, revision, COUNT(*) FROM chunks GROUP BY tenant, document_id, revision"
+        )
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def citation_inventory(self) -> list[tuple[str, str, str, str]]:
+        """``(tenant, document_id, revision, answer_id)`` for every live citation."""
+        return [(r[0], r[1], r[2], r[3]) for r in self.conn.execute("SELECT tenant, document_id, revision, answer_id FROM citations")]
+
+    def cache_inventory(self) -> list[tuple[str, str]]:
+        """``(tenant, answer_id)`` of every cached answer."""
+        return [(r[0], r[1]) for r in self.conn.execute("SELECT tenant, answer_id FROM answer_cache")]
+
+    def embedding_identities(self) -> dict[str, int]:
+        return {r[0]: r[1] for r in self.conn.execute("SELECT identity, COUNT(*) FROM embeddings GROUP BY identity")}
+
+    def delete_identity(self, identity: str) -> int:
+        return self.conn.execute("DELETE FROM embeddings WHERE identity = ?", (identity,)).rowcount
+
     # -- embedding cache ---------------------------------------------------------------
 
     def get_embeddings(self, identity: str, content_hashes: Iterable[str]) -> dict[str, np.ndarray]:
