@@ -47,6 +47,10 @@ demo: $(VENV)/.local
 	$(CITEWELL) ask "How much is the hotel allowance per night in port cities?" --tenant northpier --roles staff
 	$(CITEWELL) ask "Who is the chief executive of Northpier?" --tenant northpier --roles staff,hr,engineering
 	$(CITEWELL) ask "What should the operator do for error E1027?" --tenant northpier --roles staff
+	@echo "--- delete the travel policy: every trace goes, and answers resting on it are withdrawn"
+	$(CITEWELL) delete travel-policy.pdf --tenant northpier
+	$(CITEWELL) ask "How much is the hotel allowance per night in port cities?" --tenant northpier --roles staff
+	$(CITEWELL) audit
 
 test: $(VENV)/.dev
 	$(BIN)/python -m pytest
