@@ -110,6 +110,10 @@ class Document(BaseModel):
             raise ValueError("a document needs at least one allowed role")
         return frozenset(validate_name(r, "role") for r in v)
 
+    def serves(self, revision: str, identity: Identity) -> bool:
+        """The read-back rule: live, ``revision`` is the active one, and the caller may see it."""
+        return self.is_live and self.active_revision == revision and identity.can_see(self.tenant, self.allowed_roles)
+
     @property
     def is_live(self) -> bool:
         """Served when it has an active revision and is inside its effective window."""

@@ -49,12 +49,7 @@ def search(
         hit = by_key[key]
         document = documents.get(hit.document_id)
         # Read back: the index is a copy; the record decides what is current and who may see it.
-        if (
-            document is None
-            or not document.is_live
-            or document.active_revision != hit.revision
-            or not identity.can_see(document.tenant, document.allowed_roles)
-        ):
+        if document is None or not document.serves(hit.revision, identity):
             continue
         hits.append(
             SearchHit(

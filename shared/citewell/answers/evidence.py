@@ -42,13 +42,7 @@ def read_back(services: Services, identity: Identity, hits: Sequence[SearchHit])
     for hit in hits:
         document = documents.get(hit.document_id)
         record = records.get((hit.document_id, hit.revision, hit.chunk_id))
-        if (
-            record is None
-            or document is None
-            or not document.is_live
-            or document.active_revision != hit.revision
-            or not identity.can_see(document.tenant, document.allowed_roles)
-        ):
+        if record is None or document is None or not document.serves(hit.revision, identity):
             continue
         kept.append((document, record, hit.rank))
     return kept

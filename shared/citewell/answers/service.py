@@ -32,16 +32,10 @@ def cache_key(identity: Identity, question: str, epoch: int, generator: str) -> 
 
 def _still_current(services: Services, identity: Identity, citations: Sequence[Citation]) -> bool:
     documents = services.metadata.get_documents(identity.tenant, {c.document_id for c in citations})
-    for citation in citations:
-        document = documents.get(citation.document_id)
-        if (
-            document is None
-            or not document.is_live
-            or document.active_revision != citation.revision
-            or not identity.can_see(document.tenant, document.allowed_roles)
-        ):
-            return False
-    return True
+    return all(
+        (document := documents.get(c.document_id)) is not None and document.serves(c.revision, identity)
+        for c in citations
+    )
 
 
 def _answer(record: AnswerRecord) -> Answer:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from citewell.errors import CorruptFile, EmptyText, IngestError, TooLarge
 from citewell.models import ParsedDocument
 from citewell.parsers.sniff import Kind, decode_text, detect
@@ -25,36 +27,26 @@ def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_
     return parsed
 
 
+# Imported per format, so a caller that parses text never loads the PDF or Office stacks.
+_BINARY = {
+    Kind.PDF: ("citewell.parsers.pdf", "parse_pdf"),
+    Kind.DOCX: ("citewell.parsers.word", "parse_docx"),
+    Kind.XLSX: ("citewell.parsers.spreadsheet", "parse_xlsx"),
+}
+_TEXT = {
+    Kind.MARKDOWN: ("citewell.parsers.markdown", "parse_markdown"),
+    Kind.HTML: ("citewell.parsers.html", "parse_html"),
+    Kind.CSV: ("citewell.parsers.delimited", "parse_delimited"),
+    Kind.TEXT: ("citewell.parsers.plain", "parse_plain"),
+}
+
+
 def _parse_kind(kind: Kind, data: bytes) -> ParsedDocument:
-    # Imports are per format so a caller that parses text never loads the PDF or Office stacks.
-    if kind is Kind.PDF:
-        from citewell.parsers.pdf import parse_pdf
-
-        return parse_pdf(data)
-    if kind is Kind.DOCX:
-        from citewell.parsers.word import parse_docx
-
-        return parse_docx(data)
-    if kind is Kind.XLSX:
-        from citewell.parsers.spreadsheet import parse_xlsx
-
-        return parse_xlsx(data)
-    text = decode_text(data)
-    if kind is Kind.MARKDOWN:
-        from citewell.parsers.markdown import parse_markdown
-
-        return parse_markdown(text)
-    if kind is Kind.HTML:
-        from citewell.parsers.html import parse_html
-
-        return parse_html(text)
-    if kind is Kind.CSV:
-        from citewell.parsers.delimited import parse_delimited
-
-        return parse_delimited(text)
-    from citewell.parsers.plain import parse_plain
-
-    return parse_plain(text)
+    if kind in _BINARY:
+        module, function = _BINARY[kind]
+        return getattr(import_module(module), function)(data)
+    module, function = _TEXT[kind]
+    return getattr(import_module(module), function)(decode_text(data))
 
 
 __all__ = ["DEFAULT_MAX_BYTES", "parse"]
