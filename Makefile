@@ -43,7 +43,7 @@ demo: $(VENV)/.local
 	$(CITEWELL) search "annual leave" --tenant northpier --roles "" --k 2
 	@echo "--- answers: cited, or an honest refusal"
 	$(CITEWELL) ask "How many days of annual leave do full-time staff get?" --tenant northpier --roles staff
-	$(CITEWELL) ask "When do carried-over leave days expire?" --tenant northpier --roles staff
+	$(CITEWELL) ask "When do carried days of leave expire?" --tenant northpier --roles staff
 	$(CITEWELL) ask "How much is the hotel allowance per night in port cities?" --tenant northpier --roles staff
 	$(CITEWELL) ask "Who is the chief executive of Northpier?" --tenant northpier --roles staff,hr,engineering
 	$(CITEWELL) ask "What should the operator do for error E1027?" --tenant northpier --roles staff

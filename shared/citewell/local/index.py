@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from citewell.errors import EmbedderMismatch
-from citewell.local.sqlite import Transaction, connect
+from citewell.local.sqlite import Transaction, connect, ensure_schema
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit
 
+SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -87,7 +88,7 @@ class _VectorMatrix:
 class SqliteSearchIndex:
     def __init__(self, path: Path) -> None:
         self.conn = connect(path)
-        self.conn.executescript(_SCHEMA)
+        ensure_schema(self.conn, _SCHEMA, SCHEMA_VERSION, path)
         self._vectors = _VectorMatrix()
         self._lock = threading.Lock()
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.local.sqlite import Transaction, connect
+from citewell.local.sqlite import Transaction, connect, ensure_schema
 from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, utcnow
 
+SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     tenant TEXT NOT NULL,
@@ -65,7 +66,7 @@ _BATCH = 500  # SQLite's default bound-parameter limit leaves room for this many
 class SqliteMetadataStore:
     def __init__(self, path: Path) -> None:
         self.conn = connect(path)
-        self.conn.executescript(_SCHEMA)
+        ensure_schema(self.conn, _SCHEMA, SCHEMA_VERSION, path)
 
     # -- documents ---------------------------------------------------------------------
 

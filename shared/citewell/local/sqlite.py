@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from citewell.errors import InvalidInput
+
 
 def connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -29,3 +31,17 @@ class Transaction:
 
     def __exit__(self, exc_type: object, *_: object) -> None:
         self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def ensure_schema(conn: sqlite3.Connection, schema: str, version: int, path: Path) -> None:
+    """Create the schema in a new file; refuse, clearly, a file written in another format."""
+    found = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+    if found == version or (found == 0 and tables == 0):
+        conn.executescript(schema)
+        conn.execute(f"PRAGMA user_version = {int(version)}")
+        return
+    raise InvalidInput(
+        f"{path} was written in storage format {found}, this citewell uses {version}: "
+        "ingest into a new --home (or CITEWELL_HOME)"
+    )
