@@ -130,3 +130,22 @@ def test_bedrock_empty_reply_is_typed():
     stub.add_response("converse", converse_reply("   "), converse_params())
     with stub, pytest.raises(GeneratorUnavailable, match="empty"):
         BedrockGenerator("anthropic.claude-test", client=client).generate("q", EVIDENCE)
+
+
+def test_bedrock_timeout_and_malformed_reply_over_real_http(service):
+    """botocore against a local server: a reply slower than the read timeout, then one without output."""
+    from botocore.config import Config
+
+    client = boto3.client(
+        "bedrock-runtime", region_name="eu-west-1", endpoint_url=service.url.removesuffix("/v1"),
+        aws_access_key_id="x", aws_secret_access_key="y",
+        config=Config(read_timeout=0.2, connect_timeout=1, retries={"total_max_attempts": 1, "mode": "standard"}),
+    )
+    bedrock = BedrockGenerator("anthropic.claude-test", client=client)
+    service.replies.append(Reply(delay=1.0, body=converse_reply("late")))
+    with pytest.raises(GeneratorUnavailable, match="could not be reached"):
+        bedrock.generate("q", EVIDENCE)
+    service.replies.append(Reply(body={"stopReason": "end_turn"}))
+    with pytest.raises(GeneratorUnavailable, match="no output"):
+        bedrock.generate("q", EVIDENCE)
+    assert service.requests[-1]["path"] == "/model/anthropic.claude-test/converse"
