@@ -8,26 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from functools import lru_cache
 from importlib import resources
 
 from pydantic import BaseModel
 
+from citewell.terms import content_terms
+
 FEATURES = ("best_cosine", "best_coverage", "margin", "evidence_coverage", "top_lane_agreement")
-_WORD = re.compile(r"\w+")
-# Function words carry no evidence of support; a question's content words do.
-_FUNCTION_WORDS = frozenset(
-    "a an and are as at be been by can could did do does for from had has have how i if in into is it its "
-    "many may much of on or should that the their there these this those to was were what when where which "
-    "who whom whose why will with would you your".split()
-)
-
-
-def content_terms(text: str) -> set[str]:
-    return {w for w in (t.lower() for t in _WORD.findall(text)) if w not in _FUNCTION_WORDS}
-
-
 def term_weights(question_terms: set[str], sentences: list[set[str]]) -> dict[str, float]:
     """Inverse sentence frequency over the evidence: a code found in one sentence outweighs a word
     found in all of them, and a question term found nowhere weighs most of all."""

@@ -8,7 +8,6 @@ same rows as the text, so a revision's text and vectors are written in one trans
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from citewell.errors import EmbedderMismatch
 from citewell.local.sqlite import Transaction, connect, ensure_schema
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit
+from citewell.terms import FUNCTION_WORDS, words
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -61,7 +61,6 @@ _ACCESS = (
     "c.tenant = :tenant AND c.status = 'live' AND EXISTS ("
     "SELECT 1 FROM chunk_roles r WHERE r.chunk_rowid = c.rowid AND r.role IN ({roles}))"
 )
-_TERM = re.compile(r"\w+", re.UNICODE)
 
 
 def _access(identity: Identity) -> tuple[str, dict[str, str]]:
@@ -71,18 +70,40 @@ def _access(identity: Identity) -> tuple[str, dict[str, str]]:
 
 
 def fts_query(text: str) -> str | None:
-    """Any-term FTS5 query of the question's words, each quoted so none is read as syntax."""
-    terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(text)))
+    """Any-term FTS5 query of the question's content words (all words if it has no other),
+    each quoted so none is read as syntax."""
+    every = list(dict.fromkeys(words(text)))
+    terms = [t for t in every if t not in FUNCTION_WORDS] or every
     return " OR ".join(f'"{t}"' for t in terms) or None
 
 
 class _VectorMatrix:
-    """All vectors in memory, reloaded when the index's write epoch moves."""
+    """All vectors and their access fields in memory, reloaded when the index's write epoch moves.
+
+    The access filter runs on these arrays (tenant code, live flag, role postings) before any
+    vector is scored; the rows finally returned are checked again against the table.
+    """
 
     def __init__(self) -> None:
         self.epoch = -1
         self.rowids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.tenant_codes: dict[str, int] = {}
+        self.tenants = np.zeros(0, dtype=np.int32)
+        self.live = np.zeros(0, dtype=bool)
+        self.role_positions: dict[str, np.ndarray] = {}
+
+    def allowed(self, identity: Identity) -> np.ndarray:
+        """Positions of the rows the identity may see."""
+        code = self.tenant_codes.get(identity.tenant)
+        if code is None:
+            return np.zeros(0, dtype=np.int64)
+        by_role = np.zeros(self.rowids.size, dtype=bool)
+        for role in identity.roles:
+            positions = self.role_positions.get(role)
+            if positions is not None:
+                by_role[positions] = True
+        return np.flatnonzero((self.tenants == code) & self.live & by_role)
 
 
 class SqliteSearchIndex:
@@ -217,50 +238,55 @@ class SqliteSearchIndex:
         self._check_identity(embedder_identity, claim=False)
         if identity.is_empty or k <= 0:
             return []
-        where, params = _access(identity)
-        allowed = np.fromiter(
-            (r[0] for r in self.conn.execute(f"SELECT c.rowid FROM chunks c WHERE {where}", params)), dtype=np.int64
-        )
-        if allowed.size == 0:
-            return []
-        rowids, matrix = self._matrix()
-        # Rows written after the matrix was loaded are missing until the next reload; rows
-        # deleted since are excluded because they are not in ``allowed``.
-        _, _, positions = np.intersect1d(allowed, rowids, assume_unique=True, return_indices=True)
+        cache = self._matrix()
+        positions = cache.allowed(identity)
         if positions.size == 0:
             return []
-        scores = matrix[positions] @ np.asarray(query, dtype=np.float32)
+        scores = cache.matrix[positions] @ np.asarray(query, dtype=np.float32)
         top = min(k, scores.size)
         best = np.argpartition(-scores, top - 1)[:top]
-        best = best[np.lexsort((rowids[positions[best]], -scores[best]))]  # ties broken by row, stably
-        chosen = [int(rowids[positions[i]]) for i in best]
+        best = best[np.lexsort((cache.rowids[positions[best]], -scores[best]))]  # ties broken by row, stably
+        chosen = [int(cache.rowids[positions[i]]) for i in best]
+        where, params = _access(identity)
+        marks = ", ".join(f":id{i}" for i in range(len(chosen)))
         by_rowid = {
             row["rowid"]: row
             for row in self.conn.execute(
-                f"SELECT rowid, chunk_id, document_id, revision, title, section_path, body FROM chunks WHERE rowid IN ({','.join('?' * len(chosen))})",
-                chosen,
+                "SELECT c.rowid, c.chunk_id, c.document_id, c.revision, c.title, c.section_path, c.body FROM chunks c "
+                f"WHERE c.rowid IN ({marks}) AND {where}",
+                {**params, **{f"id{i}": r for i, r in enumerate(chosen)}},
             )
         }
-        return [
-            self._hit(by_rowid[rowid], float(scores[i]), rank)
-            for rank, (i, rowid) in enumerate(zip(best, chosen), start=1)
-            if rowid in by_rowid
-        ]
+        hits = [(by_rowid[rowid], float(scores[i])) for i, rowid in zip(best, chosen) if rowid in by_rowid]
+        return [self._hit(row, score, rank) for rank, (row, score) in enumerate(hits, start=1)]
 
-    def _matrix(self) -> tuple[np.ndarray, np.ndarray]:
+    def _matrix(self) -> _VectorMatrix:
         epoch = int(self._meta("epoch") or 0)
         with self._lock:
             if self._vectors.epoch != epoch:
-                rows = self.conn.execute("SELECT rowid, vector FROM chunks ORDER BY rowid").fetchall()
-                cache = _VectorMatrix()
-                cache.epoch = epoch
-                cache.rowids = np.array([r[0] for r in rows], dtype=np.int64)
-                cache.matrix = (
-                    np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-                    if rows else np.zeros((0, 0), dtype=np.float32)
-                )
-                self._vectors = cache
-            return self._vectors.rowids, self._vectors.matrix
+                self._vectors = self._load(epoch)
+            return self._vectors
+
+    def _load(self, epoch: int) -> _VectorMatrix:
+        cache = _VectorMatrix()
+        cache.epoch = epoch
+        with Transaction(self.conn, immediate=False):  # one read snapshot for rows and roles
+            rows = self.conn.execute("SELECT rowid, tenant, status, vector FROM chunks ORDER BY rowid").fetchall()
+            roles = self.conn.execute("SELECT role, chunk_rowid FROM chunk_roles").fetchall()
+        if not rows:
+            return cache
+        cache.rowids = np.array([r[0] for r in rows], dtype=np.int64)
+        cache.matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        names = [r[1] for r in rows]
+        cache.tenant_codes = {name: i for i, name in enumerate(dict.fromkeys(names))}
+        cache.tenants = np.array([cache.tenant_codes[n] for n in names], dtype=np.int32)
+        cache.live = np.array([r[2] == "live" for r in rows], dtype=bool)
+        postings: dict[str, list[int]] = {}
+        for role, rowid in roles:
+            postings.setdefault(role, []).append(rowid)
+        for role, ids in postings.items():  # every role row has its chunk (a foreign key, same snapshot)
+            cache.role_positions[role] = np.searchsorted(cache.rowids, np.array(ids, dtype=np.int64))
+        return cache
 
     @staticmethod
     def _hit(row: sqlite3.Row, score: float, rank: int) -> LaneHit:

@@ -20,13 +20,18 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 class Transaction:
-    """``with Transaction(conn):`` runs BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on error."""
+    """``with Transaction(conn):`` runs BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on error.
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    ``immediate=False`` starts a deferred transaction: a consistent read snapshot that takes
+    no write lock.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, immediate: bool = True) -> None:
         self.conn = conn
+        self.begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
 
     def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute(self.begin)
         return self.conn
 
     def __exit__(self, exc_type: object, *_: object) -> None:

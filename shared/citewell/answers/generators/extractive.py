@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from citewell.answers.refusal import RefusalModel, content_terms, coverage, shipped_model, term_weights
+from citewell.answers.refusal import RefusalModel, coverage, shipped_model, term_weights
 from citewell.chunking import sentence_spans
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, sha256_text
+from citewell.terms import content_terms
 from citewell.ports import Embedder, MetadataStore
 
 MAX_SENTENCES = 2
