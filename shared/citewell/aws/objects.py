@@ -1,0 +1,55 @@
+"""ObjectStore on an S3 bucket. Deleting a key removes every version of it, not just the latest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from citewell.errors import NotFound
+
+
+class S3ObjectStore:
+    def __init__(self, bucket: str, client: Any = None) -> None:
+        if client is None:
+            import boto3
+
+            client = boto3.client("s3")
+        self.client = client
+        self.bucket = bucket
+
+    def put(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except self.client.exceptions.NoSuchKey:
+            raise NotFound(f"no object {key!r}") from None
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+        except self.client.exceptions.ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    def delete(self, key: str) -> int:
+        """Every version and delete marker of ``key``; returns 1 if there was a current object."""
+        existed = self.exists(key)
+        versions: list[dict[str, str]] = []
+        for page in self.client.get_paginator("list_object_versions").paginate(Bucket=self.bucket, Prefix=key):
+            for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
+                if item["Key"] == key:
+                    versions.append({"Key": key, "VersionId": item["VersionId"]})
+        for offset in range(0, len(versions), 1000):
+            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": versions[offset : offset + 1000], "Quiet": True})
+        if not versions and existed:  # an unversioned bucket
+            self.client.delete_object(Bucket=self.bucket, Key=key)
+        return 1 if existed else 0
+
+    def list(self, prefix: str) -> Iterator[str]:
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                yield item["Key"]
