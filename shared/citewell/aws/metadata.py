@@ -1,0 +1,300 @@
+"""MetadataStore on one DynamoDB table (partition key ``pk``, sort key ``sk``, GSI ``by_hash``).
+
+Item layout, by partition:
+- ``T#tenant``: ``D#doc`` document records, ``R#doc#revision`` revision markers (with the
+  chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
+  ``EPOCH`` the tenant's corpus epoch.
+- ``C#tenant#doc#revision``: ``K#chunk_id`` chunk records (``content_hash`` feeds the GSI).
+- ``X#tenant#doc``: ``revision#answer`` citation index entries.
+- ``E#identity``: ``hash`` cached embeddings (float32 bytes).
+The revision switch is a conditional write on ``active_revision``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, utcnow
+
+CACHE_TTL_SECONDS = 7 * 24 * 3600
+HASH_INDEX = "by_hash"
+
+
+class DynamoMetadataStore:
+    def __init__(self, table_name: str, resource: Any = None) -> None:
+        if resource is None:
+            import boto3
+
+            resource = boto3.resource("dynamodb")
+        self.table = resource.Table(table_name)
+        self.client = self.table.meta.client
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        while True:
+            page = self.table.query(**kwargs)
+            yield from page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _scan(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        while True:
+            page = self.table.scan(**kwargs)
+            yield from page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _prefixed(self, pk: str, prefix: str) -> Iterator[dict[str, Any]]:
+        from boto3.dynamodb.conditions import Key
+
+        condition = Key("pk").eq(pk) & Key("sk").begins_with(prefix) if prefix else Key("pk").eq(pk)
+        return self._query(KeyConditionExpression=condition)
+
+    def _delete_all(self, keys: Iterable[tuple[str, str]]) -> int:
+        count = 0
+        with self.table.batch_writer() as batch:
+            for pk, sk in keys:
+                batch.delete_item(Key={"pk": pk, "sk": sk})
+                count += 1
+        return count
+
+    # -- documents ---------------------------------------------------------------------
+
+    def get_document(self, tenant: str, document_id: str) -> Document | None:
+        item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"D#{document_id}"}, ConsistentRead=True).get("Item")
+        return Document.model_validate_json(item["record"]) if item else None
+
+    def get_documents(self, tenant: str, document_ids: Iterable[str]) -> dict[str, Document]:
+        ids = sorted(set(document_ids))
+        found: dict[str, Document] = {}
+        for offset in range(0, len(ids), 100):
+            keys = [{"pk": f"T#{tenant}", "sk": f"D#{i}"} for i in ids[offset : offset + 100]]
+            request = {self.table.name: {"Keys": keys, "ConsistentRead": True}}
+            while request:
+                reply = self.client.batch_get_item(RequestItems=request)
+                for item in reply["Responses"].get(self.table.name, []):
+                    document = Document.model_validate_json(item["record"])
+                    found[document.document_id] = document
+                request = reply.get("UnprocessedKeys") or {}
+        return found
+
+    def list_documents(self, tenant: str) -> list[Document]:
+        return [Document.model_validate_json(i["record"]) for i in self._prefixed(f"T#{tenant}", "D#")]
+
+    def put_document(self, document: Document) -> None:
+        document = document.model_copy(update={"updated_at": utcnow()})
+        self.table.put_item(Item={
+            "pk": f"T#{document.tenant}", "sk": f"D#{document.document_id}",
+            "record": document.model_dump_json(), "active_revision": document.active_revision or "-",
+        })
+
+    def delete_document(self, tenant: str, document_id: str) -> int:
+        reply = self.table.delete_item(Key={"pk": f"T#{tenant}", "sk": f"D#{document_id}"}, ReturnValues="ALL_OLD")
+        return 1 if reply.get("Attributes") else 0
+
+    def switch_revision(self, tenant: str, document_id: str, expected: str | None, new: str, chunk_count: int) -> bool:
+        document = self.get_document(tenant, document_id)
+        if document is None or document.active_revision != expected:
+            return False
+        updated = document.model_copy(update={
+            "active_revision": new, "chunk_count": chunk_count, "status": DocumentStatus.PUBLISHED, "error": None,
+            "updated_at": utcnow(),
+        })
+        try:
+            self.table.put_item(
+                Item={"pk": f"T#{tenant}", "sk": f"D#{document_id}", "record": updated.model_dump_json(), "active_revision": new},
+                ConditionExpression="active_revision = :expected",
+                ExpressionAttributeValues={":expected": expected or "-"},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    # -- chunk records -----------------------------------------------------------------
+
+    def put_chunks(self, chunks: Sequence[Chunk]) -> None:
+        for tenant, document_id, revision in sorted({(c.tenant, c.document_id, c.revision) for c in chunks}):
+            self.delete_chunks(tenant, document_id, revision)
+        counts: dict[tuple[str, str, str], int] = {}
+        with self.table.batch_writer() as batch:
+            for position, chunk in enumerate(chunks):
+                key = (chunk.tenant, chunk.document_id, chunk.revision)
+                counts[key] = counts.get(key, 0) + 1
+                batch.put_item(Item={
+                    "pk": f"C#{chunk.tenant}#{chunk.document_id}#{chunk.revision}", "sk": f"K#{chunk.chunk_id}",
+                    "position": position, "content_hash": chunk.content_hash, "record": chunk.model_dump_json(),
+                })
+            for (tenant, document_id, revision), count in counts.items():
+                batch.put_item(Item={"pk": f"T#{tenant}", "sk": f"R#{document_id}#{revision}", "chunks": count,
+                                     "document_id": document_id, "revision": revision})
+
+    def get_chunks(self, tenant: str, document_id: str, revision: str) -> list[Chunk]:
+        items = sorted(self._prefixed(f"C#{tenant}#{document_id}#{revision}", "K#"), key=lambda i: int(i["position"]))
+        return [Chunk.model_validate_json(i["record"]) for i in items]
+
+    def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:
+        found = {}
+        for document_id, revision, chunk_id in sorted(set(keys)):
+            item = self.table.get_item(Key={"pk": f"C#{tenant}#{document_id}#{revision}", "sk": f"K#{chunk_id}"}).get("Item")
+            if item:
+                found[(document_id, revision, chunk_id)] = Chunk.model_validate_json(item["record"])
+        return found
+
+    def chunk_revisions(self, tenant: str, document_id: str) -> list[str]:
+        return sorted(i["revision"] for i in self._prefixed(f"T#{tenant}", f"R#{document_id}#") if i["document_id"] == document_id)
+
+    def hashes_in_use(self, content_hashes: Iterable[str]) -> set[str]:
+        from boto3.dynamodb.conditions import Key
+
+        used = set()
+        for content_hash in sorted(set(content_hashes)):
+            page = self.table.query(IndexName=HASH_INDEX, KeyConditionExpression=Key("content_hash").eq(content_hash), Limit=1)
+            if page.get("Items"):
+                used.add(content_hash)
+        return used
+
+    def delete_chunks(self, tenant: str, document_id: str, revision: str) -> int:
+        pk = f"C#{tenant}#{document_id}#{revision}"
+        count = self._delete_all((pk, i["sk"]) for i in list(self._prefixed(pk, "K#")))
+        self.table.delete_item(Key={"pk": f"T#{tenant}", "sk": f"R#{document_id}#{revision}"})
+        return count
+
+    # -- answers, cache, epochs --------------------------------------------------------
+
+    def put_answer(self, record: AnswerRecord) -> None:
+        previous = self.get_answer(record.tenant, record.answer_id)
+        self.table.put_item(Item={"pk": f"T#{record.tenant}", "sk": f"A#{record.answer_id}", "record": record.model_dump_json()})
+        if previous is not None:  # a rewritten answer (a withdrawn citation) drops its old index entries
+            self._delete_all(
+                (f"X#{record.tenant}#{c.document_id}", f"{c.revision}#{record.answer_id}") for c in previous.citations if not c.deleted
+            )
+        with self.table.batch_writer() as batch:
+            for citation in record.citations:
+                if not citation.deleted:
+                    batch.put_item(Item={
+                        "pk": f"X#{record.tenant}#{citation.document_id}", "sk": f"{citation.revision}#{record.answer_id}",
+                        "tenant": record.tenant, "document_id": citation.document_id, "revision": citation.revision,
+                        "answer_id": record.answer_id,
+                    })
+
+    def get_answer(self, tenant: str, answer_id: str) -> AnswerRecord | None:
+        item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"A#{answer_id}"}, ConsistentRead=True).get("Item")
+        return AnswerRecord.model_validate_json(item["record"]) if item else None
+
+    def answers_citing(self, tenant: str, document_id: str, revision: str | None = None) -> list[AnswerRecord]:
+        entries = self._prefixed(f"X#{tenant}#{document_id}", f"{revision}#" if revision else "")
+        records = [self.get_answer(tenant, i["answer_id"]) for i in entries]
+        unique = {r.answer_id: r for r in records if r is not None}
+        return list(unique.values())
+
+    def drop_cached_answers(self, tenant: str, answer_ids: Iterable[str]) -> int:
+        wanted = set(answer_ids)
+        return self._delete_all((i["pk"], i["sk"]) for i in list(self._prefixed(f"T#{tenant}", "Q#")) if i["answer_id"] in wanted)
+
+    def tenant_epoch(self, tenant: str) -> int:
+        item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": "EPOCH"}, ConsistentRead=True).get("Item")
+        return int(item["epoch"]) if item else 0
+
+    def bump_epoch(self, tenant: str) -> int:
+        self.table.update_item(
+            Key={"pk": f"T#{tenant}", "sk": "EPOCH"}, UpdateExpression="ADD epoch :one", ExpressionAttributeValues={":one": 1}
+        )
+        return self._delete_all((i["pk"], i["sk"]) for i in list(self._prefixed(f"T#{tenant}", "Q#")))
+
+    def get_cached_answer(self, cache_key: str, tenant: str, epoch: int) -> str | None:
+        item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"Q#{cache_key}"}, ConsistentRead=True).get("Item")
+        if not item or int(item["epoch"]) != epoch or int(item["expires_at"]) < time.time():
+            return None
+        return str(item["answer_id"])
+
+    def put_cached_answer(self, cache_key: str, tenant: str, epoch: int, answer_id: str) -> None:
+        self.table.put_item(Item={
+            "pk": f"T#{tenant}", "sk": f"Q#{cache_key}", "epoch": epoch, "answer_id": answer_id,
+            "expires_at": int(time.time()) + CACHE_TTL_SECONDS,
+        })
+
+    # -- embeddings --------------------------------------------------------------------
+
+    def get_embeddings(self, identity: str, content_hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        hashes = sorted(set(content_hashes))
+        found: dict[str, np.ndarray] = {}
+        for offset in range(0, len(hashes), 100):
+            request = {self.table.name: {"Keys": [{"pk": f"E#{identity}", "sk": h} for h in hashes[offset : offset + 100]]}}
+            while request:
+                reply = self.client.batch_get_item(RequestItems=request)
+                for item in reply["Responses"].get(self.table.name, []):
+                    found[item["sk"]] = np.frombuffer(item["vector"].value, dtype=np.float32)
+                request = reply.get("UnprocessedKeys") or {}
+        return found
+
+    def put_embeddings(self, identity: str, vectors: dict[str, np.ndarray]) -> None:
+        with self.table.batch_writer() as batch:
+            for content_hash, vector in vectors.items():
+                batch.put_item(Item={"pk": f"E#{identity}", "sk": content_hash,
+                                     "vector": np.asarray(vector, dtype=np.float32).tobytes()})
+
+    def delete_embeddings(self, identity: str, content_hashes: Iterable[str]) -> int:
+        present = self.get_embeddings(identity, content_hashes)
+        return self._delete_all((f"E#{identity}", h) for h in present)
+
+    def compact(self) -> None:
+        """Nothing to do: DynamoDB keeps no deleted item (point-in-time backups are the table's policy)."""
+
+    # -- inventories, for the audit ----------------------------------------------------
+
+    def all_documents(self) -> list[Document]:
+        from boto3.dynamodb.conditions import Attr
+
+        return [Document.model_validate_json(i["record"]) for i in self._scan(FilterExpression=Attr("sk").begins_with("D#"))]
+
+    def chunk_inventory(self) -> list[tuple[str, str, str, int]]:
+        from boto3.dynamodb.conditions import Attr
+
+        items = self._scan(FilterExpression=Attr("sk").begins_with("R#"))
+        return [(i["pk"][2:], i["document_id"], i["revision"], int(i["chunks"])) for i in items]
+
+    def citation_inventory(self) -> list[tuple[str, str, str, str]]:
+        from boto3.dynamodb.conditions import Attr
+
+        items = self._scan(FilterExpression=Attr("pk").begins_with("X#"))
+        return [(i["tenant"], i["document_id"], i["revision"], i["answer_id"]) for i in items]
+
+    def cache_inventory(self) -> list[tuple[str, str]]:
+        from boto3.dynamodb.conditions import Attr
+
+        items = self._scan(FilterExpression=Attr("sk").begins_with("Q#"))
+        return [(i["pk"][2:], i["answer_id"]) for i in items]
+
+    def embedding_identities(self) -> dict[str, int]:
+        from boto3.dynamodb.conditions import Attr
+
+        counts: dict[str, int] = {}
+        for item in self._scan(FilterExpression=Attr("pk").begins_with("E#"), ProjectionExpression="pk"):
+            counts[item["pk"][2:]] = counts.get(item["pk"][2:], 0) + 1
+        return counts
+
+    def delete_identity(self, identity: str) -> int:
+        return self._delete_all((f"E#{identity}", i["sk"]) for i in list(self._prefixed(f"E#{identity}", "")))
+
+
+TABLE_DEFINITION = {
+    "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+    "AttributeDefinitions": [
+        {"AttributeName": "pk", "AttributeType": "S"},
+        {"AttributeName": "sk", "AttributeType": "S"},
+        {"AttributeName": "content_hash", "AttributeType": "S"},
+    ],
+    "GlobalSecondaryIndexes": [{
+        "IndexName": HASH_INDEX,
+        "KeySchema": [{"AttributeName": "content_hash", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    }],
+    "BillingMode": "PAY_PER_REQUEST",
+}

@@ -1,0 +1,104 @@
+"""One contract for every MetadataStore adapter: SQLite and DynamoDB (moto)."""
+
+from __future__ import annotations
+
+import boto3
+import numpy as np
+import pytest
+from moto import mock_aws
+
+from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
+from citewell.local.metadata import SqliteMetadataStore
+from citewell.models import AnswerRecord, Chunk, Citation, Document, DocumentStatus
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def store(request, tmp_path, monkeypatch):
+    if request.param == "sqlite":
+        yield SqliteMetadataStore(tmp_path / "metadata.db")
+        return
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    with mock_aws():
+        resource = boto3.resource("dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
+        resource.create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
+        yield DynamoMetadataStore("citewell-metadata", resource)
+
+
+def document(doc_id="handbook.md", tenant="northpier", **extra) -> Document:
+    return Document(document_id=doc_id, tenant=tenant, allowed_roles=frozenset({"staff"}), title="Handbook", source="test", **extra)
+
+
+def chunk(n: int, revision="r1", doc_id="handbook.md", text=None) -> Chunk:
+    body = text or f"Passage number {n} about annual leave."
+    return Chunk(chunk_id=f"{doc_id}#0#{n}", document_id=doc_id, tenant="northpier", allowed_roles=frozenset({"staff"}),
+                 revision=revision, title="Handbook", section_index=0, index=n, heading_path=["Leave"], start=n * 40,
+                 end=n * 40 + len(body), body_start=n * 40, text=body)
+
+
+def test_documents_and_the_conditional_switch(store):
+    assert store.get_document("northpier", "handbook.md") is None
+    store.put_document(document())
+    store.put_document(document("other.md"))
+    store.put_document(document("handbook.md", tenant="bluefen"))
+    assert [d.document_id for d in store.list_documents("northpier")] == ["handbook.md", "other.md"]
+    assert set(store.get_documents("northpier", ["handbook.md", "absent.md"])) == {"handbook.md"}
+    assert store.switch_revision("northpier", "handbook.md", None, "r1", 3)
+    assert not store.switch_revision("northpier", "handbook.md", None, "r2", 3)  # someone moved it
+    assert store.switch_revision("northpier", "handbook.md", "r1", "r2", 4)
+    record = store.get_document("northpier", "handbook.md")
+    assert (record.active_revision, record.chunk_count, record.status) == ("r2", 4, DocumentStatus.PUBLISHED)
+    assert store.get_document("bluefen", "handbook.md").active_revision is None
+    assert store.delete_document("northpier", "other.md") == 1 and store.delete_document("northpier", "other.md") == 0
+    assert {(d.tenant, d.document_id) for d in store.all_documents()} == {("northpier", "handbook.md"), ("bluefen", "handbook.md")}
+
+
+def test_chunk_records_replace_a_revision_and_answer_lookups(store):
+    store.put_chunks([chunk(0), chunk(1), chunk(2)])
+    store.put_chunks([chunk(0), chunk(1)])  # the same revision again: exactly these now
+    store.put_chunks([chunk(0, revision="r2", text="Changed passage.")])
+    assert [c.chunk_id for c in store.get_chunks("northpier", "handbook.md", "r1")] == ["handbook.md#0#0", "handbook.md#0#1"]
+    assert store.chunk_revisions("northpier", "handbook.md") == ["r1", "r2"]
+    found = store.get_chunks_by_id("northpier", [("handbook.md", "r1", "handbook.md#0#1"), ("handbook.md", "r1", "handbook.md#0#9")])
+    assert list(found) == [("handbook.md", "r1", "handbook.md#0#1")]
+    hashes = {chunk(0).content_hash, chunk(5).content_hash}
+    assert store.hashes_in_use(hashes) == {chunk(0).content_hash}
+    assert sorted(store.chunk_inventory()) == [("northpier", "handbook.md", "r1", 2), ("northpier", "handbook.md", "r2", 1)]
+    assert store.delete_chunks("northpier", "handbook.md", "r1") == 2
+    assert store.get_chunks("northpier", "handbook.md", "r1") == [] and store.chunk_revisions("northpier", "handbook.md") == ["r2"]
+
+
+def test_embedding_cache(store):
+    v = np.arange(384, dtype=np.float32)
+    store.put_embeddings("model@1:384", {"h1": v, "h2": v * 2})
+    store.put_embeddings("other@2:384", {"h1": v})
+    got = store.get_embeddings("model@1:384", ["h1", "h2", "h3"])
+    assert set(got) == {"h1", "h2"} and np.array_equal(got["h2"], v * 2)
+    assert store.embedding_identities() == {"model@1:384": 2, "other@2:384": 1}
+    assert store.delete_embeddings("model@1:384", ["h1", "h9"]) == 1
+    assert store.delete_identity("other@2:384") == 1 and store.embedding_identities() == {"model@1:384": 1}
+
+
+def test_answers_citations_cache_and_epochs(store):
+    cited = Citation(ref="S1", chunk_id="handbook.md#0#0", document_id="handbook.md", revision="r1", title="Handbook",
+                     section_path=["Leave"], quote="27 days")
+    record = AnswerRecord(answer_id="a1", tenant="northpier", roles=["staff"], question="leave?", answer="27 days [S1]",
+                          refused=False, citations=[cited], generator="extractive")
+    store.put_answer(record)
+    assert store.get_answer("northpier", "a1") == record and store.get_answer("bluefen", "a1") is None
+    assert [a.answer_id for a in store.answers_citing("northpier", "handbook.md")] == ["a1"]
+    assert store.answers_citing("northpier", "handbook.md", "r2") == []
+    assert store.citation_inventory() == [("northpier", "handbook.md", "r1", "a1")]
+    withdrawn = record.model_copy(update={"citations": [Citation(ref="S1", deleted=True)], "answer": None})
+    store.put_answer(withdrawn)
+    assert store.answers_citing("northpier", "handbook.md") == [] and store.citation_inventory() == []
+
+    assert store.tenant_epoch("northpier") == 0
+    store.put_cached_answer("k1", "northpier", 0, "a1")
+    store.put_cached_answer("k2", "northpier", 0, "a2")
+    assert store.get_cached_answer("k1", "northpier", 0) == "a1"
+    assert store.get_cached_answer("k1", "bluefen", 0) is None and store.get_cached_answer("k1", "northpier", 1) is None
+    assert sorted(store.cache_inventory()) == [("northpier", "a1"), ("northpier", "a2")]
+    assert store.drop_cached_answers("northpier", ["a2"]) == 1
+    assert store.bump_epoch("northpier") == 1 and store.tenant_epoch("northpier") == 1
+    assert store.get_cached_answer("k1", "northpier", 0) is None and store.cache_inventory() == []
+    store.compact()
