@@ -31,6 +31,22 @@ def make_services(home: Path, model: MiniLMEmbedder, embedder: Embedder | None =
     )
 
 
-@pytest.fixture
-def services(tmp_path: Path, embedder: MiniLMEmbedder) -> Services:
-    return make_services(tmp_path, embedder)
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def services(request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch):
+    """Real local stores; the metadata store is SQLite or DynamoDB (moto), so every
+    behaviour test also holds the cloud adapter to the same contract."""
+    services = make_services(tmp_path, embedder)
+    if request.param == "sqlite":
+        yield services
+        return
+    import boto3
+    from moto import mock_aws
+
+    from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    with mock_aws():
+        resource = boto3.resource("dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
+        resource.create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
+        services.metadata = DynamoMetadataStore("citewell-metadata", resource)
+        yield services
