@@ -1,0 +1,234 @@
+"""SearchIndex on Amazon OpenSearch (managed domain or Serverless), through opensearch-py.
+
+One index per embedder identity, reached through an alias, so a new model is a new index
+and a switch of the alias. Both lanes carry the same access filter: inside ``bool.filter``
+for BM25 and inside the ``knn`` clause for vectors (efficient filtering on the lucene or
+faiss engine: the filter is applied during the HNSW search, not to its results).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from citewell.errors import EmbedderMismatch, RetrievalUnavailable
+from citewell.models import Chunk, Identity
+from citewell.ports import LaneHit
+
+DEFAULT_ALIAS = "citewell-chunks"
+_SOURCE = ["chunk_id", "document_id", "revision", "title", "section_path", "body"]
+
+
+def access_filter(identity: Identity) -> list[dict[str, Any]]:
+    """The one access predicate: tenant equal, any of the caller's roles, status live."""
+    return [
+        {"term": {"tenant": identity.tenant}},
+        {"terms": {"roles": sorted(identity.roles)}},
+        {"term": {"status": "live"}},
+    ]
+
+
+def lexical_body(query: str, identity: Identity, k: int) -> dict[str, Any]:
+    return {
+        "size": k,
+        "_source": _SOURCE,
+        "query": {"bool": {
+            "must": [{"multi_match": {"query": query, "fields": ["context", "body"], "operator": "or"}}],
+            "filter": access_filter(identity),
+        }},
+        "sort": ["_score", {"chunk_id": "asc"}],
+    }
+
+
+def vector_body(vector: np.ndarray, identity: Identity, k: int) -> dict[str, Any]:
+    return {
+        "size": k,
+        "_source": _SOURCE,
+        "query": {"knn": {"vector": {
+            "vector": [float(x) for x in vector],
+            "k": k,
+            "filter": {"bool": {"filter": access_filter(identity)}},
+        }}},
+    }
+
+
+def index_body(embedder_identity: str, dims: int) -> dict[str, Any]:
+    keyword = {"type": "keyword"}
+    return {
+        "settings": {"index": {"knn": True}},
+        "mappings": {
+            "_meta": {"embedder_identity": embedder_identity},
+            "properties": {
+                "tenant": keyword, "roles": keyword, "document_id": keyword, "revision": keyword,
+                "status": keyword, "chunk_id": keyword,
+                "context": {"type": "text", "analyzer": "english"},
+                "body": {"type": "text", "analyzer": "english"},
+                "title": {"type": "keyword", "index": False},
+                "section_path": {"type": "keyword", "index": False},
+                "vector": {
+                    "type": "knn_vector", "dimension": dims,
+                    "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil",
+                               "parameters": {"m": 16, "ef_construction": 128}},
+                },
+            },
+        },
+    }
+
+
+def _doc_filter(tenant: str, document_id: str, revision: str | None = None) -> dict[str, Any]:
+    terms = [{"term": {"tenant": tenant}}, {"term": {"document_id": document_id}}]
+    if revision is not None:
+        terms.append({"term": {"revision": revision}})
+    return {"bool": {"filter": terms}}
+
+
+class OpenSearchIndex:
+    def __init__(self, client: Any, alias: str = DEFAULT_ALIAS, dims: int = 384) -> None:
+        self.client = client
+        self.alias = alias
+        self.dims = dims
+
+    @classmethod
+    def connect(cls, host: str, region: str, serverless: bool = False, alias: str = DEFAULT_ALIAS) -> OpenSearchIndex:
+        """SigV4-signed client for a managed domain (``es``) or a Serverless collection (``aoss``)."""
+        import boto3
+        from opensearchpy import AWSV4SignerAuth, OpenSearch, RequestsHttpConnection
+
+        auth = AWSV4SignerAuth(boto3.Session().get_credentials(), region, "aoss" if serverless else "es")
+        client = OpenSearch(hosts=[{"host": host, "port": 443}], http_auth=auth, use_ssl=True, verify_certs=True,
+                            connection_class=RequestsHttpConnection, timeout=10)
+        return cls(client, alias)
+
+    def _index_name(self, embedder_identity: str) -> str:
+        return f"{self.alias}-{re.sub(r'[^a-z0-9]+', '-', embedder_identity.lower()).strip('-')}"
+
+    def embedder_identity(self) -> str | None:
+        if not self.client.indices.exists_alias(name=self.alias):
+            return None
+        mapping = self.client.indices.get_mapping(index=self.alias)
+        (body,) = mapping.values()
+        return body["mappings"].get("_meta", {}).get("embedder_identity")
+
+    def _ensure(self, embedder_identity: str) -> None:
+        current = self.embedder_identity()
+        if current is None:
+            name = self._index_name(embedder_identity)
+            if not self.client.indices.exists(index=name):
+                self.client.indices.create(index=name, body=index_body(embedder_identity, self.dims))
+            self.client.indices.put_alias(index=name, name=self.alias)
+        elif current != embedder_identity:
+            raise EmbedderMismatch(f"this index holds {current} vectors; {embedder_identity} cannot be used with it")
+
+    # -- writes --------------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str) -> int:
+        from opensearchpy import helpers
+
+        if len(chunks) != len(vectors):
+            raise ValueError("one vector per chunk")
+        self._ensure(embedder_identity)
+        for tenant, document_id, revision in sorted({(c.tenant, c.document_id, c.revision) for c in chunks}):
+            self.delete_revision(tenant, document_id, revision)
+        actions = [
+            {
+                "_op_type": "index", "_index": self.alias, "_id": f"{c.tenant}|{c.revision}|{c.chunk_id}",
+                "_source": {
+                    "tenant": c.tenant, "roles": sorted(c.allowed_roles), "document_id": c.document_id,
+                    "revision": c.revision, "status": "live", "chunk_id": c.chunk_id, "title": c.title,
+                    "section_path": c.heading_path, "context": c.context, "body": c.text,
+                    "vector": [float(x) for x in v],
+                },
+            }
+            for c, v in zip(chunks, vectors)
+        ]
+        written, errors = helpers.bulk(self.client, actions, refresh=True, raise_on_error=False, raise_on_exception=False)
+        if errors:
+            first = errors[0]
+            raise RetrievalUnavailable(f"{len(errors)} of {len(actions)} chunks were not indexed; first: {first}")
+        return written
+
+    def _delete(self, query: dict[str, Any]) -> int:
+        if not self.client.indices.exists_alias(name=self.alias):
+            return 0
+        reply = self.client.delete_by_query(index=self.alias, body={"query": query}, refresh=True, conflicts="proceed")
+        return int(reply.get("deleted", 0))
+
+    def delete_revision(self, tenant: str, document_id: str, revision: str) -> int:
+        return self._delete(_doc_filter(tenant, document_id, revision))
+
+    def delete_document(self, tenant: str, document_id: str) -> int:
+        return self._delete(_doc_filter(tenant, document_id))
+
+    def set_access(self, tenant: str, document_id: str, allowed_roles: frozenset[str]) -> int:
+        from opensearchpy import helpers
+
+        if not self.client.indices.exists_alias(name=self.alias):
+            return 0
+        hits = self.client.search(index=self.alias, body={"size": 10_000, "_source": False, "query": _doc_filter(tenant, document_id)})
+        actions = [
+            {"_op_type": "update", "_index": self.alias, "_id": h["_id"], "doc": {"roles": sorted(allowed_roles)}}
+            for h in hits["hits"]["hits"]
+        ]
+        written, _ = helpers.bulk(self.client, actions, refresh=True)
+        return written
+
+    def count(self, tenant: str, document_id: str, revision: str) -> int:
+        if not self.client.indices.exists_alias(name=self.alias):
+            return 0
+        return int(self.client.count(index=self.alias, body={"query": _doc_filter(tenant, document_id, revision)})["count"])
+
+    def revisions(self, tenant: str, document_id: str) -> list[str]:
+        return sorted({r for t, d, r, _ in self._composite(_doc_filter(tenant, document_id))})
+
+    def inventory(self) -> list[tuple[str, str, str, int]]:
+        return self._composite({"match_all": {}})
+
+    def _composite(self, query: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+        if not self.client.indices.exists_alias(name=self.alias):
+            return []
+        sources = [{f: {"terms": {"field": f}}} for f in ("tenant", "document_id", "revision")]
+        found, after = [], None
+        while True:
+            composite: dict[str, Any] = {"size": 1000, "sources": sources}
+            if after:
+                composite["after"] = after
+            reply = self.client.search(index=self.alias, body={"size": 0, "query": query, "aggs": {"inv": {"composite": composite}}})
+            buckets = reply["aggregations"]["inv"]["buckets"]
+            found += [(b["key"]["tenant"], b["key"]["document_id"], b["key"]["revision"], b["doc_count"]) for b in buckets]
+            after = reply["aggregations"]["inv"].get("after_key")
+            if not buckets or not after:
+                return found
+
+    def compact(self) -> None:
+        """Expunge deleted documents from the segments, so removed text leaves the index files."""
+        if self.client.indices.exists_alias(name=self.alias):
+            self.client.indices.forcemerge(index=self.alias, only_expunge_deletes=True)
+
+    # -- lanes ---------------------------------------------------------------------------
+
+    def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]:
+        if identity.is_empty or not query.strip() or k <= 0 or not self.client.indices.exists_alias(name=self.alias):
+            return []
+        return self._hits(self.client.search(index=self.alias, body=lexical_body(query, identity, k)))
+
+    def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
+        current = self.embedder_identity()
+        if current is not None and current != embedder_identity:
+            raise EmbedderMismatch(f"this index holds {current} vectors; {embedder_identity} cannot be used with it")
+        if identity.is_empty or k <= 0 or current is None:
+            return []
+        return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k)))
+
+    @staticmethod
+    def _hits(reply: dict[str, Any]) -> list[LaneHit]:
+        return [
+            LaneHit(
+                chunk_id=h["_source"]["chunk_id"], document_id=h["_source"]["document_id"], revision=h["_source"]["revision"],
+                title=h["_source"]["title"], section_path=list(h["_source"]["section_path"]), text=h["_source"]["body"],
+                score=float(h["_score"] or 0.0), rank=rank,
+            )
+            for rank, h in enumerate(reply["hits"]["hits"], start=1)
+        ]
