@@ -1,0 +1,117 @@
+"""Embedders behind a network: Amazon Titan Text Embeddings v2 on Bedrock, and any
+OpenAI-compatible ``/embeddings`` endpoint. Failures raise EmbedderUnavailable, so search
+degrades to the lexical lane and ingestion records the failure instead of crashing."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from citewell.errors import EmbedderUnavailable
+
+RETRY_STATUS = {429, 500, 502, 503, 504}
+THROTTLING = {"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException", "ModelNotReadyException"}
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+
+
+class BedrockTitanEmbedder:
+    """``amazon.titan-embed-text-v2:0``: one text per call, calls in parallel, throttling retried with backoff."""
+
+    def __init__(self, model_id: str = "amazon.titan-embed-text-v2:0", dims: int = 1024, client: Any = None,
+                 region: str | None = None, workers: int = 8, retries: int = 4, backoff: float = 0.5) -> None:
+        if client is None:
+            import boto3
+
+            client = boto3.client("bedrock-runtime", region_name=region)
+        self.client, self.model_id, self.dims = client, model_id, dims
+        self.workers, self.retries, self.backoff = workers, retries, backoff
+        name, _, version = model_id.rpartition(":")
+        self.identity = f"{name}@{version}:{dims}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            rows = list(pool.map(self._one, texts))
+        return _unit(np.array(rows, dtype=np.float32))
+
+    def _one(self, text: str) -> list[float]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        body = json.dumps({"inputText": text, "dimensions": self.dims, "normalize": True})
+        for attempt in range(self.retries + 1):
+            try:
+                reply = self.client.invoke_model(modelId=self.model_id, body=body, contentType="application/json",
+                                                 accept="application/json")
+                vector = json.loads(reply["body"].read())["embedding"]
+                if len(vector) != self.dims:
+                    raise EmbedderUnavailable(f"Bedrock returned {len(vector)} dimensions, expected {self.dims}")
+                return vector
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code", "ClientError")
+                if code not in THROTTLING or attempt == self.retries:
+                    raise EmbedderUnavailable(f"Bedrock embedding failed ({code})") from exc
+            except BotoCoreError as exc:
+                raise EmbedderUnavailable(f"Bedrock could not be reached ({exc.__class__.__name__})") from exc
+            except (KeyError, ValueError, TypeError) as exc:
+                raise EmbedderUnavailable("the Bedrock embedding reply is malformed") from exc
+            time.sleep(self.backoff * 2**attempt)
+        raise AssertionError("unreachable")
+
+
+class OpenAICompatibleEmbedder:
+    """``POST {base_url}/embeddings`` in batches; 429 and 5xx retried with backoff."""
+
+    def __init__(self, base_url: str, model: str, dims: int, version: str = "1", api_key: str | None = None,
+                 batch_size: int = 64, timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
+                 transport: Any = None) -> None:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
+        self.model, self.dims, self.batch_size = model, dims, batch_size
+        self.retries, self.backoff = retries, backoff
+        self.identity = f"{model}@{version}:{dims}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for offset in range(0, len(texts), self.batch_size):
+            rows += self._batch(list(texts[offset : offset + self.batch_size]))
+        return _unit(np.array(rows, dtype=np.float32).reshape(len(texts), self.dims))
+
+    def _batch(self, texts: list[str]) -> list[list[float]]:
+        import httpx
+
+        failure = "no attempt"
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.client.post("/embeddings", json={"model": self.model, "input": texts})
+            except httpx.HTTPError as exc:
+                failure = f"the embedding service could not be reached ({exc.__class__.__name__})"
+            else:
+                if response.status_code < 400:
+                    return self._parse(response, len(texts))
+                failure = f"the embedding service answered HTTP {response.status_code}"
+                if response.status_code not in RETRY_STATUS:
+                    break
+            if attempt < self.retries:
+                time.sleep(self.backoff * 2**attempt)
+        raise EmbedderUnavailable(failure)
+
+    def _parse(self, response: Any, expected: int) -> list[list[float]]:
+        try:
+            data = sorted(response.json()["data"], key=lambda d: d["index"])
+            vectors = [d["embedding"] for d in data]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbedderUnavailable("the embedding service reply is malformed") from exc
+        if len(vectors) != expected or any(len(v) != self.dims for v in vectors):
+            raise EmbedderUnavailable(f"the embedding service returned {len(vectors)} vectors of the wrong shape")
+        return vectors
