@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from citewell.chunking import Chunker
 from citewell.embedders.minilm import MiniLMEmbedder
 from citewell.local.index import SqliteSearchIndex
@@ -40,9 +39,8 @@ def services(request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmb
         yield services
         return
     import boto3
-    from moto import mock_aws
-
     from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
+    from moto import mock_aws
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     with mock_aws():

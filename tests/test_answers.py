@@ -6,9 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-
 from citewell.answers.evidence import gather_evidence, read_back
-from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.answers.service import ask, cache_key, recorded_citations
 from citewell.answers.verify import verify
@@ -18,6 +16,7 @@ from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Draft, Identity, utcnow
 from citewell.search import search
+
 from tests import fake_model_service
 from tests.fake_model_service import Reply
 

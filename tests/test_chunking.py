@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+from citewell.chunking import Chunker, ChunkingConfig
+from citewell.models import BlockKind, Document
+from citewell.parsers.builder import TextBuilder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from citewell.chunking import Chunker, ChunkingConfig
-from citewell.models import Document
-from citewell.parsers.builder import TextBuilder
-from citewell.models import BlockKind
 
 DOC = Document(document_id="guide.md", tenant="northpier", allowed_roles=frozenset({"staff"}), title="Guide", source="test")
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from citewell.cli import main
+
 from tests import files
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import boto3
 import numpy as np
 import pytest
-from moto import mock_aws
-
 from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.models import AnswerRecord, Chunk, Citation, Document, DocumentStatus
+from moto import mock_aws
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])

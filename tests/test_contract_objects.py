@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import boto3
 import pytest
-from moto import mock_aws
-
 from citewell.aws.objects import S3ObjectStore
 from citewell.errors import NotFound
 from citewell.local.objects import FolderObjectStore
+from moto import mock_aws
 
 
 @pytest.fixture(params=["folder", "s3"])

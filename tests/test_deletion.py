@@ -6,7 +6,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from citewell.answers.service import ask, recorded_citations
 from citewell.deletion import STORES, delete_document, purge_revision
 from citewell.errors import NotFound

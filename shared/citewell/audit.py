@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 
 from pydantic import BaseModel
 
@@ -16,7 +18,7 @@ from citewell.deletion import delete_document, purge_revision, withdraw_citation
 from citewell.errors import CitewellError
 from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, record_failure
 from citewell.keys import CHUNKS, PARSED, RAW
-from citewell.models import Document, DocumentStatus, ErrorInfo, utcnow
+from citewell.models import Document, DocumentStatus, utcnow
 from citewell.services import Services
 
 DEFAULT_STUCK_MINUTES = 60
@@ -48,7 +50,7 @@ class _Audit:
         self.findings: list[Finding] = []
         self.documents = {(d.tenant, d.document_id): d for d in services.metadata.all_documents()}
 
-    def found(self, kind: str, tenant: str, document_id: str, detail: str, fix=None) -> None:  # type: ignore[no-untyped-def]
+    def found(self, kind: str, tenant: str, document_id: str, detail: str, fix: Callable[[], object] | None = None) -> None:
         finding = Finding(kind=kind, tenant=tenant, document_id=document_id, detail=detail)
         if self.repair and fix is not None:
             try:
@@ -73,7 +75,7 @@ class _Audit:
                 why = "the document has no record" if document is None else "it is not the active revision"
                 self.found(
                     "orphan_index_chunks", tenant, document_id, f"{count} chunks of revision {revision[:12]} are indexed but {why}",
-                    lambda t=tenant, d=document_id, r=revision: self.services.index.delete_revision(t, d, r),
+                    partial(self.services.index.delete_revision, tenant, document_id, revision),
                 )
         identity = self.services.index.embedder_identity()
         if identity is not None and identity != self.services.embedder.identity:
@@ -89,7 +91,7 @@ class _Audit:
                 self.found(
                     "missing_revision", tenant, document_id,
                     f"active revision {document.active_revision[:12]} has {indexed} indexed chunks, the record says {document.chunk_count}",
-                    lambda d=document: self._republish(d),
+                    partial(self._republish, document),
                 )
 
     def _republish(self, document: Document) -> None:
@@ -110,11 +112,12 @@ class _Audit:
             if document.status not in _IN_FLIGHT or now - document.updated_at < self.stuck:
                 continue
             age = int((now - document.updated_at).total_seconds() // 60)
+            fix: Callable[[], object]
             if document.status is DocumentStatus.DELETING:
-                fix = lambda t=tenant, d=document_id: delete_document(self.services, t, d)  # noqa: E731
+                fix = partial(delete_document, self.services, tenant, document_id)
             else:
-                error = ErrorInfo(code="stuck", message=f"processing did not finish within {age} minutes")
-                fix = lambda t=tenant, d=document_id, e=error: record_failure(self.services, t, d, _Stuck(e.message))  # noqa: E731
+                stuck = _Stuck(f"processing did not finish within {age} minutes")
+                fix = partial(record_failure, self.services, tenant, document_id, stuck)
             self.found("stuck", tenant, document_id, f"{document.status.value} for {age} minutes", fix)
 
     def chunk_records(self) -> None:
@@ -122,7 +125,7 @@ class _Audit:
             if not self.expected(tenant, document_id, revision):
                 self.found(
                     "orphan_chunk_records", tenant, document_id, f"{count} chunk records of revision {revision[:12]} are not served",
-                    lambda t=tenant, d=document_id, r=revision: purge_revision(self.services, t, d, r, Counter()),
+                    partial(purge_revision, self.services, tenant, document_id, revision, Counter()),
                 )
 
     def objects(self) -> None:
@@ -130,7 +133,7 @@ class _Audit:
             _, tenant, document_id = key.split("/", 2)
             if (tenant, document_id) not in self.documents:
                 self.found("orphan_raw_object", tenant, document_id, f"{key} has no document record",
-                           lambda k=key: self.services.objects.delete(k))
+                           partial(self.services.objects.delete, key))
         for prefix in (PARSED, CHUNKS):
             for key in list(self.services.objects.list(prefix)):
                 _, tenant, rest = key.split("/", 2)
@@ -138,7 +141,7 @@ class _Audit:
                 revision = name.removesuffix(".json")
                 if not self.expected(tenant, document_id, revision):
                     self.found("orphan_artifact", tenant, document_id, f"{key} belongs to no served revision",
-                               lambda k=key: self.services.objects.delete(k))
+                               partial(self.services.objects.delete, key))
 
     def answers(self) -> None:
         metadata = self.services.metadata
@@ -158,15 +161,16 @@ class _Audit:
         for tenant, answer_id in sorted(metadata.cache_inventory()):
             record = metadata.get_answer(tenant, answer_id)
             if record is None or record.source_deleted:
-                self.found("dangling_cache", tenant, "", f"a cached answer points at {'a missing' if record is None else 'a withdrawn'} answer {answer_id}",
-                           lambda t=tenant, a=answer_id: metadata.drop_cached_answers(t, [a]))
+                state = "a missing" if record is None else "a withdrawn"
+                self.found("dangling_cache", tenant, "", f"a cached answer points at {state} answer {answer_id}",
+                           partial(metadata.drop_cached_answers, tenant, [answer_id]))
 
     def embeddings(self) -> None:
         ours = {self.services.embedder.identity, f"{self.services.embedder.identity}#sentences"}
         for identity, count in sorted(self.services.metadata.embedding_identities().items()):
             if identity not in ours:
                 self.found("foreign_embeddings", "", "", f"{count} cached embeddings under {identity}",
-                           lambda i=identity: self.services.metadata.delete_identity(i))
+                           partial(self.services.metadata.delete_identity, identity))
 
 
 class _Stuck(CitewellError):

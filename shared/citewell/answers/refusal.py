@@ -13,8 +13,6 @@ from importlib import resources
 
 from pydantic import BaseModel
 
-from citewell.terms import content_terms
-
 FEATURES = ("best_cosine", "best_coverage", "margin", "evidence_coverage", "top_lane_agreement")
 def term_weights(question_terms: set[str], sentences: list[set[str]]) -> dict[str, float]:
     """Inverse sentence frequency over the evidence: a code found in one sentence outweighs a word

@@ -116,7 +116,7 @@ def main() -> None:
         target = Path(str(resources.files("citewell.answers") / MODEL_FILE))
         target.write_text(model.model_dump_json(indent=2) + "\n")
         print(f"wrote {target}")
-    by_label = defaultdict(int)
+    by_label: defaultdict[tuple[bool, bool], int] = defaultdict(int)
     for r in rows:
         by_label[(r["answerable"], r["sentence_has_answer"])] += 1
     print({f"answerable={a} sentence_has_answer={s}": n for (a, s), n in sorted(by_label.items())})

@@ -110,9 +110,9 @@ def _run_batch(
                 parsed = parse_stage(services, request.tenant, request.document_id)
             if parsed.unchanged:
                 document = services.metadata.get_document(request.tenant, request.document_id)
-                chunks = document.chunk_count if document else 0
                 done[request.document_id] = IngestOutcome(
-                    document_id=request.document_id, revision=parsed.revision, status="unchanged", chunks=chunks
+                    document_id=request.document_id, revision=parsed.revision, status="unchanged",
+                    chunks=document.chunk_count if document else 0,
                 )
                 continue
             with clock.stage("chunk"):

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from citewell.errors import IngestError, NotFound, PublishConflict
 from citewell.keys import chunks_key, parsed_key, raw_key
-from citewell.models import Chunk, Document, DocumentStatus, ErrorInfo, ParsedDocument
+from citewell.models import Chunk, Document, DocumentStatus, ErrorInfo, ParsedDocument, utcnow
 from citewell.parsers import parse
 from citewell.services import Services
 
@@ -52,7 +52,7 @@ def register(services: Services, request: IngestRequest) -> Document:
         status=DocumentStatus.PROCESSING,
         active_revision=existing.active_revision if existing else None,
         chunk_count=existing.chunk_count if existing else 0,
-        **({"created_at": existing.created_at} if existing else {}),
+        created_at=existing.created_at if existing else utcnow(),
     )
     services.objects.put(raw_key(document.tenant, document.document_id), request.data)
     services.metadata.put_document(document)

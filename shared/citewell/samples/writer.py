@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 from citewell.samples import texts
@@ -46,7 +47,7 @@ def docx_bytes(title: str, sections: list[tuple[str, list[str]]], table: list[tu
     return buffer.getvalue()
 
 
-def xlsx_bytes(sheets: dict[str, list[tuple[object, ...]]]) -> bytes:
+def xlsx_bytes(sheets: dict[str, Sequence[Sequence[object]]]) -> bytes:
     from openpyxl import Workbook
 
     workbook = Workbook()

@@ -16,8 +16,8 @@ from citewell.answers.refusal import RefusalModel, coverage, shipped_model, term
 from citewell.chunking import sentence_spans
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, sha256_text
-from citewell.terms import content_terms
 from citewell.ports import Embedder, MetadataStore
+from citewell.terms import content_terms
 
 MAX_SENTENCES = 2
 SECOND_SENTENCE_GAP = 0.1  # a second sentence is quoted only when nearly as well supported as the first
