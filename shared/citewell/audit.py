@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from citewell.deletion import delete_document, purge_revision, withdraw_citations
 from citewell.errors import CitewellError
 from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, record_failure
-from citewell.keys import CHUNKS, PARSED, RAW
+from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, parse_key
 from citewell.models import Document, DocumentStatus, utcnow
 from citewell.services import Services
 
@@ -130,15 +130,14 @@ class _Audit:
 
     def objects(self) -> None:
         for key in list(self.services.objects.list(RAW)):
-            _, tenant, document_id = key.split("/", 2)
+            _, tenant, document_id, _ = parse_key(key)
             if (tenant, document_id) not in self.documents:
                 self.found("orphan_raw_object", tenant, document_id, f"{key} has no document record",
                            partial(self.services.objects.delete, key))
-        for prefix in (PARSED, CHUNKS):
+        for prefix in (PARSED, CHUNKS, EMBEDDED):
             for key in list(self.services.objects.list(prefix)):
-                _, tenant, rest = key.split("/", 2)
-                document_id, _, name = rest.rpartition("/")
-                revision = name.removesuffix(".json")
+                _, tenant, document_id, revision = parse_key(key)
+                assert revision is not None
                 if not self.expected(tenant, document_id, revision):
                     self.found("orphan_artifact", tenant, document_id, f"{key} belongs to no served revision",
                                partial(self.services.objects.delete, key))

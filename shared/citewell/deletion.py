@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from citewell.chunking import sentence_spans
 from citewell.errors import NotFound
-from citewell.keys import chunks_key, parsed_key, raw_key
+from citewell.keys import CHUNKS, EMBEDDED, PARSED, artifact_keys, raw_key
 from citewell.models import AnswerRecord, Citation, DocumentStatus, sha256_text
 from citewell.services import Services
 
@@ -55,7 +55,7 @@ def purge_revision(services: Services, tenant: str, document_id: str, revision: 
     chunks = services.metadata.get_chunks(tenant, document_id, revision)
     removed["index_chunks"] += services.index.delete_revision(tenant, document_id, revision)
     removed["chunk_records"] += services.metadata.delete_chunks(tenant, document_id, revision)
-    for key in (parsed_key(tenant, document_id, revision), chunks_key(tenant, document_id, revision)):
+    for key in artifact_keys(tenant, document_id, revision):
         removed["artifacts"] += services.objects.delete(key)
     identity = services.embedder.identity
     hashes = {c.content_hash for c in chunks}
@@ -81,7 +81,7 @@ def delete_document(services: Services, tenant: str, document_id: str) -> Deleti
     revisions = set(services.metadata.chunk_revisions(tenant, document_id)) | set(services.index.revisions(tenant, document_id))
     artifacts = [
         key
-        for prefix in (f"parsed/{tenant}/{document_id}/", f"chunks/{tenant}/{document_id}/")
+        for prefix in (f"{stage}/{tenant}/{document_id}/" for stage in (PARSED, CHUNKS, EMBEDDED))
         for key in services.objects.list(prefix)
     ]
     raw_exists = services.objects.exists(raw_key(tenant, document_id))

@@ -14,7 +14,7 @@ from citewell.answers.verify import verify
 from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.models import Answer, AnswerRecord, Citation, Draft, Identity
 from citewell.ports import Generator
-from citewell.search import search
+from citewell.search import LANES, search
 from citewell.services import Services
 
 CANDIDATES = 8
@@ -51,6 +51,7 @@ def ask(
     question: str,
     generator: Generator | None = None,
     budget_chars: int = DEFAULT_BUDGET_CHARS,
+    lanes: Sequence[str] = LANES,
 ) -> Answer:
     """Answer from the caller's evidence only, or refuse. Raises RetrievalUnavailable if the index is down."""
     extractive = ExtractiveGenerator(services.embedder, services.metadata)
@@ -65,7 +66,7 @@ def ask(
         if record is not None and _still_current(services, identity, record.citations):
             return _answer(record)
 
-    result = search(services, identity, question, k=CANDIDATES * 2)
+    result = search(services, identity, question, k=CANDIDATES * 2, lanes=lanes)
     degraded = list(result.degraded)
     evidence = gather_evidence(services, identity, result.hits, budget_chars=budget_chars, max_items=CANDIDATES)
     used: Generator = generator

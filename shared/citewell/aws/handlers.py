@@ -1,0 +1,33 @@
+"""Lambda entry points built on Powertools; each function's ``app.py`` only picks one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from citewell.aws.pipeline import object_keys, run_stage
+from citewell.aws.settings import services_from_env
+
+
+def stage_handler(stage: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """An SQS-triggered stage: S3 notifications in, partial batch failures out."""
+    logger = Logger(service=f"citewell-{stage}")
+    tracer = Tracer(service=f"citewell-{stage}")
+    processor = BatchProcessor(event_type=EventType.SQS)
+
+    @tracer.capture_method
+    def record_handler(record: SQSRecord) -> None:
+        _, services = services_from_env()
+        for key in object_keys(record.body):
+            logger.info(run_stage(services, stage, key), extra={"key": key})
+
+    @logger.inject_lambda_context
+    @tracer.capture_lambda_handler
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+
+    return handler

@@ -1,0 +1,95 @@
+"""Configuration of the cloud deployment, from the Lambda environment."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from pydantic import BaseModel
+
+from citewell.services import Services
+
+
+class AwsSettings(BaseModel):
+    bucket: str
+    table: str
+    opensearch_url: str | None = None  # a plain endpoint (tests, self-managed); else host + SigV4
+    opensearch_host: str | None = None
+    opensearch_serverless: bool = False
+    region: str | None = None
+    index_alias: str = "citewell-chunks"
+    embedder: str = "bedrock"  # bedrock | openai | minilm
+    lanes: tuple[str, ...] = ("bm25", "vector")
+    tenant_claim: str = "custom:tenant"
+    roles_claim: str = "cognito:groups"
+
+    @classmethod
+    def from_env(cls) -> AwsSettings:
+        env = os.environ
+        return cls(
+            bucket=env["CITEWELL_BUCKET"],
+            table=env["CITEWELL_TABLE"],
+            opensearch_url=env.get("CITEWELL_OPENSEARCH_URL") or None,
+            opensearch_host=env.get("CITEWELL_OPENSEARCH_HOST") or None,
+            opensearch_serverless=env.get("CITEWELL_OPENSEARCH_SERVERLESS", "false").lower() == "true",
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
+            index_alias=env.get("CITEWELL_INDEX_ALIAS", "citewell-chunks"),
+            embedder=env.get("CITEWELL_EMBEDDER", "bedrock"),
+            lanes=tuple(x.strip() for x in env.get("CITEWELL_LANES", "bm25,vector").split(",") if x.strip()),
+            tenant_claim=env.get("CITEWELL_TENANT_CLAIM", "custom:tenant"),
+            roles_claim=env.get("CITEWELL_ROLES_CLAIM", "cognito:groups"),
+        )
+
+
+def _embedder(settings: AwsSettings):  # type: ignore[no-untyped-def]
+    if settings.embedder == "minilm":
+        from citewell.embedders.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    if settings.embedder == "openai":
+        from citewell.embedders.remote import OpenAICompatibleEmbedder
+
+        env = os.environ
+        return OpenAICompatibleEmbedder(
+            base_url=env["CITEWELL_OPENAI_BASE_URL"], model=env["CITEWELL_OPENAI_EMBED_MODEL"],
+            dims=int(env["CITEWELL_OPENAI_EMBED_DIMS"]), api_key=env.get("CITEWELL_OPENAI_API_KEY"),
+        )
+    from citewell.embedders.remote import BedrockTitanEmbedder
+
+    return BedrockTitanEmbedder(region=settings.region)
+
+
+def open_aws(settings: AwsSettings) -> Services:
+    import boto3
+
+    from citewell.aws.metadata import DynamoMetadataStore
+    from citewell.aws.objects import S3ObjectStore
+    from citewell.aws.search_index import OpenSearchIndex
+    from citewell.chunking import Chunker
+    from citewell.embedders.minilm import MiniLMEmbedder
+
+    if settings.opensearch_url:
+        from opensearchpy import OpenSearch
+
+        index = OpenSearchIndex(OpenSearch(hosts=[settings.opensearch_url]), settings.index_alias)
+    else:
+        assert settings.opensearch_host, "CITEWELL_OPENSEARCH_HOST or CITEWELL_OPENSEARCH_URL must be set"
+        index = OpenSearchIndex.connect(settings.opensearch_host, settings.region or "", settings.opensearch_serverless,
+                                        settings.index_alias)
+    embedder = _embedder(settings)
+    return Services(
+        objects=S3ObjectStore(settings.bucket, boto3.client("s3", region_name=settings.region)),
+        metadata=DynamoMetadataStore(settings.table, boto3.resource("dynamodb", region_name=settings.region)),
+        index=index,
+        embedder=embedder,
+        # Chunk budgets are counted in MiniLM word pieces whatever the embedder: a tokenizer
+        # that ships with the package, close to the sub-word counts of the hosted models.
+        chunker=Chunker(MiniLMEmbedder().count_tokens),
+    )
+
+
+@lru_cache(maxsize=1)
+def services_from_env() -> tuple[AwsSettings, Services]:
+    """Built once per Lambda container, on first use."""
+    settings = AwsSettings.from_env()
+    return settings, open_aws(settings)

@@ -1,0 +1,178 @@
+"""The AWS ingestion chain and HTTP API, for real against moto (S3, SQS, DynamoDB) and
+osmem-server (OpenSearch over HTTP). An upload produces an S3 notification on the moto
+queue; the test hands the real messages to each stage's handler in turn until the
+document is published, then queries through the API handler with authorizer-shaped events.
+osmem has no kNN, so this deployment is configured with the BM25 lane only
+(CITEWELL_LANES=bm25); the kNN request body has a golden test of its own."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from citewell.aws.metadata import TABLE_DEFINITION
+from citewell.aws.settings import services_from_env
+
+ROOT = Path(__file__).resolve().parents[1]
+EVENTS = ROOT / "events"
+STAGES = {"raw/": "parse", "parsed/": "chunk", "chunks/": "embed", "embedded/": "publish"}
+HANDBOOK = b"# Leave\n\nFull-time staff receive 27 days of paid annual leave per calendar year.\n\n# Sick leave\n\nReport sickness before your shift.\n"
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "citewell-test"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:citewell-test"
+    aws_request_id: str = "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"
+
+
+def load_handler(function: str):
+    spec = importlib.util.spec_from_file_location(f"functions_{function}", ROOT / "functions" / function / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.lambda_handler
+
+
+@pytest.fixture
+def aws(monkeypatch, osmem_clone):
+    env = {
+        "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+        "CITEWELL_BUCKET": "citewell-documents", "CITEWELL_TABLE": "citewell-metadata",
+        "CITEWELL_OPENSEARCH_URL": osmem_clone.url, "CITEWELL_EMBEDDER": "minilm", "CITEWELL_LANES": "bm25",
+        "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket="citewell-documents", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        s3.put_bucket_versioning(Bucket="citewell-documents", VersioningConfiguration={"Status": "Enabled"})
+        boto3.resource("dynamodb").create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
+        sqs = boto3.client("sqs")
+        queues = {prefix: sqs.create_queue(QueueName=f"citewell-{stage}")["QueueUrl"] for prefix, stage in STAGES.items()}
+        s3.put_bucket_notification_configuration(Bucket="citewell-documents", NotificationConfiguration={"QueueConfigurations": [
+            {"QueueArn": sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"],
+             "Events": ["s3:ObjectCreated:*"], "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": prefix}]}}}
+            for prefix, url in queues.items()
+        ]})
+        services_from_env.cache_clear()
+        yield {"s3": s3, "sqs": sqs, "queues": queues, "handlers": {p: load_handler(s) for p, s in STAGES.items()}}
+        services_from_env.cache_clear()
+
+
+def sqs_event(messages: list[dict]) -> dict:
+    template = json.loads((EVENTS / "sqs_s3_object_created.json").read_text())["Records"][0]
+    records = []
+    for message in messages:
+        record = copy.deepcopy(template)
+        record.update(messageId=message["MessageId"], receiptHandle=message["ReceiptHandle"], body=message["Body"])
+        records.append(record)
+    return {"Records": records}
+
+
+def pump(aws, replay: list | None = None) -> list[dict]:
+    """Deliver every queued notification to its stage until all queues are empty; returns what was delivered."""
+    delivered = []
+    while True:
+        moved = False
+        for prefix, url in aws["queues"].items():
+            messages = aws["sqs"].receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+            if not messages:
+                continue
+            moved = True
+            event = sqs_event(messages)
+            reply = aws["handlers"][prefix](event, LambdaContext())
+            assert reply == {"batchItemFailures": []}, reply
+            delivered.append((prefix, event))
+            for message in messages:
+                aws["sqs"].delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        if not moved:
+            return delivered
+
+
+def api(method: str, path: str, body: dict | None = None, tenant: str | None = "northpier", groups: str = "[staff]",
+        query: dict | None = None) -> tuple[int, dict]:
+    event = json.loads((EVENTS / "api_request.json").read_text())
+    event["routeKey"] = f"{method} {path}"
+    event["rawPath"] = path
+    event["requestContext"]["http"].update(method=method, path=path)
+    event["requestContext"]["routeKey"] = f"{method} {path}"
+    event["body"] = json.dumps(body) if body is not None else None
+    event["queryStringParameters"] = query
+    event["rawQueryString"] = "&".join(f"{k}={v}" for k, v in (query or {}).items())
+    claims = event["requestContext"]["authorizer"]["jwt"]["claims"]
+    claims["cognito:groups"] = groups
+    if tenant is None:
+        claims.pop("custom:tenant")
+    else:
+        claims["custom:tenant"] = tenant
+    reply = load_handler("api")(event, LambdaContext())
+    return reply["statusCode"], json.loads(reply["body"]) if reply.get("body") else {}
+
+
+def upload(aws, document_id: str, data: bytes, roles=("staff",)) -> None:
+    status, created = api("POST", "/documents", {"document_id": document_id, "allowed_roles": list(roles), "filename": document_id})
+    assert status == 201 and created["upload_url"].startswith("https://"), created
+    aws["s3"].put_object(Bucket="citewell-documents", Key=f"raw/northpier/{document_id}", Body=data)
+
+
+def test_upload_to_publish_to_search_answer_and_delete(aws):
+    upload(aws, "handbook.md", HANDBOOK)
+    delivered = pump(aws)
+    assert [prefix for prefix, _ in delivered] == ["raw/", "parsed/", "chunks/", "embedded/"]
+
+    status, found = api("POST", "/search", {"question": "annual leave days", "k": 5})
+    assert status == 200 and found["hits"][0]["document_id"] == "handbook.md" and "27 days" in found["hits"][0]["text"]
+    assert api("POST", "/search", {"question": "annual leave"}, tenant="bluefen")[1]["hits"] == []
+    assert api("POST", "/search", {"question": "annual leave"}, groups="[hr]")[1]["hits"] == []
+    assert api("POST", "/search", {"question": "annual leave"}, tenant=None)[0] == 403
+    assert api("POST", "/search", {"question": "annual leave"}, groups="")[0] == 403
+
+    status, answer = api("POST", "/query", {"question": "How many days of paid annual leave do full-time staff receive?"})
+    assert status == 200 and not answer["refused"] and "27 days" in answer["answer"]
+    status, record = api("GET", f"/answers/{answer['answer_id']}/citations")
+    assert status == 200 and record["citations"][0]["document_id"] == "handbook.md"
+    assert api("GET", f"/answers/{answer['answer_id']}/citations", tenant="bluefen")[0] == 404
+
+    status, listed = api("GET", "/documents")
+    assert [d["document_id"] for d in listed["documents"]] == ["handbook.md"] and listed["documents"][0]["status"] == "published"
+    status, one = api("GET", "/documents/handbook.md", query={"section": "1"})
+    assert status == 200 and one["text"].startswith("Sick leave")
+
+    # S3 delivers at least once: the same notifications again change nothing.
+    services = services_from_env()[1]
+    revision = services.metadata.get_document("northpier", "handbook.md").active_revision
+    for prefix, event in delivered[:3]:
+        assert aws["handlers"][prefix](event, LambdaContext()) == {"batchItemFailures": []}
+    pump(aws)
+    assert services.index.count("northpier", "handbook.md", revision) == 2
+    assert services.metadata.get_document("northpier", "handbook.md").active_revision == revision
+
+    status, removed = api("DELETE", "/documents/handbook.md")
+    assert status == 200 and removed["removed"]["documents"] == 1 and removed["removed"]["index_chunks"] == 2
+    assert api("POST", "/search", {"question": "annual leave days"})[1]["hits"] == []
+    versions = aws["s3"].list_object_versions(Bucket="citewell-documents")
+    assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
+    assert api("GET", f"/answers/{answer['answer_id']}/citations")[1]["source_deleted"]
+
+
+def test_bad_files_and_bad_requests_are_4xx_and_recorded(aws):
+    upload(aws, "scan.pdf", b"this is not a pdf")
+    pump(aws)
+    status, one = api("GET", "/documents/scan.pdf")
+    assert status == 200 and one["document"]["status"] == "failed" and one["document"]["error"]["code"] == "type_mismatch"
+    assert api("POST", "/documents", {"document_id": "x.md", "allowed_roles": ["hr"]})[0] == 403  # not a role the caller holds
+    assert api("POST", "/documents", {"document_id": "bad#id", "allowed_roles": ["staff"]})[0] == 400
+    assert api("POST", "/documents", {"allowed_roles": ["staff"]})[0] == 400
+    assert api("POST", "/search", {"question": ""})[0] == 400
+    assert api("GET", "/documents/absent.md")[0] == 404
+    assert api("DELETE", "/documents/absent.md")[0] == 404
+    assert api("GET", "/documents/scan.pdf", query={"section": "x"})[0] == 400
