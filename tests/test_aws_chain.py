@@ -176,3 +176,24 @@ def test_bad_files_and_bad_requests_are_4xx_and_recorded(aws):
     assert api("GET", "/documents/absent.md")[0] == 404
     assert api("DELETE", "/documents/absent.md")[0] == 404
     assert api("GET", "/documents/scan.pdf", query={"section": "x"})[0] == 400
+
+
+def test_removing_the_upload_from_s3_deletes_the_document_everywhere(aws):
+    upload(aws, "handbook.md", HANDBOOK)
+    pump(aws)
+    status, answer = api("POST", "/query", {"question": "How many days of paid annual leave do full-time staff receive?"})
+    assert not answer["refused"]
+    aws["s3"].delete_object(Bucket="citewell-documents", Key="raw/northpier/handbook.md")  # a delete marker
+    # moto sends no ObjectRemoved notifications, so the sample event stands in for the one S3 sends.
+    removal = json.loads((EVENTS / "sqs_s3_object_removed.json").read_text())
+    assert load_handler("delete")(removal, LambdaContext()) == {"batchItemFailures": []}
+    assert load_handler("delete")(removal, LambdaContext()) == {"batchItemFailures": []}  # delivered twice: a no-op
+
+    services = services_from_env()[1]
+    assert services.metadata.get_document("northpier", "handbook.md") is None
+    assert services.index.inventory() == [] and services.metadata.chunk_inventory() == []
+    versions = aws["s3"].list_object_versions(Bucket="citewell-documents")
+    assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
+    assert api("POST", "/search", {"question": "annual leave days"})[1]["hits"] == []
+    assert api("GET", f"/answers/{answer['answer_id']}/citations")[1]["source_deleted"]
+    assert load_handler("audit")({"source": "aws.events", "detail-type": "Scheduled Event"}, LambdaContext())["ok"]

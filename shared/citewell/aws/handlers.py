@@ -9,7 +9,7 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from citewell.aws.pipeline import object_keys, run_stage
+from citewell.aws.pipeline import delete_removed, object_keys, run_stage
 from citewell.aws.settings import services_from_env
 
 
@@ -28,6 +28,40 @@ def stage_handler(stage: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]
     @logger.inject_lambda_context
     @tracer.capture_lambda_handler
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+        return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))
+
+    return handler
+
+
+def removal_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """S3 ``ObjectRemoved`` on ``raw/``: the upload is gone at the source, so the document goes everywhere."""
+    logger = Logger(service="citewell-delete")
+    processor = BatchProcessor(event_type=EventType.SQS)
+
+    def record_handler(record: SQSRecord) -> None:
+        _, services = services_from_env()
+        for key in object_keys(record.body, events=("ObjectRemoved",)):
+            logger.info(delete_removed(services, key), extra={"key": key})
+
+    @logger.inject_lambda_context
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))
+
+    return handler
+
+
+def audit_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The scheduled revision audit, repairing what it safely can."""
+    from citewell.audit import audit
+
+    logger = Logger(service="citewell-audit")
+
+    @logger.inject_lambda_context
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        _, services = services_from_env()
+        report = audit(services, repair=True)
+        for finding in report.findings:
+            logger.warning("audit finding", extra=finding.model_dump())
+        return {"ok": report.ok, "findings": len(report.findings), "repaired": sum(f.repaired for f in report.findings)}
 
     return handler

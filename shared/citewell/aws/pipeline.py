@@ -20,14 +20,30 @@ from citewell.services import Services
 STAGE_OF_PREFIX = {RAW: "parse", PARSED: "chunk", CHUNKS: "embed", EMBEDDED: "publish"}
 
 
-def object_keys(sqs_body: str) -> list[str]:
-    """Object keys of the S3 ``ObjectCreated`` notifications in one SQS message body."""
+def object_keys(sqs_body: str, events: tuple[str, ...] = ("ObjectCreated",)) -> list[str]:
+    """Object keys of the S3 notifications of these event kinds in one SQS message body."""
     message = json.loads(sqs_body)
     return [
         unquote_plus(record["s3"]["object"]["key"])
         for record in message.get("Records", [])
-        if record.get("eventName", "").startswith("ObjectCreated")
+        if record.get("eventName", "").startswith(events)
     ]
+
+
+def delete_removed(services: Services, key: str) -> str:
+    """The raw upload was removed from the bucket: run the deletion cascade for its document."""
+    from citewell.deletion import delete_document
+
+    prefix, tenant, document_id, _ = parse_key(key)
+    if prefix != RAW:
+        return f"ignored {key}: not an upload"
+    if services.objects.exists(key):
+        return f"ignored {key}: a newer upload replaced it"
+    try:
+        report = delete_document(services, tenant, document_id)
+    except NotFound:
+        return f"ignored {key}: already deleted"
+    return f"deleted {document_id}: {report.removed}"
 
 
 def run_stage(services: Services, stage: str, key: str) -> str:
