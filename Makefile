@@ -7,7 +7,7 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo test eval clean
+.PHONY: demo test eval layer synth clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,5 +59,18 @@ test: $(VENV)/.dev
 eval: $(VENV)/.local
 	$(BIN)/citewell --home .eval/scifact eval $(DATA)/scifact
 
+# The Lambda layer: the core and its `aws` extra, as wheels for the Lambda platform (no Docker).
+LAYER := build/layer/python
+layer: $(BIN)/python
+	rm -rf build/layer build/wheels
+	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check --no-deps -w build/wheels .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --target $(LAYER) \
+		--platform manylinux2014_x86_64 --implementation cp --python-version 3.12 --only-binary=:all: \
+		"$$(ls build/wheels/citewell-*.whl)[aws]"
+
+# Synthesize the CDK app offline into cdk.out/.
+synth: $(VENV)/.dev
+	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 $(BIN)/python infra/app.py
+
 clean:
-	rm -rf $(DEMO) .eval .pytest_cache .hypothesis
+	rm -rf $(DEMO) .eval .pytest_cache .hypothesis build cdk.out

@@ -6,13 +6,14 @@ from importlib import import_module
 
 from citewell.errors import CorruptFile, EmptyText, IngestError, TooLarge
 from citewell.models import ParsedDocument
-from citewell.parsers.sniff import Kind, decode_text, detect
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
 def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocument:
     """Detect, extract, and refuse with a typed :class:`~citewell.errors.IngestError`."""
+    from citewell.parsers.sniff import detect  # only what parses pays for sniffing libraries
+
     if len(data) > max_bytes:
         raise TooLarge(f"{len(data):,} bytes is over the limit of {max_bytes:,} bytes")
     kind = detect(data, filename)
@@ -21,27 +22,30 @@ def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_
     except IngestError:
         raise
     except Exception as exc:  # a parser library choking on malformed input is the file's fault
-        raise CorruptFile(f"the {kind.value.upper()} file could not be parsed: {type(exc).__name__}: {exc}") from exc
+        raise CorruptFile(f"the {kind.upper()} file could not be parsed: {type(exc).__name__}: {exc}") from exc
     if not parsed.text.strip():
         raise EmptyText("no text could be extracted")
     return parsed
 
 
-# Imported per format, so a caller that parses text never loads the PDF or Office stacks.
+# Imported per format (keys are the values of sniff.Kind), so a caller that parses text
+# never loads the PDF or Office stacks.
 _BINARY = {
-    Kind.PDF: ("citewell.parsers.pdf", "parse_pdf"),
-    Kind.DOCX: ("citewell.parsers.word", "parse_docx"),
-    Kind.XLSX: ("citewell.parsers.spreadsheet", "parse_xlsx"),
+    "pdf": ("citewell.parsers.pdf", "parse_pdf"),
+    "docx": ("citewell.parsers.word", "parse_docx"),
+    "xlsx": ("citewell.parsers.spreadsheet", "parse_xlsx"),
 }
 _TEXT = {
-    Kind.MARKDOWN: ("citewell.parsers.markdown", "parse_markdown"),
-    Kind.HTML: ("citewell.parsers.html", "parse_html"),
-    Kind.CSV: ("citewell.parsers.delimited", "parse_delimited"),
-    Kind.TEXT: ("citewell.parsers.plain", "parse_plain"),
+    "markdown": ("citewell.parsers.markdown", "parse_markdown"),
+    "html": ("citewell.parsers.html", "parse_html"),
+    "csv": ("citewell.parsers.delimited", "parse_delimited"),
+    "text": ("citewell.parsers.plain", "parse_plain"),
 }
 
 
-def _parse_kind(kind: Kind, data: bytes) -> ParsedDocument:
+def _parse_kind(kind: str, data: bytes) -> ParsedDocument:
+    from citewell.parsers.sniff import decode_text
+
     if kind in _BINARY:
         module, function = _BINARY[kind]
         return getattr(import_module(module), function)(data)

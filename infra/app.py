@@ -1,0 +1,33 @@
+"""The CDK app: `cdk deploy` (or `python infra/app.py` to synthesize offline).
+
+Context (cdk.json or -c): ``search`` = ``domain`` (OpenSearch with fine-grained access
+control) or ``serverless`` (an OpenSearch Serverless vector collection); ``layer_path`` =
+the folder `make layer` builds; ``jwt_issuer`` and ``jwt_audience`` to use an external
+identity provider instead of the bundled Cognito user pool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from stacks.citewell import CitewellStack, StackConfig  # noqa: E402
+
+
+def main() -> None:
+    # `cdk` passes cdk.json's context itself; a plain `python infra/app.py` reads it here.
+    defaults = json.loads((Path(__file__).resolve().parents[1] / "cdk.json").read_text()).get("context", {})
+    root = Path(__file__).resolve().parents[1]
+    app = cdk.App(context=defaults, outdir=os.environ.get("CDK_OUTDIR", str(root / "cdk.out")))
+    CitewellStack(app, "Citewell", config=StackConfig.from_context(app.node))
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""The HTTP API: every route behind a JWT authorizer (a Cognito user pool, or an external issuer)."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+ROUTES = [
+    ("/documents", apigw.HttpMethod.POST), ("/documents", apigw.HttpMethod.GET),
+    ("/documents/{id}", apigw.HttpMethod.GET), ("/documents/{id}", apigw.HttpMethod.DELETE),
+    ("/search", apigw.HttpMethod.POST), ("/query", apigw.HttpMethod.POST),
+    ("/answers/{id}/citations", apigw.HttpMethod.GET),
+]
+
+
+class Api(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction,
+                 issuer: str | None, audience: str | None) -> None:
+        super().__init__(scope, construct_id)
+        if issuer is None:
+            pool = cognito.UserPool(self, "Users", self_sign_up_enabled=False, sign_in_aliases=cognito.SignInAliases(email=True),
+                                    custom_attributes={"tenant": cognito.StringAttribute(mutable=False)},
+                                    removal_policy=cdk.RemovalPolicy.RETAIN)
+            client = pool.add_client("Web", auth_flows=cognito.AuthFlow(user_srp=True))
+            issuer = f"https://cognito-idp.{cdk.Stack.of(self).region}.amazonaws.com/{pool.user_pool_id}"
+            audience = client.user_pool_client_id
+        authorizer = authorizers.HttpJwtAuthorizer("Jwt", issuer, jwt_audience=[audience or ""])
+        self.http_api = apigw.HttpApi(self, "Http", default_authorizer=authorizer)
+        integration = integrations.HttpLambdaIntegration("Handler", handler)
+        for path, method in ROUTES:
+            self.http_api.add_routes(path=path, methods=[method], integration=integration, authorizer=authorizer)
+        cdk.CfnOutput(self, "Url", value=self.http_api.api_endpoint)
