@@ -197,3 +197,15 @@ def test_removing_the_upload_from_s3_deletes_the_document_everywhere(aws):
     assert api("POST", "/search", {"question": "annual leave days"})[1]["hits"] == []
     assert api("GET", f"/answers/{answer['answer_id']}/citations")[1]["source_deleted"]
     assert load_handler("audit")({"source": "aws.events", "detail-type": "Scheduled Event"}, LambdaContext())["ok"]
+
+
+def test_the_api_handler_imports_no_parser_model_runtime_or_cdk():
+    """The query path's cold start stays small: nothing heavy is imported until it is needed."""
+    import subprocess
+    import sys
+
+    heavy = ("filetype", "pypdf", "docx", "openpyxl", "selectolax", "markdown_it", "onnxruntime", "aws_cdk", "sklearn")
+    probe = f"import sys, app; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT / "functions" / "api", capture_output=True, text=True,
+                          check=True, env={"PATH": "", "POWERTOOLS_TRACE_DISABLED": "1"})
+    assert done.stdout.strip() == "[]"

@@ -104,3 +104,20 @@ def test_golden_request_bodies():
     body = lexical_body("E1027", caller, 3)
     assert body["query"]["bool"]["filter"] == expected_filter and body["size"] == 3
     assert body["query"]["bool"]["must"] == [{"multi_match": {"query": "E1027", "fields": ["context", "body"], "operator": "or"}}]
+
+
+def test_lanes_in_one_round_trip(index):
+    load(index)
+    found = index.lanes("annual leave days", None, MODEL, STAFF, 5)
+    assert list(found) == ["bm25"] and found["bm25"][0].chunk_id == "handbook.md#0#0"
+    assert index.lanes(None, None, MODEL, STAFF, 5) == {}
+
+
+def test_golden_msearch_pairs():
+    from citewell.aws.search_index import msearch_body
+
+    caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    pairs = msearch_body("leave", np.array([1.0, 0.0], dtype=np.float32), caller, 4)
+    assert [lane for lane, _ in pairs] == ["bm25", "vector"]
+    assert pairs[0][1] == lexical_body("leave", caller, 4) and pairs[1][1] == vector_body(np.array([1.0, 0.0]), caller, 4)
+    assert [lane for lane, _ in msearch_body(None, np.array([1.0]), caller, 4)] == ["vector"]

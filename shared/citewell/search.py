@@ -31,16 +31,14 @@ def search(
         return SearchResult(hits=[])
     depth = depth or lane_depth(k)
     degraded: list[str] = []
-    results: dict[str, list[LaneHit]] = {}
-    if "bm25" in lanes:
-        results["bm25"] = _lane(lambda: services.index.lexical(question, identity, depth))
+    vector = None
     if "vector" in lanes:
         try:
             vector = services.embedder.embed([question])[0]
         except CitewellError as error:
             degraded.append(f"vector lane unavailable ({error.code}): lexical results only")
-        else:
-            results["vector"] = _lane(lambda: services.index.vector(vector, services.embedder.identity, identity, depth))
+    text = question if "bm25" in lanes else None
+    results = _lanes(lambda: services.index.lanes(text, vector, services.embedder.identity, identity, depth))
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
     fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
     documents = services.metadata.get_documents(identity.tenant, {h.document_id for h in by_key.values()})
@@ -63,7 +61,7 @@ def search(
     return SearchResult(hits=hits, degraded=degraded)
 
 
-def _lane(run: Callable[[], list[LaneHit]]) -> list[LaneHit]:
+def _lanes(run: Callable[[], dict[str, list[LaneHit]]]) -> dict[str, list[LaneHit]]:
     try:
         return run()
     except CitewellError:

@@ -55,6 +55,16 @@ def vector_body(vector: np.ndarray, identity: Identity, k: int) -> dict[str, Any
     }
 
 
+def msearch_body(text: str | None, vector: np.ndarray | None, identity: Identity, k: int) -> list[tuple[str, dict[str, Any]]]:
+    """``(lane, body)`` pairs of one ``_msearch``; a lane without input is left out."""
+    bodies = []
+    if text is not None and text.strip():
+        bodies.append(("bm25", lexical_body(text, identity, k)))
+    if vector is not None:
+        bodies.append(("vector", vector_body(vector, identity, k)))
+    return bodies
+
+
 def index_body(embedder_identity: str, dims: int) -> dict[str, Any]:
     keyword = {"type": "keyword"}
     return {
@@ -221,6 +231,24 @@ class OpenSearchIndex:
         if identity.is_empty or k <= 0 or current is None:
             return []
         return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k)))
+
+    def lanes(
+        self, text: str | None, vector: np.ndarray | None, embedder_identity: str, identity: Identity, k: int
+    ) -> dict[str, list[LaneHit]]:
+        """Both lanes in one ``_msearch``, each with the caller's filter inside its query."""
+        current = self.embedder_identity()
+        if vector is not None and current is not None and current != embedder_identity:
+            raise EmbedderMismatch(f"this index holds {current} vectors; {embedder_identity} cannot be used with it")
+        wanted = msearch_body(text, vector, identity, k) if current is not None and not identity.is_empty and k > 0 else []
+        found: dict[str, list[LaneHit]] = {lane: [] for lane, given in (("bm25", text), ("vector", vector)) if given is not None}
+        if not wanted:
+            return found
+        replies = self.client.msearch(index=self.alias, body=[line for _, body in wanted for line in ({}, body)])["responses"]
+        for (lane, _), reply in zip(wanted, replies):
+            if "error" in reply:
+                raise RetrievalUnavailable(f"the {lane} lane failed: {reply['error']}")
+            found[lane] = self._hits(reply)
+        return found
 
     @staticmethod
     def _hits(reply: dict[str, Any]) -> list[LaneHit]:

@@ -260,6 +260,16 @@ class SqliteSearchIndex:
         hits = [(by_rowid[rowid], float(scores[i])) for i, rowid in zip(best, chosen) if rowid in by_rowid]
         return [self._hit(row, score, rank) for rank, (row, score) in enumerate(hits, start=1)]
 
+    def lanes(
+        self, text: str | None, vector: np.ndarray | None, embedder_identity: str, identity: Identity, k: int
+    ) -> dict[str, list[LaneHit]]:
+        found: dict[str, list[LaneHit]] = {}
+        if text is not None:
+            found["bm25"] = self.lexical(text, identity, k)
+        if vector is not None:
+            found["vector"] = self.vector(vector, embedder_identity, identity, k)
+        return found
+
     def _matrix(self) -> _VectorMatrix:
         epoch = int(self._meta("epoch") or 0)
         with self._lock:
