@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -17,6 +18,7 @@ def stage_handler(stage: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]
     """An SQS-triggered stage: S3 notifications in, partial batch failures out."""
     logger = Logger(service=f"citewell-{stage}")
     tracer = Tracer(service=f"citewell-{stage}")
+    metrics = Metrics(namespace="citewell", service=f"citewell-{stage}")
     processor = BatchProcessor(event_type=EventType.SQS)
 
     @tracer.capture_method
@@ -24,9 +26,11 @@ def stage_handler(stage: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]
         _, services = services_from_env()
         for key in object_keys(record.body):
             logger.info(run_stage(services, stage, key), extra={"key": key})
+            metrics.add_metric(name="ObjectsProcessed", unit=MetricUnit.Count, value=1)
 
     @logger.inject_lambda_context
     @tracer.capture_lambda_handler
+    @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))
 

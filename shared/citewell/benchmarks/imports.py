@@ -21,7 +21,8 @@ _LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)")
 
 
 def measure(function: Path, runs: int) -> dict[str, object]:
-    totals, tops = [], {}
+    totals: list[float] = []
+    tops: dict[str, float] = {}
     for _ in range(runs):
         env = {**os.environ, "PYTHONPATH": str(function), "POWERTOOLS_TRACE_DISABLED": "1"}
         done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import app"], env=env,
