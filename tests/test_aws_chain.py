@@ -171,8 +171,8 @@ def test_bad_files_and_bad_requests_are_4xx_and_recorded(aws):
     assert status == 200 and one["document"]["status"] == "failed" and one["document"]["error"]["code"] == "type_mismatch"
     assert api("POST", "/documents", {"document_id": "x.md", "allowed_roles": ["hr"]})[0] == 403  # not a role the caller holds
     assert api("POST", "/documents", {"document_id": "bad#id", "allowed_roles": ["staff"]})[0] == 400
-    assert api("POST", "/documents", {"allowed_roles": ["staff"]})[0] == 400
-    assert api("POST", "/search", {"question": ""})[0] == 400
+    assert api("POST", "/documents", {"allowed_roles": ["staff"]})[0] == 422  # the request model says what is missing
+    assert api("POST", "/search", {"question": ""})[0] == 422
     assert api("GET", "/documents/absent.md")[0] == 404
     assert api("DELETE", "/documents/absent.md")[0] == 404
     assert api("GET", "/documents/scan.pdf", query={"section": "x"})[0] == 400
@@ -209,3 +209,12 @@ def test_the_api_handler_imports_no_parser_model_runtime_or_cdk():
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT / "functions" / "api", capture_output=True, text=True,
                           check=True, env={"PATH": "", "POWERTOOLS_TRACE_DISABLED": "1"})
     assert done.stdout.strip() == "[]"
+
+
+def test_the_api_has_an_openapi_document():
+    from citewell.aws.api import openapi_document
+
+    spec = json.loads(openapi_document())
+    assert set(spec["paths"]) == {"/documents", "/documents/{document_id}", "/search", "/query", "/answers/{answer_id}/citations"}
+    body = spec["paths"]["/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["$ref"].endswith("SearchRequest")

@@ -21,7 +21,7 @@ from citewell.keys import raw_key
 from citewell.models import Document, DocumentStatus, Identity
 
 logger = Logger(service="citewell-api")
-app = APIGatewayHttpResolver(enable_validation=False)
+app = APIGatewayHttpResolver(enable_validation=True)
 UPLOAD_URL_SECONDS = 900
 
 
@@ -58,13 +58,6 @@ def identity(settings: AwsSettings) -> Identity:
     return found
 
 
-def _body(model: type[BaseModel]) -> Any:
-    try:
-        return model.model_validate(app.current_event.json_body or {})
-    except (ValidationError, ValueError) as error:
-        raise BadRequestError(f"invalid request body: {error}") from None
-
-
 def _visible(document: Document | None, caller: Identity) -> Document:
     if document is None or not caller.can_see(document.tenant, document.allowed_roles):
         raise NotFoundError("no such document")  # the same answer whether it exists or not
@@ -72,10 +65,9 @@ def _visible(document: Document | None, caller: Identity) -> Document:
 
 
 @app.post("/documents")
-def create_document() -> Response:
+def create_document(request: NewDocument) -> Response[dict[str, Any]]:
     settings, services = services_from_env()
     caller = identity(settings)
-    request = _body(NewDocument)
     roles = frozenset(request.allowed_roles)
     if not roles <= caller.roles:
         raise ForbiddenError("allowed_roles may only name roles the caller holds")
@@ -135,23 +127,21 @@ def remove_document(document_id: str) -> dict[str, Any]:
 
 
 @app.post("/search")
-def search_documents() -> dict[str, Any]:
+def search_documents(request: SearchRequest) -> dict[str, Any]:
     from citewell.search import search
 
     settings, services = services_from_env()
     caller = identity(settings)
-    request = _body(SearchRequest)
     return search(services, caller, request.question, k=request.k, lanes=settings.lanes).model_dump(mode="json")
 
 
 @app.post("/query")
-def query() -> dict[str, Any]:
+def query(request: QueryRequest) -> dict[str, Any]:
     from citewell.answers.config import evidence_budget, generator_from_env
     from citewell.answers.service import ask
 
     settings, services = services_from_env()
     caller = identity(settings)
-    request = _body(QueryRequest)
     answer = ask(services, caller, request.question, generator_from_env(services), evidence_budget(), lanes=settings.lanes)
     return answer.model_dump(mode="json")
 
@@ -183,3 +173,12 @@ def handle_service_error(error: ServiceError) -> Response:
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+def openapi_document() -> str:
+    """The OpenAPI description of this API (``python -m citewell.aws.api`` prints it)."""
+    return app.get_openapi_json_schema(title="citewell", version="0.1.0")
+
+
+if __name__ == "__main__":
+    print(openapi_document())
