@@ -118,6 +118,22 @@ def api(method: str, path: str, body: dict | None = None, tenant: str | None = "
     return reply["statusCode"], json.loads(reply["body"]) if reply.get("body") else {}
 
 
+def assert_no_residue(aws, answer_id: str) -> None:
+    """What both deletion paths must leave: nothing of the document in any store."""
+    services = services_from_env()[1]
+    assert services.metadata.get_document("northpier", "handbook.md") is None
+    assert services.index.inventory() == [] and services.metadata.chunk_inventory() == []
+    assert services.metadata.citation_inventory() == [] and services.metadata.cache_inventory() == []
+    assert services.metadata.embedding_identities() == {}  # chunk and sentence embeddings of its text
+    versions = aws["s3"].list_object_versions(Bucket="citewell-documents")
+    assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
+    assert api("POST", "/search", {"question": "annual leave days"})[1]["hits"] == []
+    record = api("GET", f"/answers/{answer_id}/citations")[1]
+    assert record["source_deleted"] and record["answer"] is None and record["citations"][0]["deleted"]
+    audit = load_handler("audit")(json.loads((EVENTS / "schedule.json").read_text()), LambdaContext())
+    assert audit == {"ok": True, "findings": 0, "repaired": 0}
+
+
 def upload(aws, document_id: str, data: bytes, roles=("staff",)) -> None:
     status, created = api("POST", "/documents", {"document_id": document_id, "allowed_roles": list(roles), "filename": document_id})
     assert status == 201 and created["upload_url"].startswith("https://"), created
@@ -158,10 +174,7 @@ def test_upload_to_publish_to_search_answer_and_delete(aws):
 
     status, removed = api("DELETE", "/documents/handbook.md")
     assert status == 200 and removed["removed"]["documents"] == 1 and removed["removed"]["index_chunks"] == 2
-    assert api("POST", "/search", {"question": "annual leave days"})[1]["hits"] == []
-    versions = aws["s3"].list_object_versions(Bucket="citewell-documents")
-    assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
-    assert api("GET", f"/answers/{answer['answer_id']}/citations")[1]["source_deleted"]
+    assert_no_residue(aws, answer["answer_id"])
 
 
 def test_bad_files_and_bad_requests_are_4xx_and_recorded(aws):
@@ -189,14 +202,7 @@ def test_removing_the_upload_from_s3_deletes_the_document_everywhere(aws):
     assert load_handler("delete")(removal, LambdaContext()) == {"batchItemFailures": []}
     assert load_handler("delete")(removal, LambdaContext()) == {"batchItemFailures": []}  # delivered twice: a no-op
 
-    services = services_from_env()[1]
-    assert services.metadata.get_document("northpier", "handbook.md") is None
-    assert services.index.inventory() == [] and services.metadata.chunk_inventory() == []
-    versions = aws["s3"].list_object_versions(Bucket="citewell-documents")
-    assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
-    assert api("POST", "/search", {"question": "annual leave days"})[1]["hits"] == []
-    assert api("GET", f"/answers/{answer['answer_id']}/citations")[1]["source_deleted"]
-    assert load_handler("audit")({"source": "aws.events", "detail-type": "Scheduled Event"}, LambdaContext())["ok"]
+    assert_no_residue(aws, answer["answer_id"])
 
 
 def test_the_api_handler_imports_no_parser_model_runtime_or_cdk():
