@@ -86,3 +86,15 @@ def test_access_fields_and_locators_come_from_the_record_and_blocks(embedder):
     assert chunk.pages == [1, 2]
     assert chunk.tenant == "northpier" and chunk.allowed_roles == frozenset({"staff"})
     assert chunk.revision == parsed.revision
+
+
+def test_long_paragraphs_are_segmented_window_by_window_without_losing_boundaries():
+    from citewell.chunking import SENTENCE_WINDOW, sentence_spans
+
+    words = ["crane", "berth", "reefer", "gantry", "quay", "spreader", "hoist", "twistlock"]
+    sentences = [f"The {words[i % 8]} on the north quay stopped after the {words[(i * 3) % 8]} alarm." for i in range(400)]
+    text = " ".join(sentences)
+    assert len(text) > 10 * SENTENCE_WINDOW
+    spans = sentence_spans(text)
+    assert "".join(text[a:b] for a, b in spans) == text
+    assert [text[a:b].strip() for a, b in spans] == sentences

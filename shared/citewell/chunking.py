@@ -47,9 +47,40 @@ def _segmenter():  # type: ignore[no-untyped-def]
     return pysbd.Segmenter(language="en", clean=False)
 
 
+SENTENCE_WINDOW = 2000  # pysbd's time grows with the square of its input: feed it windows
+
+
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """Sentences of ``text[start:end]`` as absolute spans that tile it (pysbd boundaries)."""
+    """Sentences of ``text[start:end]`` as absolute spans that tile it (pysbd boundaries).
+
+    Long spans are segmented a window at a time: the last sentence of a window is carried
+    into the next one, so boundaries are the ones pysbd finds with whole sentences around
+    them, and the cost stays linear in the length.
+    """
     end = len(text) if end is None else end
+    starts: list[int] = []
+    position = start
+    while position < end:
+        stop = end if end - position <= SENTENCE_WINDOW else _space_before(text, position, position + SENTENCE_WINDOW)
+        found = _pysbd_starts(text, position, stop)
+        if stop == end:
+            starts.extend(found)
+            break
+        if len(found) > 1:
+            starts.extend(found[:-1])
+            position = found[-1]  # the window's last sentence may go on: segment it again
+        else:  # one sentence longer than the window: it is over any budget and will be cut by words
+            starts.extend(found)
+            position = stop
+    return _tile(starts, start, end)
+
+
+def _space_before(text: str, low: int, high: int) -> int:
+    cut = text.rfind(" ", low + 1, high)
+    return cut + 1 if cut > low else high
+
+
+def _pysbd_starts(text: str, start: int, end: int) -> list[int]:
     piece = text[start:end]
     starts, cursor = [], 0
     for sentence in _segmenter().segment(piece):
@@ -61,7 +92,7 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
             continue
         starts.append(start + found)
         cursor = found + len(stripped)
-    return _tile(starts, start, end)
+    return starts
 
 
 def _tile(starts: list[int], start: int, end: int) -> list[tuple[int, int]]:
