@@ -1,10 +1,18 @@
-"""Shared fixtures: real local stores in a temporary folder, one real embedding model per session."""
+"""Shared fixtures: real local stores in a temporary folder, one real embedding model per
+session, and the cloud stores on moto built the way the stack builds them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import boto3
 import pytest
+from moto import mock_aws
+
+from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
+from citewell.aws.objects import S3ObjectStore
 from citewell.chunking import Chunker
 from citewell.embedders.minilm import MiniLMEmbedder
 from citewell.local.index import SqliteSearchIndex
@@ -30,21 +38,37 @@ def make_services(home: Path, model: MiniLMEmbedder, embedder: Embedder | None =
     )
 
 
+@contextmanager
+def moto_dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoMetadataStore]:
+    """A DynamoDB MetadataStore on moto, its table defined as the stack defines it."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    with mock_aws():
+        resource = boto3.resource("dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
+        resource.create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
+        yield DynamoMetadataStore("citewell-metadata", resource)
+
+
+@contextmanager
+def moto_bucket(monkeypatch: pytest.MonkeyPatch, name: str = "citewell-test") -> Iterator[S3ObjectStore]:
+    """An S3 ObjectStore on a versioned moto bucket, as the stack creates it."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    with mock_aws():
+        client = boto3.client("s3", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
+        client.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        client.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+        yield S3ObjectStore(name, client)
+
+
 @pytest.fixture(params=["sqlite", "dynamodb"])
-def services(request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch):
+def services(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Services]:
     """Real local stores; the metadata store is SQLite or DynamoDB (moto), so every
     behaviour test also holds the cloud adapter to the same contract."""
     services = make_services(tmp_path, embedder)
     if request.param == "sqlite":
         yield services
         return
-    import boto3
-    from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
-    from moto import mock_aws
-
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    with mock_aws():
-        resource = boto3.resource("dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
-        resource.create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
-        services.metadata = DynamoMetadataStore("citewell-metadata", resource)
+    with moto_dynamodb(monkeypatch) as store:
+        services.metadata = store
         yield services

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import boto3
 import numpy as np
 import pytest
-from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
+
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.models import AnswerRecord, Chunk, Citation, Document, DocumentStatus
-from moto import mock_aws
+from tests.conftest import moto_dynamodb
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])
@@ -16,11 +15,8 @@ def store(request, tmp_path, monkeypatch):
     if request.param == "sqlite":
         yield SqliteMetadataStore(tmp_path / "metadata.db")
         return
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    with mock_aws():
-        resource = boto3.resource("dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
-        resource.create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
-        yield DynamoMetadataStore("citewell-metadata", resource)
+    with moto_dynamodb(monkeypatch) as dynamo:
+        yield dynamo
 
 
 def document(doc_id="handbook.md", tenant="northpier", **extra) -> Document:

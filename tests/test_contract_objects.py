@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import boto3
 import pytest
-from citewell.aws.objects import S3ObjectStore
+
 from citewell.errors import NotFound
 from citewell.local.objects import FolderObjectStore
-from moto import mock_aws
+from tests.conftest import moto_bucket
 
 
 @pytest.fixture(params=["folder", "s3"])
@@ -15,12 +14,8 @@ def store(request, tmp_path, monkeypatch):
     if request.param == "folder":
         yield FolderObjectStore(tmp_path / "objects")
         return
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    with mock_aws():
-        client = boto3.client("s3", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
-        client.create_bucket(Bucket="citewell-test", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-        client.put_bucket_versioning(Bucket="citewell-test", VersioningConfiguration={"Status": "Enabled"})
-        yield S3ObjectStore("citewell-test", client)
+    with moto_bucket(monkeypatch) as bucket:
+        yield bucket
 
 
 def test_put_get_exists_list(store):
@@ -45,12 +40,9 @@ def test_missing_keys_are_typed_and_delete_counts(store):
     assert store.delete("raw/northpier/a.md") == 0
 
 
-def test_s3_delete_removes_every_version():
-    with mock_aws():
-        client = boto3.client("s3", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
-        client.create_bucket(Bucket="citewell-versions", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-        client.put_bucket_versioning(Bucket="citewell-versions", VersioningConfiguration={"Status": "Enabled"})
-        s3 = S3ObjectStore("citewell-versions", client)
+def test_s3_delete_removes_every_version(monkeypatch):
+    with moto_bucket(monkeypatch, "citewell-versions") as s3:
+        client = s3.client
         for body in (b"1", b"2", b"3"):
             s3.put("raw/t/doc.md", body)
         s3.put("raw/t/doc.md.bak", b"neighbour with the same prefix")

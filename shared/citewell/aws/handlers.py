@@ -10,12 +10,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from citewell.aws.pipeline import delete_removed, object_keys, run_stage
+from citewell.aws.pipeline import object_keys, run_stage
 from citewell.aws.settings import services_from_env
 
 
-def stage_handler(stage: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """An SQS-triggered stage: S3 notifications in, partial batch failures out."""
+def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """An SQS-triggered step: S3 notifications of ``events`` in, partial batch failures out.
+    The ingestion stages take ``ObjectCreated``; ``delete`` takes ``ObjectRemoved``."""
     logger = Logger(service=f"citewell-{stage}")
     tracer = Tracer(service=f"citewell-{stage}")
     metrics = Metrics(namespace="citewell", service=f"citewell-{stage}")
@@ -24,30 +25,13 @@ def stage_handler(stage: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]
     @tracer.capture_method
     def record_handler(record: SQSRecord) -> None:
         _, services = services_from_env()
-        for key in object_keys(record.body):
+        for key in object_keys(record.body, events):
             logger.info(run_stage(services, stage, key), extra={"key": key})
             metrics.add_metric(name="ObjectsProcessed", unit=MetricUnit.Count, value=1)
 
     @logger.inject_lambda_context
     @tracer.capture_lambda_handler
     @metrics.log_metrics
-    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))
-
-    return handler
-
-
-def removal_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """S3 ``ObjectRemoved`` on ``raw/``: the upload is gone at the source, so the document goes everywhere."""
-    logger = Logger(service="citewell-delete")
-    processor = BatchProcessor(event_type=EventType.SQS)
-
-    def record_handler(record: SQSRecord) -> None:
-        _, services = services_from_env()
-        for key in object_keys(record.body, events=("ObjectRemoved",)):
-            logger.info(delete_removed(services, key), extra={"key": key})
-
-    @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))
 

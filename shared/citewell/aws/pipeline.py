@@ -48,6 +48,8 @@ def delete_removed(services: Services, key: str) -> str:
 
 def run_stage(services: Services, stage: str, key: str) -> str:
     """Run ``stage`` for the object ``key``; returns what happened, for the log."""
+    if stage == "delete":
+        return delete_removed(services, key)
     prefix, tenant, document_id, revision = parse_key(key)
     if STAGE_OF_PREFIX.get(prefix) != stage:
         return f"ignored {key}: not an input of {stage}"
