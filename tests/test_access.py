@@ -70,9 +70,10 @@ def test_no_lane_returns_anything_outside_the_callers_rights(embedder, docs, cal
 def test_filter_runs_before_ranking_not_after(services):
     """Many better-matching documents the caller cannot read must not crowd out the one they can."""
     requests = [
-        IngestRequest(document_id=f"secret{i}.txt", tenant="northpier", allowed_roles=frozenset({"hr"}),
+        IngestRequest(document_id=f"secret{i}.txt", tenant=tenant, allowed_roles=frozenset({role}),
                       data=b"salary band salary band salary band for shift leads", filename=f"secret{i}.txt")
-        for i in range(30)
+        for i in range(15)
+        for tenant, role in (("northpier", "hr"), ("bluefen", "staff"))  # other roles, and another tenant's staff
     ]
     requests.append(IngestRequest(document_id="public.txt", tenant="northpier", allowed_roles=frozenset({"staff"}),
                                   data=b"The canteen menu mentions a salary sacrifice scheme once.", filename="public.txt"))
