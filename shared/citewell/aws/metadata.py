@@ -57,6 +57,16 @@ class DynamoMetadataStore:
         condition = Key("pk").eq(pk) & Key("sk").begins_with(prefix) if prefix else Key("pk").eq(pk)
         return self._query(KeyConditionExpression=condition)
 
+    def _batch_get(self, keys: Sequence[tuple[str, str]], consistent: bool = False) -> Iterator[dict[str, Any]]:
+        """Items by key, 100 keys a request, retrying what DynamoDB leaves unprocessed."""
+        for offset in range(0, len(keys), 100):
+            part = [{"pk": pk, "sk": sk} for pk, sk in keys[offset : offset + 100]]
+            request: dict[str, Any] = {self.table.name: {"Keys": part, "ConsistentRead": consistent}}
+            while request:
+                reply = self.client.batch_get_item(RequestItems=request)
+                yield from reply["Responses"].get(self.table.name, [])
+                request = reply.get("UnprocessedKeys") or {}
+
     def _delete_all(self, keys: Iterable[tuple[str, str]]) -> int:
         count = 0
         with self.table.batch_writer() as batch:
@@ -72,18 +82,9 @@ class DynamoMetadataStore:
         return Document.model_validate_json(item["record"]) if item else None
 
     def get_documents(self, tenant: str, document_ids: Iterable[str]) -> dict[str, Document]:
-        ids = sorted(set(document_ids))
-        found: dict[str, Document] = {}
-        for offset in range(0, len(ids), 100):
-            keys = [{"pk": f"T#{tenant}", "sk": f"D#{i}"} for i in ids[offset : offset + 100]]
-            request = {self.table.name: {"Keys": keys, "ConsistentRead": True}}
-            while request:
-                reply = self.client.batch_get_item(RequestItems=request)
-                for item in reply["Responses"].get(self.table.name, []):
-                    document = Document.model_validate_json(item["record"])
-                    found[document.document_id] = document
-                request = reply.get("UnprocessedKeys") or {}
-        return found
+        items = self._batch_get([(f"T#{tenant}", f"D#{i}") for i in sorted(set(document_ids))], consistent=True)
+        documents = (Document.model_validate_json(item["record"]) for item in items)
+        return {d.document_id: d for d in documents}
 
     def list_documents(self, tenant: str) -> list[Document]:
         return [Document.model_validate_json(i["record"]) for i in self._prefixed(f"T#{tenant}", "D#")]
@@ -223,16 +224,8 @@ class DynamoMetadataStore:
     # -- embeddings --------------------------------------------------------------------
 
     def get_embeddings(self, identity: str, content_hashes: Iterable[str]) -> dict[str, np.ndarray]:
-        hashes = sorted(set(content_hashes))
-        found: dict[str, np.ndarray] = {}
-        for offset in range(0, len(hashes), 100):
-            request = {self.table.name: {"Keys": [{"pk": f"E#{identity}", "sk": h} for h in hashes[offset : offset + 100]]}}
-            while request:
-                reply = self.client.batch_get_item(RequestItems=request)
-                for item in reply["Responses"].get(self.table.name, []):
-                    found[item["sk"]] = np.frombuffer(item["vector"].value, dtype=np.float32)
-                request = reply.get("UnprocessedKeys") or {}
-        return found
+        items = self._batch_get([(f"E#{identity}", h) for h in sorted(set(content_hashes))])
+        return {item["sk"]: np.frombuffer(item["vector"].value, dtype=np.float32) for item in items}
 
     def put_embeddings(self, identity: str, vectors: dict[str, np.ndarray]) -> None:
         with self.table.batch_writer() as batch:
