@@ -71,13 +71,6 @@ def test_upsert_replaces_a_revision_and_counts_and_deletes(index):
     index.compact()
 
 
-def test_set_access_moves_visibility(index):
-    load(index)
-    assert index.set_access("northpier", "handbook.md", frozenset({"hr"})) == 2
-    assert index.lexical("days", STAFF, 10) == []
-    assert {h.document_id for h in index.lexical("days", Identity(tenant="northpier", roles=frozenset({"hr"})), 10)} == {"handbook.md"}
-
-
 def test_one_embedding_model_per_index(index):
     assert index.embedder_identity() is None
     load(index)

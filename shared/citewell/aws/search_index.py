@@ -172,19 +172,6 @@ class OpenSearchIndex:
     def delete_document(self, tenant: str, document_id: str) -> int:
         return self._delete(_doc_filter(tenant, document_id))
 
-    def set_access(self, tenant: str, document_id: str, allowed_roles: frozenset[str]) -> int:
-        from opensearchpy import helpers
-
-        if not self.client.indices.exists_alias(name=self.alias):
-            return 0
-        hits = self.client.search(index=self.alias, body={"size": 10_000, "_source": False, "query": _doc_filter(tenant, document_id)})
-        actions = [
-            {"_op_type": "update", "_index": self.alias, "_id": h["_id"], "doc": {"roles": sorted(allowed_roles)}}
-            for h in hits["hits"]["hits"]
-        ]
-        written, _ = helpers.bulk(self.client, actions, refresh=True)
-        return written
-
     def count(self, tenant: str, document_id: str, revision: str) -> int:
         if not self.client.indices.exists_alias(name=self.alias):
             return 0

@@ -206,19 +206,6 @@ class SqliteSearchIndex:
             self.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def set_access(self, tenant: str, document_id: str, allowed_roles: frozenset[str]) -> int:
-        with Transaction(self.conn):
-            rowids = [r["rowid"] for r in self.conn.execute(
-                "SELECT rowid FROM chunks WHERE tenant = ? AND document_id = ?", (tenant, document_id)
-            )]
-            self.conn.executemany("DELETE FROM chunk_roles WHERE chunk_rowid = ?", [(r,) for r in rowids])
-            self.conn.executemany(
-                "INSERT INTO chunk_roles (role, chunk_rowid) VALUES (?, ?)",
-                [(role, r) for r in rowids for role in sorted(allowed_roles)],
-            )
-            self._bump_epoch()
-        return len(rowids)
-
     # -- lanes ---------------------------------------------------------------------------
 
     def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]:
