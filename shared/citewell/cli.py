@@ -102,14 +102,15 @@ def _walk(paths: Sequence[Path]) -> Iterator[tuple[Path, str]]:
             raise InvalidInput(f"no such file or folder: {path}")
 
 
-def _progress(total: int):  # type: ignore[no-untyped-def]
+def _progress(wanted: bool):  # type: ignore[no-untyped-def]
+    """A progress bar on stderr, shown only when wanted and stderr is a terminal."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     console = Console(stderr=True)
     return Progress(
         TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=console, transient=True, disable=not console.is_terminal or total < 2,
+        console=console, transient=True, disable=not (wanted and console.is_terminal),
     )
 
 
@@ -132,7 +133,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         )
         for (file, _), doc_id in zip(files, ids)
     )
-    with _progress(len(files)) as progress:
+    with _progress(len(files) > 1) as progress:
         task = progress.add_task("ingest", total=len(files))
         outcomes = ingest(services, requests, on_done=lambda _: progress.advance(task))
     payload = {"documents": [o.model_dump(mode="json") for o in outcomes]}
@@ -203,7 +204,7 @@ def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     queries = load_queries(args.dataset, qrels)
     home = args.home or default_home() / "eval" / args.dataset.resolve().name
     services = open_local(home)
-    with _progress(2) as progress:
+    with _progress(True) as progress:
         task = progress.add_task("ingest", total=None)
         stats = ingest_corpus(services, args.dataset, on_done=lambda _: progress.advance(task))
     results = [score(qrels, document_run(services, queries, LANE_CHOICES[lane]), lane) for lane in lanes]
