@@ -9,7 +9,7 @@ import csv
 import gzip
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -86,9 +86,13 @@ def load_qrels(folder: Path, split: str) -> dict[str, dict[str, int]]:
 
 
 def ingest_corpus(
-    services: Services, folder: Path, on_done: Callable[[IngestOutcome], None] | None = None
+    services: Services,
+    folder: Path,
+    on_done: Callable[[IngestOutcome], None] | None = None,
+    only: Collection[str] | None = None,
 ) -> IngestStats:
-    """Every corpus row becomes a plain-text document titled with its title; reruns are no-ops."""
+    """Every corpus row (or those whose id is in ``only``) becomes a plain-text document titled
+    with its title; reruns are no-ops."""
     requests = (
         IngestRequest(
             document_id=row["_id"],
@@ -100,6 +104,7 @@ def ingest_corpus(
             source=f"{folder.name}/corpus.jsonl#{row['_id']}",
         )
         for row in load_corpus(folder)
+        if only is None or row["_id"] in only
     )
     clock = StageClock()
     started = time.perf_counter()
