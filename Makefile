@@ -7,13 +7,17 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo test eval layer synth clean
+.PHONY: demo test eval bench bench-quick layer synth clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.local: pyproject.toml | $(BIN)/python
 	$(PIP) -e '.[local]'
+	touch $@
+
+$(VENV)/.bench: pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[local,bench]'
 	touch $@
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
@@ -59,6 +63,14 @@ test: $(VENV)/.dev
 eval: $(VENV)/.local
 	$(BIN)/citewell --home .eval/scifact eval $(DATA)/scifact
 
+# Benchmarks beside the Haystack peer; writes BENCHMARKS.md and the README headline (needs $(DATA)).
+bench: $(VENV)/.bench
+	$(BIN)/python -m citewell.benchmarks.run --data $(DATA)
+
+# A smaller sample in under five minutes; writes .bench/BENCHMARKS-quick.md.
+bench-quick: $(VENV)/.bench
+	$(BIN)/python -m citewell.benchmarks.run --quick --data $(DATA)
+
 # The Lambda layer: the core and its `aws` extra, as wheels for the Lambda platform (no Docker).
 LAYER := build/layer/python
 layer: $(BIN)/python
@@ -73,4 +85,4 @@ synth: $(VENV)/.dev
 	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 $(BIN)/python infra/app.py
 
 clean:
-	rm -rf $(DEMO) .eval .pytest_cache .hypothesis build cdk.out
+	rm -rf $(DEMO) .eval .bench .pytest_cache .hypothesis build cdk.out

@@ -29,6 +29,8 @@ def grow(target: Path, sources: Sequence[Path], chunks: int) -> dict[str, int]:
     loaded = [(home.name, *published(open_local(home))) for home in sources]
     if not any(pairs for _, pairs, _ in loaded):
         raise ValueError("the source homes hold no published documents")
+    for _, _, vectors in loaded:  # the cached vectors too, as the embed stage would have left them
+        services.metadata.put_embeddings(identity, vectors)
     written, documents, copy, pending = 0, 0, 0, []
 
     def flush() -> None:

@@ -1,0 +1,119 @@
+"""``make bench``: every benchmark phase, each in a process of its own, then BENCHMARKS.md.
+
+``python -m citewell.benchmarks.run [--quick] [--data DIR] [--work DIR] [--out FILE] [--readme FILE]``
+
+The phases are the modules beside this one; each prints one JSON report. Homes are rebuilt
+on every run; embeddings come from a vector cache in the work folder keyed by content hash,
+so only the first run pays for the model (the ingestion phase always starts with no cache).
+The results land in ``WORK/results.json``, BENCHMARKS.md and the README's headline block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from citewell.benchmarks.report import render, update_readme
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of each data set one mode runs."""
+
+    scifact_queries: int  # 0: all
+    cranfield_queries: int
+    squad_questions: int
+    ingest_documents: int
+    sizes: tuple[tuple[int, int, int, bool], ...]  # (chunks, queries, asks, peer too)
+    peer_queries: int
+    import_runs: int
+
+
+FULL = Plan(0, 0, 0, 600, ((5_000, 300, 100, True), (50_000, 300, 100, True), (200_000, 100, 50, False)), 50, 5)
+QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, True), (50_000, 60, 20, False)), 20, 1)
+
+
+class Phases:
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.logs = work / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.commands: list[str] = []
+
+    def run(self, name: str, module: str, *args: object) -> dict:
+        command = [sys.executable, "-m", f"citewell.benchmarks.{module}", *map(str, args)]
+        self.commands.append(" ".join(["python", *command[1:]]))
+        print(f"[bench] {name} ...", flush=True)
+        started = time.perf_counter()
+        with (self.logs / f"{name}.log").open("w") as log:
+            done = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True)
+        seconds = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(f"[bench] {name} failed (exit {done.returncode}); see {self.logs / f'{name}.log'}")
+        print(f"[bench] {name}: {seconds:.0f} s", flush=True)
+        report = json.loads(done.stdout)
+        report["wall_seconds"] = round(seconds, 1)
+        return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller sample, in under five minutes")
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--work", type=Path, default=Path(".bench"))
+    parser.add_argument("--out", type=Path, help="default: BENCHMARKS.md, or WORK/BENCHMARKS-quick.md in quick mode")
+    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--sizes", help="corpus sizes for the speed phase, e.g. 5000,50000 (default: the mode's)")
+    parser.add_argument("--import-runs", type=int, help="fresh interpreters per handler (default: the mode's)")
+    args = parser.parse_args()
+    for name in ("scifact", "cranfield", "squad2-dev"):
+        if not (args.data / name).is_dir():
+            raise SystemExit(f"[bench] {args.data / name} is missing: pass --data DIR (BEIR layout, see the README)")
+    plan = QUICK if args.quick else FULL
+    if args.sizes:
+        _, queries, asks, _ = plan.sizes[0]
+        plan = replace(plan, sizes=tuple((int(n), queries, asks, True) for n in args.sizes.split(",")))
+    if args.import_runs:
+        plan = replace(plan, import_runs=args.import_runs)
+    work, data = args.work, args.data
+    homes, cache = work / "homes", work / "embeddings.sqlite"
+    phases = Phases(work)
+    started = time.perf_counter()
+    results: dict[str, object] = {"mode": "quick" if args.quick else "full", "started": datetime.now(UTC).isoformat(timespec="seconds")}
+    results["quality"] = [
+        phases.run(f"quality-{name}", "quality", data / name, "--home", homes / name, "--cache", cache, "--queries", limit)
+        for name, limit in (("scifact", plan.scifact_queries), ("cranfield", plan.cranfield_queries))
+    ]
+    results["honesty"] = phases.run("honesty", "honesty", data / "squad2-dev", "--home", homes / "squad2-dev",
+                                    "--cache", cache, "--questions", plan.squad_questions)
+    results["ingest"] = phases.run("ingest", "ingest", data / "scifact", "--home", homes / "ingest",
+                                   "--documents", plan.ingest_documents)
+    sources = [homes / "scifact", homes / "cranfield", homes / "squad2-dev"]
+    speed = []
+    for chunks, queries, asks, with_peer in plan.sizes:
+        home = homes / f"size-{chunks}"
+        speed.append(phases.run(f"speed-{chunks}", "speed", home, "--build", *sources, "--chunks", chunks,
+                                "--queries", data / "scifact", "--cache", cache, "--limit", queries, "--ask", asks))
+        if with_peer:
+            speed.append(phases.run(f"speed-{chunks}-peer", "speed", home, "--peer", "--queries", data / "scifact",
+                                    "--cache", cache, "--limit", plan.peer_queries))
+    results["speed"] = speed
+    results["imports"] = phases.run("imports", "imports", "--runs", plan.import_runs)
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    results["commands"] = phases.commands
+    (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    out = args.out or (work / "BENCHMARKS-quick.md" if args.quick else Path("BENCHMARKS.md"))
+    out.write_text(render(results, data))
+    if not args.quick and args.readme.exists():
+        update_readme(args.readme, results)
+    print(f"[bench] done in {results['seconds']:.0f} s: {out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

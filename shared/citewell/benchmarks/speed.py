@@ -1,0 +1,101 @@
+"""Warm query latency at a corpus size, for citewell or for the peer, in a process of its own.
+
+``python -m citewell.benchmarks.speed HOME --queries DATASET_DIR [--build SOURCE_HOME ...
+--chunks N] [--peer] [--limit N] [--ask N] --cache FILE``
+
+With ``--build``, HOME is first filled from the source homes to N chunks (``grow``). Then
+each judged query of the dataset runs once, one at a time, after a warm-up: the BM25 lane,
+the vector lane and hybrid search, each with the query embedding computed by the model and
+again with the query's vector taken from the cache (the search without the model), and
+``ask``. ``--peer`` times the Haystack pipeline over the same chunks instead. Peak memory is
+the process's, so run one size and one system per process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from citewell.benchmarks.cache import CachedEmbedder
+from citewell.benchmarks.grow import grow
+from citewell.benchmarks.homes import published
+from citewell.benchmarks.measure import emit, percentiles
+from citewell.evaluation import EVAL_ROLE, EVAL_TENANT, load_qrels, load_queries
+from citewell.models import Identity
+from citewell.search import search
+from citewell.services import Services, open_local
+
+IDENTITY = Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE}))
+
+
+def timed(queries: list[str], call: Callable[[str], object]) -> dict[str, float]:
+    call(queries[0])  # warm: model session, vector matrix, page cache
+    samples = []
+    for text in queries:
+        started = time.perf_counter()
+        call(text)
+        samples.append((time.perf_counter() - started) * 1000)
+    return percentiles(samples)
+
+
+def citewell_latency(services: Services, queries: list[str], cache: Path, asks: int) -> dict[str, object]:
+    model = services.embedder
+    report: dict[str, object] = {"embed_query": timed(queries, lambda q: model.embed([q]))}
+    for name, lanes in (("bm25", ("bm25",)), ("vector", ("vector",)), ("hybrid", ("bm25", "vector"))):
+        report[name] = timed(queries, lambda q, lanes=lanes: search(services, IDENTITY, q, k=10, lanes=lanes))
+    cached = CachedEmbedder(model, cache)
+    cached.embed(queries)  # every query vector in memory: the timings below leave the model out
+    services.embedder = cached
+    for name, lanes in (("vector_no_embed", ("vector",)), ("hybrid_no_embed", ("bm25", "vector"))):
+        report[name] = timed(queries, lambda q, lanes=lanes: search(services, IDENTITY, q, k=10, lanes=lanes))
+    services.embedder = model
+    if asks:
+        from citewell.answers.service import ask
+
+        report["ask"] = timed(queries[:asks], lambda q: ask(services, IDENTITY, q))  # each once: no answer cache hit
+    return report
+
+
+def peer_latency(services: Services, queries: list[str]) -> dict[str, object]:
+    from citewell.benchmarks import peer
+
+    pairs, vectors = published(services)
+    chunks = [c for _, cs in pairs for c in cs]
+    haystack = peer.HaystackPeer(services.embedder, IDENTITY)
+    index_seconds = haystack.index(chunks, np.stack([vectors[c.content_hash] for c in chunks]))
+    pipe = haystack.pipeline(depth=30)  # what citewell's k=10 search asks of each lane
+    return {"version": peer.version(), "index_seconds": round(index_seconds, 2),
+            "hybrid": timed(queries, lambda q: haystack.run(pipe, q))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("home", type=Path)
+    parser.add_argument("--queries", type=Path, required=True, help="a BEIR-layout dataset whose judged queries to run")
+    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--build", type=Path, nargs="*", default=[])
+    parser.add_argument("--chunks", type=int, default=0)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    parser.add_argument("--ask", type=int, default=0, help="also time ask on the first N queries")
+    parser.add_argument("--peer", action="store_true")
+    args = parser.parse_args()
+    report: dict[str, object] = {}
+    if args.build:
+        started = time.perf_counter()
+        report["built"] = grow(args.home, args.build, args.chunks)
+        report["build_seconds"] = round(time.perf_counter() - started, 1)
+    queries = list(load_queries(args.queries, load_qrels(args.queries, "test")).values())
+    queries = queries[: args.limit] if args.limit else queries
+    services = open_local(args.home)
+    report["chunks"] = sum(n for *_, n in services.index.inventory())
+    report["system"] = "peer" if args.peer else "citewell"
+    report.update(peer_latency(services, queries) if args.peer else citewell_latency(services, queries, args.cache, args.ask))
+    emit(report)
+
+
+if __name__ == "__main__":
+    main()

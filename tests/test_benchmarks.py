@@ -1,0 +1,110 @@
+"""The benchmark harness: its vector cache, its corpus growth, and `make bench` end to end on
+a tiny data folder in the evaluation layout (the real data sets are not needed here)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citewell.benchmarks.cache import CachedEmbedder
+from citewell.benchmarks.grow import grow
+from citewell.benchmarks.homes import fresh_home
+from citewell.evaluation import EVAL_ROLE, EVAL_TENANT, ingest_corpus
+from citewell.models import Identity
+from citewell.search import search
+from citewell.services import open_local
+
+CORPUS = [
+    {"_id": "d1", "title": "Crane safety", "text": "Storm pins secure a crane when the wind exceeds the limit of the yard."},
+    {"_id": "d2", "title": "Leave", "text": "Full-time staff receive 27 days of annual leave. Carried days expire in March."},
+    {"_id": "d3", "title": "Salaries", "text": "Salary bands are reviewed each spring by the pay committee."},
+    {"_id": "d4", "title": "Reefers", "text": "Refrigerated containers are plugged in within thirty minutes of landing."},
+]
+QUERIES = [{"_id": "q1", "text": "what secures a crane in high wind"}, {"_id": "q2", "text": "how many days of annual leave"}]
+
+
+def beir_folder(root: Path, name: str) -> Path:
+    folder = root / name
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(row) for row in CORPUS))
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in QUERIES))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    return folder
+
+
+def squad_folder(root: Path) -> Path:
+    folder = root / "squad2-dev"
+    folder.mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(row) for row in CORPUS))
+    questions = [
+        {"_id": "s1", "text": "How many days of annual leave do full-time staff receive?", "context_id": "d2",
+         "is_impossible": False, "answers": ["27 days"], "plausible_answers": []},
+        {"_id": "s2", "text": "How many days of annual leave do part-time contractors receive?", "context_id": "d2",
+         "is_impossible": True, "answers": [], "plausible_answers": ["27 days"]},
+    ]
+    with gzip.open(folder / "questions.jsonl.gz", "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(json.dumps(q) for q in questions))
+    return folder
+
+
+def test_cached_embedder_returns_the_models_vectors_and_skips_it_for_texts_seen_before(embedder, tmp_path):
+    texts = ["storm pins secure the crane", "annual leave is 27 days", "storm pins secure the crane"]
+    first = CachedEmbedder(embedder, tmp_path / "cache.sqlite")
+    vectors = first.embed(texts)
+    assert first.model_texts == 2 and first.identity == embedder.identity
+    np.testing.assert_allclose(vectors, embedder.embed(texts), atol=1e-6)
+    reopened = CachedEmbedder(embedder, tmp_path / "cache.sqlite")  # the cache outlives the process
+    np.testing.assert_array_equal(reopened.embed(texts), vectors)
+    assert reopened.model_texts == 0
+    reopened.embed(["a text never embedded"])
+    assert reopened.model_texts == 1
+
+
+def test_grow_copies_real_documents_under_new_ids_until_the_target(embedder, tmp_path):
+    data = beir_folder(tmp_path, "tiny")
+    source = fresh_home(tmp_path / "source", tmp_path / "cache.sqlite")
+    stats = ingest_corpus(source, data)
+    assert stats.published == 4
+    built = grow(tmp_path / "big", [tmp_path / "source"], chunks=4 * stats.chunks + 1)
+    assert built["chunks"] >= 4 * stats.chunks + 1
+    target = open_local(tmp_path / "big")
+    hits = search(target, Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE})), "storm pins crane", k=10).hits
+    assert {h.document_id for h in hits} >= {"source/d1", "copy-1/source/d1", "copy-4/source/d1"}
+    assert all(h.title == "Crane safety" for h in hits[:5])
+    nobody = search(target, Identity(tenant="other", roles=frozenset({EVAL_ROLE})), "storm pins crane", k=10).hits
+    assert nobody == []
+
+
+@pytest.mark.skipif(not __import__("importlib").util.find_spec("haystack"), reason="the bench extra is not installed")
+def test_make_bench_runs_end_to_end_and_writes_every_section(tmp_path):
+    data = tmp_path / "data"
+    beir_folder(data, "scifact")
+    beir_folder(data, "cranfield")
+    squad_folder(data)
+    out, work = tmp_path / "BENCHMARKS.md", tmp_path / "work"
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- bench:headline:start -->\nold\n<!-- bench:headline:end -->\nrest\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "citewell.benchmarks.run", "--data", str(data), "--work", str(work), "--out", str(out),
+         "--readme", str(readme), "--sizes", "12,30", "--import-runs", "1"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((work / "results.json").read_text())
+    scifact = results["quality"][0]
+    assert scifact["citewell"]["hybrid"]["ndcg_at_10"] == 1.0 and scifact["peer_lanes"]["vector"]["queries"] == 2
+    assert [s["chunks"] >= 12 for s in results["speed"] if s["system"] == "citewell"] == [True, True]
+    assert results["honesty"]["questions"] == 2 and set(results["imports"]) >= {"api", "parse"}
+    text = out.read_text()
+    for heading in ("## Targets", "## Retrieval quality", "## Honesty", "## Search and answer latency",
+                    "## Ingestion throughput", "## Cold import", "## Scale on paper", "## Commands"):
+        assert heading in text
+    headline = readme.read_text()
+    assert headline.startswith("intro\n<!-- bench:headline:start -->") and headline.endswith("<!-- bench:headline:end -->\nrest\n")
+    assert "old" not in headline and "hybrid nDCG@10" in headline
