@@ -47,7 +47,7 @@ def machine() -> dict[str, str]:
         total = next((line.split()[1] for line in meminfo.read_text().splitlines() if line.startswith("MemTotal")), None)
         memory = f"{int(total) / 1024 / 1024:.1f} GiB" if total else memory
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
     return {"cpu": cpu, "cores": str(os.cpu_count()), "memory": memory, "python": platform.python_version(),
@@ -136,6 +136,9 @@ def _honesty(h: dict[str, Any]) -> list[str]:
         f"| accuracy of always refusing, for scale | {h['always_refuse_accuracy']:.3f} |",
         f"| ask p50 / p95 ms (vectors cached) | {_ms(h['ask_cached_embeddings'])} |",
         "",
+        "The refusal model was fitted on half of these articles (docs/measurements.md has its figures on "
+        "the held-out half), so this is the shipped model on the whole set, not a held-out score.",
+        "",
     ]
 
 
@@ -166,7 +169,14 @@ def _latency(results: dict[str, Any]) -> list[str]:
     lines.append(f"Building the corpora (copying records and vectors, FTS5 indexing): {', '.join(built)}. "
                  f"The peer's `write_documents` (its BM25 statistics): {', '.join(indexed) or 'not run'}. "
                  f"The peer ran {next(iter(peers.values()))['hybrid']['n'] if peers else 0} queries per size, "
-                 "its hybrid pipeline including the same query embedding.")
+                 "its hybrid pipeline including the same query embedding; it is not run at the largest size, "
+                 "where its pure-Python BM25 and per-document filter would take the run past its time budget "
+                 "(see its growth between the smaller sizes).")
+    lines.append("")
+    lines.append("\"No embedding\" takes each query's vector from the cache instead of the model: the search "
+                 "alone. `ask` runs each query once (no answer comes from the answer cache) and embeds the "
+                 "evidence sentences it has not seen before, keeping their vectors by content hash in the home; "
+                 "in the larger corpora, copies repeat sentences already embedded.")
     lines.append("")
     return lines
 
@@ -308,7 +318,9 @@ def render(results: dict[str, Any], data: Path) -> str:
 def headline(results: dict[str, Any]) -> str:
     """The README's summary: a few figures, each from this run."""
     lines = [HEADLINE_START, ""]
-    lines.append(f"From `make bench` on {results['started'][:10]} (2 cores, no GPU); all figures in [BENCHMARKS.md](BENCHMARKS.md).")
+    m = machine()
+    lines.append(f"From `make bench` on {results['started'][:10]} ({m['cores']} cores, {m['memory']}, models on the CPU); "
+                 "every figure with its command in [BENCHMARKS.md](BENCHMARKS.md).")
     lines.append("")
     lines.append("| measure | citewell | Haystack peer |")
     lines.append("|---|---|---|")
