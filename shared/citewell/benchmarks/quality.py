@@ -5,7 +5,7 @@ ingests the corpus into a fresh home through the real pipeline (vectors from the
 a text was embedded before), runs every judged query through citewell's BM25, vector and
 hybrid search, then through the peer over the very same chunks and vectors. With
 ``--queries N`` only the first N judged queries are kept, and the corpus is cut to their
-judged documents plus every fifth other document: a smaller sample, not comparable with
+judged documents plus every tenth other document: a smaller sample, not comparable with
 published figures.
 """
 
@@ -37,11 +37,11 @@ from citewell.models import Identity
 
 
 def sample(folder: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]], keep: int) -> tuple[dict[str, str], set[str]]:
-    """The first ``keep`` judged queries, their judged documents and every fifth other document."""
+    """The first ``keep`` judged queries, their judged documents and every tenth other document."""
     chosen = dict(sorted(queries.items())[:keep])
     judged = {doc for qid in chosen for doc in qrels[qid]}
     others = [row["_id"] for row in load_corpus(folder) if row["_id"] not in judged]
-    return chosen, judged | set(others[::5])
+    return chosen, judged | set(others[::10])
 
 
 def peer_runs(services, queries: dict[str, str]) -> tuple[dict[str, DocumentRun], dict[str, object]]:  # type: ignore[no-untyped-def]
