@@ -47,7 +47,9 @@ def machine() -> dict[str, str]:
         total = next((line.split()[1] for line in meminfo.read_text().splitlines() if line.startswith("MemTotal")), None)
         memory = f"{int(total) / 1024 / 1024:.1f} GiB" if total else memory
     try:
-        commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, check=True).stdout.strip()
+        repo = Path(__file__).resolve().parents[3]
+        commit = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty"],
+                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
     return {"cpu": cpu, "cores": str(os.cpu_count()), "memory": memory, "python": platform.python_version(),
@@ -166,12 +168,11 @@ def _latency(results: dict[str, Any]) -> list[str]:
     lines.append("")
     built = [f"{s['chunks']:,} chunks in {s['build_seconds']:.0f} s" for s in ours if "build_seconds" in s]
     indexed = [f"{p['chunks']:,} chunks in {p['index_seconds']:.1f} s" for p in peers.values()]
+    runs = ", ".join(f"{p['hybrid']['n']} queries at {size:,} chunks" for size, p in peers.items())
     lines.append(f"Building the corpora (copying records and vectors, FTS5 indexing): {', '.join(built)}. "
                  f"The peer's `write_documents` (its BM25 statistics): {', '.join(indexed) or 'not run'}. "
-                 f"The peer ran {next(iter(peers.values()))['hybrid']['n'] if peers else 0} queries per size, "
-                 "its hybrid pipeline including the same query embedding; it is not run at the largest size, "
-                 "where its pure-Python BM25 and per-document filter would take the run past its time budget "
-                 "(see its growth between the smaller sizes).")
+                 f"The peer's hybrid pipeline, the same query embedding included, ran fewer queries as the "
+                 f"corpus grew (its in-memory BM25 scores every document in Python): {runs or 'not run'}.")
     lines.append("")
     lines.append("\"No embedding\" takes each query's vector from the cache instead of the model: the search "
                  "alone. `ask` runs each query once (no answer comes from the answer cache) and embeds the "
@@ -189,9 +190,10 @@ def _ingest(i: dict[str, Any]) -> list[str]:
         "| stage | seconds | chunks/s |",
         "|---|---|---|",
     ]
+    names = {"publish": "publish (write to the index)"}
     for stage, s in i["stages"].items():
         rate = f"{s['chunks_per_second']:,.1f}" if s["chunks_per_second"] else "n/a"
-        lines.append(f"| {stage} | {s['seconds']:.2f} | {rate} |")
+        lines.append(f"| {names.get(stage, stage)} | {s['seconds']:.2f} | {rate} |")
     raw = i["embedder_alone"]
     lines += [
         "",
@@ -262,7 +264,7 @@ def paper() -> list[str]:
 
 
 def render(results: dict[str, Any], data: Path) -> str:
-    m = machine()
+    m = results["machine"]
     lines = [
         "# citewell benchmarks",
         "",
@@ -318,7 +320,7 @@ def render(results: dict[str, Any], data: Path) -> str:
 def headline(results: dict[str, Any]) -> str:
     """The README's summary: a few figures, each from this run."""
     lines = [HEADLINE_START, ""]
-    m = machine()
+    m = results["machine"]
     lines.append(f"From `make bench` on {results['started'][:10]} ({m['cores']} cores, {m['memory']}, models on the CPU); "
                  "every figure with its command in [BENCHMARKS.md](BENCHMARKS.md).")
     lines.append("")
