@@ -79,6 +79,8 @@ def test_grow_copies_real_documents_under_new_ids_until_the_target(embedder, tmp
     assert all(h.title == "Crane safety" for h in hits[:5])
     nobody = search(target, Identity(tenant="other", roles=frozenset({EVAL_ROLE})), "storm pins crane", k=10).hits
     assert nobody == []
+    again = grow(tmp_path / "big", [tmp_path / "source"], chunks=stats.chunks)  # a rerun starts from an empty home
+    assert sum(n for *_, n in open_local(tmp_path / "big").index.inventory()) == again["chunks"] == stats.chunks
 
 
 @pytest.mark.skipif(not __import__("importlib").util.find_spec("haystack"), reason="the bench extra is not installed")

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.benchmarks.homes import published
+from citewell.benchmarks.homes import fresh_home, published
 from citewell.services import open_local
 
 BATCH = 2000
 
 
 def grow(target: Path, sources: Sequence[Path], chunks: int) -> dict[str, int]:
-    """Fill ``target`` (a new home) to at least ``chunks`` chunks; returns what was written."""
-    services = open_local(target)
+    """Fill ``target``, emptied first, to at least ``chunks`` chunks; returns what was written."""
+    services = fresh_home(target)
     identity = services.embedder.identity
     loaded = [(home.name, *published(open_local(home))) for home in sources]
     if not any(pairs for _, pairs, _ in loaded):
