@@ -13,7 +13,7 @@ The revision switch is a conditional write on ``active_revision``.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,16 +36,16 @@ class DynamoMetadataStore:
     # -- helpers -----------------------------------------------------------------------
 
     def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        while True:
-            page = self.table.query(**kwargs)
-            yield from page.get("Items", [])
-            if "LastEvaluatedKey" not in page:
-                return
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return self._pages(self.table.query, kwargs)
 
     def _scan(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        return self._pages(self.table.scan, kwargs)
+
+    @staticmethod
+    def _pages(operation: Callable[..., dict[str, Any]], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every item of a query or scan, following ``LastEvaluatedKey`` page by page."""
         while True:
-            page = self.table.scan(**kwargs)
+            page = operation(**kwargs)
             yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
                 return

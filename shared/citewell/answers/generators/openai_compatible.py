@@ -46,7 +46,7 @@ class OpenAICompatibleGenerator:
             ],
         }
         content = _content(self._post(body))
-        if content.strip() == REFUSAL_SENTINEL or REFUSAL_SENTINEL in content:
+        if REFUSAL_SENTINEL in content:
             return Draft(text=None, refused=True)
         return Draft(text=content, refused=False)
 
