@@ -15,7 +15,7 @@ import pytest
 from citewell.benchmarks.cache import CachedEmbedder
 from citewell.benchmarks.grow import grow
 from citewell.benchmarks.homes import fresh_home
-from citewell.evaluation import EVAL_ROLE, EVAL_TENANT, ingest_corpus
+from citewell.evaluation import EVAL_IDENTITY, EVAL_ROLE, ingest_corpus
 from citewell.models import Identity
 from citewell.search import search
 from citewell.services import open_local
@@ -74,7 +74,7 @@ def test_grow_copies_real_documents_under_new_ids_until_the_target(embedder, tmp
     built = grow(tmp_path / "big", [tmp_path / "source"], chunks=4 * stats.chunks + 1)
     assert built["chunks"] >= 4 * stats.chunks + 1
     target = open_local(tmp_path / "big")
-    hits = search(target, Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE})), "storm pins crane", k=10).hits
+    hits = search(target, EVAL_IDENTITY, "storm pins crane", k=10).hits
     assert {h.document_id for h in hits} >= {"source/d1", "copy-1/source/d1", "copy-4/source/d1"}
     assert all(h.title == "Crane safety" for h in hits[:5])
     nobody = search(target, Identity(tenant="other", roles=frozenset({EVAL_ROLE})), "storm pins crane", k=10).hits

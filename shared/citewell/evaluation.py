@@ -9,7 +9,7 @@ import csv
 import gzip
 import json
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -23,6 +23,7 @@ from citewell.services import Services
 
 EVAL_TENANT = "eval"
 EVAL_ROLE = "eval"
+EVAL_IDENTITY = Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE}))  # who evaluation searches as
 LANE_CHOICES = {"bm25": ("bm25",), "vector": ("vector",), "hybrid": ("bm25", "vector")}
 RUN_DEPTH = 100  # documents per query: enough for Recall@100
 
@@ -128,19 +129,30 @@ class DocumentRun(BaseModel):
 
 def document_run(services: Services, queries: dict[str, str], lanes: tuple[str, ...]) -> DocumentRun:
     """Rank documents by their best chunk, for each query; time each search call."""
-    identity = Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE}))
     run: dict[str, dict[str, float]] = {}
     milliseconds: list[float] = []
     for qid, text in queries.items():
         started = time.perf_counter()
-        result = search(services, identity, text, k=3 * RUN_DEPTH, lanes=lanes, depth=3 * RUN_DEPTH)
+        result = search(services, EVAL_IDENTITY, text, k=3 * RUN_DEPTH, lanes=lanes, depth=3 * RUN_DEPTH)
         milliseconds.append((time.perf_counter() - started) * 1000)
-        ranked: dict[str, float] = {}
-        for hit in result.hits:
-            if hit.document_id not in ranked and len(ranked) < RUN_DEPTH:
-                ranked[hit.document_id] = 1.0 / hit.rank
-        run[qid] = ranked
+        run[qid] = best_chunk_ranking(hit.document_id for hit in result.hits)
     return DocumentRun(ranking=run, milliseconds=milliseconds)
+
+
+def best_chunk_ranking(document_ids: Iterable[str]) -> dict[str, float]:
+    """The first ``RUN_DEPTH`` distinct documents of a ranked chunk list, scored by their rank."""
+    ranked: dict[str, float] = {}
+    for document_id in document_ids:
+        if document_id not in ranked:
+            ranked[document_id] = 1.0 / (len(ranked) + 1)
+            if len(ranked) == RUN_DEPTH:
+                break
+    return ranked
+
+
+def load_squad_questions(folder: Path) -> list[dict]:
+    """SQuAD 2.0 rows of ``questions.jsonl(.gz)``: text, context_id, is_impossible, answers."""
+    return [json.loads(line) for line in _open(folder / "questions.jsonl") if line.strip()]
 
 
 def score(qrels: dict[str, dict[str, int]], run: DocumentRun, lane: str) -> LaneScores:

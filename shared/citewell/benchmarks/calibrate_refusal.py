@@ -13,7 +13,6 @@ the reported figures are on questions the model never saw. ``--write`` replaces 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 from collections import defaultdict
 from importlib import resources
@@ -24,8 +23,7 @@ import numpy as np
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.generators.extractive import SentenceEmbeddings, score_support
 from citewell.answers.refusal import FEATURES, MODEL_FILE, RefusalModel
-from citewell.evaluation import EVAL_ROLE, EVAL_TENANT, ingest_corpus
-from citewell.models import Identity
+from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions
 from citewell.search import search
 from citewell.services import open_local
 
@@ -38,14 +36,12 @@ def collect(squad: Path, home: Path) -> list[dict]:
     services = open_local(home)
     stats = ingest_corpus(services, squad)
     print(f"ingest: {stats.model_dump_json()}")
-    identity = Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE}))
     embed = SentenceEmbeddings(services.embedder, services.metadata)
     rows = []
-    with gzip.open(squad / "questions.jsonl.gz", "rt", encoding="utf-8") as handle:
-        questions = [json.loads(line) for line in handle if line.strip()]
+    questions = load_squad_questions(squad)
     for number, question in enumerate(questions, start=1):
-        hits = search(services, identity, question["text"], k=16).hits
-        evidence = gather_evidence(services, identity, hits)
+        hits = search(services, EVAL_IDENTITY, question["text"], k=16).hits
+        evidence = gather_evidence(services, EVAL_IDENTITY, hits)
         support = score_support(embed, question["text"], evidence) if evidence else None
         best = support.sentences[0] if support else None
         gold = [a.lower() for a in question["answers"]]

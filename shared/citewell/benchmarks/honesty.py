@@ -10,16 +10,14 @@ question's own paragraph and contain one of its gold answers.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import time
 from pathlib import Path
 
 from citewell.answers.service import ask
 from citewell.benchmarks.homes import fresh_home
 from citewell.benchmarks.measure import emit, percentiles
-from citewell.evaluation import EVAL_ROLE, EVAL_TENANT, ingest_corpus
-from citewell.models import Answer, Identity
+from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions
+from citewell.models import Answer
 
 
 def _rate(part: int, whole: int) -> float:
@@ -64,15 +62,13 @@ def main() -> None:
     args = parser.parse_args()
     services = fresh_home(args.home, args.cache)
     stats = ingest_corpus(services, args.squad)
-    with gzip.open(args.squad / "questions.jsonl.gz", "rt", encoding="utf-8") as handle:
-        questions = [json.loads(line) for line in handle if line.strip()]
+    questions = load_squad_questions(args.squad)
     if args.questions:
         questions = questions[: args.questions]
-    identity = Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE}))
     rows, milliseconds = [], []
     for question in questions:
         started = time.perf_counter()
-        answer = ask(services, identity, question["text"])
+        answer = ask(services, EVAL_IDENTITY, question["text"])
         milliseconds.append((time.perf_counter() - started) * 1000)
         rows.append(judge(question, answer))
     emit({"dataset": args.squad.name, "chunks": stats.chunks, **summarise(rows), "ask_cached_embeddings": percentiles(milliseconds)})

@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from citewell.benchmarks.homes import published
 from citewell.models import Chunk, Identity
 from citewell.ports import Embedder
+from citewell.services import Services
 
 LANE_OUTPUTS = {"bm25": "bm25", "vector": "dense", "hybrid": "joiner"}
 
@@ -54,6 +56,15 @@ class HaystackPeer:
                 {"field": "meta.role", "operator": "in", "value": sorted(identity.roles)},
             ],
         }
+
+    @classmethod
+    def over_home(cls, services: Services, identity: Identity) -> tuple[HaystackPeer, float]:
+        """A peer holding every published chunk of a home with its cached vector, and the
+        seconds its store took to write them."""
+        pairs, vectors = published(services)
+        chunks = [c for _, cs in pairs for c in cs]
+        haystack = cls(services.embedder, identity)
+        return haystack, haystack.index(chunks, np.stack([vectors[c.content_hash] for c in chunks]))
 
     def index(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> float:
         """Writes the chunks with their vectors; returns the seconds the store took."""

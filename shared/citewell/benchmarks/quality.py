@@ -15,17 +15,15 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-
 from citewell.benchmarks import peer
-from citewell.benchmarks.homes import fresh_home, published
+from citewell.benchmarks.homes import fresh_home
 from citewell.benchmarks.measure import emit, percentiles
 from citewell.evaluation import (
-    EVAL_ROLE,
-    EVAL_TENANT,
+    EVAL_IDENTITY,
     LANE_CHOICES,
     RUN_DEPTH,
     DocumentRun,
+    best_chunk_ranking,
     document_run,
     ingest_corpus,
     load_corpus,
@@ -33,7 +31,6 @@ from citewell.evaluation import (
     load_queries,
     score,
 )
-from citewell.models import Identity
 
 
 def sample(folder: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]], keep: int) -> tuple[dict[str, str], set[str]]:
@@ -46,11 +43,7 @@ def sample(folder: Path, queries: dict[str, str], qrels: dict[str, dict[str, int
 
 def peer_runs(services, queries: dict[str, str]) -> tuple[dict[str, DocumentRun], dict[str, object]]:  # type: ignore[no-untyped-def]
     """The peer over the home's chunks: a document run per lane and what indexing cost."""
-    identity = Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE}))
-    pairs, vectors = published(services)
-    chunks = [c for _, cs in pairs for c in cs]
-    haystack = peer.HaystackPeer(services.embedder, identity)
-    index_seconds = haystack.index(chunks, np.stack([vectors[c.content_hash] for c in chunks]))
+    haystack, index_seconds = peer.HaystackPeer.over_home(services, EVAL_IDENTITY)
     pipe = haystack.pipeline(depth=3 * RUN_DEPTH)
     rankings: dict[str, dict[str, dict[str, float]]] = {lane: {} for lane in LANE_CHOICES}
     milliseconds: list[float] = []
@@ -59,11 +52,7 @@ def peer_runs(services, queries: dict[str, str]) -> tuple[dict[str, DocumentRun]
         lanes = haystack.run(pipe, text)
         milliseconds.append((time.perf_counter() - started) * 1000)
         for lane, document_ids in lanes.items():
-            ranked: dict[str, float] = {}
-            for document_id in document_ids:
-                if document_id not in ranked and len(ranked) < RUN_DEPTH:
-                    ranked[document_id] = 1.0 / (len(ranked) + 1)
-            rankings[lane][qid] = ranked
+            rankings[lane][qid] = best_chunk_ranking(document_ids)
     runs = {lane: DocumentRun(ranking=ranking, milliseconds=[]) for lane, ranking in rankings.items()}
     return runs, {"version": peer.version(), "index_seconds": round(index_seconds, 2), "all_lanes_ms": percentiles(milliseconds)}
 

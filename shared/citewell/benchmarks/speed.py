@@ -18,18 +18,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 from citewell.benchmarks.cache import CachedEmbedder
 from citewell.benchmarks.grow import grow
-from citewell.benchmarks.homes import published
 from citewell.benchmarks.measure import emit, percentiles
-from citewell.evaluation import EVAL_ROLE, EVAL_TENANT, load_qrels, load_queries
-from citewell.models import Identity
+from citewell.evaluation import EVAL_IDENTITY, load_qrels, load_queries
 from citewell.search import search
 from citewell.services import Services, open_local
 
-IDENTITY = Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE}))
 
 
 def timed(queries: list[str], call: Callable[[str], object]) -> dict[str, float]:
@@ -46,27 +41,24 @@ def citewell_latency(services: Services, queries: list[str], cache: Path, asks: 
     model = services.embedder
     report: dict[str, object] = {"embed_query": timed(queries, lambda q: model.embed([q]))}
     for name, lanes in (("bm25", ("bm25",)), ("vector", ("vector",)), ("hybrid", ("bm25", "vector"))):
-        report[name] = timed(queries, lambda q, lanes=lanes: search(services, IDENTITY, q, k=10, lanes=lanes))
+        report[name] = timed(queries, lambda q, lanes=lanes: search(services, EVAL_IDENTITY, q, k=10, lanes=lanes))
     cached = CachedEmbedder(model, cache)
     cached.embed(queries)  # every query vector in memory: the timings below leave the model out
     services.embedder = cached
     for name, lanes in (("vector_no_embed", ("vector",)), ("hybrid_no_embed", ("bm25", "vector"))):
-        report[name] = timed(queries, lambda q, lanes=lanes: search(services, IDENTITY, q, k=10, lanes=lanes))
+        report[name] = timed(queries, lambda q, lanes=lanes: search(services, EVAL_IDENTITY, q, k=10, lanes=lanes))
     services.embedder = model
     if asks:
         from citewell.answers.service import ask
 
-        report["ask"] = timed(queries[:asks], lambda q: ask(services, IDENTITY, q))  # each once: no answer cache hit
+        report["ask"] = timed(queries[:asks], lambda q: ask(services, EVAL_IDENTITY, q))  # each once: no answer cache hit
     return report
 
 
 def peer_latency(services: Services, queries: list[str]) -> dict[str, object]:
     from citewell.benchmarks import peer
 
-    pairs, vectors = published(services)
-    chunks = [c for _, cs in pairs for c in cs]
-    haystack = peer.HaystackPeer(services.embedder, IDENTITY)
-    index_seconds = haystack.index(chunks, np.stack([vectors[c.content_hash] for c in chunks]))
+    haystack, index_seconds = peer.HaystackPeer.over_home(services, EVAL_IDENTITY)
     pipe = haystack.pipeline(depth=30)  # what citewell's k=10 search asks of each lane
     return {"version": peer.version(), "index_seconds": round(index_seconds, 2),
             "hybrid": timed(queries, lambda q: haystack.run(pipe, q))}
