@@ -46,6 +46,18 @@ class GeneratorUnavailable(CitewellError):
     code = "generator_unavailable"
 
 
+class Busy(CitewellError):
+    """Another process holds the store's write lock for longer than we wait."""
+
+    code = "busy"
+
+
+class Conflict(CitewellError):
+    """The document changed under us in a way that forbids this operation (it is being deleted)."""
+
+    code = "conflict"
+
+
 class PublishConflict(CitewellError):
     """Another publisher moved the active revision between our read and our write."""
 

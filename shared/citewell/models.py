@@ -20,29 +20,39 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+MAX_DOCUMENT_ID_BYTES = 512
+_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
 def validate_document_id(value: str) -> str:
-    """Document ids become object keys and chunk-id prefixes, so they must be path-safe."""
-    if not value or len(value) > 512:
-        raise ValueError("document_id must be 1 to 512 characters")
-    if "#" in value or _CONTROL.search(value):
-        raise ValueError("document_id may not contain '#' or control characters")
+    """The one grammar of document ids, at every entry point and in the key builder.
+
+    Ids become (encoded) object keys, DynamoDB sort keys and chunk-id prefixes: a relative
+    path of at most 512 UTF-8 bytes, without '#', control characters, or empty, '.' or '..'
+    parts.
+    """
+    if not isinstance(value, str) or not value or len(value.encode("utf-8")) > MAX_DOCUMENT_ID_BYTES:
+        raise ValueError(f"document id must be 1 to {MAX_DOCUMENT_ID_BYTES} bytes of UTF-8")
+    if "#" in value or _CONTROL.search(value) or "\\" in value:
+        raise ValueError("document id may not contain '#', '\\' or control characters")
     if value.startswith("/") or any(part in ("", ".", "..") for part in value.split("/")):
-        raise ValueError("document_id must be a relative path without empty, '.' or '..' parts")
+        raise ValueError("document id must be a relative path without empty, '.' or '..' parts")
     return value
 
 
 def validate_name(value: str, what: str) -> str:
-    """Tenants and roles: short, printable, no separators that could smuggle a second value."""
+    """Roles: short, printable, no separators that could smuggle a second value."""
     if not value or len(value) > 128 or _CONTROL.search(value) or "," in value or value != value.strip():
         raise ValueError(f"{what} must be 1 to 128 printable characters without commas or edge spaces")
     return value
 
 
 def validate_tenant(value: str) -> str:
-    """A tenant also names a folder of objects, so it may not contain '/'."""
-    if "/" in value:
-        raise ValueError("tenant may not contain '/'")
-    return validate_name(value, "tenant")
+    """The one grammar of tenants: it names a key prefix in every store, so letters, digits,
+    '_', '.' and '-' only, starting with a letter or digit (never '.', '..' or a separator)."""
+    if not isinstance(value, str) or not _TENANT.fullmatch(value):
+        raise ValueError("tenant must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit")
+    return value
 
 
 class Identity(BaseModel):
