@@ -11,6 +11,7 @@ from citewell.audit import audit
 from citewell.deletion import delete_document
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest, register
+from citewell.keys import parsed_key, raw_key
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
 
@@ -68,16 +69,17 @@ def test_orphan_records_objects_and_foreign_embeddings(services):
     outcome = add(services)
     chunks = services.metadata.get_chunks("northpier", "handbook.md", outcome.revision)
     services.metadata.put_chunks([c.model_copy(update={"revision": "1" * 64}) for c in chunks])
-    services.objects.put("raw/northpier/ghost.md", b"no record")
-    services.objects.put(f"parsed/northpier/handbook.md/{'2' * 64}.json", b"{}")
+    ghost = raw_key("northpier", "ghost.md", "3" * 32)
+    services.objects.put(ghost, b"no record")
+    services.objects.put(parsed_key("northpier", "handbook.md", "2" * 32), b"{}")
     services.metadata.put_embeddings("another-model@3:384", {"abc": np.zeros(384, dtype=np.float32)})
     report = audit(services)
     assert not report.ok
-    assert kinds(report) == ["foreign_embeddings", "orphan_artifact", "orphan_chunk_records", "orphan_raw_object"]
+    assert kinds(report) == ["foreign_embeddings", "orphan_chunk_records", "orphan_object", "orphan_object"]
     assert audit(services, repair=True).ok
     assert audit(services).findings == []
     assert services.metadata.get_chunks("northpier", "handbook.md", "1" * 64) == []
-    assert not services.objects.exists("raw/northpier/ghost.md")
+    assert not services.objects.exists(ghost)
     assert services.metadata.get_chunks("northpier", "handbook.md", outcome.revision)  # the served one stays
 
 
@@ -88,7 +90,8 @@ def test_dangling_citations_and_cache_entries(services):
     services.metadata.delete_document("northpier", "handbook.md")  # a record lost without its cascade
     services.metadata.put_cached_answer(cache_key(STAFF, "other", 0, "extractive"), "northpier", 0, "no-such-answer")
     report = audit(services)
-    assert {"dangling_citation", "dangling_cache", "orphan_index_chunks", "orphan_chunk_records", "orphan_raw_object"} <= set(kinds(report))
+    assert {"dangling_citation", "dangling_cache", "orphan_index_chunks", "orphan_chunk_records", "orphan_object",
+            "orphan_upload"} <= set(kinds(report))
     assert audit(services, repair=True).ok
     assert audit(services).findings == []
     assert services.metadata.get_answer("northpier", answer.answer_id).source_deleted

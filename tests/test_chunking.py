@@ -8,6 +8,7 @@ from citewell.parsers.builder import TextBuilder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+REVISION = "r1"
 DOC = Document(document_id="guide.md", tenant="northpier", allowed_roles=frozenset({"staff"}), title="Guide", source="test")
 
 words = st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd")), min_size=1, max_size=12)
@@ -32,7 +33,7 @@ def build(doc_sections):
 def test_chunks_tile_the_text_and_stay_in_budget(embedder, doc_sections, budget):
     parsed = build(doc_sections)
     config = ChunkingConfig(max_tokens=budget, overlap_tokens=budget // 4)
-    chunks = Chunker(embedder.count_tokens, config).chunk(parsed, DOC)
+    chunks = Chunker(embedder.count_tokens, config).chunk(parsed, DOC, REVISION)
 
     # The bodies (each chunk minus its overlap) reassemble the extracted text exactly.
     assert "".join(parsed.text[c.body_start : c.end] for c in chunks) == parsed.text
@@ -50,7 +51,7 @@ def test_chunks_tile_the_text_and_stay_in_budget(embedder, doc_sections, budget)
 def test_sentences_are_not_cut_when_they_fit(embedder):
     sentences = [f"Sentence number {i} talks about crane {i} and its twistlock sensor." for i in range(40)]
     parsed = build([(1, "Cranes", [" ".join(sentences)])])
-    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=60, overlap_tokens=15)).chunk(parsed, DOC)
+    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=60, overlap_tokens=15)).chunk(parsed, DOC, REVISION)
     assert len(chunks) > 3
     for chunk in chunks:
         body = parsed.text[chunk.start : chunk.end].strip()
@@ -63,7 +64,7 @@ def test_sentences_are_not_cut_when_they_fit(embedder):
 def test_overlap_repeats_whole_sentences(embedder):
     sentences = [f"Fact {i} is that berth {i} opens at {i} o'clock." for i in range(30)]
     parsed = build([(1, "Berths", [" ".join(sentences)])])
-    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=50, overlap_tokens=20)).chunk(parsed, DOC)
+    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=50, overlap_tokens=20)).chunk(parsed, DOC, REVISION)
     overlapping = [c for c in chunks if c.start < c.body_start]
     assert overlapping, "expected some chunks to carry overlap"
     for chunk in overlapping:
@@ -72,7 +73,7 @@ def test_overlap_repeats_whole_sentences(embedder):
 
 def test_one_enormous_line_is_still_bounded(embedder):
     parsed = build([(1, "Dump", ["x" * 20000])])
-    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=100, overlap_tokens=10)).chunk(parsed, DOC)
+    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=100, overlap_tokens=10)).chunk(parsed, DOC, REVISION)
     assert all(embedder.count_tokens([c.text])[0] <= 100 for c in chunks)
     assert "".join(parsed.text[c.body_start : c.end] for c in chunks) == parsed.text
 
@@ -82,10 +83,10 @@ def test_access_fields_and_locators_come_from_the_record_and_blocks(embedder):
     builder.block(BlockKind.PARAGRAPH, "Alpha on page one.", page=1)
     builder.block(BlockKind.PARAGRAPH, "Beta on page two.", page=2)
     parsed = builder.build("application/pdf")
-    (chunk,) = Chunker(embedder.count_tokens).chunk(parsed, DOC)
+    (chunk,) = Chunker(embedder.count_tokens).chunk(parsed, DOC, REVISION)
     assert chunk.pages == [1, 2]
     assert chunk.tenant == "northpier" and chunk.allowed_roles == frozenset({"staff"})
-    assert chunk.revision == parsed.revision
+    assert chunk.revision == REVISION
 
 
 def test_long_paragraphs_are_segmented_window_by_window_without_losing_boundaries():

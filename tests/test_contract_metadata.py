@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from citewell.local.metadata import SqliteMetadataStore
-from citewell.models import AnswerRecord, Chunk, Citation, Document, DocumentStatus
+from citewell.models import AnswerRecord, Chunk, Citation, Document, DocumentStatus, SourceRef, Upload
 from tests.conftest import moto_dynamodb
 
 
@@ -17,6 +17,9 @@ def store(request, tmp_path, monkeypatch):
         return
     with moto_dynamodb(monkeypatch) as dynamo:
         yield dynamo
+
+
+GEN = "a" * 32
 
 
 def document(doc_id="handbook.md", tenant="northpier", **extra) -> Document:
@@ -30,21 +33,38 @@ def chunk(n: int, revision="r1", doc_id="handbook.md", text=None) -> Chunk:
                  end=n * 40 + len(body), body_start=n * 40, text=body)
 
 
-def test_documents_and_the_conditional_switch(store):
+def test_documents_are_written_only_by_compare_and_set(store):
     assert store.get_document("northpier", "handbook.md") is None
-    store.put_document(document())
-    store.put_document(document("other.md"))
-    store.put_document(document("handbook.md", tenant="bluefen"))
+    first = store.save_document(document(generation=GEN))
+    assert first is not None and first.version == 1
+    assert store.save_document(document(generation=GEN)) is None  # version 0 means "no record yet": it exists
+    assert store.save_document(document("other.md", generation=GEN)) and store.save_document(document("handbook.md", tenant="bluefen"))
     assert [d.document_id for d in store.list_documents("northpier")] == ["handbook.md", "other.md"]
     assert set(store.get_documents("northpier", ["handbook.md", "absent.md"])) == {"handbook.md"}
-    assert store.switch_revision("northpier", "handbook.md", None, "r1", 3)
-    assert not store.switch_revision("northpier", "handbook.md", None, "r2", 3)  # someone moved it
-    assert store.switch_revision("northpier", "handbook.md", "r1", "r2", 4)
+    published = store.save_document(first.model_copy(update={"active_revision": "r1", "status": DocumentStatus.PUBLISHED}))
+    assert published is not None and published.version == 2
+    # A writer that read version 1 lost the race: nothing it wrote lands.
+    assert store.save_document(first.model_copy(update={"status": DocumentStatus.FAILED})) is None
     record = store.get_document("northpier", "handbook.md")
-    assert (record.active_revision, record.chunk_count, record.status) == ("r2", 4, DocumentStatus.PUBLISHED)
+    assert (record.active_revision, record.status, record.version) == ("r1", DocumentStatus.PUBLISHED, 2)
     assert store.get_document("bluefen", "handbook.md").active_revision is None
+    assert store.delete_document("northpier", "handbook.md", generation="f" * 32) == 0  # another life of the record
     assert store.delete_document("northpier", "other.md") == 1 and store.delete_document("northpier", "other.md") == 0
     assert {(d.tenant, d.document_id) for d in store.all_documents()} == {("northpier", "handbook.md"), ("bluefen", "handbook.md")}
+    assert store.delete_document("northpier", "handbook.md", generation=GEN) == 1
+
+
+def test_upload_intents(store):
+    uploads = [Upload(upload_id=f"{n:032x}", seq=n, generation=GEN, document_id=doc, tenant="northpier",
+                      allowed_roles=frozenset({"hr"}), source="test")
+               for n, doc in ((2, "guide"), (1, "guide"), (3, "guide/intro.md"))]
+    for upload in uploads:
+        store.put_upload(upload)
+    assert [u.seq for u in store.list_uploads("northpier", "guide")] == [1, 2]  # in order; not guide/intro.md's
+    assert store.get_upload("northpier", "guide", f"{2:032x}") == uploads[0]
+    assert store.get_upload("bluefen", "guide", f"{2:032x}") is None
+    assert store.delete_upload("northpier", "guide", f"{2:032x}") == 1 and store.delete_upload("northpier", "guide", f"{2:032x}") == 0
+    assert sorted(u.seq for u in store.upload_inventory()) == [1, 3]
 
 
 def test_chunk_records_replace_a_revision_and_answer_lookups(store):
@@ -86,6 +106,10 @@ def test_answers_citations_cache_and_epochs(store):
     withdrawn = record.model_copy(update={"citations": [Citation(ref="S1", deleted=True)], "answer": None})
     store.put_answer(withdrawn)
     assert store.answers_citing("northpier", "handbook.md") == [] and store.citation_inventory() == []
+    refusal = record.model_copy(update={"answer_id": "a3", "answer": None, "refused": True, "citations": [],
+                                        "considered": [SourceRef(document_id="guide.md", revision="r7")]})
+    store.put_answer(refusal)  # a refusal rests on what it read: a delete of that must find it
+    assert [a.answer_id for a in store.answers_citing("northpier", "guide.md", "r7")] == ["a3"]
 
     assert store.tenant_epoch("northpier") == 0
     store.put_cached_answer("k1", "northpier", 0, "a1")

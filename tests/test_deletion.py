@@ -61,9 +61,9 @@ def test_delete_after_ingest_search_answer_and_citation_leaves_no_trace(services
     assert search(services, STAFF, "zanzibarquokka berth reefer").hits == [] or all(
         h.document_id != SECRET_ID for h in search(services, STAFF, "zanzibarquokka berth reefer").hits
     )
-    withdrawn = recorded_citations(services, "northpier", answer.answer_id)
+    withdrawn = recorded_citations(services, STAFF, answer.answer_id)
     assert withdrawn.source_deleted and withdrawn.answer is None and withdrawn.citations[0].deleted
-    assert recorded_citations(services, "northpier", kept.answer_id).answer == kept.answer  # others untouched
+    assert recorded_citations(services, STAFF, kept.answer_id).answer == kept.answer  # others untouched
     assert ask(services, STAFF, "How often are reefer plugs checked at the zanzibarquokka berth?").refused
 
 
@@ -73,7 +73,7 @@ def test_replacing_a_revision_leaves_nothing_of_the_old_one(services, tmp_path):
     assert not answer.refused
     add(services, b"# Berth\n\nThe berth now handles bulk grain only.\n", SECRET_ID)
     assert traces(tmp_path, [b"zanzibarquokka", b"tasmanian", b"reefer plugs"]) == []
-    assert recorded_citations(services, "northpier", answer.answer_id).source_deleted
+    assert recorded_citations(services, STAFF, answer.answer_id).source_deleted
 
 
 def test_deleting_an_unknown_document_is_a_clear_error_and_other_tenants_are_out_of_reach(services):
@@ -88,7 +88,7 @@ def test_deleting_an_unknown_document_is_a_clear_error_and_other_tenants_are_out
 def test_deletion_is_idempotent_and_finishes_after_a_crash_between_any_two_steps(services, tmp_path, monkeypatch):
     """A crash is injected after each step of the cascade in turn; a rerun always ends with zero residue."""
     steps = [
-        ("metadata", "put_document"), ("metadata", "bump_epoch"), ("index", "delete_revision"),
+        ("metadata", "save_document"), ("metadata", "bump_epoch"), ("index", "delete_revision"),
         ("metadata", "delete_chunks"), ("objects", "delete"), ("metadata", "delete_embeddings"),
         ("index", "delete_document"), ("index", "compact"), ("metadata", "delete_document"), ("metadata", "compact"),
     ]
@@ -107,8 +107,8 @@ def test_deletion_is_idempotent_and_finishes_after_a_crash_between_any_two_steps
             delete_document(services, "northpier", doc_id)
         monkeypatch.setattr(target, method, original)
         record = services.metadata.get_document("northpier", doc_id)
-        assert record is None or record.status is DocumentStatus.DELETING or method == "put_document"
-        assert all(h.document_id != doc_id for h in search(services, STAFF, "zanzibarquokka reefer").hits) or method == "put_document"
+        assert record is None or record.status is DocumentStatus.DELETING or method == "save_document"
+        assert all(h.document_id != doc_id for h in search(services, STAFF, "zanzibarquokka reefer").hits) or method == "save_document"
         try:
             delete_document(services, "northpier", doc_id)
         except NotFound:  # the crash came after the record was removed: the rerun only compacts

@@ -9,7 +9,6 @@ import pytest
 from citewell.errors import EmbedderMismatch
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest, chunk_stage, embed_stage, parse_stage, publish_stage, register
-from citewell.keys import chunks_key, parsed_key
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
 
@@ -59,8 +58,7 @@ def test_changed_content_switches_revision_and_leaves_nothing_of_the_old(service
     assert document.active_revision == new.revision and document.status is DocumentStatus.PUBLISHED
     assert services.index.count("northpier", "handbook.md", old.revision) == 0
     assert services.metadata.get_chunks("northpier", "handbook.md", old.revision) == []
-    assert not services.objects.exists(parsed_key("northpier", "handbook.md", old.revision))
-    assert not services.objects.exists(chunks_key("northpier", "handbook.md", old.revision))
+    assert [key.rsplit("/", 1)[1].removesuffix(".json") for key in services.objects.list("")] == [document.active_upload] * 3
     texts = [h.text for h in search(services, STAFF, "how many days of annual leave").hits]
     assert any("30 days" in t for t in texts) and not any("27 days" in t for t in texts)
 
@@ -100,31 +98,35 @@ def test_changing_roles_with_the_same_content_republishes_access(services):
     assert search(services, STAFF, "annual leave", lanes=("bm25",)).hits == []
 
 
+def stages_until_indexed(services, data=V1, **extra):
+    """Register, parse, chunk, embed and index an upload, stopping right before its publish."""
+    upload = register(services, request(data, **extra))
+    parsed = parse_stage(services, upload)
+    chunked = chunk_stage(services, upload)
+    embed_stage(services, chunked.chunks)
+    vectors = services.metadata.get_embeddings(services.embedder.identity, [c.content_hash for c in chunked.chunks])
+    services.index.upsert(chunked.chunks, np.stack([vectors[c.content_hash] for c in chunked.chunks]), services.embedder.identity)
+    return upload, parsed
+
+
 def test_a_crash_before_the_switch_leaves_the_previous_revision_served(services):
     (old,) = ingest(services, [request(V1)])
-    # Run the stages of the new revision up to and including indexing, then "crash".
-    register(services, request(V2))
-    parsed = parse_stage(services, "northpier", "handbook.md")
-    chunks = chunk_stage(services, "northpier", "handbook.md", parsed.revision)
-    embed_stage(services, chunks)
-    vectors = services.metadata.get_embeddings(services.embedder.identity, [c.content_hash for c in chunks])
-    services.index.upsert(chunks, np.stack([vectors[c.content_hash] for c in chunks]), services.embedder.identity)
+    upload, parsed = stages_until_indexed(services, V2)  # then "crash"
     # Both revisions are in the index now; only the active one may be served.
     hits = search(services, STAFF, "annual leave days").hits
     assert hits and {h.revision for h in hits} == {old.revision}
     # The rerun of publish finishes the job.
-    assert publish_stage(services, "northpier", "handbook.md", parsed.revision) == 3
+    assert publish_stage(services, upload, parsed.revision, parsed.content_sha256) == 3
     assert {h.revision for h in search(services, STAFF, "annual leave days").hits} == {parsed.revision}
     assert services.index.count("northpier", "handbook.md", old.revision) == 0
 
 
 def test_publish_twice_is_a_noop(services):
-    register(services, request())
-    parsed = parse_stage(services, "northpier", "handbook.md")
-    chunks = chunk_stage(services, "northpier", "handbook.md", parsed.revision)
-    embed_stage(services, chunks)
-    assert publish_stage(services, "northpier", "handbook.md", parsed.revision) == 3
-    assert publish_stage(services, "northpier", "handbook.md", parsed.revision) == 3
+    upload = register(services, request())
+    parsed = parse_stage(services, upload)
+    embed_stage(services, chunk_stage(services, upload).chunks)
+    assert publish_stage(services, upload, parsed.revision, parsed.content_sha256) == 3
+    assert publish_stage(services, upload, parsed.revision, parsed.content_sha256) == 3
     assert services.index.count("northpier", "handbook.md", parsed.revision) == 3
 
 
@@ -145,4 +147,5 @@ def test_an_id_no_record_can_hold_fails_alone(services):
     assert [o.status for o in outcomes] == ["failed", "failed", "published"]
     assert {o.error.code for o in outcomes[:2]} == {"invalid_input"}
     assert services.metadata.get_document("northpier", "bad#id.md") is None
-    assert list(services.objects.list("raw")) == ["raw/northpier/fine.md"]
+    (key,) = services.objects.list("raw")
+    assert key.startswith("raw/northpier/fine.md/")

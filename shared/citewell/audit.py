@@ -1,7 +1,11 @@
-"""The revision audit: compare records, artifacts, the index and the caches; repair what is safe.
+"""The revision audit: compare records, uploads, artifacts, the index and the caches; repair what is safe.
 
 Run by ``citewell audit [--repair]`` and, on AWS, on a schedule. Every finding names its kind,
-its document and what is wrong; ``--repair`` fixes what it safely can and says so.
+its document and what is wrong; ``--repair`` fixes what it safely can and says so. Repairs go
+through the same stages and compare-and-set writes as ingestion, so an audit running beside
+live uploads cannot undo them: it only removes what can never be served again (an upload
+that is no longer current, a revision that is not active), and waits ``CITEWELL_STUCK_MINUTES``
+before it calls anything in flight dead.
 """
 
 from __future__ import annotations
@@ -12,17 +16,28 @@ from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 
+import numpy as np
 from pydantic import BaseModel
 
-from citewell.deletion import delete_document, purge_revision, withdraw_citations
-from citewell.errors import CitewellError
-from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, record_failure
-from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, parse_key
-from citewell.models import Document, DocumentStatus, utcnow
+from citewell.deletion import _sentence_hashes, compact, delete_document, purge_revision, withdraw_citations
+from citewell.errors import CitewellError, InvalidInput, NotFound
+from citewell.ingest.stages import (
+    IngestRequest,
+    ParsedArtifact,
+    _revision_of,
+    abandon,
+    chunk_stage,
+    embed_stage,
+    parse_stage,
+    publish_stage,
+    register,
+)
+from citewell.keys import STAGES, parse_key, parsed_key, raw_key
+from citewell.models import Document, DocumentStatus, ErrorInfo, Upload, utcnow
+from citewell.records import is_current, update_document
 from citewell.services import Services
 
 DEFAULT_STUCK_MINUTES = 60
-_IN_FLIGHT = {DocumentStatus.PROCESSING, DocumentStatus.DELETING}
 
 
 class Finding(BaseModel):
@@ -49,8 +64,10 @@ class _Audit:
         self.stuck = stuck
         self.findings: list[Finding] = []
         self.documents = {(d.tenant, d.document_id): d for d in services.metadata.all_documents()}
+        self.uploads = {(u.tenant, u.document_id, u.upload_id): u for u in services.metadata.upload_inventory()}
 
     def found(self, kind: str, tenant: str, document_id: str, detail: str, fix: Callable[[], object] | None = None) -> None:
+        """Record a finding; with --repair, fix it. One failing repair never stops the audit."""
         finding = Finding(kind=kind, tenant=tenant, document_id=document_id, detail=detail)
         if self.repair and fix is not None:
             try:
@@ -60,10 +77,17 @@ class _Audit:
                 finding.detail += f" (repair failed: {error.message})"
         self.findings.append(finding)
 
-    def expected(self, tenant: str, document_id: str, revision: str) -> bool:
-        """Served, or belonging to a document mid-flight (its extra revision is expected then)."""
+    def in_flight(self, tenant: str, document_id: str) -> bool:
         document = self.documents.get((tenant, document_id))
-        return document is not None and (document.active_revision == revision or document.status in _IN_FLIGHT)
+        return document is not None and document.status in (DocumentStatus.PROCESSING, DocumentStatus.DELETING)
+
+    def expected(self, tenant: str, document_id: str, revision: str) -> bool:
+        """Served, or possibly a live upload's work in progress."""
+        document = self.documents.get((tenant, document_id))
+        return document is not None and (document.active_revision == revision or self.in_flight(tenant, document_id))
+
+    def old(self, upload: Upload) -> bool:
+        return utcnow() - upload.created_at >= self.stuck
 
     # -- the checks --------------------------------------------------------------------
 
@@ -83,42 +107,127 @@ class _Audit:
         return inventory
 
     def live(self, inventory: dict[tuple[str, str, str], int]) -> None:
+        accesses = self.services.index.access_inventory()
+        access = {(t, d, r): (roles, title) for t, d, r, roles, title in accesses}
+        rows_by_revision: Counter[tuple[str, str, str]] = Counter((t, d, r) for t, d, r, _, _ in accesses)
         for (tenant, document_id), document in sorted(self.documents.items()):
-            if document.active_revision is None or document.status in _IN_FLIGHT:
+            revision = document.active_revision
+            if revision is None or document.status is DocumentStatus.DELETING:
                 continue
-            indexed = inventory.get((tenant, document_id, document.active_revision), 0)
+            if document.active_upload and not self.services.objects.exists(raw_key(tenant, document_id, document.active_upload)):
+                self.found("missing_raw_upload", tenant, document_id,
+                           "the served upload's raw object is gone; upload the file again to keep a source to re-index from")
+            indexed = inventory.get((tenant, document_id, revision), 0)
             if indexed != document.chunk_count:
                 self.found(
                     "missing_revision", tenant, document_id,
-                    f"active revision {document.active_revision[:12]} has {indexed} indexed chunks, the record says {document.chunk_count}",
+                    f"active revision {revision[:12]} has {indexed} indexed chunks, the record says {document.chunk_count}",
                     partial(self._republish, document),
                 )
+                continue
+            chunks = self.services.metadata.get_chunks(tenant, document_id, revision)
+            wrong_records = [c for c in chunks if c.allowed_roles != document.allowed_roles or c.title != document.title]
+            key = (tenant, document_id, revision)
+            wrong_index = rows_by_revision[key] != 1 or access.get(key) != (document.allowed_roles, document.title)
+            if wrong_records or wrong_index:
+                where = " and ".join(w for w, bad in (("chunk records", wrong_records), ("index rows", wrong_index)) if bad)
+                self.found("access_mismatch", tenant, document_id,
+                           f"the {where} of revision {revision[:12]} carry other roles or title than the record",
+                           partial(self._reaccess, document))
+
+    def _reaccess(self, document: Document) -> None:
+        """Rewrite the active revision's chunk records and index rows with the record's access fields."""
+        services, revision = self.services, document.active_revision
+        assert revision is not None
+        chunks = [c.model_copy(update={"allowed_roles": document.allowed_roles, "title": document.title})
+                  for c in services.metadata.get_chunks(document.tenant, document.document_id, revision)]
+        services.metadata.put_chunks(chunks)
+        self._index(chunks)
+
+    def _index(self, chunks: list) -> None:  # type: ignore[type-arg]
+        services = self.services
+        embed_stage(services, chunks)
+        cached = services.metadata.get_embeddings(services.embedder.identity, (c.content_hash for c in chunks))
+        services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), services.embedder.identity)
 
     def _republish(self, document: Document) -> None:
+        """Index the active revision again from its chunk records, or re-ingest the served upload's bytes."""
         services, tenant, document_id = self.services, document.tenant, document.document_id
-        revision = document.active_revision
-        assert revision is not None
-        chunks = services.metadata.get_chunks(tenant, document_id, revision)
-        if not chunks:
-            outcome = parse_stage(services, tenant, document_id)
-            revision = outcome.revision
-            chunks = chunk_stage(services, tenant, document_id, revision)
-        embed_stage(services, chunks)
-        publish_stage(services, tenant, document_id, revision)
+        assert document.active_revision is not None
+        chunks = services.metadata.get_chunks(tenant, document_id, document.active_revision)
+        if chunks:
+            self._index(chunks)
+            return
+        if document.active_upload is None:
+            raise NotFound("no chunk records and no served upload to re-index from")
+        data = services.objects.get(raw_key(tenant, document_id, document.active_upload))
+        upload = register(services, IngestRequest(
+            document_id=document_id, tenant=tenant, allowed_roles=document.allowed_roles, data=data,
+            filename=document.filename, title=document.title, source=document.source, locale=document.locale,
+        ))
+        outcome = parse_stage(services, upload)
+        if outcome.status == "parsed" and outcome.revision and outcome.content_sha256:
+            chunked = chunk_stage(services, upload)
+            if chunked is not None:
+                embed_stage(services, chunked.chunks)
+                publish_stage(services, upload, outcome.revision, outcome.content_sha256)
 
     def stuck_documents(self) -> None:
         now = utcnow()
         for (tenant, document_id), document in sorted(self.documents.items()):
-            if document.status not in _IN_FLIGHT or now - document.updated_at < self.stuck:
+            if document.status not in (DocumentStatus.PROCESSING, DocumentStatus.DELETING) or now - document.updated_at < self.stuck:
                 continue
             age = int((now - document.updated_at).total_seconds() // 60)
-            fix: Callable[[], object]
             if document.status is DocumentStatus.DELETING:
-                fix = partial(delete_document, self.services, tenant, document_id)
-            else:
-                stuck = _Stuck(f"processing did not finish within {age} minutes")
-                fix = partial(record_failure, self.services, tenant, document_id, stuck)
-            self.found("stuck", tenant, document_id, f"{document.status.value} for {age} minutes", fix)
+                self.found("stuck", tenant, document_id, f"deleting for {age} minutes",
+                           partial(delete_document, self.services, tenant, document_id))
+                continue
+            latest = next((u for u in self.uploads.values() if u.tenant == tenant and u.document_id == document_id
+                           and is_current(document, u)), None)
+            finishable = self._finishable(latest) if latest else None
+            if latest is not None and finishable is not None:
+                self.found("unswitched_upload", tenant, document_id,
+                           f"upload {latest.upload_id[:12]} was fully indexed {age} minutes ago but never became the active revision",
+                           partial(publish_stage, self.services, latest, *finishable))
+                continue
+            self.found("stuck", tenant, document_id, f"processing for {age} minutes",
+                       partial(self._fail_stuck, document, latest, age))
+
+    def _finishable(self, upload: Upload) -> tuple[str, str] | None:
+        """``(revision, content_sha256)`` of an upload whose revision is indexed in full."""
+        services = self.services
+        revision = _revision_of(services, upload)
+        if revision is None:
+            return None
+        records = services.metadata.get_chunks(upload.tenant, upload.document_id, revision)
+        if not records or services.index.count(upload.tenant, upload.document_id, revision) != len(records):
+            return None
+        artifact = ParsedArtifact.model_validate_json(services.objects.get(parsed_key(upload.tenant, upload.document_id, upload.upload_id)))
+        return revision, artifact.content_sha256
+
+    def _fail_stuck(self, document: Document, upload: Upload | None, age: int) -> None:
+        info = ErrorInfo(code="stuck", message=f"processing did not finish within {age} minutes; upload the file again")
+
+        def fail(d: Document) -> Document | None:
+            same = d.generation == document.generation and d.upload_seq == document.upload_seq
+            return d.model_copy(update={"status": DocumentStatus.FAILED, "error": info}) if same and d.status is DocumentStatus.PROCESSING else None
+
+        update_document(self.services.metadata, document.tenant, document.document_id, fail)
+        if upload is not None:
+            abandon(self.services, upload)
+
+    def uploads_check(self) -> None:
+        """Intents that can never move on again (superseded, or of a deleted document) are abandoned."""
+        for (tenant, document_id, upload_id), upload in sorted(self.uploads.items()):
+            document = self.documents.get((tenant, document_id))
+            if document is not None and (document.active_upload == upload_id or is_current(document, upload)):
+                continue
+            registering = document is not None and document.generation == upload.generation and upload.seq > document.upload_seq
+            if registering and not self.old(upload):
+                continue  # a register in progress: its record write comes right after the intent
+            why = "its document has no record" if document is None else "a newer upload or a delete came first"
+            self.found("orphan_upload", tenant, document_id, f"upload {upload_id[:12]} will never be published: {why}",
+                       partial(abandon, self.services, upload))
 
     def chunk_records(self) -> None:
         for tenant, document_id, revision, count in sorted(self.services.metadata.chunk_inventory()):
@@ -129,24 +238,34 @@ class _Audit:
                 )
 
     def objects(self) -> None:
-        for key in list(self.services.objects.list(RAW)):
-            _, tenant, document_id, _ = parse_key(key)
-            if (tenant, document_id) not in self.documents:
-                self.found("orphan_raw_object", tenant, document_id, f"{key} has no document record",
-                           partial(self.services.objects.delete, key))
-        for prefix in (PARSED, CHUNKS, EMBEDDED):
-            for key in list(self.services.objects.list(prefix)):
-                _, tenant, document_id, revision = parse_key(key)
-                assert revision is not None
-                if not self.expected(tenant, document_id, revision):
-                    self.found("orphan_artifact", tenant, document_id, f"{key} belongs to no served revision",
-                               partial(self.services.objects.delete, key))
+        objects = self.services.objects
+        for stage in STAGES:
+            for key in list(objects.list(f"{stage}/")):
+                try:
+                    _, tenant, document_id, upload_id = parse_key(key)
+                except InvalidInput:
+                    self.found("foreign_object", "", "", f"{key} is not a citewell object key; remove it by hand if it is not yours")
+                    continue
+                document = self.documents.get((tenant, document_id))
+                upload = self.uploads.get((tenant, document_id, upload_id))
+                keep = document is not None and (
+                    document.active_upload == upload_id
+                    or (upload is not None and (is_current(document, upload) or not self.old(upload)))
+                )
+                if keep:
+                    continue
+                self.found("orphan_object", tenant, document_id, f"{key} belongs to no served or current upload",
+                           partial(objects.delete, key))
+        for key, age in objects.temporaries(""):
+            if age >= self.stuck.total_seconds():
+                self.found("leftover_temporary", "", "", f"{key}: an unfinished write {int(age // 60)} minutes old",
+                           partial(objects.delete, key))
 
     def answers(self) -> None:
         metadata = self.services.metadata
         for tenant, document_id, revision, answer_id in sorted(metadata.citation_inventory()):
             document = self.documents.get((tenant, document_id))
-            if document is not None and (document.active_revision == revision or document.status in _IN_FLIGHT):
+            if document is not None and document.active_revision == revision:
                 continue
 
             def fix(t: str = tenant, d: str = document_id, r: str = revision, a: str = answer_id) -> None:
@@ -156,24 +275,35 @@ class _Audit:
                 metadata.drop_cached_answers(t, [a])
 
             self.found("dangling_citation", tenant, document_id,
-                       f"answer {answer_id} cites revision {revision[:12]}, which is no longer served", fix)
+                       f"answer {answer_id} rests on revision {revision[:12]}, which is no longer served", fix)
         for tenant, answer_id in sorted(metadata.cache_inventory()):
             record = metadata.get_answer(tenant, answer_id)
-            if record is None or record.source_deleted:
-                state = "a missing" if record is None else "a withdrawn"
+            stale = [c for c in (record.citations if record else []) if not c.deleted and
+                     getattr(self.documents.get((tenant, c.document_id)), "active_revision", None) != c.revision]
+            if record is None or record.source_deleted or stale:
+                state = "a missing" if record is None else "a withdrawn" if record.source_deleted else "an outdated"
                 self.found("dangling_cache", tenant, "", f"a cached answer points at {state} answer {answer_id}",
                            partial(metadata.drop_cached_answers, tenant, [answer_id]))
 
     def embeddings(self) -> None:
-        ours = {self.services.embedder.identity, f"{self.services.embedder.identity}#sentences"}
-        for identity, count in sorted(self.services.metadata.embedding_identities().items()):
-            if identity not in ours:
-                self.found("foreign_embeddings", "", "", f"{count} cached embeddings under {identity}",
-                           partial(self.services.metadata.delete_identity, identity))
-
-
-class _Stuck(CitewellError):
-    code = "stuck"
+        metadata, identity = self.services.metadata, self.services.embedder.identity
+        sentences = f"{identity}#sentences"
+        for other, count in sorted(metadata.embedding_identities().items()):
+            if other not in (identity, sentences):
+                self.found("foreign_embeddings", "", "", f"{count} cached embeddings under {other}",
+                           partial(metadata.delete_identity, other))
+        cached = metadata.embedding_hashes(identity)
+        unused = cached - metadata.hashes_in_use(cached)
+        if unused:
+            self.found("unused_embeddings", "", "", f"{len(unused)} cached chunk embeddings are used by no chunk",
+                       partial(metadata.delete_embeddings, identity, unused))
+        cached_sentences = metadata.embedding_hashes(sentences)
+        if cached_sentences:
+            texts = [c.text for t, d, r, _ in metadata.chunk_inventory() for c in metadata.get_chunks(t, d, r)]
+            unused = cached_sentences - _sentence_hashes(texts)
+            if unused:
+                self.found("unused_embeddings", "", "", f"{len(unused)} cached sentence embeddings are of no current chunk",
+                           partial(metadata.delete_embeddings, sentences, unused))
 
 
 def audit(services: Services, repair: bool = False, stuck: timedelta | None = None) -> AuditReport:
@@ -181,11 +311,12 @@ def audit(services: Services, repair: bool = False, stuck: timedelta | None = No
     inventory = run.index()
     run.live(inventory)
     run.stuck_documents()
+    run.uploads_check()
     run.chunk_records()
     run.objects()
     run.answers()
     run.embeddings()
-    if repair:  # also finishes a deletion that stopped after its record was removed
-        services.index.compact()
-        services.metadata.compact()
+    if repair:  # also finishes a deletion whose compaction was pending
+        for line in compact(services):
+            run.found("pending_compaction", "", "", line)
     return AuditReport(ok=all(f.repaired for f in run.findings), findings=run.findings)

@@ -120,15 +120,14 @@ def _continues(text: str, blocks: Sequence[Block], starts: list[int], end: int, 
 
 
 class Chunker:
-    """Turns one parsed revision into chunks; access fields come from the document record."""
+    """Turns one parsed revision into chunks; access fields come from the upload being published."""
 
     def __init__(self, count_tokens: TokenCounter, config: ChunkingConfig | None = None) -> None:
         self.count_tokens = count_tokens
         self.config = config or ChunkingConfig()
 
-    def chunk(self, parsed: ParsedDocument, document: Document) -> list[Chunk]:
+    def chunk(self, parsed: ParsedDocument, document: Document, revision: str) -> list[Chunk]:
         text = parsed.text
-        revision = parsed.revision
         blocks = parsed.blocks  # in text order and disjoint, so starts and ends are both sorted
         starts, ends = [b.start for b in blocks], [b.end for b in blocks]
         chunks: list[Chunk] = []

@@ -15,7 +15,7 @@ from typing import Any
 
 from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput
-from citewell.models import Identity, validate_name, validate_tenant
+from citewell.models import Identity, validate_document_id, validate_name, validate_tenant
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -33,6 +33,13 @@ def _roles(value: str) -> frozenset[str]:
 def _tenant(value: str) -> str:
     try:
         return validate_tenant(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _document_id(value: str) -> str:
+    try:
+        return validate_document_id(value)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -57,29 +64,31 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", parents=[common], help="hybrid search under an identity")
     p.add_argument("question")
-    p.add_argument("--tenant", required=True)
+    p.add_argument("--tenant", required=True, type=_tenant)
     p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--lanes", default="bm25,vector", help="bm25, vector or both")
 
     p = sub.add_parser("ask", parents=[common], help="a cited answer, or an honest refusal")
     p.add_argument("question")
-    p.add_argument("--tenant", required=True)
+    p.add_argument("--tenant", required=True, type=_tenant)
     p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
 
     p = sub.add_parser("citations", parents=[common], help="what a recorded answer rested on")
     p.add_argument("answer_id")
-    p.add_argument("--tenant", required=True)
+    p.add_argument("--tenant", required=True, type=_tenant)
+    p.add_argument("--roles", required=True, type=_roles,
+                   help="the reader's roles: an answer shows only to a reader who may read every document it cites")
 
     p = sub.add_parser("delete", parents=[common], help="delete a document and every trace of it")
-    p.add_argument("document_id")
+    p.add_argument("document_id", type=_document_id)
     p.add_argument("--tenant", required=True, type=_tenant)
 
     p = sub.add_parser("audit", parents=[common], help="check records, artifacts, index and caches agree")
     p.add_argument("--repair", action="store_true", help="fix what can safely be fixed")
 
     p = sub.add_parser("docs", parents=[common], help="list a tenant's documents")
-    p.add_argument("--tenant", required=True)
+    p.add_argument("--tenant", required=True, type=_tenant)
 
     p = sub.add_parser("eval", parents=[common], help="retrieval quality on a BEIR-layout folder")
     p.add_argument("dataset", type=Path)
@@ -123,6 +132,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if len(files) != 1 and (args.doc_id or args.title or args.source):
         raise InvalidInput("--doc-id, --title and --source need exactly one file")
     ids = [args.doc_id or doc_id for _, doc_id in files]
+
     if len(set(ids)) != len(ids):
         raise InvalidInput("two files map to the same document id; ingest them separately with --doc-id")
     services = open_local(args.home)
@@ -137,7 +147,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         task = progress.add_task("ingest", total=len(files))
         outcomes = ingest(services, requests, on_done=lambda _: progress.advance(task))
     payload = {"documents": [o.model_dump(mode="json") for o in outcomes]}
-    return payload, EXIT_FAILED if any(o.status == "failed" for o in outcomes) else EXIT_OK
+    return payload, EXIT_FAILED if any(o.status in ("failed", "superseded") for o in outcomes) else EXIT_OK
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -167,7 +177,7 @@ def cmd_citations(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.service import recorded_citations
     from citewell.services import open_local
 
-    record = recorded_citations(open_local(args.home), args.tenant, args.answer_id)
+    record = recorded_citations(open_local(args.home), Identity(tenant=args.tenant, roles=args.roles), args.answer_id)
     return record.model_dump(mode="json"), EXIT_OK
 
 
@@ -175,7 +185,10 @@ def cmd_delete(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.deletion import delete_document
     from citewell.services import open_local
 
-    return delete_document(open_local(args.home), args.tenant, args.document_id).model_dump(), EXIT_OK
+    report = delete_document(open_local(args.home), args.tenant, args.document_id)
+    for line in report.pending:
+        print(f"citewell: pending: {line}", file=sys.stderr)
+    return report.model_dump(), EXIT_FAILED if report.pending else EXIT_OK
 
 
 def cmd_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:

@@ -1,27 +1,34 @@
-"""Deletion that removes the data everywhere and says what it removed.
+"""Deletion that removes the data everywhere and says what it removed, and what is still pending.
 
 One implementation behind the ports, used for a whole document (CLI, API, S3 removal) and
 for a replaced revision (publish). Order matters: the document stops being served first (a
-tombstone record and a new tenant epoch), then every copy goes, the record last. A crash at
-any point leaves a document that is not served, and a rerun finishes the job.
+``deleting`` record, which also stops every in-flight upload of it at its next stage, and a
+new tenant epoch), then every copy goes, the record last. A crash at any point leaves a
+document that is not served, and a rerun (or the audit) finishes the job.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from citewell.chunking import sentence_spans
 from citewell.errors import NotFound
-from citewell.keys import CHUNKS, EMBEDDED, PARSED, artifact_keys, raw_key
-from citewell.models import AnswerRecord, Citation, DocumentStatus, sha256_text
+from citewell.keys import STAGES, document_prefix
+from citewell.models import AnswerRecord, Citation, Document, DocumentStatus, sha256_text
+from citewell.records import update_document
 from citewell.services import Services
+
+STORES = ("documents", "uploads", "raw_objects", "artifacts", "chunk_records", "index_chunks", "embeddings",
+          "cached_answers", "citations")
+PENDING_HINT = "another process holds a read transaction; `citewell audit --repair` (or the next delete) finishes it"
 
 
 class DeletionReport(BaseModel):
     document_id: str
     removed: dict[str, int]
+    pending: list[str] = Field(default_factory=list)  # removals that could not finish now; empty when every byte is gone
 
 
 def _sentence_hashes(texts: list[str]) -> set[str]:
@@ -34,29 +41,40 @@ def _sentence_hashes(texts: list[str]) -> set[str]:
 
 
 def withdraw_citations(record: AnswerRecord, document_id: str, revision: str | None) -> tuple[AnswerRecord, int]:
-    """Citations of the removed source keep only their ref; the answer text, which quotes it, goes,
-    and so does the question, which may quote it too."""
-    hit = 0
+    """An answer resting on the removed source (cited, or read as evidence) loses its text, which
+    may quote it, and its question, which may too; its citations of that source keep only their ref."""
+    def removed(doc: str, rev: str) -> bool:
+        return doc == document_id and (revision is None or rev == revision)
+
+    hit = sum(removed(s.document_id, s.revision) for s in record.considered)
     citations = []
     for citation in record.citations:
-        if citation.document_id == document_id and (revision is None or citation.revision == revision):
+        if not citation.deleted and removed(citation.document_id, citation.revision):
             citations.append(Citation(ref=citation.ref, deleted=True))
             hit += 1
         else:
             citations.append(citation)
     if not hit:
         return record, 0
-    withdrawn = {"citations": citations, "answer": None, "question": "", "source_deleted": True}
+    considered = [s for s in record.considered if not removed(s.document_id, s.revision)]
+    withdrawn = {"citations": citations, "considered": considered, "answer": None, "question": "", "source_deleted": True}
     return record.model_copy(update=withdrawn), hit
 
 
+def _withdraw_answers(services: Services, tenant: str, document_id: str, revision: str | None, removed: Counter[str]) -> None:
+    answers = services.metadata.answers_citing(tenant, document_id, revision)
+    for record in answers:
+        updated, count = withdraw_citations(record, document_id, revision)
+        services.metadata.put_answer(updated)
+        removed["citations"] += count
+    removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, [a.answer_id for a in answers])
+
+
 def purge_revision(services: Services, tenant: str, document_id: str, revision: str, removed: Counter[str]) -> None:
-    """Remove one revision's chunks, vectors, records, artifacts, unused embeddings and citations."""
+    """Remove one revision's index rows, chunk records, unused embeddings, and the answers resting on it."""
     chunks = services.metadata.get_chunks(tenant, document_id, revision)
     removed["index_chunks"] += services.index.delete_revision(tenant, document_id, revision)
     removed["chunk_records"] += services.metadata.delete_chunks(tenant, document_id, revision)
-    for key in artifact_keys(tenant, document_id, revision):
-        removed["artifacts"] += services.objects.delete(key)
     identity = services.embedder.identity
     hashes = {c.content_hash for c in chunks}
     removed["embeddings"] += services.metadata.delete_embeddings(identity, hashes - services.metadata.hashes_in_use(hashes))
@@ -67,48 +85,47 @@ def purge_revision(services: Services, tenant: str, document_id: str, revision: 
     ]
     sentences = _sentence_hashes([c.text for c in chunks]) - _sentence_hashes(live_texts)
     removed["embeddings"] += services.metadata.delete_embeddings(f"{identity}#sentences", sentences)
-    answers = services.metadata.answers_citing(tenant, document_id, revision)
-    for record in answers:
-        updated, count = withdraw_citations(record, document_id, revision)
-        services.metadata.put_answer(updated)
-        removed["citations"] += count
-    removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, [a.answer_id for a in answers])
+    _withdraw_answers(services, tenant, document_id, revision, removed)
+
+
+def compact(services: Services) -> list[str]:
+    """Make every deletion so far physical; what could not finish now is named."""
+    pending = []
+    if not services.index.compact():
+        pending.append(f"index: removed rows remain in its files until the next compaction ({PENDING_HINT})")
+    if not services.metadata.compact():
+        pending.append(f"metadata: removed records remain in its log until the next compaction ({PENDING_HINT})")
+    return pending
 
 
 def delete_document(services: Services, tenant: str, document_id: str) -> DeletionReport:
     """Delete every trace of a document in ``tenant``. Idempotent; unknown ids are an error."""
-    document = services.metadata.get_document(tenant, document_id)
+    prefixes = [document_prefix(stage, tenant, document_id) for stage in STAGES]  # validates tenant and id
+
+    def tombstone(d: Document) -> Document:
+        return d.model_copy(update={"status": DocumentStatus.DELETING, "active_revision": None, "active_upload": None,
+                                    "error": None})
+
+    marked = update_document(services.metadata, tenant, document_id, tombstone)
     revisions = set(services.metadata.chunk_revisions(tenant, document_id)) | set(services.index.revisions(tenant, document_id))
-    artifacts = [
-        key
-        for prefix in (f"{stage}/{tenant}/{document_id}/" for stage in (PARSED, CHUNKS, EMBEDDED))
-        for key in services.objects.list(prefix)
-    ]
-    raw_exists = services.objects.exists(raw_key(tenant, document_id))
-    if document is None and not revisions and not artifacts and not raw_exists:
-        services.metadata.compact()  # finishes a deletion that stopped right after removing the record
+    objects = [key for prefix in prefixes for key in services.objects.list(prefix)]
+    unfinished = [key for prefix in prefixes for key, _ in services.objects.temporaries(prefix)]
+    uploads = services.metadata.list_uploads(tenant, document_id)
+    if marked is None and not (revisions or objects or unfinished or uploads):
+        compact(services)  # finishes a deletion that stopped right after removing the record
         raise NotFound(f"no document {document_id!r} in tenant {tenant!r}")
     removed: Counter[str] = Counter()
-    if document is not None:
-        services.metadata.put_document(
-            document.model_copy(update={"status": DocumentStatus.DELETING, "active_revision": None, "error": None})
-        )
     removed["cached_answers"] += services.metadata.bump_epoch(tenant)
     for revision in sorted(revisions):
         purge_revision(services, tenant, document_id, revision, removed)
     removed["index_chunks"] += services.index.delete_document(tenant, document_id)
-    for key in artifacts:
-        removed["artifacts"] += services.objects.delete(key)
-    # Answers citing a revision no longer known anywhere else (a crash between steps) are withdrawn too.
-    for record in services.metadata.answers_citing(tenant, document_id):
-        updated, count = withdraw_citations(record, document_id, None)
-        services.metadata.put_answer(updated)
-        removed["citations"] += count
-    removed["raw_objects"] += services.objects.delete(raw_key(tenant, document_id))
-    services.index.compact()
-    removed["documents"] += services.metadata.delete_document(tenant, document_id)
-    services.metadata.compact()
-    return DeletionReport(document_id=document_id, removed={k: removed[k] for k in STORES})
-
-
-STORES = ("documents", "raw_objects", "artifacts", "chunk_records", "index_chunks", "embeddings", "cached_answers", "citations")
+    for key in objects + unfinished:
+        removed["raw_objects" if key.startswith(prefixes[0]) else "artifacts"] += services.objects.delete(key)
+    # Answers resting on a revision no longer known anywhere else (a crash between steps) go too.
+    _withdraw_answers(services, tenant, document_id, None, removed)
+    for upload in uploads:
+        removed["uploads"] += services.metadata.delete_upload(tenant, document_id, upload.upload_id)
+    if marked is not None:
+        removed["documents"] += services.metadata.delete_document(tenant, document_id, marked.generation)
+    pending = compact(services)
+    return DeletionReport(document_id=document_id, removed={k: removed[k] for k in STORES}, pending=pending)

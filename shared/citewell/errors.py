@@ -101,3 +101,9 @@ class UndecodableText(IngestError):
 
 class CorruptFile(IngestError):
     code = "corrupt_file"
+
+
+class UploadMissing(IngestError):
+    """The upload's bytes are gone (removed from the bucket before it was parsed)."""
+
+    code = "upload_missing"

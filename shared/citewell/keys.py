@@ -1,43 +1,84 @@
-"""Object keys of raw uploads and stage artifacts. One place, so every store agrees."""
+"""Object keys of raw uploads and stage artifacts. One place, so every store agrees.
+
+A key is ``STAGE/TENANT/DOCUMENT/UPLOAD``: the tenant and document id are validated here
+(whatever the caller passed, no key leaves its tenant's prefix) and the document id is
+percent-encoded into one path segment, so ``guide`` and ``guide/intro.md`` never share a
+prefix. Everything is keyed by upload: each upload owns its objects and nobody else's.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
+from urllib.parse import quote, unquote
+
+from citewell.errors import InvalidInput
+from citewell.models import validate_document_id, validate_tenant, validate_token
 
 RAW = "raw"
 PARSED = "parsed"
 CHUNKS = "chunks"
 EMBEDDED = "embedded"
+STAGES = (RAW, PARSED, CHUNKS, EMBEDDED)
+_SUFFIX = {RAW: "", PARSED: ".json", CHUNKS: ".json", EMBEDDED: ".json"}
 
 
-def raw_key(tenant: str, document_id: str) -> str:
-    return f"{RAW}/{tenant}/{document_id}"
+class ObjectKey(NamedTuple):
+    stage: str
+    tenant: str
+    document_id: str
+    upload_id: str
 
 
-def parsed_key(tenant: str, document_id: str, revision: str) -> str:
-    return f"{PARSED}/{tenant}/{document_id}/{revision}.json"
+def _checked(tenant: str, document_id: str) -> tuple[str, str]:
+    try:
+        return validate_tenant(tenant), quote(validate_document_id(document_id), safe="")
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
 
 
-def chunks_key(tenant: str, document_id: str, revision: str) -> str:
-    return f"{CHUNKS}/{tenant}/{document_id}/{revision}.json"
+def document_prefix(stage: str, tenant: str, document_id: str) -> str:
+    """Every object of one document at one stage, and nothing of any other document."""
+    tenant, encoded = _checked(tenant, document_id)
+    return f"{stage}/{tenant}/{encoded}/"
 
 
-def embedded_key(tenant: str, document_id: str, revision: str) -> str:
-    """A marker the embed stage writes when every chunk of a revision has its vector."""
-    return f"{EMBEDDED}/{tenant}/{document_id}/{revision}.json"
+def object_key(stage: str, tenant: str, document_id: str, upload_id: str) -> str:
+    try:
+        validate_token(upload_id)
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
+    return f"{document_prefix(stage, tenant, document_id)}{upload_id}{_SUFFIX[stage]}"
 
 
-def artifact_keys(tenant: str, document_id: str, revision: str) -> list[str]:
-    """Every stage artifact one revision can leave behind."""
-    return [
-        parsed_key(tenant, document_id, revision),
-        chunks_key(tenant, document_id, revision),
-        embedded_key(tenant, document_id, revision),
-    ]
+def raw_key(tenant: str, document_id: str, upload_id: str) -> str:
+    return object_key(RAW, tenant, document_id, upload_id)
 
 
-def parse_key(key: str) -> tuple[str, str, str, str | None]:
-    """``(stage, tenant, document_id, revision)`` of an object key; raw keys have no revision."""
-    stage, tenant, rest = key.split("/", 2)
-    if stage == RAW:
-        return stage, tenant, rest, None
-    document_id, _, name = rest.rpartition("/")
-    return stage, tenant, document_id, name.removesuffix(".json")
+def parsed_key(tenant: str, document_id: str, upload_id: str) -> str:
+    return object_key(PARSED, tenant, document_id, upload_id)
+
+
+def chunks_key(tenant: str, document_id: str, upload_id: str) -> str:
+    return object_key(CHUNKS, tenant, document_id, upload_id)
+
+
+def embedded_key(tenant: str, document_id: str, upload_id: str) -> str:
+    """A marker the embed stage writes when every chunk of an upload has its vector."""
+    return object_key(EMBEDDED, tenant, document_id, upload_id)
+
+
+def upload_keys(tenant: str, document_id: str, upload_id: str) -> list[str]:
+    """Every object one upload can leave behind, its raw bytes included."""
+    return [object_key(stage, tenant, document_id, upload_id) for stage in STAGES]
+
+
+def parse_key(key: str) -> ObjectKey:
+    """The parts of an object key; anything not built by :func:`object_key` is InvalidInput."""
+    parts = key.split("/")
+    if len(parts) != 4 or parts[0] not in STAGES or not parts[3].endswith(_SUFFIX[parts[0]]):
+        raise InvalidInput(f"not a citewell object key: {key!r}")
+    stage, tenant, encoded, name = parts
+    found = ObjectKey(stage, tenant, unquote(encoded), name.removesuffix(_SUFFIX[stage]) if _SUFFIX[stage] else name)
+    if object_key(*found) != key:  # validates every part, and refuses a second spelling of one key
+        raise InvalidInput(f"not a citewell object key: {key!r}")
+    return found

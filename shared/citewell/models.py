@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from datetime import datetime, timezone
 from enum import StrEnum
 
@@ -47,6 +48,15 @@ def validate_name(value: str, what: str) -> str:
     return value
 
 
+_TOKEN = re.compile(r"[0-9a-f]{32}")
+
+
+def validate_token(value: str) -> str:
+    if not isinstance(value, str) or not _TOKEN.fullmatch(value):
+        raise ValueError("not an upload id: 32 lowercase hex digits expected")
+    return value
+
+
 def validate_tenant(value: str) -> str:
     """The one grammar of tenants: it names a key prefix in every store, so letters, digits,
     '_', '.' and '-' only, starting with a letter or digit (never '.', '..' or a separator)."""
@@ -79,13 +89,73 @@ class DocumentStatus(StrEnum):
     DELETING = "deleting"  # a tombstone: no longer served; a rerun of the deletion finishes it
 
 
+def new_token() -> str:
+    """A random id: upload ids and record generations."""
+    return uuid.uuid4().hex
+
+
+def publication_revision(content_sha256: str, upload_id: str) -> str:
+    """A revision is one upload's publication of a text: unique per upload, so everything a
+    revision owns (chunk records, index rows, artifacts) is written and removed by one owner."""
+    return sha256_text(f"{content_sha256}:{upload_id}")
+
+
 class ErrorInfo(BaseModel):
     code: str
     message: str
 
 
+class Upload(BaseModel):
+    """An immutable upload intent, recorded at register. Every stage works from the intent it
+    was handed, never from the live record, so a later upload or a delete cannot change what
+    an earlier upload publishes, only stop it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    upload_id: str
+    seq: int  # per document, in register order: an older upload never replaces a newer one
+    generation: str  # the record's life this upload belongs to: a delete ends it
+    document_id: str
+    tenant: str
+    allowed_roles: frozenset[str]
+    title: str | None = None
+    source: str = ""
+    filename: str | None = None
+    locale: str = "en"
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("document_id")
+    @classmethod
+    def _document_id(cls, v: str) -> str:
+        return validate_document_id(v)
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant(cls, v: str) -> str:
+        return validate_tenant(v)
+
+    @field_validator("upload_id", "generation")
+    @classmethod
+    def _token(cls, v: str) -> str:
+        return validate_token(v)
+
+    @field_validator("allowed_roles")
+    @classmethod
+    def _roles(cls, v: frozenset[str]) -> frozenset[str]:
+        if not v:
+            raise ValueError("a document needs at least one allowed role")
+        return frozenset(validate_name(r, "role") for r in v)
+
+
 class Document(BaseModel):
-    """The authoritative record of one document. ``active_revision`` is what is served."""
+    """The authoritative record of one document. ``active_revision`` is what is served, and
+    the access fields (roles, title, source) are those it was published with; a pending
+    upload's fields live in its :class:`Upload` until it is published.
+
+    Every write is a compare-and-set on ``version``; ``generation`` names this life of the
+    record (a delete ends it, a later upload starts a new one); ``upload_seq`` is the latest
+    registered upload, the only one allowed to move the record on.
+    """
 
     document_id: str
     tenant: str
@@ -102,6 +172,11 @@ class Document(BaseModel):
     effective_until: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    generation: str = ""
+    version: int = 0  # 0: not stored yet
+    upload_seq: int = 0
+    active_upload: str | None = None
+    content_sha256: str | None = None  # of the active revision's extracted text
 
     @field_validator("document_id")
     @classmethod
@@ -173,7 +248,7 @@ class ParsedDocument(BaseModel):
     title: str | None = None
 
     @property
-    def revision(self) -> str:
+    def content_sha256(self) -> str:
         return sha256_text(self.text)
 
 
@@ -274,8 +349,17 @@ class Answer(BaseModel):
     source_deleted: bool = False
 
 
+class SourceRef(BaseModel):
+    """A revision an answer read as evidence, cited or not: its question may quote it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document_id: str
+    revision: str
+
+
 class AnswerRecord(BaseModel):
-    """What an answer rested on, kept so anyone can later ask."""
+    """What an answer rested on, kept so a caller who may read all of it can later ask."""
 
     answer_id: str
     tenant: str
@@ -287,7 +371,13 @@ class AnswerRecord(BaseModel):
     generator: str
     degraded: list[str] = Field(default_factory=list)
     source_deleted: bool = False  # a source was removed since; the answer and question were withdrawn with it
+    considered: list[SourceRef] = Field(default_factory=list)  # every evidence revision, so a refusal is withdrawn too
     created_at: datetime = Field(default_factory=utcnow)
+
+    def rests_on(self) -> set[tuple[str, str]]:
+        """``(document_id, revision)`` of every cited or considered source still recorded."""
+        cited = {(c.document_id, c.revision) for c in self.citations if not c.deleted}
+        return cited | {(s.document_id, s.revision) for s in self.considered}
 
 
 class EvidenceSpan(BaseModel):

@@ -12,7 +12,7 @@ from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.verify import verify
 from citewell.errors import GeneratorUnavailable, NotFound
-from citewell.models import Answer, AnswerRecord, Citation, Draft, Identity
+from citewell.models import Answer, AnswerRecord, Citation, Draft, Identity, SourceRef
 from citewell.ports import Generator
 from citewell.search import LANES, search
 from citewell.services import Services
@@ -81,9 +81,12 @@ def ask(
                 fallback = "; answering extractively" if candidate is not chain[-1] else "; refusing"
                 degraded.append(f"generator unavailable: {candidate.name} ({error.message}){fallback}")
     text, citations = verify(draft, evidence)
+    considered = sorted({SourceRef(document_id=e.document_id, revision=e.revision) for e in evidence},
+                        key=lambda s: (s.document_id, s.revision))
     record = AnswerRecord(
         answer_id=uuid.uuid4().hex, tenant=identity.tenant, roles=sorted(identity.roles), question=question,
         answer=text, refused=text is None, citations=citations, generator=used.name, degraded=degraded,
+        considered=considered,
     )
     services.metadata.put_answer(record)
     if not degraded:  # a degraded answer is not worth keeping once the service is back
@@ -91,8 +94,16 @@ def ask(
     return _answer(record)
 
 
-def recorded_citations(services: Services, tenant: str, answer_id: str) -> AnswerRecord:
-    record = services.metadata.get_answer(tenant, answer_id)
-    if record is None:
-        raise NotFound(f"no answer {answer_id!r} in tenant {tenant!r}")
+def recorded_citations(services: Services, identity: Identity, answer_id: str) -> AnswerRecord:
+    """A recorded answer, only for a caller who may read every document it cites, as those
+    documents are now (an answer citing nothing, a refusal or a withdrawn one: a caller holding
+    every role of whoever asked). Anyone else gets the same NotFound as for a missing answer."""
+    record = services.metadata.get_answer(identity.tenant, answer_id) if not identity.is_empty else None
+    live = [c for c in (record.citations if record else []) if not c.deleted]
+    visible = record is not None and (
+        _still_current(services, identity, live) if live else set(record.roles) <= identity.roles
+    )
+    if not visible:
+        raise NotFound(f"no answer {answer_id!r} for this caller")
+    assert record is not None
     return record

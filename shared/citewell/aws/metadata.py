@@ -1,13 +1,15 @@
 """MetadataStore on one DynamoDB table (partition key ``pk``, sort key ``sk``, GSI ``by_hash``).
 
 Item layout, by partition:
-- ``T#tenant``: ``D#doc`` document records, ``R#doc#revision`` revision markers (with the
-  chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
-  ``EPOCH`` the tenant's corpus epoch.
+- ``T#tenant``: ``D#doc`` document records (``version`` and ``generation`` beside the JSON, for
+  conditional writes), ``U#doc#upload`` upload intents, ``R#doc#revision`` revision markers
+  (with the chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
+  ``EPOCH`` the tenant's corpus epoch. Document ids cannot contain ``#``, so no prefix of one
+  document's keys matches another's.
 - ``C#tenant#doc#revision``: ``K#chunk_id`` chunk records (``content_hash`` feeds the GSI).
-- ``X#tenant#doc``: ``revision#answer`` citation index entries.
+- ``X#tenant#doc``: ``revision#answer`` entries: the answers that cite or considered a revision.
 - ``E#identity``: ``hash`` cached embeddings (float32 bytes).
-The revision switch is a conditional write on ``active_revision``.
+Every document write is a compare-and-set on ``version``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, utcnow
+from citewell.models import AnswerRecord, Chunk, Document, Upload, utcnow
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
 HASH_INDEX = "by_hash"
@@ -51,11 +53,11 @@ class DynamoMetadataStore:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _prefixed(self, pk: str, prefix: str) -> Iterator[dict[str, Any]]:
+    def _prefixed(self, pk: str, prefix: str, consistent: bool = False) -> Iterator[dict[str, Any]]:
         from boto3.dynamodb.conditions import Key
 
         condition = Key("pk").eq(pk) & Key("sk").begins_with(prefix) if prefix else Key("pk").eq(pk)
-        return self._query(KeyConditionExpression=condition)
+        return self._query(KeyConditionExpression=condition, ConsistentRead=consistent)
 
     def _batch_get(self, keys: Sequence[tuple[str, str]], consistent: bool = False) -> Iterator[dict[str, Any]]:
         """Items by key, 100 keys a request, retrying what DynamoDB leaves unprocessed."""
@@ -89,34 +91,55 @@ class DynamoMetadataStore:
     def list_documents(self, tenant: str) -> list[Document]:
         return [Document.model_validate_json(i["record"]) for i in self._prefixed(f"T#{tenant}", "D#")]
 
-    def put_document(self, document: Document) -> None:
-        document = document.model_copy(update={"updated_at": utcnow()})
-        self.table.put_item(Item={
-            "pk": f"T#{document.tenant}", "sk": f"D#{document.document_id}",
-            "record": document.model_dump_json(), "active_revision": document.active_revision or "-",
-        })
+    def save_document(self, document: Document) -> Document | None:
+        stored = document.model_copy(update={"version": document.version + 1, "updated_at": utcnow()})
+        item = {
+            "pk": f"T#{document.tenant}", "sk": f"D#{document.document_id}", "record": stored.model_dump_json(),
+            "version": stored.version, "generation": stored.generation,
+        }
+        condition: dict[str, Any] = (
+            {"ConditionExpression": "attribute_not_exists(pk)"} if document.version == 0 else
+            {"ConditionExpression": "version = :expected", "ExpressionAttributeValues": {":expected": document.version}}
+        )
+        try:
+            self.table.put_item(Item=item, **condition)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return stored
 
-    def delete_document(self, tenant: str, document_id: str) -> int:
-        reply = self.table.delete_item(Key={"pk": f"T#{tenant}", "sk": f"D#{document_id}"}, ReturnValues="ALL_OLD")
+    def delete_document(self, tenant: str, document_id: str, generation: str | None = None) -> int:
+        condition: dict[str, Any] = {}
+        if generation is not None:
+            condition = {"ConditionExpression": "generation = :g", "ExpressionAttributeValues": {":g": generation}}
+        try:
+            reply = self.table.delete_item(Key={"pk": f"T#{tenant}", "sk": f"D#{document_id}"}, ReturnValues="ALL_OLD", **condition)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return 0
         return 1 if reply.get("Attributes") else 0
 
-    def switch_revision(self, tenant: str, document_id: str, expected: str | None, new: str, chunk_count: int) -> bool:
-        document = self.get_document(tenant, document_id)
-        if document is None or document.active_revision != expected:
-            return False
-        updated = document.model_copy(update={
-            "active_revision": new, "chunk_count": chunk_count, "status": DocumentStatus.PUBLISHED, "error": None,
-            "updated_at": utcnow(),
+    # -- upload intents ------------------------------------------------------------------
+
+    def put_upload(self, upload: Upload) -> None:
+        self.table.put_item(Item={
+            "pk": f"T#{upload.tenant}", "sk": f"U#{upload.document_id}#{upload.upload_id}", "record": upload.model_dump_json(),
         })
-        try:
-            self.table.put_item(
-                Item={"pk": f"T#{tenant}", "sk": f"D#{document_id}", "record": updated.model_dump_json(), "active_revision": new},
-                ConditionExpression="active_revision = :expected",
-                ExpressionAttributeValues={":expected": expected or "-"},
-            )
-        except self.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+
+    def get_upload(self, tenant: str, document_id: str, upload_id: str) -> Upload | None:
+        item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"U#{document_id}#{upload_id}"}, ConsistentRead=True).get("Item")
+        return Upload.model_validate_json(item["record"]) if item else None
+
+    def list_uploads(self, tenant: str, document_id: str) -> list[Upload]:
+        items = self._prefixed(f"T#{tenant}", f"U#{document_id}#", consistent=True)
+        return sorted((Upload.model_validate_json(i["record"]) for i in items), key=lambda u: u.seq)
+
+    def delete_upload(self, tenant: str, document_id: str, upload_id: str) -> int:
+        reply = self.table.delete_item(Key={"pk": f"T#{tenant}", "sk": f"U#{document_id}#{upload_id}"}, ReturnValues="ALL_OLD")
+        return 1 if reply.get("Attributes") else 0
+
+    def upload_inventory(self) -> list[Upload]:
+        from boto3.dynamodb.conditions import Attr
+
+        return [Upload.model_validate_json(i["record"]) for i in self._scan(FilterExpression=Attr("sk").begins_with("U#"))]
 
     # -- chunk records -----------------------------------------------------------------
 
@@ -174,16 +197,14 @@ class DynamoMetadataStore:
         self.table.put_item(Item={"pk": f"T#{record.tenant}", "sk": f"A#{record.answer_id}", "record": record.model_dump_json()})
         if previous is not None:  # a rewritten answer (a withdrawn citation) drops its old index entries
             self._delete_all(
-                (f"X#{record.tenant}#{c.document_id}", f"{c.revision}#{record.answer_id}") for c in previous.citations if not c.deleted
+                (f"X#{record.tenant}#{document_id}", f"{revision}#{record.answer_id}") for document_id, revision in previous.rests_on()
             )
         with self.table.batch_writer() as batch:
-            for citation in record.citations:
-                if not citation.deleted:
-                    batch.put_item(Item={
-                        "pk": f"X#{record.tenant}#{citation.document_id}", "sk": f"{citation.revision}#{record.answer_id}",
-                        "tenant": record.tenant, "document_id": citation.document_id, "revision": citation.revision,
-                        "answer_id": record.answer_id,
-                    })
+            for document_id, revision in sorted(record.rests_on()):
+                batch.put_item(Item={
+                    "pk": f"X#{record.tenant}#{document_id}", "sk": f"{revision}#{record.answer_id}",
+                    "tenant": record.tenant, "document_id": document_id, "revision": revision, "answer_id": record.answer_id,
+                })
 
     def get_answer(self, tenant: str, answer_id: str) -> AnswerRecord | None:
         item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"A#{answer_id}"}, ConsistentRead=True).get("Item")
@@ -237,8 +258,12 @@ class DynamoMetadataStore:
         present = self.get_embeddings(identity, content_hashes)
         return self._delete_all((f"E#{identity}", h) for h in present)
 
-    def compact(self) -> None:
+    def compact(self) -> bool:
         """Nothing to do: DynamoDB keeps no deleted item (point-in-time backups are the table's policy)."""
+        return True
+
+    def embedding_hashes(self, identity: str) -> set[str]:
+        return {str(i["sk"]) for i in self._prefixed(f"E#{identity}", "")}
 
     # -- inventories, for the audit ----------------------------------------------------
 

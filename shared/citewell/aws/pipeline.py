@@ -1,9 +1,11 @@
 """The ingestion chain on AWS: each object the previous stage writes triggers the next one.
 
 ``raw/`` -> parse (writes ``parsed/``) -> chunk (writes ``chunks/``) -> embed (writes the
-``embedded/`` marker) -> publish. Every step is idempotent on (document, revision), so a
-redelivered S3 event changes nothing. Bad input is recorded on the document and not
-retried; anything else raises so the queue retries and, in the end, dead-letters it.
+``embedded/`` marker) -> publish. Every key names its upload; each stage loads that upload's
+intent and works from it. A message for an upload that is no longer current (a newer upload
+of the document, or its delete, came first) is acknowledged as a no-op, never retried. Bad
+input is recorded on the document and not retried; anything else raises so the queue
+retries and, in the end, dead-letters it.
 """
 
 from __future__ import annotations
@@ -11,10 +13,19 @@ from __future__ import annotations
 import json
 from urllib.parse import unquote_plus
 
-from citewell.errors import IngestError, NotFound
-from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, record_failure
-from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, embedded_key, parse_key
-from citewell.models import Chunk
+from citewell.errors import IngestError, InvalidInput, NotFound
+from citewell.ingest.stages import (
+    ChunksArtifact,
+    abandon,
+    chunk_stage,
+    embed_stage,
+    parse_stage,
+    publish_stage,
+    record_failure,
+)
+from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, ObjectKey, chunks_key, embedded_key, parse_key
+from citewell.models import Upload
+from citewell.records import is_current
 from citewell.services import Services
 
 STAGE_OF_PREFIX = {RAW: "parse", PARSED: "chunk", CHUNKS: "embed", EMBEDDED: "publish"}
@@ -31,46 +42,80 @@ def object_keys(sqs_body: str, events: tuple[str, ...] = ("ObjectCreated",)) -> 
 
 
 def delete_removed(services: Services, key: str) -> str:
-    """The raw upload was removed from the bucket: run the deletion cascade for its document."""
+    """The served upload's raw object was removed from the bucket: run the deletion cascade.
+
+    Our own clean-up removes raw objects of replaced or abandoned uploads; those are ignored."""
     from citewell.deletion import delete_document
 
-    prefix, tenant, document_id, _ = parse_key(key)
-    if prefix != RAW:
+    try:
+        found = parse_key(key)
+    except InvalidInput:
+        return f"ignored {key}: not a citewell object key"
+    if found.stage != RAW:
         return f"ignored {key}: not an upload"
     if services.objects.exists(key):
-        return f"ignored {key}: a newer upload replaced it"
+        return f"ignored {key}: it is still there"
+    document = services.metadata.get_document(found.tenant, found.document_id)
+    if document is None or document.active_upload != found.upload_id:
+        return f"ignored {key}: not the upload that is served"
     try:
-        report = delete_document(services, tenant, document_id)
+        report = delete_document(services, found.tenant, found.document_id)
     except NotFound:
         return f"ignored {key}: already deleted"
-    return f"deleted {document_id}: {report.removed}"
+    return f"deleted {found.document_id}: {report.removed}"
 
 
 def run_stage(services: Services, stage: str, key: str) -> str:
     """Run ``stage`` for the object ``key``; returns what happened, for the log."""
     if stage == "delete":
         return delete_removed(services, key)
-    prefix, tenant, document_id, revision = parse_key(key)
-    if STAGE_OF_PREFIX.get(prefix) != stage:
+    try:
+        found = parse_key(key)
+    except InvalidInput:
+        return f"ignored {key}: not a citewell object key"
+    if STAGE_OF_PREFIX.get(found.stage) != stage:
         return f"ignored {key}: not an input of {stage}"
+    upload = services.metadata.get_upload(found.tenant, found.document_id, found.upload_id)
+    if upload is None:
+        return f"ignored {key}: its upload is no longer current (a newer upload or a delete came first)"
+    name = f"{found.document_id}@{found.upload_id[:12]}"
     if stage == "parse":
         try:
-            outcome = parse_stage(services, tenant, document_id)
-        except NotFound:
-            return f"ignored {key}: no document record (uploads need POST /documents first)"
+            outcome = parse_stage(services, upload)
         except IngestError as error:
-            record_failure(services, tenant, document_id, error)
-            return f"failed {document_id}: {error.code}"
-        return f"unchanged {document_id}" if outcome.unchanged else f"parsed {document_id}@{outcome.revision[:12]}"
-    assert revision is not None
+            record_failure(services, upload, error)
+            return f"failed {name}: {error.code}"
+        return f"{outcome.status} {name}"
     if stage == "chunk":
-        chunks = chunk_stage(services, tenant, document_id, revision)
-        return f"chunked {document_id}@{revision[:12]}: {len(chunks)}"
+        chunked = chunk_stage(services, upload)
+        return f"superseded {name}" if chunked is None else f"chunked {name}: {len(chunked.chunks)}"
     if stage == "embed":
-        chunks = [Chunk.model_validate(c) for c in json.loads(services.objects.get(key))]
-        embedded = embed_stage(services, chunks)
-        services.objects.put(embedded_key(tenant, document_id, revision), json.dumps({"chunks": len(chunks)}).encode())
-        return f"embedded {document_id}@{revision[:12]}: {embedded} new of {len(chunks)}"
-    count = publish_stage(services, tenant, document_id, revision)
-    services.objects.delete(key)  # the marker has done its job
-    return f"published {document_id}@{revision[:12]}: {count} chunks"
+        return _embed(services, upload, found)
+    marker = _read(services, key)
+    if marker is None:
+        return f"ignored {key}: gone (its upload was superseded or deleted)"
+    body = json.loads(marker)
+    count = publish_stage(services, upload, body["revision"], body["content_sha256"])
+    return f"superseded {name}" if count is None else f"published {name}: {count} chunks"
+
+
+def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
+    name = f"{found.document_id}@{found.upload_id[:12]}"
+    if not is_current(services.metadata.get_document(upload.tenant, upload.document_id), upload):
+        abandon(services, upload)
+        return f"superseded {name}"
+    raw = _read(services, chunks_key(upload.tenant, upload.document_id, upload.upload_id))
+    if raw is None:
+        return f"ignored {name}: its chunks are gone (superseded or deleted)"
+    artifact = ChunksArtifact.model_validate_json(raw)
+    embedded = embed_stage(services, artifact.chunks)
+    marker = {"revision": artifact.revision, "content_sha256": artifact.content_sha256, "chunks": len(artifact.chunks)}
+    services.objects.put(embedded_key(upload.tenant, upload.document_id, upload.upload_id), json.dumps(marker).encode())
+    return f"embedded {name}: {embedded} new of {len(artifact.chunks)}"
+
+
+def _read(services: Services, key: str) -> bytes | None:
+    try:
+        return services.objects.get(key)
+    except NotFound:
+        return None

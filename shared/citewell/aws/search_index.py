@@ -184,9 +184,13 @@ class OpenSearchIndex:
         return self._composite({"match_all": {}})
 
     def _composite(self, query: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+        return [(b["tenant"], b["document_id"], b["revision"], n) for b, n in self._buckets(query, ("tenant", "document_id", "revision"))]
+
+    def _buckets(self, query: dict[str, Any], fields: tuple[str, ...]) -> list[tuple[dict[str, str], int]]:
+        """Every composite bucket over ``fields``, page by page."""
         if not self.client.indices.exists_alias(name=self.alias):
             return []
-        sources = [{f: {"terms": {"field": f}}} for f in ("tenant", "document_id", "revision")]
+        sources = [{f: {"terms": {"field": f}}} for f in fields]
         found, after = [], None
         while True:
             composite: dict[str, Any] = {"size": 1000, "sources": sources}
@@ -194,15 +198,28 @@ class OpenSearchIndex:
                 composite["after"] = after
             reply = self.client.search(index=self.alias, body={"size": 0, "query": query, "aggs": {"inv": {"composite": composite}}})
             buckets = reply["aggregations"]["inv"]["buckets"]
-            found += [(b["key"]["tenant"], b["key"]["document_id"], b["key"]["revision"], b["doc_count"]) for b in buckets]
+            found += [(b["key"], b["doc_count"]) for b in buckets]
             after = reply["aggregations"]["inv"].get("after_key")
             if not buckets or not after:
                 return found
 
-    def compact(self) -> None:
+    def access_inventory(self) -> list[tuple[str, str, str, frozenset[str], str]]:
+        """Distinct access of indexed rows per revision, from role counts: a role held by every
+        row of a (revision, title) group is one access; a role held by some rows only splits it."""
+        groups: dict[tuple[str, str, str, str], dict[str, int]] = {}
+        for key, count in self._buckets({"match_all": {}}, ("tenant", "document_id", "revision", "title", "roles")):
+            groups.setdefault((key["tenant"], key["document_id"], key["revision"], key["title"]), {})[key["roles"]] = count
+        found = []
+        for (tenant, document_id, revision, title), roles in sorted(groups.items()):
+            for count in sorted(set(roles.values()), reverse=True):
+                found.append((tenant, document_id, revision, frozenset(r for r, n in roles.items() if n >= count), title))
+        return found
+
+    def compact(self) -> bool:
         """Expunge deleted documents from the segments, so removed text leaves the index files."""
         if self.client.indices.exists_alias(name=self.alias):
             self.client.indices.forcemerge(index=self.alias, only_expunge_deletes=True)
+        return True
 
     # -- lanes ---------------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ def grow(target: Path, sources: Sequence[Path], chunks: int) -> dict[str, int]:
                     c.model_copy(update={"document_id": new_id, "chunk_id": c.chunk_id.replace(document.document_id, new_id, 1)})
                     for c in originals
                 ]
-                services.metadata.put_document(document.model_copy(update={"document_id": new_id}))
+                services.metadata.save_document(document.model_copy(update={"document_id": new_id, "version": 0}))
                 services.metadata.put_chunks(renamed)
                 pending += [(c, vectors[c.content_hash]) for c in renamed]
                 documents += 1

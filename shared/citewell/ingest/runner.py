@@ -14,7 +14,9 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from citewell.errors import CitewellError, EmbedderMismatch, InvalidInput
+from citewell.deletion import compact
 from citewell.ingest.stages import (
+    ChunksArtifact,
     IngestRequest,
     chunk_stage,
     embed_stage,
@@ -23,16 +25,19 @@ from citewell.ingest.stages import (
     record_failure,
     register,
 )
-from citewell.models import Chunk, ErrorInfo
+from citewell.models import ErrorInfo, Upload
 from citewell.services import Services
 
 BATCH_DOCUMENTS = 64
 
 
 class IngestOutcome(BaseModel):
+    """``superseded``: a newer upload of the document, or its delete, came first; nothing of
+    this one was published or kept."""
+
     document_id: str
     revision: str | None
-    status: Literal["published", "unchanged", "failed"]
+    status: Literal["published", "unchanged", "failed", "superseded"]
     chunks: int
     error: ErrorInfo | None = None
 
@@ -70,28 +75,34 @@ def ingest(
 ) -> list[IngestOutcome]:
     check_embedder(services)
     clock = clock or StageClock()
-    replaced: list[str] = []
     outcomes: list[IngestOutcome] = []
+    removed: list[str] = []  # documents whose text was replaced or abandoned somewhere in the stores
     batch: list[IngestRequest] = []
     for request in requests:
         batch.append(request)
         if len(batch) >= batch_documents:
-            outcomes.extend(_run_batch(services, batch, on_done, clock, replaced))
+            outcomes.extend(_run_batch(services, batch, on_done, clock, removed))
             batch = []
     if batch:
-        outcomes.extend(_run_batch(services, batch, on_done, clock, replaced))
-    if replaced:
-        with clock.stage("compact"):  # replaced revisions leave nothing in segments or logs
-            services.index.compact()
-            services.metadata.compact()
+        outcomes.extend(_run_batch(services, batch, on_done, clock, removed))
+    if removed or any(o.status in ("failed", "superseded") for o in outcomes):
+        with clock.stage("compact"):  # replaced and abandoned revisions leave nothing in segments or logs
+            compact(services)
     return outcomes
 
 
-def _failed(services: Services, request: IngestRequest, error: Exception, revision: str | None = None) -> IngestOutcome:
+def _superseded(request: IngestRequest) -> IngestOutcome:
+    return IngestOutcome(
+        document_id=request.document_id, revision=None, status="superseded", chunks=0,
+        error=ErrorInfo(code="superseded", message="a newer upload or a delete of this document came first; nothing of this upload was kept"),
+    )
+
+
+def _failed(services: Services, upload: Upload, error: Exception, revision: str | None = None) -> IngestOutcome:
     if not isinstance(error, CitewellError):
         raise error  # a bug, not bad input: let it surface
-    info = record_failure(services, request.tenant, request.document_id, error)
-    return IngestOutcome(document_id=request.document_id, revision=revision, status="failed", chunks=0, error=info)
+    info = record_failure(services, upload, error)
+    return IngestOutcome(document_id=upload.document_id, revision=revision, status="failed", chunks=0, error=info)
 
 
 def _run_batch(
@@ -99,55 +110,65 @@ def _run_batch(
     batch: list[IngestRequest],
     on_done: Callable[[IngestOutcome], None] | None,
     clock: StageClock,
-    replaced: list[str],
+    removed: list[str],
 ) -> list[IngestOutcome]:
-    done: dict[str, IngestOutcome] = {}
-    pending: list[tuple[IngestRequest, str, list[Chunk]]] = []
-    for request in batch:
+    done: dict[int, IngestOutcome] = {}
+    pending: list[tuple[int, Upload, ChunksArtifact]] = []
+    for position, request in enumerate(batch):
         try:
             with clock.stage("parse"):
-                register(services, request)
-                parsed = parse_stage(services, request.tenant, request.document_id)
-            if parsed.unchanged:
+                upload = register(services, request)
+        except (CitewellError, ValidationError) as error:  # nothing was registered
+            done[position] = _refused(request, error)
+            continue
+        try:
+            with clock.stage("parse"):
+                parsed = parse_stage(services, upload)
+            if parsed.status != "parsed":
                 document = services.metadata.get_document(request.tenant, request.document_id)
-                done[request.document_id] = IngestOutcome(
-                    document_id=request.document_id, revision=parsed.revision, status="unchanged",
-                    chunks=document.chunk_count if document else 0,
+                done[position] = _superseded(request) if parsed.status == "superseded" else IngestOutcome(
+                    document_id=request.document_id, revision=document.active_revision if document else None,
+                    status="unchanged", chunks=document.chunk_count if document else 0,
                 )
                 continue
             with clock.stage("chunk"):
-                chunks = chunk_stage(services, request.tenant, request.document_id, parsed.revision)
-            pending.append((request, parsed.revision, chunks))
+                chunked = chunk_stage(services, upload)
+            if chunked is None:
+                done[position] = _superseded(request)
+                continue
+            pending.append((position, upload, chunked))
         except CitewellError as error:
-            done[request.document_id] = _failed(services, request, error)
-        except ValidationError as error:  # an id or field no record can hold: nothing was stored
-            message = "; ".join(e["msg"] for e in error.errors())
-            done[request.document_id] = IngestOutcome(
-                document_id=request.document_id, revision=None, status="failed", chunks=0,
-                error=ErrorInfo(code=InvalidInput.code, message=message),
-            )
+            done[position] = _failed(services, upload, error)
     try:
         with clock.stage("embed"):
-            embed_stage(services, [c for _, _, chunks in pending for c in chunks])
+            embed_stage(services, [c for _, _, chunked in pending for c in chunked.chunks])
         embed_error: CitewellError | None = None
     except CitewellError as error:
         embed_error = error
-    for request, revision, _ in pending:
+    for position, upload, chunked in pending:
         try:
             if embed_error is not None:
                 raise embed_error
             with clock.stage("publish"):
-                before = services.metadata.get_document(request.tenant, request.document_id)
-                count = publish_stage(services, request.tenant, request.document_id, revision)
-            if before is not None and before.active_revision not in (None, revision):
-                replaced.append(request.document_id)
-            done[request.document_id] = IngestOutcome(
-                document_id=request.document_id, revision=revision, status="published", chunks=count
+                before = services.metadata.get_document(upload.tenant, upload.document_id)
+                count = publish_stage(services, upload, chunked.revision, chunked.content_sha256)
+            if before is not None and before.active_revision not in (None, chunked.revision):
+                removed.append(upload.document_id)
+            done[position] = _superseded(batch[position]) if count is None else IngestOutcome(
+                document_id=upload.document_id, revision=chunked.revision, status="published", chunks=count
             )
         except CitewellError as error:
-            done[request.document_id] = _failed(services, request, error, revision)
-    outcomes = [done[r.document_id] for r in batch]
+            done[position] = _failed(services, upload, error, chunked.revision)
+    outcomes = [done[i] for i in range(len(batch))]
     if on_done:
         for outcome in outcomes:
             on_done(outcome)
     return outcomes
+
+
+def _refused(request: IngestRequest, error: CitewellError | ValidationError) -> IngestOutcome:
+    if isinstance(error, ValidationError):  # an id or field no record can hold
+        info = ErrorInfo(code=InvalidInput.code, message="; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors()))
+    else:
+        info = ErrorInfo(code=error.code, message=error.message)
+    return IngestOutcome(document_id=request.document_id, revision=None, status="failed", chunks=0, error=info)

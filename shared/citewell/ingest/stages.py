@@ -1,7 +1,14 @@
-"""The ingestion stages, written once against the ports.
+"""The ingestion stages, written once against the ports, as a state machine over uploads.
 
-Each stage reads what the previous one wrote and is idempotent on (document, revision),
-because the cloud transport delivers at least once. Locally the runner calls them in turn.
+``register`` records an immutable :class:`~citewell.models.Upload` (its own id, a sequence
+number per document, the access fields) and moves the record to ``processing``. Every later
+stage is handed that upload and works from it, never from the live record; before it writes
+anything that is served, it checks that its upload is still the current one (same generation,
+latest sequence, no delete under way), and the record changes only by compare-and-set. An
+upload that is no longer current is *superseded*: it removes what it wrote (it owns its
+revision, artifacts and raw object, see :func:`citewell.models.publication_revision`) and stops,
+which on AWS acknowledges the message instead of retrying it. The cloud transport delivers at
+least once, so every stage is idempotent on its upload.
 """
 
 from __future__ import annotations
@@ -10,13 +17,24 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import PurePosixPath
+from typing import Literal
 
 from pydantic import BaseModel
 
-from citewell.errors import IngestError, NotFound, PublishConflict
-from citewell.keys import chunks_key, parsed_key, raw_key
-from citewell.models import Chunk, Document, DocumentStatus, ErrorInfo, ParsedDocument, utcnow
+from citewell.errors import Conflict, IngestError, NotFound, PublishConflict, UploadMissing
+from citewell.keys import STAGES, chunks_key, document_prefix, parse_key, parsed_key, raw_key, upload_keys
+from citewell.models import (
+    Chunk,
+    Document,
+    DocumentStatus,
+    ErrorInfo,
+    ParsedDocument,
+    Upload,
+    new_token,
+    publication_revision,
+)
 from citewell.parsers import parse
+from citewell.records import is_current, update_document
 from citewell.services import Services
 
 
@@ -33,76 +51,142 @@ class IngestRequest(BaseModel):
     locale: str = "en"
 
 
-class ParseOutcome(BaseModel):
+class ParsedArtifact(BaseModel):
+    """What parse hands to chunk: the text and structure, and the revision it will publish as."""
+
     revision: str
-    unchanged: bool
+    content_sha256: str
+    title: str
+    parsed: ParsedDocument
 
 
-def register(services: Services, request: IngestRequest) -> Document:
-    """Store the raw upload and the document record (status ``processing``); nothing is served yet."""
-    existing = services.metadata.get_document(request.tenant, request.document_id)
-    document = Document(
-        document_id=request.document_id,
-        tenant=request.tenant,
-        allowed_roles=request.allowed_roles,
-        title=request.title or "",
-        source=request.source,
-        filename=request.filename,
-        locale=request.locale,
-        status=DocumentStatus.PROCESSING,
-        active_revision=existing.active_revision if existing else None,
-        chunk_count=existing.chunk_count if existing else 0,
-        created_at=existing.created_at if existing else utcnow(),
+class ChunksArtifact(BaseModel):
+    revision: str
+    content_sha256: str
+    chunks: list[Chunk]
+
+
+class ParseOutcome(BaseModel):
+    status: Literal["parsed", "unchanged", "superseded"]
+    revision: str | None = None
+    content_sha256: str | None = None
+
+
+def register_upload(
+    services: Services,
+    *,
+    document_id: str,
+    tenant: str,
+    allowed_roles: frozenset[str],
+    title: str | None = None,
+    source: str = "",
+    filename: str | None = None,
+    locale: str = "en",
+) -> Upload:
+    """Record a new upload intent and make it the document's latest; the bytes come after.
+
+    The intent is written first (nobody follows it until the record names its sequence), then
+    the record moves to ``processing`` with a compare-and-set; a lost race takes the next
+    number. A document being deleted takes no upload until the delete is done.
+    """
+    upload_id = new_token()
+    for _ in range(20):
+        current = services.metadata.get_document(tenant, document_id)
+        if current is not None and current.status is DocumentStatus.DELETING:
+            raise Conflict(f"{document_id!r} is being deleted; upload it again once the delete has finished")
+        upload = Upload(
+            upload_id=upload_id, seq=(current.upload_seq if current else 0) + 1,
+            generation=current.generation if current else new_token(), document_id=document_id, tenant=tenant,
+            allowed_roles=allowed_roles, title=title, source=source, filename=filename, locale=locale,
+        )
+        services.metadata.put_upload(upload)
+        if current is None:
+            wanted = Document(
+                document_id=document_id, tenant=tenant, allowed_roles=allowed_roles, title=title or "", source=source,
+                filename=filename, locale=locale, generation=upload.generation, upload_seq=upload.seq,
+            )
+        else:
+            update: dict[str, object] = {"upload_seq": upload.seq, "status": DocumentStatus.PROCESSING, "error": None}
+            if current.active_revision is None:  # nothing served yet: the record shows the latest upload
+                update.update(allowed_roles=allowed_roles, title=title or "", source=source, filename=filename, locale=locale)
+            wanted = current.model_copy(update=update)
+        if services.metadata.save_document(wanted) is not None:
+            return upload
+        services.metadata.delete_upload(tenant, document_id, upload_id)
+    raise Conflict(f"{document_id!r} kept changing while registering an upload; try again")
+
+
+def register(services: Services, request: IngestRequest) -> Upload:
+    """Register the upload, then store its raw bytes under its own key."""
+    upload = register_upload(
+        services, document_id=request.document_id, tenant=request.tenant, allowed_roles=request.allowed_roles,
+        title=request.title, source=request.source, filename=request.filename, locale=request.locale,
     )
-    services.objects.put(raw_key(document.tenant, document.document_id), request.data)
-    services.metadata.put_document(document)
-    return document
+    services.objects.put(raw_key(upload.tenant, upload.document_id, upload.upload_id), request.data)
+    return upload
 
 
-def _require(services: Services, tenant: str, document_id: str) -> Document:
-    document = services.metadata.get_document(tenant, document_id)
-    if document is None:
-        raise NotFound(f"no document {document_id!r} in tenant {tenant!r}")
-    return document
+def _title_for(upload: Upload, parsed: ParsedDocument) -> str:
+    return upload.title or parsed.title or PurePosixPath(upload.filename or upload.document_id).stem
 
 
-def _title_for(document: Document, parsed: ParsedDocument) -> str:
-    if document.title:
-        return document.title
-    return parsed.title or PurePosixPath(document.filename or document.document_id).stem
+def parse_stage(services: Services, upload: Upload) -> ParseOutcome:
+    """Extract text. The same text, roles and title as what is served is a no-op."""
+    document = services.metadata.get_document(upload.tenant, upload.document_id)
+    if not is_current(document, upload):
+        abandon(services, upload)
+        return ParseOutcome(status="superseded")
+    assert document is not None
+    try:
+        data = services.objects.get(raw_key(upload.tenant, upload.document_id, upload.upload_id))
+    except NotFound:
+        raise UploadMissing("the uploaded bytes were removed before they were read; upload the file again") from None
+    parsed = parse(data, upload.filename or upload.document_id, max_bytes=services.max_bytes)
+    title = _title_for(upload, parsed)
+    content = parsed.content_sha256
+    if document.content_sha256 == content and _served_as(services, document, upload.allowed_roles, title):
+        def settle(d: Document) -> Document | None:
+            if not is_current(d, upload):
+                return None
+            return d.model_copy(update={
+                "status": DocumentStatus.PUBLISHED, "error": None, "source": upload.source, "filename": upload.filename,
+                "locale": upload.locale,
+            })
+
+        settled = update_document(services.metadata, upload.tenant, upload.document_id, settle)
+        abandon(services, upload)  # the served upload stays; this one's copy of the bytes goes
+        return ParseOutcome(status="unchanged" if settled else "superseded", content_sha256=content)
+    revision = publication_revision(content, upload.upload_id)
+    artifact = ParsedArtifact(revision=revision, content_sha256=content, title=title, parsed=parsed)
+    services.objects.put(parsed_key(upload.tenant, upload.document_id, upload.upload_id), artifact.model_dump_json().encode())
+    return ParseOutcome(status="parsed", revision=revision, content_sha256=content)
 
 
-def parse_stage(services: Services, tenant: str, document_id: str) -> ParseOutcome:
-    """Extract text; the revision is its SHA-256. Unchanged content and metadata is a no-op."""
-    document = _require(services, tenant, document_id)
-    data = services.objects.get(raw_key(tenant, document_id))
-    parsed = parse(data, document.filename or document_id, max_bytes=services.max_bytes)
-    document = document.model_copy(update={"title": _title_for(document, parsed)})
-    revision = parsed.revision
-    if revision == document.active_revision and _served_as_recorded(services, document):
-        services.metadata.put_document(document.model_copy(update={"status": DocumentStatus.PUBLISHED, "error": None}))
-        return ParseOutcome(revision=revision, unchanged=True)
-    services.metadata.put_document(document)
-    services.objects.put(parsed_key(tenant, document_id, revision), parsed.model_dump_json().encode())
-    return ParseOutcome(revision=revision, unchanged=False)
-
-
-def _served_as_recorded(services: Services, document: Document) -> bool:
-    """The active revision's chunks carry the record's current title and access fields."""
-    assert document.active_revision is not None
+def _served_as(services: Services, document: Document, roles: frozenset[str], title: str) -> bool:
+    """The record and the active revision's chunks carry these access fields."""
+    if document.active_revision is None or document.allowed_roles != roles or document.title != title:
+        return False
     chunks = services.metadata.get_chunks(document.tenant, document.document_id, document.active_revision)
-    return bool(chunks) and all(c.title == document.title and c.allowed_roles == document.allowed_roles for c in chunks)
+    return bool(chunks) and all(c.title == title and c.allowed_roles == roles for c in chunks)
 
 
-def chunk_stage(services: Services, tenant: str, document_id: str, revision: str) -> list[Chunk]:
-    document = _require(services, tenant, document_id)
-    parsed = ParsedDocument.model_validate_json(services.objects.get(parsed_key(tenant, document_id, revision)))
-    chunks = services.chunker.chunk(parsed, document)
-    services.objects.put(
-        chunks_key(tenant, document_id, revision), json.dumps([c.model_dump(mode="json") for c in chunks]).encode()
+def chunk_stage(services: Services, upload: Upload) -> ChunksArtifact | None:
+    """Chunk the upload's text with the upload's access fields; None when superseded."""
+    document = services.metadata.get_document(upload.tenant, upload.document_id)
+    if not is_current(document, upload):
+        abandon(services, upload)
+        return None
+    raw = services.objects.get(parsed_key(upload.tenant, upload.document_id, upload.upload_id))
+    artifact = ParsedArtifact.model_validate_json(raw)
+    access = Document(
+        document_id=upload.document_id, tenant=upload.tenant, allowed_roles=upload.allowed_roles, title=artifact.title,
+        source=upload.source, locale=upload.locale,
     )
-    services.metadata.put_chunks(chunks)
-    return chunks
+    chunks = services.chunker.chunk(artifact.parsed, access, artifact.revision)
+    result = ChunksArtifact(revision=artifact.revision, content_sha256=artifact.content_sha256, chunks=chunks)
+    services.metadata.put_chunks(chunks)  # before embedding: the embedding cache counts these as users
+    services.objects.put(chunks_key(upload.tenant, upload.document_id, upload.upload_id), result.model_dump_json().encode())
+    return result
 
 
 def embed_stage(services: Services, chunks: Sequence[Chunk]) -> int:
@@ -117,14 +201,21 @@ def embed_stage(services: Services, chunks: Sequence[Chunk]) -> int:
     return len(missing)
 
 
-def publish_stage(services: Services, tenant: str, document_id: str, revision: str) -> int:
-    """Index the revision, verify it, switch the active revision, then drop the old one.
+def publish_stage(services: Services, upload: Upload, revision: str, content_sha256: str) -> int | None:
+    """Index the revision, verify it, switch the record to it, then remove what it replaced.
 
-    A crash before the switch leaves the previous revision served (its chunks are still
-    indexed and it is still active); a crash after leaves extra old chunks that read-back
-    ignores and the audit removes. Returns the chunk count.
+    Returns the chunk count, or None when the upload was superseded. A crash before the switch
+    leaves the previous revision served; what this upload wrote is its own and goes when it
+    is superseded or by the audit. Only what was listed *before* a successful switch is
+    removed after it: at that moment no newer upload existed, so all of it is older.
     """
-    document = _require(services, tenant, document_id)
+    tenant, document_id = upload.tenant, upload.document_id
+    document = services.metadata.get_document(tenant, document_id)
+    if document is not None and document.active_upload == upload.upload_id and document.active_revision == revision:
+        return document.chunk_count  # a redelivery: already published
+    if not is_current(document, upload):
+        abandon(services, upload, revision)
+        return None
     chunks = services.metadata.get_chunks(tenant, document_id, revision)
     if not chunks:
         raise NotFound(f"no chunk records for revision {revision[:12]} of {document_id!r}")
@@ -135,29 +226,79 @@ def publish_stage(services: Services, tenant: str, document_id: str, revision: s
         raise NotFound(f"{len(absent)} chunks have no embedding yet, first {absent[0]!r}")
     import numpy as np
 
+    older_revisions = (set(services.index.revisions(tenant, document_id)) | set(services.metadata.chunk_revisions(tenant, document_id))) - {revision}
+    older_objects = [
+        key for stage in STAGES for key in services.objects.list(document_prefix(stage, tenant, document_id))
+        if parse_key(key).upload_id != upload.upload_id
+    ]
+    older_uploads = [u for u in services.metadata.list_uploads(tenant, document_id) if u.seq < upload.seq]
     services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), identity)
     indexed = services.index.count(tenant, document_id, revision)
     if indexed != len(chunks):
         raise PublishConflict(f"index holds {indexed} chunks of revision {revision[:12]}, expected {len(chunks)}")
-    previous = document.active_revision
-    if not services.metadata.switch_revision(tenant, document_id, previous, revision, len(chunks)):
-        current = services.metadata.get_document(tenant, document_id)
-        if current is not None and current.active_revision == revision:
-            return len(chunks)  # a redelivery or a concurrent publisher already switched to it
-        services.index.delete_revision(tenant, document_id, revision)
-        raise PublishConflict(f"the active revision of {document_id!r} moved during publish; retry")
-    services.metadata.bump_epoch(tenant)  # cached answers of this tenant may rest on the old revision
-    if previous is not None and previous != revision:
-        from citewell.deletion import purge_revision
 
-        purge_revision(services, tenant, document_id, previous, Counter())
+    def switch(d: Document) -> Document | None:
+        if not is_current(d, upload):
+            return None
+        return d.model_copy(update={
+            "active_revision": revision, "active_upload": upload.upload_id, "content_sha256": content_sha256,
+            "chunk_count": len(chunks), "status": DocumentStatus.PUBLISHED, "error": None,
+            "allowed_roles": upload.allowed_roles, "title": chunks[0].title, "source": upload.source,
+            "filename": upload.filename, "locale": upload.locale,
+        })
+
+    if update_document(services.metadata, tenant, document_id, switch) is None:
+        abandon(services, upload, revision)
+        return None
+    services.metadata.bump_epoch(tenant)  # cached answers of this tenant may rest on the old revision
+    from citewell.deletion import purge_revision
+
+    removed: Counter[str] = Counter()
+    for old in sorted(older_revisions):
+        purge_revision(services, tenant, document_id, old, removed)
+    for key in older_objects:
+        services.objects.delete(key)
+    for old_upload in older_uploads:
+        services.metadata.delete_upload(tenant, document_id, old_upload.upload_id)
     return len(chunks)
 
 
-def record_failure(services: Services, tenant: str, document_id: str, error: IngestError | Exception) -> ErrorInfo:
-    """The document keeps serving its previous revision, if any; the failure is on its record."""
+def abandon(services: Services, upload: Upload, revision: str | None = None) -> Counter[str]:
+    """Remove everything a superseded or failed upload wrote: its revision's chunk records and
+    index rows, its objects, its intent. Never the upload that is served."""
+    removed: Counter[str] = Counter()
+    document = services.metadata.get_document(upload.tenant, upload.document_id)
+    if document is not None and document.active_upload == upload.upload_id:
+        return removed
+    if revision is None:
+        revision = _revision_of(services, upload)
+    if revision is not None:
+        from citewell.deletion import purge_revision
+
+        purge_revision(services, upload.tenant, upload.document_id, revision, removed)
+    for key in upload_keys(upload.tenant, upload.document_id, upload.upload_id):
+        removed["objects"] += services.objects.delete(key)
+    removed["uploads"] += services.metadata.delete_upload(upload.tenant, upload.document_id, upload.upload_id)
+    return removed
+
+
+def _revision_of(services: Services, upload: Upload) -> str | None:
+    """The revision an upload parsed to, if it got that far."""
+    try:
+        raw = services.objects.get(parsed_key(upload.tenant, upload.document_id, upload.upload_id))
+    except NotFound:
+        return None
+    return str(json.loads(raw)["revision"])
+
+
+def record_failure(services: Services, upload: Upload, error: IngestError | Exception) -> ErrorInfo:
+    """The document keeps serving its previous revision, if any; the failure is on its record
+    when this upload is still the latest. The upload's own objects go either way."""
     info = ErrorInfo(code=getattr(error, "code", "internal_error"), message=getattr(error, "message", str(error)))
-    document = services.metadata.get_document(tenant, document_id)
-    if document is not None:
-        services.metadata.put_document(document.model_copy(update={"status": DocumentStatus.FAILED, "error": info}))
+
+    def fail(d: Document) -> Document | None:
+        return d.model_copy(update={"status": DocumentStatus.FAILED, "error": info}) if is_current(d, upload) else None
+
+    update_document(services.metadata, upload.tenant, upload.document_id, fail)
+    abandon(services, upload)
     return info

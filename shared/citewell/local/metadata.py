@@ -7,18 +7,26 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.local.sqlite import Transaction, connect, ensure_schema
-from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, utcnow
+from citewell.local.sqlite import Transaction, checkpoint, connect, ensure_schema
+from citewell.models import AnswerRecord, Chunk, Document, Upload, utcnow
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     tenant TEXT NOT NULL,
     document_id TEXT NOT NULL,
     record TEXT NOT NULL,
-    active_revision TEXT,
+    version INTEGER NOT NULL,
+    generation TEXT NOT NULL,
     PRIMARY KEY (tenant, document_id)
 );
+CREATE TABLE IF NOT EXISTS uploads (
+    tenant TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    upload_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (tenant, document_id, upload_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chunks (
     tenant TEXT NOT NULL,
     document_id TEXT NOT NULL,
@@ -93,33 +101,55 @@ class SqliteMetadataStore:
         rows = self.conn.execute("SELECT record FROM documents WHERE tenant = ? ORDER BY document_id", (tenant,))
         return [Document.model_validate_json(r["record"]) for r in rows]
 
-    def put_document(self, document: Document) -> None:
-        document = document.model_copy(update={"updated_at": utcnow()})
-        self.conn.execute(
-            "INSERT INTO documents (tenant, document_id, record, active_revision) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (tenant, document_id) DO UPDATE SET record = excluded.record, "
-            "active_revision = excluded.active_revision",
-            (document.tenant, document.document_id, document.model_dump_json(), document.active_revision),
-        )
+    def save_document(self, document: Document) -> Document | None:
+        stored = document.model_copy(update={"version": document.version + 1, "updated_at": utcnow()})
+        values = (stored.model_dump_json(), stored.version, stored.generation, document.tenant, document.document_id)
+        with Transaction(self.conn):
+            if document.version == 0:
+                cursor = self.conn.execute(
+                    "INSERT OR IGNORE INTO documents (record, version, generation, tenant, document_id) VALUES (?, ?, ?, ?, ?)",
+                    values,
+                )
+            else:
+                cursor = self.conn.execute(
+                    "UPDATE documents SET record = ?, version = ?, generation = ? WHERE tenant = ? AND document_id = ? "
+                    "AND version = ?",
+                    (*values, document.version),
+                )
+        return stored if cursor.rowcount == 1 else None
 
-    def delete_document(self, tenant: str, document_id: str) -> int:
-        cursor = self.conn.execute("DELETE FROM documents WHERE tenant = ? AND document_id = ?", (tenant, document_id))
+    def delete_document(self, tenant: str, document_id: str, generation: str | None = None) -> int:
+        cursor = self.conn.execute(
+            "DELETE FROM documents WHERE tenant = ? AND document_id = ? AND (? IS NULL OR generation = ?)",
+            (tenant, document_id, generation, generation),
+        )
         return cursor.rowcount
 
-    def switch_revision(self, tenant: str, document_id: str, expected: str | None, new: str, chunk_count: int) -> bool:
-        with Transaction(self.conn):
-            doc = self.get_document(tenant, document_id)
-            if doc is None or doc.active_revision != expected:
-                return False
-            updated = doc.model_copy(
-                update={"active_revision": new, "chunk_count": chunk_count, "status": DocumentStatus.PUBLISHED, "error": None, "updated_at": utcnow()}
-            )
-            cursor = self.conn.execute(
-                "UPDATE documents SET record = ?, active_revision = ? WHERE tenant = ? AND document_id = ? "
-                "AND active_revision IS ?",
-                (updated.model_dump_json(), new, tenant, document_id, expected),
-            )
-            return cursor.rowcount == 1
+    # -- upload intents ------------------------------------------------------------------
+
+    def put_upload(self, upload: Upload) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO uploads (tenant, document_id, upload_id, record) VALUES (?, ?, ?, ?)",
+            (upload.tenant, upload.document_id, upload.upload_id, upload.model_dump_json()),
+        )
+
+    def get_upload(self, tenant: str, document_id: str, upload_id: str) -> Upload | None:
+        row = self.conn.execute(
+            "SELECT record FROM uploads WHERE tenant = ? AND document_id = ? AND upload_id = ?", (tenant, document_id, upload_id)
+        ).fetchone()
+        return Upload.model_validate_json(row["record"]) if row else None
+
+    def list_uploads(self, tenant: str, document_id: str) -> list[Upload]:
+        rows = self.conn.execute("SELECT record FROM uploads WHERE tenant = ? AND document_id = ?", (tenant, document_id))
+        return sorted((Upload.model_validate_json(r["record"]) for r in rows), key=lambda u: u.seq)
+
+    def delete_upload(self, tenant: str, document_id: str, upload_id: str) -> int:
+        return self.conn.execute(
+            "DELETE FROM uploads WHERE tenant = ? AND document_id = ? AND upload_id = ?", (tenant, document_id, upload_id)
+        ).rowcount
+
+    def upload_inventory(self) -> list[Upload]:
+        return [Upload.model_validate_json(r["record"]) for r in self.conn.execute("SELECT record FROM uploads")]
 
     # -- chunk records -----------------------------------------------------------------
 
@@ -189,7 +219,7 @@ class SqliteMetadataStore:
             self.conn.execute("DELETE FROM citations WHERE tenant = ? AND answer_id = ?", (record.tenant, record.answer_id))
             self.conn.executemany(
                 "INSERT OR IGNORE INTO citations (tenant, document_id, revision, answer_id) VALUES (?, ?, ?, ?)",
-                [(record.tenant, c.document_id, c.revision, record.answer_id) for c in record.citations if not c.deleted],
+                [(record.tenant, document_id, revision, record.answer_id) for document_id, revision in sorted(record.rests_on())],
             )
 
     def answers_citing(self, tenant: str, document_id: str, revision: str | None = None) -> list[AnswerRecord]:
@@ -252,7 +282,7 @@ class SqliteMetadataStore:
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
     def citation_inventory(self) -> list[tuple[str, str, str, str]]:
-        """``(tenant, document_id, revision, answer_id)`` for every live citation."""
+        """``(tenant, document_id, revision, answer_id)`` for every source an answer rests on."""
         return [(r[0], r[1], r[2], r[3]) for r in self.conn.execute("SELECT tenant, document_id, revision, answer_id FROM citations")]
 
     def cache_inventory(self) -> list[tuple[str, str]]:
@@ -288,9 +318,12 @@ class SqliteMetadataStore:
                 for h in hashes
             )
 
-    def compact(self) -> None:
+    def compact(self) -> bool:
         """Move everything out of the write-ahead log and truncate it, so no deleted page survives there."""
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return checkpoint(self.conn)
+
+    def embedding_hashes(self, identity: str) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT content_hash FROM embeddings WHERE identity = ?", (identity,))}
 
     def put_embeddings(self, identity: str, vectors: dict[str, np.ndarray]) -> None:
         with Transaction(self.conn):

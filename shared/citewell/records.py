@@ -1,0 +1,45 @@
+"""Changing a document record safely: read, decide, compare-and-set, and again if someone won.
+
+Every writer of a document record goes through :func:`update_document`, so no write is ever
+based on a record that changed since it was read (a stage cannot write back what it read
+before a delete, and an older upload cannot overwrite a newer one's state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from citewell.errors import Busy
+from citewell.models import Document, DocumentStatus, Upload
+from citewell.ports import MetadataStore
+
+ATTEMPTS = 20
+
+
+def update_document(
+    metadata: MetadataStore, tenant: str, document_id: str, change: Callable[[Document], Document | None]
+) -> Document | None:
+    """Apply ``change`` to the current record and store it with a compare-and-set, retrying on
+    a lost race. ``change`` returns None to write nothing; so does a missing record."""
+    for _ in range(ATTEMPTS):
+        current = metadata.get_document(tenant, document_id)
+        if current is None:
+            return None
+        wanted = change(current)
+        if wanted is None:
+            return None
+        stored = metadata.save_document(wanted)
+        if stored is not None:
+            return stored
+    raise Busy(f"the record of {document_id!r} kept changing under {ATTEMPTS} attempts; try again")
+
+
+def is_current(document: Document | None, upload: Upload) -> bool:
+    """Whether ``upload`` may still move the record on: the same life of the record, the latest
+    registered upload, and no delete under way."""
+    return (
+        document is not None
+        and document.generation == upload.generation
+        and document.upload_seq == upload.seq
+        and document.status is not DocumentStatus.DELETING
+    )
