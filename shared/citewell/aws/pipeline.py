@@ -22,6 +22,7 @@ from citewell.ingest.stages import (
     parse_stage,
     publish_stage,
     record_failure,
+    release_embeddings,
 )
 from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, ObjectKey, chunks_key, embedded_key, parse_key
 from citewell.models import Upload
@@ -109,6 +110,10 @@ def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
         return f"ignored {name}: its chunks are gone (superseded or deleted)"
     artifact = ChunksArtifact.model_validate_json(raw)
     embedded = embed_stage(services, artifact.chunks)
+    if not is_current(services.metadata.get_document(upload.tenant, upload.document_id), upload):
+        abandon(services, upload, artifact.revision)  # superseded while embedding: what it cached goes too
+        release_embeddings(services, artifact.chunks)
+        return f"superseded {name}"
     marker = {"revision": artifact.revision, "content_sha256": artifact.content_sha256, "chunks": len(artifact.chunks)}
     services.objects.put(embedded_key(upload.tenant, upload.document_id, upload.upload_id), json.dumps(marker).encode())
     return f"embedded {name}: {embedded} new of {len(artifact.chunks)}"

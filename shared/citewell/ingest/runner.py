@@ -24,6 +24,7 @@ from citewell.ingest.stages import (
     publish_stage,
     record_failure,
     register,
+    release_embeddings,
 )
 from citewell.models import ErrorInfo, Upload
 from citewell.services import Services
@@ -154,11 +155,16 @@ def _run_batch(
                 count = publish_stage(services, upload, chunked.revision, chunked.content_sha256)
             if before is not None and before.active_revision not in (None, chunked.revision):
                 removed.append(upload.document_id)
-            done[position] = _superseded(batch[position]) if count is None else IngestOutcome(
-                document_id=upload.document_id, revision=chunked.revision, status="published", chunks=count
-            )
+            if count is None:
+                release_embeddings(services, chunked.chunks)
+                done[position] = _superseded(batch[position])
+            else:
+                done[position] = IngestOutcome(
+                    document_id=upload.document_id, revision=chunked.revision, status="published", chunks=count
+                )
         except CitewellError as error:
             done[position] = _failed(services, upload, error, chunked.revision)
+            release_embeddings(services, chunked.chunks)
     outcomes = [done[i] for i in range(len(batch))]
     if on_done:
         for outcome in outcomes:

@@ -201,6 +201,16 @@ def embed_stage(services: Services, chunks: Sequence[Chunk]) -> int:
     return len(missing)
 
 
+def release_embeddings(services: Services, chunks: Sequence[Chunk]) -> int:
+    """Drop the cached embeddings of a superseded upload's chunks that no chunk record uses.
+
+    Called after an upload that has embedded learns it was superseded: a newer upload's purge
+    may have run between this upload's cache check and its write, and found nothing to drop."""
+    hashes = {c.content_hash for c in chunks}
+    unused = hashes - services.metadata.hashes_in_use(hashes)
+    return services.metadata.delete_embeddings(services.embedder.identity, unused) if unused else 0
+
+
 def publish_stage(services: Services, upload: Upload, revision: str, content_sha256: str) -> int | None:
     """Index the revision, verify it, switch the record to it, then remove what it replaced.
 
