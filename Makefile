@@ -7,7 +7,7 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo test eval bench bench-quick layer synth clean
+.PHONY: demo test eval bench bench-quick fuzz layer synth clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,11 @@ bench: $(VENV)/.bench
 # A smaller sample in under five minutes; writes .bench/BENCHMARKS-quick.md.
 bench-quick: $(VENV)/.bench
 	$(BIN)/python -m citewell.benchmarks.run --quick --data $(DATA)
+
+# Randomised interleavings of uploads, stages and deletes: at least 10,000 probes; the count and any
+# failure go into BENCHMARKS.md (`make test` runs a fixed-seed sample).
+fuzz: $(VENV)/.dev
+	$(BIN)/python -m tests.interleavings --probes 10000
 
 # The Lambda layer: the core and its `aws` extra, as wheels for the Lambda platform (no Docker).
 LAYER := build/layer/python

@@ -19,12 +19,14 @@ of any text. Used by ``tests/test_interleavings.py`` (a fixed-seed sample) and b
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
 from citewell.audit import audit
+from citewell.benchmarks.report import FUZZ_END, FUZZ_START
 from citewell.deletion import delete_document
 from citewell.errors import Conflict, NotFound
 from citewell.ingest.stages import (
@@ -286,3 +288,97 @@ class Interleaver:
             found = [n.decode() for n in needles if n in data]
             if found:
                 raise Violation(f"{path.relative_to(self.home)} still holds {found[:3]} after every document was deleted")
+
+
+def fuzz_block(probes: int, runs: int, seconds: float, failures: list[str], command: str) -> str:
+    lines = [FUZZ_START, "## Interleavings (`make fuzz`)", "",
+             f"`{command}` on {time.strftime('%Y-%m-%d', time.gmtime())}: {probes:,} probes in {runs} seeded runs "
+             f"({seconds / 60:.1f} minutes), each run {STEPS} random steps of uploads (new text, the same text with "
+             "other roles), single stages of any upload in flight, whole deletes and deletes that stop after their "
+             "tombstone, on the embedded stores (every fourth run on DynamoDB and S3 on moto); a probe is one step "
+             "followed by every check in `tests/interleavings.py`, and each run ends with all uploads finished, every "
+             "document deleted, an audit that must find nothing and, on the embedded stores, no byte of any text left "
+             "in any file of the home.", ""]
+    lines += [f"Failures: {len(failures)}.", ""]
+    lines += [f"- {f}" for f in failures] + ([""] if failures else [])
+    return "\n".join(lines + [FUZZ_END])
+
+
+def write_block(path: Path, block: str) -> None:
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    start, end = text.find(FUZZ_START), text.find(FUZZ_END)
+    if start >= 0 and end >= 0:
+        text = text[:start] + block + text[end + len(FUZZ_END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+STEPS = 300
+
+
+def main() -> int:
+    """``make fuzz``: seeded runs until at least ``--probes`` probes; the result goes into BENCHMARKS.md."""
+    import argparse
+    import tempfile
+    import traceback
+
+    from citewell.embedders.minilm import MiniLMEmbedder
+
+    from tests.conftest import make_services
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--probes", type=int, default=10_000)
+    parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument("--first-seed", type=int, default=1000)
+    args = parser.parse_args()
+    embedder = MiniLMEmbedder()
+    started, probes, runs, failures = time.monotonic(), 0, 0, []
+    seed = args.first_seed
+    while probes < args.probes:
+        with tempfile.TemporaryDirectory() as folder:
+            home = Path(folder)
+            services = make_services(home, embedder)
+            interleaver = Interleaver(services, seed, home=home)
+            try:
+                if runs % 4 == 3:
+                    _on_moto(services, interleaver)
+                else:
+                    interleaver.run(STEPS)
+            except Exception as error:  # a violation, or a crash: both are failures to report
+                failures.append(f"seed {seed}, probe {interleaver.probes}: {type(error).__name__}: {error}")
+                traceback.print_exc()
+            probes += interleaver.probes
+        runs += 1
+        seed += 1
+        print(f"{probes} probes, {runs} runs, {len(failures)} failures", flush=True)
+    command = f"python -m tests.interleavings --probes {args.probes}"
+    write_block(args.out, fuzz_block(probes, runs, time.monotonic() - started, failures, command))
+    return 1 if failures else 0
+
+
+def _on_moto(services: Services, interleaver: Interleaver) -> None:
+    import os
+
+    import boto3
+    from moto import mock_aws
+
+    from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
+    from citewell.aws.objects import S3ObjectStore
+
+    os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
+    with mock_aws():
+        credentials = {"region_name": "eu-west-1", "aws_access_key_id": "x", "aws_secret_access_key": "y"}
+        dynamodb = boto3.resource("dynamodb", **credentials)
+        dynamodb.create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
+        s3 = boto3.client("s3", **credentials)
+        s3.create_bucket(Bucket="citewell-fuzz", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        s3.put_bucket_versioning(Bucket="citewell-fuzz", VersioningConfiguration={"Status": "Enabled"})
+        services.metadata = DynamoMetadataStore("citewell-metadata", dynamodb)
+        services.objects = S3ObjectStore("citewell-fuzz", s3)
+        interleaver.home = None  # the index is local; the rest lives in moto
+        interleaver.run(STEPS)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

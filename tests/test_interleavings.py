@@ -10,7 +10,7 @@ from moto import mock_aws
 from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
 from citewell.aws.objects import S3ObjectStore
 from tests.conftest import make_services
-from tests.interleavings import Interleaver
+from tests.interleavings import FUZZ_END, FUZZ_START, Interleaver, fuzz_block, write_block
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -32,3 +32,13 @@ def test_interleavings_on_the_cloud_stores(tmp_path, embedder, monkeypatch):
         services.metadata = DynamoMetadataStore("citewell-metadata", dynamodb)
         services.objects = S3ObjectStore("citewell-test", s3)
         assert Interleaver(services, seed=7).run(steps=120) >= 120
+
+
+def test_the_fuzz_report_replaces_its_own_block_and_nothing_else(tmp_path):
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text("# citewell benchmarks\n\nfigures\n")
+    write_block(out, fuzz_block(10_000, 34, 600.0, [], "python -m tests.interleavings"))
+    write_block(out, fuzz_block(12_000, 40, 700.0, ["seed 3, probe 9: Violation: x"], "python -m tests.interleavings"))
+    text = out.read_text()
+    assert text.startswith("# citewell benchmarks\n\nfigures\n") and text.count(FUZZ_START) == text.count(FUZZ_END) == 1
+    assert "12,000 probes" in text and "Failures: 1." in text and "seed 3, probe 9" in text and "10,000" not in text

@@ -343,6 +343,18 @@ def headline(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+FUZZ_START, FUZZ_END = "<!-- fuzz:start -->", "<!-- fuzz:end -->"
+
+
+def keep_fuzz_block(path: Path, rendered: str) -> str:
+    """`make fuzz` writes its own section into BENCHMARKS.md; a bench run keeps it as it was."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    start, end = old.find(FUZZ_START), old.find(FUZZ_END)
+    if start < 0 or end < 0:
+        return rendered
+    return rendered.rstrip("\n") + "\n\n" + old[start : end + len(FUZZ_END)] + "\n"
+
+
 def update_readme(readme: Path, results: dict[str, Any]) -> None:
     text = readme.read_text(encoding="utf-8")
     start, end = text.find(HEADLINE_START), text.find(HEADLINE_END)
