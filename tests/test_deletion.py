@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from citewell.answers.service import ask, recorded_citations
@@ -31,11 +32,15 @@ def add(services, data: bytes, doc_id: str):
 
 
 def traces(home: Path, needles: list[bytes]) -> list[str]:
-    """Every file under the home whose raw bytes contain a needle (any case)."""
+    """Every file under the home whose raw bytes contain a needle (any case), and every file or
+    folder whose name does (a folder named after a deleted document is a trace too)."""
     found = []
-    for path in sorted(p for p in home.rglob("*") if p.is_file()):
-        data = path.read_bytes().lower()
-        found += [f"{path.relative_to(home)}: {n.decode()}" for n in needles if n.lower() in data]
+    for path in sorted(home.rglob("*")):
+        name = unquote(path.relative_to(home).as_posix()).lower().encode()
+        found += [f"{path.relative_to(home)}: {n.decode()} (in its name)" for n in needles if n.lower() in name]
+        if path.is_file():
+            data = path.read_bytes().lower()
+            found += [f"{path.relative_to(home)}: {n.decode()}" for n in needles if n.lower() in data]
     return found
 
 
