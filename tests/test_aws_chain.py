@@ -12,6 +12,7 @@ import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote_plus, unquote
 
 import boto3
 import pytest
@@ -19,6 +20,7 @@ from moto import mock_aws
 
 from citewell.aws.metadata import TABLE_DEFINITION
 from citewell.aws.settings import services_from_env
+from citewell.keys import raw_key
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "events"
@@ -98,7 +100,7 @@ def pump(aws, replay: list | None = None) -> list[dict]:
             return delivered
 
 
-def api(method: str, path: str, body: dict | None = None, tenant: str | None = "northpier", groups: str = "[staff]",
+def api(method: str, path: str, body: dict | None = None, tenant: str | None = "northpier", groups: str = "[staff citewell:write]",
         query: dict | None = None) -> tuple[int, dict]:
     event = json.loads((EVENTS / "api_request.json").read_text())
     event["routeKey"] = f"{method} {path}"
@@ -134,10 +136,14 @@ def assert_no_residue(aws, answer_id: str) -> None:
     assert audit == {"ok": True, "findings": 0, "repaired": 0}
 
 
-def upload(aws, document_id: str, data: bytes, roles=("staff",)) -> None:
+def upload(aws, document_id: str, data: bytes, roles=("staff",)) -> str:
+    """Register an upload through the API and put its bytes where the presigned URL points; returns the key."""
     status, created = api("POST", "/documents", {"document_id": document_id, "allowed_roles": list(roles), "filename": document_id})
     assert status == 201 and created["upload_url"].startswith("https://"), created
-    aws["s3"].put_object(Bucket="citewell-documents", Key=f"raw/northpier/{document_id}", Body=data)
+    key = raw_key("northpier", document_id, created["upload_id"])
+    assert f"/{key}?" in unquote(created["upload_url"])
+    aws["s3"].put_object(Bucket="citewell-documents", Key=key, Body=data)
+    return key
 
 
 def test_upload_to_publish_to_search_answer_and_delete(aws):
@@ -191,14 +197,22 @@ def test_bad_files_and_bad_requests_are_4xx_and_recorded(aws):
     assert api("GET", "/documents/scan.pdf", query={"section": "x"})[0] == 400
 
 
+def removal_event(key: str) -> dict:
+    """moto sends no ObjectRemoved notifications: the sample event, for this key, stands in for the one S3 sends."""
+    event = json.loads((EVENTS / "sqs_s3_object_removed.json").read_text())
+    body = json.loads(event["Records"][0]["body"])
+    body["Records"][0]["s3"]["object"]["key"] = quote_plus(key, safe="/")
+    event["Records"][0]["body"] = json.dumps(body)
+    return event
+
+
 def test_removing_the_upload_from_s3_deletes_the_document_everywhere(aws):
-    upload(aws, "handbook.md", HANDBOOK)
+    key = upload(aws, "handbook.md", HANDBOOK)
     pump(aws)
     status, answer = api("POST", "/query", {"question": "How many days of paid annual leave do full-time staff receive?"})
     assert not answer["refused"]
-    aws["s3"].delete_object(Bucket="citewell-documents", Key="raw/northpier/handbook.md")  # a delete marker
-    # moto sends no ObjectRemoved notifications, so the sample event stands in for the one S3 sends.
-    removal = json.loads((EVENTS / "sqs_s3_object_removed.json").read_text())
+    aws["s3"].delete_object(Bucket="citewell-documents", Key=key)  # a delete marker
+    removal = removal_event(key)
     assert load_handler("delete")(removal, LambdaContext()) == {"batchItemFailures": []}
     assert load_handler("delete")(removal, LambdaContext()) == {"batchItemFailures": []}  # delivered twice: a no-op
 

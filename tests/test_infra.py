@@ -79,7 +79,7 @@ def test_every_stage_is_wired_s3_to_sqs_to_lambda_with_a_dead_letter_queue(templ
 def test_every_route_needs_the_jwt_authorizer(template):
     routes = template.find_resources("AWS::ApiGatewayV2::Route")
     keys = sorted(r["Properties"]["RouteKey"] for r in routes.values())
-    assert keys == sorted(["POST /documents", "GET /documents", "GET /documents/{id}", "DELETE /documents/{id}",
+    assert keys == sorted(["POST /documents", "GET /documents", "GET /documents/{id+}", "DELETE /documents/{id+}",
                            "POST /search", "POST /query", "GET /answers/{id}/citations"])
     assert all(r["Properties"]["AuthorizationType"] == "JWT" for r in routes.values())
     template.has_resource_properties("AWS::ApiGatewayV2::Authorizer", {"AuthorizerType": "JWT"})

@@ -7,7 +7,6 @@ import sqlite3
 import subprocess
 import sys
 from datetime import timedelta
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -12,7 +12,8 @@ from constructs import Construct
 
 ROUTES = [
     ("/documents", apigw.HttpMethod.POST), ("/documents", apigw.HttpMethod.GET),
-    ("/documents/{id}", apigw.HttpMethod.GET), ("/documents/{id}", apigw.HttpMethod.DELETE),
+    # Greedy: document ids may contain '/' (folder ingests), sent as raw segments or as %2F.
+    ("/documents/{id+}", apigw.HttpMethod.GET), ("/documents/{id+}", apigw.HttpMethod.DELETE),
     ("/search", apigw.HttpMethod.POST), ("/query", apigw.HttpMethod.POST),
     ("/answers/{id}/citations", apigw.HttpMethod.GET),
 ]

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from citewell.chunking import sentence_spans
 from citewell.errors import NotFound
-from citewell.keys import STAGES, document_prefix
+from citewell.keys import STAGES, document_prefix, upload_keys
 from citewell.models import AnswerRecord, Citation, Document, DocumentStatus, sha256_text
 from citewell.records import update_document
 from citewell.services import Services
@@ -103,15 +103,18 @@ def delete_document(services: Services, tenant: str, document_id: str) -> Deleti
     prefixes = [document_prefix(stage, tenant, document_id) for stage in STAGES]  # validates tenant and id
 
     def tombstone(d: Document) -> Document:
-        return d.model_copy(update={"status": DocumentStatus.DELETING, "active_revision": None, "active_upload": None,
-                                    "error": None})
+        # Not served any more; ``active_upload`` stays, so a rerun still knows the served upload's keys.
+        return d.model_copy(update={"status": DocumentStatus.DELETING, "active_revision": None, "error": None})
 
     marked = update_document(services.metadata, tenant, document_id, tombstone)
     revisions = set(services.metadata.chunk_revisions(tenant, document_id)) | set(services.index.revisions(tenant, document_id))
-    objects = [key for prefix in prefixes for key in services.objects.list(prefix)]
-    unfinished = [key for prefix in prefixes for key, _ in services.objects.temporaries(prefix)]
     uploads = services.metadata.list_uploads(tenant, document_id)
-    if marked is None and not (revisions or objects or unfinished or uploads):
+    # Listed, and named: a key whose current version is a delete marker is not listed, yet holds versions.
+    known = {u.upload_id for u in uploads} | ({marked.active_upload} if marked and marked.active_upload else set())
+    objects = sorted({key for prefix in prefixes for key in services.objects.list(prefix)}
+                     | {key for upload_id in known for key in upload_keys(tenant, document_id, upload_id)})
+    unfinished = [key for prefix in prefixes for key, _ in services.objects.temporaries(prefix)]
+    if marked is None and not (revisions or any(services.objects.exists(k) for k in objects) or unfinished or uploads):
         compact(services)  # finishes a deletion that stopped right after removing the record
         raise NotFound(f"no document {document_id!r} in tenant {tenant!r}")
     removed: Counter[str] = Counter()

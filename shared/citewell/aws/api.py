@@ -1,37 +1,63 @@
 """The HTTP API (API Gateway HTTP API with a JWT authorizer), as a Powertools resolver.
 
 Identity comes only from the authorizer's verified claims; nothing in a body or query
-string can name a tenant or widen roles. Errors are JSON 4xx (5xx only for retrieval that
-is down), never a stack trace.
+string can name a tenant or widen roles. Reading needs a role a document allows; creating,
+replacing and deleting also need the tenant's write role. Errors are JSON
+``{"error": {"code", "message"}}``: 4xx for anything the caller sent, 503 for retrieval
+that is down, and a bare 500 (details only in the log) for our own failures.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from typing import Any
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
-from aws_lambda_powertools.event_handler.exceptions import BadRequestError, ForbiddenError, NotFoundError, ServiceError
-from pydantic import BaseModel, Field, ValidationError
+from aws_lambda_powertools.event_handler.exceptions import (
+    BadRequestError,
+    ForbiddenError,
+    NotFoundError,
+    RequestEntityTooLargeError,
+    ServiceError,
+)
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from citewell.aws.settings import AwsSettings, services_from_env
-from citewell.errors import CitewellError, NotFound, RetrievalUnavailable
+from citewell.errors import Busy, CitewellError, Conflict, NotFound, RetrievalUnavailable
 from citewell.keys import raw_key
-from citewell.models import Document, DocumentStatus, Identity
+from citewell.ingest.registration import register_upload
+from citewell.models import Document, Identity, validate_document_id, validate_name, validate_tenant
 
 logger = Logger(service="citewell-api")
 app = APIGatewayHttpResolver(enable_validation=True)
 UPLOAD_URL_SECONDS = 900
+MAX_BODY_BYTES = 64 * 1024
+MAX_JSON_DEPTH = 32  # our bodies nest 2 deep; a cap far below the parser's recursion limit
+_SECTION = re.compile(r"[0-9]{1,6}")  # ASCII only: str.isdigit() also accepts '²', which int() refuses
+_DOCUMENTS = "/documents/"
+_ANSWER_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class NewDocument(BaseModel):
+    """Bounded so a record always fits a DynamoDB item and an index row."""
+
     document_id: str = Field(min_length=1, max_length=512)
-    allowed_roles: list[str] = Field(min_length=1)
-    title: str | None = None
-    source: str = ""
-    locale: str = "en"
-    filename: str | None = None
+    allowed_roles: list[str] = Field(min_length=1, max_length=32)
+    title: str | None = Field(default=None, max_length=512)
+    source: str = Field(default="", max_length=2048)
+    locale: str = Field(default="en", max_length=35)  # RFC 5646: 35 characters hold any practical tag
+    filename: str | None = Field(default=None, max_length=512)
+
+    @field_validator("allowed_roles")
+    @classmethod
+    def _roles(cls, value: list[str]) -> list[str]:
+        return [validate_name(role, "role") for role in value]
 
 
 class SearchRequest(BaseModel):
@@ -52,10 +78,38 @@ def _roles(value: Any) -> frozenset[str]:
 
 def identity(settings: AwsSettings) -> Identity:
     claims = (app.current_event.request_context.authorizer.jwt_claim or {}) if app.current_event.request_context.authorizer else {}
-    found = Identity(tenant=str(claims.get(settings.tenant_claim, "") or ""), roles=_roles(claims.get(settings.roles_claim)))
+    tenant = str(claims.get(settings.tenant_claim, "") or "")
+    found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)))
     if found.is_empty:
         raise ForbiddenError("the token carries no tenant or no roles")
+    try:
+        validate_tenant(tenant)
+    except ValueError as error:
+        raise ForbiddenError(f"the token's tenant is not a valid tenant: {error}") from None
     return found
+
+
+def require_writer(settings: AwsSettings, caller: Identity) -> None:
+    """Read access is not write access: changing documents needs the tenant's write role too."""
+    if settings.write_role not in caller.roles:
+        raise ForbiddenError(f"creating, replacing or deleting documents needs the role {settings.write_role!r}, "
+                             "which this token does not carry")
+
+
+def checked_id(document_id: str) -> str:
+    """The one id grammar (at most 512 bytes: it becomes a DynamoDB key) for every id the API is sent."""
+    try:
+        return validate_document_id(document_id)
+    except ValueError as error:
+        raise BadRequestError(str(error)) from None
+
+
+def path_id(segment: str) -> str:
+    """The id in ``/documents/{id}``: one percent-encoded segment (see :func:`one_id_segment`)."""
+    try:
+        return checked_id(unquote(segment, errors="strict"))
+    except UnicodeDecodeError:
+        raise BadRequestError("the document id in the path is not percent-encoded UTF-8") from None
 
 
 def _visible(document: Document | None, caller: Identity) -> Document:
@@ -68,6 +122,8 @@ def _visible(document: Document | None, caller: Identity) -> Document:
 def create_document(request: NewDocument) -> Response[dict[str, Any]]:
     settings, services = services_from_env()
     caller = identity(settings)
+    require_writer(settings, caller)
+    checked_id(request.document_id)
     roles = frozenset(request.allowed_roles)
     if not roles <= caller.roles:
         raise ForbiddenError("allowed_roles may only name roles the caller holds")
@@ -75,22 +131,19 @@ def create_document(request: NewDocument) -> Response[dict[str, Any]]:
     if existing is not None and not caller.can_see(existing.tenant, existing.allowed_roles):
         raise ForbiddenError("a document with this id exists and the caller may not replace it")
     try:
-        document = Document(
-            document_id=request.document_id, tenant=caller.tenant, allowed_roles=roles, title=request.title or "",
-            source=request.source, filename=request.filename, locale=request.locale, status=DocumentStatus.PROCESSING,
-            active_revision=existing.active_revision if existing else None,
-            chunk_count=existing.chunk_count if existing else 0,
+        upload = register_upload(
+            services, document_id=request.document_id, tenant=caller.tenant, allowed_roles=roles, title=request.title,
+            source=request.source, filename=request.filename, locale=request.locale,
         )
     except ValidationError as error:
-        raise BadRequestError("; ".join(e["msg"] for e in error.errors())) from None
-    services.metadata.put_document(document)
-    key = raw_key(caller.tenant, document.document_id)
+        raise BadRequestError("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())) from None
+    key = raw_key(caller.tenant, upload.document_id, upload.upload_id)
     objects: Any = services.objects
     url = objects.client.generate_presigned_url(
         "put_object", Params={"Bucket": objects.bucket, "Key": key}, ExpiresIn=UPLOAD_URL_SECONDS
     )
-    return Response(status_code=201, content_type=content_types.APPLICATION_JSON,
-                    body={"document_id": document.document_id, "upload_url": url, "expires_in": UPLOAD_URL_SECONDS})
+    body = {"document_id": upload.document_id, "upload_id": upload.upload_id, "upload_url": url, "expires_in": UPLOAD_URL_SECONDS}
+    return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body)
 
 
 @app.get("/documents")
@@ -105,12 +158,13 @@ def list_documents() -> dict[str, Any]:
 def get_document(document_id: str) -> dict[str, Any]:
     settings, services = services_from_env()
     caller = identity(settings)
+    document_id = path_id(document_id)
+    section = app.current_event.get_query_string_value("section")
+    if section is not None and not _SECTION.fullmatch(section):
+        raise BadRequestError("section must be a section number: 1 to 6 digits (0-9)")
     document = _visible(services.metadata.get_document(caller.tenant, document_id), caller)
     chunks = services.metadata.get_chunks(caller.tenant, document_id, document.active_revision) if document.active_revision else []
-    section = app.current_event.get_query_string_value("section")
     if section is not None:
-        if not section.isdigit():
-            raise BadRequestError("section must be a number")
         chunks = [c for c in chunks if c.section_index == int(section)]
     text = "".join(c.text[max(0, c.body_start - c.start):] for c in chunks)
     return {"document": document.model_dump(mode="json"), "text": text}
@@ -122,6 +176,8 @@ def remove_document(document_id: str) -> dict[str, Any]:
 
     settings, services = services_from_env()
     caller = identity(settings)
+    require_writer(settings, caller)
+    document_id = path_id(document_id)
     _visible(services.metadata.get_document(caller.tenant, document_id), caller)
     return delete_document(services, caller.tenant, document_id).model_dump()
 
@@ -152,27 +208,126 @@ def citations(answer_id: str) -> dict[str, Any]:
 
     settings, services = services_from_env()
     caller = identity(settings)
-    record = recorded_citations(services, caller.tenant, answer_id)
-    if not caller.roles & set(record.roles):
-        raise NotFoundError("no such answer")
-    return record.model_dump(mode="json")
+    if not _ANSWER_ID.fullmatch(answer_id):
+        raise NotFoundError("no such answer")  # no id we issue looks like this
+    return recorded_citations(services, caller, answer_id).model_dump(mode="json")
 
 
 @app.exception_handler(CitewellError)
 def handle_error(error: CitewellError) -> Response:
-    status = 404 if isinstance(error, NotFound) else 503 if isinstance(error, RetrievalUnavailable) else 400
+    status = (404 if isinstance(error, NotFound) else 409 if isinstance(error, Conflict)
+              else 503 if isinstance(error, RetrievalUnavailable | Busy) else 400)
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body={"error": error.as_dict()})
 
 
 @app.exception_handler(ServiceError)
 def handle_service_error(error: ServiceError) -> Response:
-    return Response(status_code=error.status_code, content_type=content_types.APPLICATION_JSON,
-                    body={"error": {"code": type(error).__name__, "message": error.msg}})
+    return _error(error.status_code, type(error).__name__, str(error.msg))
+
+
+@app.exception_handler(RequestValidationError)
+def handle_invalid_request(error: RequestValidationError) -> Response:
+    """A 422 that says which field is wrong and how (Powertools' default names only the type)."""
+    return _error(422, "RequestValidationError", "; ".join(_problem(e) for e in error.errors()))
+
+
+def _problem(error: dict[str, Any]) -> str:
+    if error["type"] == "json_invalid":  # loc is ("body", character offset)
+        return f"the body is not valid JSON: {error.get('ctx', {}).get('error', 'cannot parse')} at character {error['loc'][-1]}"
+    where = ".".join(str(part) for part in error["loc"][1:]) or "body"
+    return f"{where}: {str(error.get('msg', error['type'])).removeprefix('Value error, ')}"
+
+
+@app.exception_handler(RequestUnsupportedContentType)
+def handle_unsupported_content(error: RequestUnsupportedContentType) -> Response:
+    return _error(415, "RequestUnsupportedContentType", "send the body as application/json")
+
+
+@app.exception_handler(Exception)
+def handle_unexpected(error: Exception) -> Response:
+    """Last resort: the details go to the log, never to the caller."""
+    logger.exception("unexpected error")
+    request_id = getattr(app.lambda_context, "aws_request_id", "unknown")
+    return _error(500, "InternalServerError",
+                  f"Something went wrong on our side. If it persists, report request id {request_id}.")
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
+                    body={"error": {"code": code, "message": message}})
+
+
+def _json_depth(value: Any) -> int:
+    """Without recursion, so a deep body cannot exhaust the stack here either."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict | list):
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def check_body(event: dict[str, Any]) -> None:
+    """Refuse a body we could not read before Powertools reads it: its base64 and JSON
+    decoding raise plain errors (binascii.Error, RecursionError, ValueError over 4,300
+    digits) that would otherwise become 500s. Malformed JSON is left to the 422 with details."""
+    body = event.get("body")
+    if not body:
+        return
+    if event.get("isBase64Encoded"):
+        try:
+            data = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise BadRequestError("the body is marked base64-encoded but is not valid base64") from None
+    else:
+        data = body.encode("utf-8", errors="surrogatepass")
+    if len(data) > MAX_BODY_BYTES:
+        raise RequestEntityTooLargeError(f"the body is {len(data):,} bytes; the limit is 64 KiB ({MAX_BODY_BYTES:,} bytes)")
+    content_type = str({k.lower(): v for k, v in (event.get("headers") or {}).items()}.get("content-type", "")).strip()
+    if content_type and not content_type.startswith(content_types.APPLICATION_JSON):
+        return
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadRequestError("the body is not UTF-8 text") from None
+    except json.JSONDecodeError:
+        return
+    except RecursionError:
+        raise BadRequestError(f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError:  # int() refuses more than 4,300 digits
+        raise BadRequestError("the JSON body holds a number too long to read") from None
+    if _json_depth(parsed) > MAX_JSON_DEPTH:
+        raise BadRequestError(f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep")
+
+
+def one_id_segment(event: dict[str, Any]) -> dict[str, Any]:
+    """Ids may contain '/' (folder ingests make ``guide/intro.md``); the route ``<document_id>``
+    matches one segment. A client may send ``guide%2Fintro.md`` (API Gateway leaves rawPath
+    undecoded) or raw segments (``{id+}`` routes them here); both become one encoded segment,
+    which :func:`path_id` decodes exactly once."""
+    path = event.get("rawPath") or ""
+    stage = (event.get("requestContext") or {}).get("stage") or "$default"
+    for head in (_DOCUMENTS, f"/{stage}{_DOCUMENTS}"):
+        if path.startswith(head) and len(path) > len(head):
+            return {**event, "rawPath": head + quote(unquote_to_bytes(path[len(head):]), safe="")}
+    return event
+
+
+def _reply(status: int, code: str, message: str) -> dict[str, Any]:
+    """An HTTP API (payload 2.0) response, for requests refused before the resolver runs."""
+    return {"statusCode": status, "headers": {"Content-Type": content_types.APPLICATION_JSON},
+            "body": json.dumps({"error": {"code": code, "message": message}}), "isBase64Encoded": False, "cookies": []}
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return app.resolve(event, context)
+    try:
+        check_body(event)
+    except ServiceError as error:
+        logger.info("request refused", status=error.status_code, reason=error.msg)
+        return _reply(error.status_code, type(error).__name__, str(error.msg))
+    return app.resolve(one_id_segment(event), context)
 
 
 def openapi_document() -> str:

@@ -22,6 +22,7 @@ class AwsSettings(BaseModel):
     lanes: tuple[str, ...] = ("bm25", "vector")
     tenant_claim: str = "custom:tenant"
     roles_claim: str = "cognito:groups"
+    write_role: str = "citewell:write"  # the role (group) that may create, replace and delete documents
 
     @classmethod
     def from_env(cls) -> AwsSettings:
@@ -38,6 +39,7 @@ class AwsSettings(BaseModel):
             lanes=tuple(x.strip() for x in env.get("CITEWELL_LANES", "bm25,vector").split(",") if x.strip()),
             tenant_claim=env.get("CITEWELL_TENANT_CLAIM", "custom:tenant"),
             roles_claim=env.get("CITEWELL_ROLES_CLAIM", "cognito:groups"),
+            write_role=env.get("CITEWELL_WRITE_ROLE") or "citewell:write",
         )
 
 

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from citewell.errors import Conflict, IngestError, NotFound, PublishConflict, UploadMissing
+from citewell.errors import IngestError, NotFound, PublishConflict, UploadMissing
 from citewell.keys import STAGES, chunks_key, document_prefix, parse_key, parsed_key, raw_key, upload_keys
 from citewell.models import (
     Chunk,
@@ -30,9 +30,9 @@ from citewell.models import (
     ErrorInfo,
     ParsedDocument,
     Upload,
-    new_token,
     publication_revision,
 )
+from citewell.ingest.registration import register_upload
 from citewell.parsers import parse
 from citewell.records import is_current, update_document
 from citewell.services import Services
@@ -70,50 +70,6 @@ class ParseOutcome(BaseModel):
     status: Literal["parsed", "unchanged", "superseded"]
     revision: str | None = None
     content_sha256: str | None = None
-
-
-def register_upload(
-    services: Services,
-    *,
-    document_id: str,
-    tenant: str,
-    allowed_roles: frozenset[str],
-    title: str | None = None,
-    source: str = "",
-    filename: str | None = None,
-    locale: str = "en",
-) -> Upload:
-    """Record a new upload intent and make it the document's latest; the bytes come after.
-
-    The intent is written first (nobody follows it until the record names its sequence), then
-    the record moves to ``processing`` with a compare-and-set; a lost race takes the next
-    number. A document being deleted takes no upload until the delete is done.
-    """
-    upload_id = new_token()
-    for _ in range(20):
-        current = services.metadata.get_document(tenant, document_id)
-        if current is not None and current.status is DocumentStatus.DELETING:
-            raise Conflict(f"{document_id!r} is being deleted; upload it again once the delete has finished")
-        upload = Upload(
-            upload_id=upload_id, seq=(current.upload_seq if current else 0) + 1,
-            generation=current.generation if current else new_token(), document_id=document_id, tenant=tenant,
-            allowed_roles=allowed_roles, title=title, source=source, filename=filename, locale=locale,
-        )
-        services.metadata.put_upload(upload)
-        if current is None:
-            wanted = Document(
-                document_id=document_id, tenant=tenant, allowed_roles=allowed_roles, title=title or "", source=source,
-                filename=filename, locale=locale, generation=upload.generation, upload_seq=upload.seq,
-            )
-        else:
-            update: dict[str, object] = {"upload_seq": upload.seq, "status": DocumentStatus.PROCESSING, "error": None}
-            if current.active_revision is None:  # nothing served yet: the record shows the latest upload
-                update.update(allowed_roles=allowed_roles, title=title or "", source=source, filename=filename, locale=locale)
-            wanted = current.model_copy(update=update)
-        if services.metadata.save_document(wanted) is not None:
-            return upload
-        services.metadata.delete_upload(tenant, document_id, upload_id)
-    raise Conflict(f"{document_id!r} kept changing while registering an upload; try again")
 
 
 def register(services: Services, request: IngestRequest) -> Upload:
