@@ -350,7 +350,7 @@ class Answer(BaseModel):
 
 
 class SourceRef(BaseModel):
-    """A revision an answer read as evidence, cited or not: its question may quote it."""
+    """A revision a refusal read as evidence: its question may quote it, so it goes with it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -371,7 +371,7 @@ class AnswerRecord(BaseModel):
     generator: str
     degraded: list[str] = Field(default_factory=list)
     source_deleted: bool = False  # a source was removed since; the answer and question were withdrawn with it
-    considered: list[SourceRef] = Field(default_factory=list)  # every evidence revision, so a refusal is withdrawn too
+    considered: list[SourceRef] = Field(default_factory=list)  # a refusal's evidence: its question may quote it
     created_at: datetime = Field(default_factory=utcnow)
 
     def rests_on(self) -> set[tuple[str, str]]:

@@ -81,8 +81,10 @@ def ask(
                 fallback = "; answering extractively" if candidate is not chain[-1] else "; refusing"
                 degraded.append(f"generator unavailable: {candidate.name} ({error.message}){fallback}")
     text, citations = verify(draft, evidence)
-    considered = sorted({SourceRef(document_id=e.document_id, revision=e.revision) for e in evidence},
-                        key=lambda s: (s.document_id, s.revision))
+    # A refusal cites nothing, yet its question may quote what it read: it rests on its evidence.
+    considered = [] if text is not None else sorted(
+        {SourceRef(document_id=e.document_id, revision=e.revision) for e in evidence}, key=lambda s: (s.document_id, s.revision)
+    )
     record = AnswerRecord(
         answer_id=uuid.uuid4().hex, tenant=identity.tenant, roles=sorted(identity.roles), question=question,
         answer=text, refused=text is None, citations=citations, generator=used.name, degraded=degraded,

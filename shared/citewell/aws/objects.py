@@ -1,11 +1,18 @@
-"""ObjectStore on an S3 bucket. Deleting a key removes every version of it, not just the latest."""
+"""ObjectStore on an S3 bucket. Deleting a key removes every version of it, not just the latest.
+
+A multipart upload that was never completed or aborted keeps its parts (billed, holding raw
+bytes) without any object showing in ``list``; ``temporaries`` names them so they can be aborted.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 from citewell.errors import NotFound
+
+UPLOAD = "?uploadId="  # joins a key and the id of an unfinished multipart upload in a temporary's key
 
 
 class S3ObjectStore:
@@ -36,7 +43,12 @@ class S3ObjectStore:
         return True
 
     def delete(self, key: str) -> int:
-        """Every version and delete marker of ``key``; returns 1 if there was a current object."""
+        """Every version and delete marker of ``key``; returns 1 if there was a current object.
+
+        A key from ``temporaries`` aborts that multipart upload (1 if it was still open).
+        """
+        if UPLOAD in key and self._abort(*key.rsplit(UPLOAD, 1)):
+            return 1
         existed = self.exists(key)
         versions: list[dict[str, str]] = []
         for page in self.client.get_paginator("list_object_versions").paginate(Bucket=self.bucket, Prefix=key):
@@ -53,3 +65,22 @@ class S3ObjectStore:
         for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
             for item in page.get("Contents", []):
                 yield item["Key"]
+
+    def temporaries(self, prefix: str = "") -> list[tuple[str, float]]:
+        """``(key?uploadId=id, age in seconds)`` of each multipart upload under ``prefix`` that was
+        never completed or aborted: a young one may belong to a live writer."""
+        now = datetime.now(timezone.utc)
+        found: list[tuple[str, float]] = []
+        for page in self.client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket, Prefix=prefix):
+            for upload in page.get("Uploads", []):
+                age = max(0.0, (now - upload["Initiated"]).total_seconds())
+                found.append((f"{upload['Key']}{UPLOAD}{upload['UploadId']}", age))
+        return sorted(found)
+
+    def _abort(self, key: str, upload_id: str) -> bool:
+        """Abort one multipart upload; False if there is none (finished, aborted, or not an upload)."""
+        try:
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+        except self.client.exceptions.NoSuchUpload:
+            return False
+        return True

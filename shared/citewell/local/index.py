@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from citewell.errors import EmbedderMismatch
-from citewell.local.sqlite import Transaction, connect, ensure_schema
+from citewell.local.sqlite import Transaction, checkpoint, connect, ensure_schema
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit
 from citewell.terms import FUNCTION_WORDS, words
@@ -201,6 +201,15 @@ class SqliteSearchIndex:
         )
         return [r["revision"] for r in rows]
 
+    def access_inventory(self) -> list[tuple[str, str, str, frozenset[str], str]]:
+        """``(tenant, document_id, revision, roles, title)`` of each distinct access of indexed rows."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT c.tenant, c.document_id, c.revision, c.title, "
+            "(SELECT group_concat(role, ',') FROM (SELECT role FROM chunk_roles r WHERE r.chunk_rowid = c.rowid ORDER BY role)) "
+            "FROM chunks c"
+        )
+        return [(r[0], r[1], r[2], frozenset((r[4] or "").split(",")) - {""}, r[3]) for r in rows]
+
     def inventory(self) -> list[tuple[str, str, str, int]]:
         """``(tenant, document_id, revision, chunks)`` for everything indexed."""
         rows = self.conn.execute(
@@ -208,14 +217,16 @@ class SqliteSearchIndex:
         )
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
-    def compact(self) -> None:
+    def compact(self) -> bool:
         """Merge the FTS5 segments (dropping deleted entries for good) and truncate the WAL.
 
         With ``secure_delete`` on, the freed pages are zeroed, so deleted text leaves the file.
+        False when a reader in another connection kept the log from being truncated: deleted
+        text may still sit there until a later compact returns True.
         """
         with Transaction(self.conn):
             self.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return checkpoint(self.conn)
 
     # -- lanes ---------------------------------------------------------------------------
 
