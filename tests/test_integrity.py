@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import timedelta
 
 import numpy as np
@@ -20,6 +22,7 @@ from citewell.ingest.stages import IngestRequest, chunk_stage, embed_stage, pars
 from citewell.keys import raw_key
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
+from citewell.services import open_local
 
 from tests.test_deletion import traces
 
@@ -214,8 +217,6 @@ def test_two_processes_ingesting_one_document_with_different_roles_agree(tmp_pat
     (tmp_path / "secret.md").write_bytes(SECRET)
     (tmp_path / "public.md").write_bytes(PUBLIC)
     home = tmp_path / "home"
-    from citewell.services import open_local
-
     for round_number in range(10):
         first = (tmp_path / ("secret.md" if round_number % 2 else "public.md"), "hr" if round_number % 2 else "staff")
         second = (tmp_path / ("public.md" if round_number % 2 else "secret.md"), "staff" if round_number % 2 else "hr")
@@ -318,3 +319,45 @@ def test_the_audit_removes_embeddings_no_chunk_uses(services):
     assert [f.kind for f in report.findings] == ["unused_embeddings"] and report.ok
     assert "f" * 64 not in services.metadata.embedding_hashes(services.embedder.identity)
     assert search(services, STAFF, "vorpaltrine").hits
+
+
+def test_kill_9_during_ingest_then_the_audit_leaves_every_document_whole(tmp_path):
+    """A real `citewell ingest` is killed at spread-out moments; each time `audit --repair` (with
+    nothing considered fresh) must leave a home whose documents are each served whole or failed,
+    that a second audit finds clean, and in which a delete still removes every byte."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    home = tmp_path / "home"
+    env = {**os.environ, "CITEWELL_STUCK_MINUTES": "0"}
+    ingest_cmd = [sys.executable, "-m", "citewell.cli", "--home", str(home), "ingest", str(folder), "--tenant", "northpier",
+                  "--allow-roles", "staff", "--json"]
+    audit_cmd = [sys.executable, "-m", "citewell.cli", "--home", str(home), "audit", "--json"]
+    killed, full = 0, None
+    for fraction in (None, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9):  # first a whole run, to time it
+        delay = None if full is None else full * fraction
+        for number in range(8):  # new text each round, every paragraph its own chunk to embed
+            paragraphs = [f"# Part {p}\n\nThe vorpaltrine pay review {fraction} moves shift lead {p} of memo {number} to band {p % 9}.\n"
+                          for p in range(60)]
+            (folder / f"memo-{number}.md").write_text("\n".join(paragraphs))
+        started = time.monotonic()
+        process = subprocess.Popen(ingest_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        try:
+            process.wait(timeout=delay)
+            full = full or time.monotonic() - started
+        except subprocess.TimeoutExpired:
+            process.kill()  # SIGKILL: no clean-up of any kind
+            process.wait()
+            killed += 1
+        subprocess.run([*audit_cmd, "--repair"], capture_output=True, env=env, check=False)
+        report = json.loads(subprocess.run(audit_cmd, capture_output=True, env=env, check=False).stdout)
+        assert report == {"ok": True, "findings": []}, (delay, report)
+        services = open_local(home)
+        for document in services.metadata.list_documents("northpier"):
+            assert document.status in (DocumentStatus.PUBLISHED, DocumentStatus.FAILED), document
+            if document.active_revision:
+                chunks = services.metadata.get_chunks("northpier", document.document_id, document.active_revision)
+                assert services.index.count("northpier", document.document_id, document.active_revision) == len(chunks) > 0
+    assert killed >= 4  # most rounds died mid-way, at moments spread over a whole run's length
+    for document in open_local(home).metadata.list_documents("northpier"):
+        delete_document(open_local(home), "northpier", document.document_id)
+    assert traces(home, [b"vorpaltrine", b"memo-"]) == []
