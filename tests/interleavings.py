@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -342,7 +343,9 @@ def main() -> int:
             interleaver = Interleaver(services, seed, home=home)
             try:
                 if runs % 4 == 3:
-                    _on_moto(services, interleaver)
+                    with cloud_stores(services):
+                        interleaver.home = None  # the index stays local; the rest lives in moto
+                        interleaver.run(STEPS)
                 else:
                     interleaver.run(STEPS)
             except Exception as error:  # a violation, or a crash: both are failures to report
@@ -357,7 +360,9 @@ def main() -> int:
     return 1 if failures else 0
 
 
-def _on_moto(services: Services, interleaver: Interleaver) -> None:
+@contextmanager
+def cloud_stores(services: Services) -> Iterator[Services]:
+    """``services`` with DynamoDB and S3 (moto) as metadata and object stores, built as the stack builds them."""
     import os
 
     import boto3
@@ -372,12 +377,11 @@ def _on_moto(services: Services, interleaver: Interleaver) -> None:
         dynamodb = boto3.resource("dynamodb", **credentials)
         dynamodb.create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
         s3 = boto3.client("s3", **credentials)
-        s3.create_bucket(Bucket="citewell-fuzz", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-        s3.put_bucket_versioning(Bucket="citewell-fuzz", VersioningConfiguration={"Status": "Enabled"})
+        s3.create_bucket(Bucket="citewell-interleavings", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        s3.put_bucket_versioning(Bucket="citewell-interleavings", VersioningConfiguration={"Status": "Enabled"})
         services.metadata = DynamoMetadataStore("citewell-metadata", dynamodb)
-        services.objects = S3ObjectStore("citewell-fuzz", s3)
-        interleaver.home = None  # the index is local; the rest lives in moto
-        interleaver.run(STEPS)
+        services.objects = S3ObjectStore("citewell-interleavings", s3)
+        yield services
 
 
 if __name__ == "__main__":

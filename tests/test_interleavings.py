@@ -3,14 +3,10 @@ embedded stores and on the cloud stores (DynamoDB and S3 on moto)."""
 
 from __future__ import annotations
 
-import boto3
 import pytest
-from moto import mock_aws
 
-from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
-from citewell.aws.objects import S3ObjectStore
 from tests.conftest import make_services
-from tests.interleavings import FUZZ_END, FUZZ_START, Interleaver, fuzz_block, write_block
+from tests.interleavings import FUZZ_END, FUZZ_START, Interleaver, cloud_stores, fuzz_block, write_block
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -19,18 +15,8 @@ def test_interleavings_on_the_embedded_stores(tmp_path, embedder, seed):
     assert Interleaver(services, seed, home=tmp_path).run(steps=120) >= 120
 
 
-def test_interleavings_on_the_cloud_stores(tmp_path, embedder, monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    services = make_services(tmp_path, embedder)
-    with mock_aws():
-        credentials = {"region_name": "eu-west-1", "aws_access_key_id": "x", "aws_secret_access_key": "y"}
-        dynamodb = boto3.resource("dynamodb", **credentials)
-        dynamodb.create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
-        s3 = boto3.client("s3", **credentials)
-        s3.create_bucket(Bucket="citewell-test", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-        s3.put_bucket_versioning(Bucket="citewell-test", VersioningConfiguration={"Status": "Enabled"})
-        services.metadata = DynamoMetadataStore("citewell-metadata", dynamodb)
-        services.objects = S3ObjectStore("citewell-test", s3)
+def test_interleavings_on_the_cloud_stores(tmp_path, embedder):
+    with cloud_stores(make_services(tmp_path, embedder)) as services:
         assert Interleaver(services, seed=7).run(steps=120) >= 120
 
 

@@ -105,24 +105,12 @@ class ErrorInfo(BaseModel):
     message: str
 
 
-class Upload(BaseModel):
-    """An immutable upload intent, recorded at register. Every stage works from the intent it
-    was handed, never from the live record, so a later upload or a delete cannot change what
-    an earlier upload publishes, only stop it."""
+class AccessFields(BaseModel):
+    """Who a document belongs to and who may read it: one grammar wherever these are held."""
 
-    model_config = ConfigDict(frozen=True)
-
-    upload_id: str
-    seq: int  # per document, in register order: an older upload never replaces a newer one
-    generation: str  # the record's life this upload belongs to: a delete ends it
     document_id: str
     tenant: str
     allowed_roles: frozenset[str]
-    title: str | None = None
-    source: str = ""
-    filename: str | None = None
-    locale: str = "en"
-    created_at: datetime = Field(default_factory=utcnow)
 
     @field_validator("document_id")
     @classmethod
@@ -134,11 +122,6 @@ class Upload(BaseModel):
     def _tenant(cls, v: str) -> str:
         return validate_tenant(v)
 
-    @field_validator("upload_id", "generation")
-    @classmethod
-    def _token(cls, v: str) -> str:
-        return validate_token(v)
-
     @field_validator("allowed_roles")
     @classmethod
     def _roles(cls, v: frozenset[str]) -> frozenset[str]:
@@ -147,7 +130,29 @@ class Upload(BaseModel):
         return frozenset(validate_name(r, "role") for r in v)
 
 
-class Document(BaseModel):
+class Upload(AccessFields):
+    """An immutable upload intent, recorded at register. Every stage works from the intent it
+    was handed, never from the live record, so a later upload or a delete cannot change what
+    an earlier upload publishes, only stop it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    upload_id: str
+    seq: int  # per document, in register order: an older upload never replaces a newer one
+    generation: str  # the record's life this upload belongs to: a delete ends it
+    title: str | None = None
+    source: str = ""
+    filename: str | None = None
+    locale: str = "en"
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("upload_id", "generation")
+    @classmethod
+    def _token(cls, v: str) -> str:
+        return validate_token(v)
+
+
+class Document(AccessFields):
     """The authoritative record of one document. ``active_revision`` is what is served, and
     the access fields (roles, title, source) are those it was published with; a pending
     upload's fields live in its :class:`Upload` until it is published.
@@ -157,9 +162,6 @@ class Document(BaseModel):
     registered upload, the only one allowed to move the record on.
     """
 
-    document_id: str
-    tenant: str
-    allowed_roles: frozenset[str]
     title: str
     source: str
     filename: str | None = None  # the uploaded name: a hint among text types, never the type itself
@@ -177,23 +179,6 @@ class Document(BaseModel):
     upload_seq: int = 0
     active_upload: str | None = None
     content_sha256: str | None = None  # of the active revision's extracted text
-
-    @field_validator("document_id")
-    @classmethod
-    def _document_id(cls, v: str) -> str:
-        return validate_document_id(v)
-
-    @field_validator("tenant")
-    @classmethod
-    def _tenant(cls, v: str) -> str:
-        return validate_tenant(v)
-
-    @field_validator("allowed_roles")
-    @classmethod
-    def _roles(cls, v: frozenset[str]) -> frozenset[str]:
-        if not v:
-            raise ValueError("a document needs at least one allowed role")
-        return frozenset(validate_name(r, "role") for r in v)
 
     def serves(self, revision: str, identity: Identity) -> bool:
         """The read-back rule: live, ``revision`` is the active one, and the caller may see it."""
