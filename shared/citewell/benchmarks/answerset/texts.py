@@ -61,6 +61,13 @@ Staff parking is free at Harrowmere Treatment Works and at Doveridge Depot. At t
 office in Calder Street, parking permits cost 18 pounds per month and are allocated by the
 facilities team.
 
+## Reporting an accident
+
+1. Make the area safe and give first aid if you are trained to.
+2. Call the control room on extension 2000 and say where you are.
+3. Record the accident in the SafeLog app within 24 hours.
+4. Your line manager completes the investigation form within 5 working days.
+
 ## Lone working
 
 Field staff working alone must check in with the control room every 2 hours using the
@@ -128,6 +135,13 @@ run by the Network Operations team.</p>
 <tr><td>P2</td><td>Single pump failed with the standby running</td><td>4 hours</td></tr>
 <tr><td>P3</td><td>Instrument or telemetry fault</td><td>next working day</td></tr>
 </table>
+<h2>Responding to a P1 alarm</h2>
+<ol>
+<li>Acknowledge the alarm on the SCADA console within 5 minutes.</li>
+<li>Call the standby technician and give them the site name and the alarm code.</li>
+<li>If there is a pollution risk, notify the Environment Team.</li>
+<li>Update the incident log every 30 minutes until the site is safe.</li>
+</ol>
 <h2>Isolating a pump for maintenance</h2>
 <ol>
 <li>Confirm with the control room that the standby pump is available and set to duty.</li>
@@ -187,6 +201,12 @@ every 5 years.
 Can customers pay in instalments?
 Customers can spread their annual bill over 10 or 12 monthly instalments by direct debit.
 Customers in arrears can agree a payment plan of up to 24 months.
+
+How do I set up a payment plan?
+1. Check the account balance and whether the customer has broken a plan before.
+2. Agree the monthly amount with the customer; it must clear the arrears within 24 months.
+3. Set up the plan in the billing system under Arrangements.
+4. Send the confirmation letter the same day.
 
 What is the WaterAssist tariff?
 WaterAssist caps the annual bill at 380 pounds for households with an income below 21,000
@@ -287,6 +307,13 @@ Manager reviews it every year in September.
 A record under a legal hold must not be destroyed until the Legal Team releases the hold in
 writing, even when its retention period has passed.
 
+## Requesting archived records
+
+1. Fill in the archive request form on the intranet, with the box reference.
+2. The Records Manager confirms the request within 2 working days.
+3. The boxes arrive at your site with the next Thursday courier.
+4. Return the boxes within 30 days.
+
 ## Destruction
 
 Paper records are destroyed by cross-cut shredding or through the locked confidential waste
@@ -361,6 +388,12 @@ after that a medical certificate is needed.
 
 Employees can work remotely up to 3 days a week. Working from another country is allowed
 for up to 20 working days per year with the approval of People Operations.
+
+### Working from another country
+
+1. Check that the country is on the approved list in PeopleDesk.
+2. Submit the request at least 4 weeks before you travel.
+3. Wait until People Operations confirms tax and insurance cover in writing before you book.
 
 ## Home office and learning
 
