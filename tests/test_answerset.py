@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from citewell.benchmarks.answerset import build as answerset
 from citewell.parsers import parse
 
@@ -113,6 +112,7 @@ def test_questions_are_well_formed(corpus, questions):
         for key in ("roles", "expected_documents", "must_contain", "must_not_contain"):
             assert isinstance(q[key], list) and all(isinstance(v, str) and v.strip() for v in q[key]), (q["id"], key)
         assert q["roles"]
+        assert all(len(fact.strip()) >= 3 for fact in q["must_contain"]), q["id"]  # nothing that matches by chance
         assert isinstance(q["refuse"], bool)
         assert q["refuse"] == (q["category"] in answerset.REFUSING), q["id"]
         assert all((q["tenant"], doc) in documents for doc in q["expected_documents"]), q["id"]

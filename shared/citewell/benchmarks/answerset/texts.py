@@ -78,39 +78,55 @@ KV_EXPENSES_PAGES = [
     (
         "Expenses Policy",
         [
-            "This policy took effect on 1 April 2025 and replaces the 2022 expenses policy. It "
-            "applies to every employee who pays for something on company business.",
-            "Claims are made in StaffHub. An itemised receipt is required for every item over "
-            "10 pounds; card slips alone are not accepted.",
+            (
+                "This policy took effect on 1 April 2025 and replaces the 2022 expenses policy. It "
+                "applies to every employee who pays for something on company business."
+            ),
+            (
+                "Claims are made in StaffHub. An itemised receipt is required for every item over "
+                "10 pounds; card slips alone are not accepted."
+            ),
         ],
     ),
     (
         "Mileage and travel",
         [
-            "Business mileage in a private car is reimbursed at 45 pence per mile for the first "
-            "10,000 miles in a tax year and 25 pence per mile after that. Travel between home "
-            "and your normal place of work is not business mileage.",
-            "Rail travel is standard class. First class needs the written approval of a "
-            "director.",
+            (
+                "Business mileage in a private car is reimbursed at 45 pence per mile for the first "
+                "10,000 miles in a tax year and 25 pence per mile after that. Travel between home "
+                "and your normal place of work is not business mileage."
+            ),
+            (
+                "Rail travel is standard class. First class needs the written approval of a "
+                "director."
+            ),
             "Pool vans are booked through the fleet desk at least 2 working days ahead.",
         ],
     ),
     (
         "Meals and overnight stays",
         [
-            "The meal allowance is 9 pounds for a working trip of more than 5 hours and 22 "
-            "pounds for a trip of more than 10 hours.",
-            "Hotel stays are reimbursed up to 95 pounds per night, or 150 pounds per night in "
-            "London. Alcohol and minibar items are never reimbursed.",
+            (
+                "The meal allowance is 9 pounds for a working trip of more than 5 hours and 22 "
+                "pounds for a trip of more than 10 hours."
+            ),
+            (
+                "Hotel stays are reimbursed up to 95 pounds per night, or 150 pounds per night in "
+                "London. Alcohol and minibar items are never reimbursed."
+            ),
         ],
     ),
     (
         "Submitting and approving claims",
         [
-            "Claims must be submitted within 60 days of the expense. Older claims are only paid "
-            "with the approval of the Finance Director, Helen Ashdown.",
-            "Claims up to 500 pounds are approved by the line manager; claims over 500 pounds "
-            "also need the approval of the head of department.",
+            (
+                "Claims must be submitted within 60 days of the expense. Older claims are only paid "
+                "with the approval of the Finance Director, Helen Ashdown."
+            ),
+            (
+                "Claims up to 500 pounds are approved by the line manager; claims over 500 pounds "
+                "also need the approval of the head of department."
+            ),
             "Approved claims are paid with the monthly salary on the 25th of the month.",
         ],
     ),
@@ -227,24 +243,62 @@ pounds. They receive a further 25 pounds for each extra 24 hours without water.
 
 KV_DIRECTORY_TITLE = "Kestrel Vale Water Staff Directory"
 KV_DIRECTORY_SECTIONS = [
-    ("Using this directory", [
-        "Internal extensions are dialled directly from any desk phone. The out-of-hours duty "
-        "manager is reached through the control room on extension 2000.",
-        "The Network Operations standby rota changes every Monday at 08:00.",
-    ]),
-    ("Teams and owners", [
-        "Each row names the person who owns a subject, with their extension.",
-    ]),
+    (
+        "Using this directory",
+        [
+            (
+                "Internal extensions are dialled directly from any desk phone. The out-of-hours duty "
+                "manager is reached through the control room on extension 2000."
+            ),
+            "The Network Operations standby rota changes every Monday at 08:00.",
+        ],
+    ),
+    (
+        "Teams and owners",
+        [
+            "Each row names the person who owns a subject, with their extension.",
+        ],
+    ),
 ]
 KV_DIRECTORY_TABLE = [
     ("Name", "Role", "Responsible for", "Extension"),
     ("Helen Ashdown", "Finance Director", "Budgets and late expense claims", "2101"),
-    ("Marcus Oyelaran", "Head of Network Operations", "Pump stations, SCADA and alarms", "2240"),
-    ("Ffion Rees-Hallam", "Water Quality Manager", "Sampling, chlorine dosing and regulator reports", "2315"),
-    ("Tom Castellane", "Contact Centre Manager", "Complaints and the WaterAssist tariff", "2450"),
-    ("Aisha Brennock", "HR Business Partner", "Leave, sickness and parental leave", "2512"),
-    ("Gareth Pellow", "Information Security Officer", "Passwords, phishing reports and access reviews", "2620"),
-    ("Nadia Okonkwo-Hart", "Records Manager", "Retention schedule and archive requests", "2633"),
+    (
+        "Marcus Oyelaran",
+        "Head of Network Operations",
+        "Pump stations, SCADA and alarms",
+        "2240",
+    ),
+    (
+        "Ffion Rees-Hallam",
+        "Water Quality Manager",
+        "Sampling, chlorine dosing and regulator reports",
+        "2315",
+    ),
+    (
+        "Tom Castellane",
+        "Contact Centre Manager",
+        "Complaints and the WaterAssist tariff",
+        "2450",
+    ),
+    (
+        "Aisha Brennock",
+        "HR Business Partner",
+        "Leave, sickness and parental leave",
+        "2512",
+    ),
+    (
+        "Gareth Pellow",
+        "Information Security Officer",
+        "Passwords, phishing reports and access reviews",
+        "2620",
+    ),
+    (
+        "Nadia Okonkwo-Hart",
+        "Records Manager",
+        "Retention schedule and archive requests",
+        "2633",
+    ),
     ("Owen Tregaskis", "Fleet Coordinator", "Pool vans and fuel cards", "2705"),
     ("Lucy Marsh", "Facilities Manager", "Parking permits and building passes", "2710"),
 ]
@@ -331,7 +385,11 @@ KV_PAY_GRADES = [
 ]
 KV_PAY_ALLOWANCES = [
     ("allowance", "amount", "condition"),
-    ("Standby week", "310 pounds per week", "Paid for each full week on the standby rota"),
+    (
+        "Standby week",
+        "310 pounds per week",
+        "Paid for each full week on the standby rota",
+    ),
     ("Call-out", "55 pounds per call-out", "Plus overtime at time and a half"),
     ("Shift allowance", "12% of basic salary", "For the four-on, four-off pattern"),
     ("First aider", "200 pounds per year", "Needs a current first aid certificate"),
@@ -339,15 +397,25 @@ KV_PAY_ALLOWANCES = [
 
 KV_CAPITAL_TITLE = "Capital Programme 2026-27"
 KV_CAPITAL_SECTIONS = [
-    ("Summary", [
-        "The Board approved a capital programme of 86.4 million pounds for 2026-27 on 18 "
-        "February 2026. The largest scheme is the Harrowmere filter refurbishment.",
-        "Any scheme forecast to overspend by more than 5% goes back to the Investment "
-        "Committee, which meets on the first Tuesday of each month.",
-    ]),
-    ("Schemes", [
-        "The table lists each approved scheme with its budget and planned completion.",
-    ]),
+    (
+        "Summary",
+        [
+            (
+                "The Board approved a capital programme of 86.4 million pounds for 2026-27 on 18 "
+                "February 2026. The largest scheme is the Harrowmere filter refurbishment."
+            ),
+            (
+                "Any scheme forecast to overspend by more than 5% goes back to the Investment "
+                "Committee, which meets on the first Tuesday of each month."
+            ),
+        ],
+    ),
+    (
+        "Schemes",
+        [
+            "The table lists each approved scheme with its budget and planned completion.",
+        ],
+    ),
 ]
 KV_CAPITAL_TABLE = [
     ("Scheme", "Budget", "Planned completion"),
@@ -415,45 +483,61 @@ OF_SECURITY_PAGES = [
     (
         "Security Policy",
         [
-            "This policy applies to every employee and contractor with access to Orrisfield "
-            "systems. It is owned by the Security Lead, Ines Valcourt, and was last revised on "
-            "9 March 2026.",
-            "Passwords must be at least 16 characters long and are kept in the company password "
-            "manager. Hardware security keys are mandatory for access to production.",
+            (
+                "This policy applies to every employee and contractor with access to Orrisfield "
+                "systems. It is owned by the Security Lead, Ines Valcourt, and was last revised on "
+                "9 March 2026."
+            ),
+            (
+                "Passwords must be at least 16 characters long and are kept in the company password "
+                "manager. Hardware security keys are mandatory for access to production."
+            ),
         ],
     ),
     (
         "Devices",
         [
-            "Company laptops must use full-disk encryption and lock after 3 minutes of "
-            "inactivity. Lost or stolen devices are reported in the #security channel within "
-            "30 minutes.",
+            (
+                "Company laptops must use full-disk encryption and lock after 3 minutes of "
+                "inactivity. Lost or stolen devices are reported in the #security channel within "
+                "30 minutes."
+            ),
             "Personal devices may be used for email and chat only, never for customer data.",
         ],
     ),
     (
         "Customer data",
         [
-            "Access to production customer data is granted for at most 8 hours per request "
-            "through the access broker, and every access is logged.",
-            "Support staff may view a customer's invoices only while a ticket from that "
-            "customer is open.",
+            (
+                "Access to production customer data is granted for at most 8 hours per request "
+                "through the access broker, and every access is logged."
+            ),
+            (
+                "Support staff may view a customer's invoices only while a ticket from that "
+                "customer is open."
+            ),
         ],
     ),
     (
         "Data retention",
         [
-            "Application logs are kept for 30 days. Audit logs are kept for 400 days by default; "
-            "enterprise customers can extend this to 7 years.",
-            "Deleted customer accounts are purged from backups after 35 days. Invoices and "
-            "payment records are kept for 10 years to meet tax law.",
+            (
+                "Application logs are kept for 30 days. Audit logs are kept for 400 days by default; "
+                "enterprise customers can extend this to 7 years."
+            ),
+            (
+                "Deleted customer accounts are purged from backups after 35 days. Invoices and "
+                "payment records are kept for 10 years to meet tax law."
+            ),
         ],
     ),
     (
         "Security incidents",
         [
-            "Security incidents are graded S1 to S3. An S1 incident pages the Security Lead at "
-            "once, and affected customers are notified within 72 hours of confirmation.",
+            (
+                "Security incidents are graded S1 to S3. An S1 incident pages the Security Lead at "
+                "once, and affected customers are notified within 72 hours of confirmation."
+            ),
         ],
     ),
 ]
@@ -504,29 +588,65 @@ issue most of their invoices then.</p>
 
 OF_API_ERRORS = [
     ("code", "HTTP status", "meaning", "action"),
-    ("TF-4001", 400, "Invoice total does not match the sum of its lines",
-     "Ask the customer to recalculate the line totals before resubmitting"),
-    ("TF-4012", 409, "Invoice number already used in this ledger",
-     "Use a new invoice number or void the existing invoice first"),
-    ("TF-4019", 422, "Currency not enabled for the account",
-     "Enable the currency under Settings > Currencies"),
-    ("TF-4031", 403, "API key lacks the invoices:write scope",
-     "Create a new API key with the invoices:write scope"),
-    ("TF-4290", 429, "Rate limit exceeded",
-     "Retry after the number of seconds in the Retry-After header"),
-    ("TF-5003", 503, "Payment provider unavailable",
-     "Retry with exponential backoff and check the status page for provider incidents"),
+    (
+        "TF-4001",
+        400,
+        "Invoice total does not match the sum of its lines",
+        "Ask the customer to recalculate the line totals before resubmitting",
+    ),
+    (
+        "TF-4012",
+        409,
+        "Invoice number already used in this ledger",
+        "Use a new invoice number or void the existing invoice first",
+    ),
+    (
+        "TF-4019",
+        422,
+        "Currency not enabled for the account",
+        "Enable the currency under Settings > Currencies",
+    ),
+    (
+        "TF-4031",
+        403,
+        "API key lacks the invoices:write scope",
+        "Create a new API key with the invoices:write scope",
+    ),
+    (
+        "TF-4290",
+        429,
+        "Rate limit exceeded",
+        "Retry after the number of seconds in the Retry-After header",
+    ),
+    (
+        "TF-5003",
+        503,
+        "Payment provider unavailable",
+        "Retry with exponential backoff and check the status page for provider incidents",
+    ),
 ]
 OF_WEBHOOK_ERRORS = [
     ("code", "meaning", "action"),
-    ("WH-101", "Endpoint returned a status other than 2xx",
-     "Nothing to do at first: Tallyforge retries 8 times over 24 hours"),
-    ("WH-104", "Endpoint timed out after 10 seconds",
-     "Ask the customer to acknowledge the event at once and process it afterwards"),
-    ("WH-110", "Signature verification failed on the customer side",
-     "Check that the customer uses the current signing secret"),
-    ("WH-120", "Endpoint disabled after repeated failures",
-     "Re-enable the endpoint in the dashboard once the customer has fixed it"),
+    (
+        "WH-101",
+        "Endpoint returned a status other than 2xx",
+        "Nothing to do at first: Tallyforge retries 8 times over 24 hours",
+    ),
+    (
+        "WH-104",
+        "Endpoint timed out after 10 seconds",
+        "Ask the customer to acknowledge the event at once and process it afterwards",
+    ),
+    (
+        "WH-110",
+        "Signature verification failed on the customer side",
+        "Check that the customer uses the current signing secret",
+    ),
+    (
+        "WH-120",
+        "Endpoint disabled after repeated failures",
+        "Re-enable the endpoint in the dashboard once the customer has fixed it",
+    ),
 ]
 
 OF_RELEASE_NOTES_HTML = """\
