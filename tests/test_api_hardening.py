@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from citewell.aws.settings import AwsSettings, services_from_env
-from tests.test_aws_chain import EVENTS, HANDBOOK, LambdaContext, api, aws, load_handler, pump, upload  # noqa: F401
+from tests.test_aws_chain import EVENTS, HANDBOOK, LambdaContext, api, aws, knn_proxy, load_handler, pump, upload  # noqa: F401
 
 WRITER = "[staff citewell:write]"
 READER = "[staff]"

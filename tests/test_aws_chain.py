@@ -1,9 +1,10 @@
 """The AWS ingestion chain and HTTP API, for real against moto (S3, SQS, DynamoDB) and
-osmem-server (OpenSearch over HTTP). An upload produces an S3 notification on the moto
-queue; the test hands the real messages to each stage's handler in turn until the
-document is published, then queries through the API handler with authorizer-shaped events.
-osmem has no kNN, so this deployment is configured with the BM25 lane only
-(CITEWELL_LANES=bm25); the kNN request body has a golden test of its own."""
+osmem-server (OpenSearch over HTTP) behind a kNN-capable stand-in (test_aws_knn), so both
+lanes run. An upload goes through the presigned POST the API returns and produces an S3
+notification on the moto queue; the test hands the real messages to each stage's handler
+in turn until the document is published, then queries through the API handler with
+authorizer-shaped events. Every AWS call each function makes is recorded under its name,
+for the IAM replay of test_aws_iam."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from urllib.parse import quote_plus, unquote
 
 import boto3
 import pytest
+import requests
 from moto import mock_aws
 
 from citewell.aws.metadata import TABLE_DEFINITION
 from citewell.aws.settings import services_from_env
 from citewell.keys import raw_key
+from tests.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "events"
@@ -36,24 +39,58 @@ class LambdaContext:
     aws_request_id: str = "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"
 
 
+class Calls:
+    """Every AWS API call made through boto3, with the function that made it ("test" for the test itself)."""
+
+    def __init__(self, proxy: KnnProxy) -> None:
+        self.proxy = proxy
+        self.made: list[tuple[str, str, str, dict]] = []  # (caller, service, operation, params)
+
+    @property
+    def caller(self) -> str:
+        return self.proxy.caller
+
+    def record(self, params: dict, model, **_: object) -> None:
+        self.made.append((self.caller, model.service_model.endpoint_prefix, model.name, dict(params)))
+
+
+CALLS: list[Calls] = []  # the recorder of the running test, for load_handler
+
+
 def load_handler(function: str):
     spec = importlib.util.spec_from_file_location(f"functions_{function}", ROOT / "functions" / function / "app.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.lambda_handler
+
+    def as_function(event, context):
+        """Run as ``function``: its AWS and OpenSearch calls are recorded under its name."""
+        if not CALLS:
+            return module.lambda_handler(event, context)
+        previous, CALLS[-1].proxy.caller = CALLS[-1].proxy.caller, function
+        try:
+            return module.lambda_handler(event, context)
+        finally:
+            CALLS[-1].proxy.caller = previous
+
+    return as_function
 
 
 @pytest.fixture
-def aws(monkeypatch, osmem_clone):
+def aws(monkeypatch, knn_proxy):
     env = {
         "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
         "CITEWELL_BUCKET": "citewell-documents", "CITEWELL_TABLE": "citewell-metadata",
-        "CITEWELL_OPENSEARCH_URL": osmem_clone.url, "CITEWELL_EMBEDDER": "minilm", "CITEWELL_LANES": "bm25",
+        "CITEWELL_OPENSEARCH_URL": knn_proxy.url, "CITEWELL_EMBEDDER": "minilm",
         "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    monkeypatch.delenv("CITEWELL_LANES", raising=False)
+    calls = Calls(knn_proxy)
+    CALLS.append(calls)
     with mock_aws():
+        boto3.setup_default_session()  # mock_aws starts from a fresh default session: record its calls
+        boto3.DEFAULT_SESSION.events.register("before-parameter-build", calls.record)
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket="citewell-documents", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
         s3.put_bucket_versioning(Bucket="citewell-documents", VersioningConfiguration={"Status": "Enabled"})
@@ -66,8 +103,11 @@ def aws(monkeypatch, osmem_clone):
             for prefix, url in queues.items()
         ]})
         services_from_env.cache_clear()
-        yield {"s3": s3, "sqs": sqs, "queues": queues, "handlers": {p: load_handler(s) for p, s in STAGES.items()}}
+        yield {"s3": s3, "sqs": sqs, "queues": queues, "handlers": {p: load_handler(s) for p, s in STAGES.items()},
+               "calls": calls, "proxy": knn_proxy}
         services_from_env.cache_clear()
+    CALLS.remove(calls)
+    boto3.DEFAULT_SESSION = None
 
 
 def sqs_event(messages: list[dict]) -> dict:
@@ -136,13 +176,19 @@ def assert_no_residue(aws, answer_id: str) -> None:
     assert audit == {"ok": True, "findings": 0, "repaired": 0}
 
 
+def post_upload(created: dict, data: bytes) -> requests.Response:
+    """What a browser or ``curl -F`` does with the form ``POST /documents`` returned."""
+    form = created["upload"]
+    return requests.post(form["url"], data=form["fields"], files={"file": ("upload", data)}, timeout=30)
+
+
 def upload(aws, document_id: str, data: bytes, roles=("staff",)) -> str:
-    """Register an upload through the API and put its bytes where the presigned URL points; returns the key."""
+    """Register an upload through the API and send its bytes with the presigned POST; returns the key."""
     status, created = api("POST", "/documents", {"document_id": document_id, "allowed_roles": list(roles), "filename": document_id})
-    assert status == 201 and created["upload_url"].startswith("https://"), created
+    assert status == 201 and created["upload"]["url"] == "https://citewell-documents.s3.eu-west-1.amazonaws.com/", created
     key = raw_key("northpier", document_id, created["upload_id"])
-    assert f"/{key}?" in unquote(created["upload_url"])
-    aws["s3"].put_object(Bucket="citewell-documents", Key=key, Body=data)
+    assert created["upload"]["fields"]["key"] == key
+    assert post_upload(created, data).status_code in (200, 204)
     return key
 
 
@@ -153,6 +199,7 @@ def test_upload_to_publish_to_search_answer_and_delete(aws):
 
     status, found = api("POST", "/search", {"question": "annual leave days", "k": 5})
     assert status == 200 and found["hits"][0]["document_id"] == "handbook.md" and "27 days" in found["hits"][0]["text"]
+    assert found["degraded"] == [] and all(h["lanes"]["bm25"] and h["lanes"]["vector"] for h in found["hits"]), found
     assert api("POST", "/search", {"question": "annual leave"}, tenant="bluefen")[1]["hits"] == []
     assert api("POST", "/search", {"question": "annual leave"}, groups="[hr]")[1]["hits"] == []
     assert api("POST", "/search", {"question": "annual leave"}, tenant=None)[0] == 403

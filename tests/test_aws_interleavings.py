@@ -13,7 +13,7 @@ import pytest
 
 from citewell.aws.settings import services_from_env
 from citewell.keys import raw_key
-from tests.test_aws_chain import LambdaContext, api, aws, sqs_event  # noqa: F401
+from tests.test_aws_chain import LambdaContext, api, aws, knn_proxy, sqs_event  # noqa: F401
 
 WRITER = "[staff hr citewell:write]"
 

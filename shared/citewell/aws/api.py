@@ -139,10 +139,9 @@ def create_document(request: NewDocument) -> Response[dict[str, Any]]:
         raise BadRequestError("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())) from None
     key = raw_key(caller.tenant, upload.document_id, upload.upload_id)
     objects: Any = services.objects
-    url = objects.client.generate_presigned_url(
-        "put_object", Params={"Bucket": objects.bucket, "Key": key}, ExpiresIn=UPLOAD_URL_SECONDS
-    )
-    body = {"document_id": upload.document_id, "upload_id": upload.upload_id, "upload_url": url, "expires_in": UPLOAD_URL_SECONDS}
+    form = objects.upload_form(key, services.max_bytes, UPLOAD_URL_SECONDS)
+    body = {"document_id": upload.document_id, "upload_id": upload.upload_id, "upload": form,
+            "max_bytes": services.max_bytes, "expires_in": UPLOAD_URL_SECONDS}
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body)
 
 

@@ -2,6 +2,9 @@
 
 A multipart upload that was never completed or aborted keeps its parts (billed, holding raw
 bytes) without any object showing in ``list``; ``temporaries`` names them so they can be aborted.
+
+Clients sign with SigV4 against the bucket's regional endpoint: buckets refuse SigV2, and a
+SigV4 URL for the global endpoint breaks on the redirect to the region.
 """
 
 from __future__ import annotations
@@ -15,14 +18,35 @@ from citewell.errors import NotFound
 UPLOAD = "?uploadId="  # joins a key and the id of an unfinished multipart upload in a temporary's key
 
 
+def regional_client(region: str | None) -> Any:
+    """An S3 client signing SigV4 for the regional endpoint (also in us-east-1)."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(signature_version="s3v4", s3={"addressing_style": "virtual", "us_east_1_regional_endpoint": "regional"})
+    return boto3.client("s3", region_name=region, config=config)
+
+
 class S3ObjectStore:
     def __init__(self, bucket: str, client: Any = None) -> None:
-        if client is None:
-            import boto3
-
-            client = boto3.client("s3")
-        self.client = client
+        self.client = client if client is not None else regional_client(None)
         self.bucket = bucket
+
+    def upload_form(self, key: str, max_bytes: int, expires_in: int) -> dict[str, Any]:
+        """A presigned POST for ``key``: S3 itself refuses a body outside 1..``max_bytes``
+        (``content-length-range``), so an oversized upload never reaches the bucket."""
+        form = self.client.generate_presigned_post(
+            Bucket=self.bucket, Key=key, Conditions=[["content-length-range", 1, max_bytes]], ExpiresIn=expires_in)
+        return {"url": form["url"], "fields": form["fields"]}
+
+    def size(self, key: str) -> int | None:
+        """The current object's length from HeadObject, so nothing is read to learn it; None if absent."""
+        try:
+            return int(self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"])
+        except self.client.exceptions.ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
 
     def put(self, key: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=key, Body=data)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from urllib.parse import unquote_plus
 
-from citewell.errors import IngestError, InvalidInput, NotFound
+from citewell.errors import IngestError, InvalidInput, NotFound, TooLarge
 from citewell.ingest.stages import (
     ChunksArtifact,
     abandon,
@@ -82,6 +82,7 @@ def run_stage(services: Services, stage: str, key: str) -> str:
     name = f"{found.document_id}@{found.upload_id[:12]}"
     if stage == "parse":
         try:
+            _check_size(services, key)
             outcome = parse_stage(services, upload)
         except IngestError as error:
             record_failure(services, upload, error)
@@ -117,6 +118,15 @@ def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
     marker = {"revision": artifact.revision, "content_sha256": artifact.content_sha256, "chunks": len(artifact.chunks)}
     services.objects.put(embedded_key(upload.tenant, upload.document_id, upload.upload_id), json.dumps(marker).encode())
     return f"embedded {name}: {embedded} new of {len(artifact.chunks)}"
+
+
+def _check_size(services: Services, key: str) -> None:
+    """An object over the limit is refused from its HeadObject length, before a byte is read
+    into the function's memory (the presigned POST already stops such uploads at S3)."""
+    size = getattr(services.objects, "size", None)
+    found = size(key) if size is not None else None
+    if found is not None and found > services.max_bytes:
+        raise TooLarge(f"{found:,} bytes is over the limit of {services.max_bytes:,} bytes")
 
 
 def _read(services: Services, key: str) -> bytes | None:

@@ -1,9 +1,14 @@
-"""SearchIndex on Amazon OpenSearch (managed domain or Serverless), through opensearch-py.
+"""SearchIndex on an Amazon OpenSearch Service domain, through opensearch-py.
 
 One index per embedder identity, reached through an alias, so a new model is a new index
-and a switch of the alias. Both lanes carry the same access filter: inside ``bool.filter``
-for BM25 and inside the ``knn`` clause for vectors (efficient filtering on the lucene or
-faiss engine: the filter is applied during the HNSW search, not to its results).
+and a switch of the alias. The vector field is mapped with the dimension the identity
+declares (``model@version:dims``), and an index mapped under another identity or dimension
+is refused. Both lanes carry the same access filter: inside ``bool.filter`` for BM25 and
+inside the ``knn`` clause for vectors (efficient filtering on the lucene engine: the filter
+is applied during the HNSW search, not to its results).
+
+What the alias points at only changes by a migration, which ships with a new embedder
+configuration (new containers), so a container looks it up once.
 """
 
 from __future__ import annotations
@@ -88,6 +93,20 @@ def index_body(embedder_identity: str, dims: int) -> dict[str, Any]:
     }
 
 
+def identity_dims(embedder_identity: str) -> int:
+    """The dimension an identity ``model@version:dims`` declares."""
+    _, _, dims = embedder_identity.rpartition(":")
+    if not dims.isdigit() or int(dims) <= 0:
+        raise EmbedderMismatch(f"embedder identity {embedder_identity!r} does not end in ':dimensions'")
+    return int(dims)
+
+
+def _mismatch(current: str, dims: int | None, wanted: str) -> EmbedderMismatch:
+    built = f"{current} vectors" + (f" in {dims} dimensions" if dims is not None else "")
+    return EmbedderMismatch(f"this index holds {built}; {wanted} cannot be used with it: "
+                            "migrate to a new index for this embedder (citewell.aws.migrate)")
+
+
 def _doc_filter(tenant: str, document_id: str, revision: str | None = None) -> dict[str, Any]:
     terms = [{"term": {"tenant": tenant}}, {"term": {"document_id": document_id}}]
     if revision is not None:
@@ -96,41 +115,61 @@ def _doc_filter(tenant: str, document_id: str, revision: str | None = None) -> d
 
 
 class OpenSearchIndex:
-    def __init__(self, client: Any, alias: str = DEFAULT_ALIAS, dims: int = 384) -> None:
+    def __init__(self, client: Any, alias: str = DEFAULT_ALIAS) -> None:
         self.client = client
         self.alias = alias
-        self.dims = dims
+        self._mapped: tuple[str | None, int | None] | None = None  # (identity, dims) once the alias exists
 
     @classmethod
-    def connect(cls, host: str, region: str, serverless: bool = False, alias: str = DEFAULT_ALIAS) -> OpenSearchIndex:
-        """SigV4-signed client for a managed domain (``es``) or a Serverless collection (``aoss``)."""
+    def connect(cls, host: str, region: str, alias: str = DEFAULT_ALIAS) -> OpenSearchIndex:
+        """A client signing every request with SigV4 for the domain (service ``es``)."""
         import boto3
         from opensearchpy import AWSV4SignerAuth, OpenSearch, RequestsHttpConnection
 
-        auth = AWSV4SignerAuth(boto3.Session().get_credentials(), region, "aoss" if serverless else "es")
+        auth = AWSV4SignerAuth(boto3.Session().get_credentials(), region, "es")
         client = OpenSearch(hosts=[{"host": host, "port": 443}], http_auth=auth, use_ssl=True, verify_certs=True,
-                            connection_class=RequestsHttpConnection, timeout=10)
+                            connection_class=RequestsHttpConnection, timeout=30)
         return cls(client, alias)
 
     def _index_name(self, embedder_identity: str) -> str:
         return f"{self.alias}-{re.sub(r'[^a-z0-9]+', '-', embedder_identity.lower()).strip('-')}"
 
+    def mapped(self) -> tuple[str | None, int | None] | None:
+        """``(identity, vector dimension)`` of the index behind the alias; None while there is none."""
+        if self._mapped is None and self.client.indices.exists_alias(name=self.alias):
+            (body,) = self.client.indices.get_mapping(index=self.alias).values()
+            mappings = body["mappings"]
+            vector = mappings.get("properties", {}).get("vector", {})
+            dims = int(vector["dimension"]) if "dimension" in vector else None
+            self._mapped = (mappings.get("_meta", {}).get("embedder_identity"), dims)
+        return self._mapped
+
+    def _exists(self) -> bool:
+        return self.mapped() is not None
+
     def embedder_identity(self) -> str | None:
-        if not self.client.indices.exists_alias(name=self.alias):
-            return None
-        mapping = self.client.indices.get_mapping(index=self.alias)
-        (body,) = mapping.values()
-        return body["mappings"].get("_meta", {}).get("embedder_identity")
+        found = self.mapped()
+        return found[0] if found else None
+
+    def _check(self, embedder_identity: str) -> bool:
+        """True when the index exists and fits this identity; raises when it was built for another."""
+        found = self.mapped()
+        if found is None:
+            return False
+        current, dims = found
+        if current != embedder_identity or dims != identity_dims(embedder_identity):
+            raise _mismatch(str(current), dims, embedder_identity)
+        return True
 
     def _ensure(self, embedder_identity: str) -> None:
-        current = self.embedder_identity()
-        if current is None:
-            name = self._index_name(embedder_identity)
-            if not self.client.indices.exists(index=name):
-                self.client.indices.create(index=name, body=index_body(embedder_identity, self.dims))
-            self.client.indices.put_alias(index=name, name=self.alias)
-        elif current != embedder_identity:
-            raise EmbedderMismatch(f"this index holds {current} vectors; {embedder_identity} cannot be used with it")
+        if self._check(embedder_identity):
+            return
+        name = self._index_name(embedder_identity)
+        if not self.client.indices.exists(index=name):
+            self.client.indices.create(index=name, body=index_body(embedder_identity, identity_dims(embedder_identity)))
+        self.client.indices.put_alias(index=name, name=self.alias)
+        self._mapped = None
+        self._check(embedder_identity)
 
     # -- writes --------------------------------------------------------------------------
 
@@ -161,7 +200,7 @@ class OpenSearchIndex:
         return written
 
     def _delete(self, query: dict[str, Any]) -> int:
-        if not self.client.indices.exists_alias(name=self.alias):
+        if not self._exists():
             return 0
         reply = self.client.delete_by_query(index=self.alias, body={"query": query}, refresh=True, conflicts="proceed")
         return int(reply.get("deleted", 0))
@@ -173,7 +212,7 @@ class OpenSearchIndex:
         return self._delete(_doc_filter(tenant, document_id))
 
     def count(self, tenant: str, document_id: str, revision: str) -> int:
-        if not self.client.indices.exists_alias(name=self.alias):
+        if not self._exists():
             return 0
         return int(self.client.count(index=self.alias, body={"query": _doc_filter(tenant, document_id, revision)})["count"])
 
@@ -188,7 +227,7 @@ class OpenSearchIndex:
 
     def _buckets(self, query: dict[str, Any], fields: tuple[str, ...]) -> list[tuple[dict[str, str], int]]:
         """Every composite bucket over ``fields``, page by page."""
-        if not self.client.indices.exists_alias(name=self.alias):
+        if not self._exists():
             return []
         sources = [{f: {"terms": {"field": f}}} for f in fields]
         found, after = [], None
@@ -216,23 +255,30 @@ class OpenSearchIndex:
         return found
 
     def compact(self) -> bool:
-        """Expunge deleted documents from the segments, so removed text leaves the index files."""
-        if self.client.indices.exists_alias(name=self.alias):
-            self.client.indices.forcemerge(index=self.alias, only_expunge_deletes=True)
+        """Nothing to finish inside a request: deleted rows are refreshed away (never matched or
+        served again) and the bytes leave the segments when they are merged. The scheduled
+        audit asks for that merge (:meth:`expunge`); a delete never waits on it."""
         return True
+
+    def expunge(self) -> None:
+        """Ask the domain to merge away segments' deleted rows, without waiting for it to finish.
+
+        OpenSearch merges only segments over ``index.merge.policy.expunge_deletes_allowed``
+        (10%) deleted rows; the audit runs it every few hours, so removed text leaves the
+        files at the latest with the merge after the next one that crosses that share."""
+        if self._exists():
+            self.client.indices.forcemerge(index=self.alias, params={"only_expunge_deletes": "true",
+                                                                     "wait_for_completion": "false"})
 
     # -- lanes ---------------------------------------------------------------------------
 
     def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]:
-        if identity.is_empty or not query.strip() or k <= 0 or not self.client.indices.exists_alias(name=self.alias):
+        if identity.is_empty or not query.strip() or k <= 0 or not self._exists():
             return []
         return self._hits(self.client.search(index=self.alias, body=lexical_body(query, identity, k)))
 
     def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
-        current = self.embedder_identity()
-        if current is not None and current != embedder_identity:
-            raise EmbedderMismatch(f"this index holds {current} vectors; {embedder_identity} cannot be used with it")
-        if identity.is_empty or k <= 0 or current is None:
+        if not self._check(embedder_identity) or identity.is_empty or k <= 0:
             return []
         return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k)))
 
@@ -240,10 +286,8 @@ class OpenSearchIndex:
         self, text: str | None, vector: np.ndarray | None, embedder_identity: str, identity: Identity, k: int
     ) -> dict[str, list[LaneHit]]:
         """Both lanes in one ``_msearch``, each with the caller's filter inside its query."""
-        current = self.embedder_identity()
-        if vector is not None and current is not None and current != embedder_identity:
-            raise EmbedderMismatch(f"this index holds {current} vectors; {embedder_identity} cannot be used with it")
-        wanted = msearch_body(text, vector, identity, k) if current is not None and not identity.is_empty and k > 0 else []
+        exists = self._check(embedder_identity) if vector is not None else self._exists()
+        wanted = msearch_body(text, vector, identity, k) if exists and not identity.is_empty and k > 0 else []
         found: dict[str, list[LaneHit]] = {lane: [] for lane, given in (("bm25", text), ("vector", vector)) if given is not None}
         if not wanted:
             return found

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel
 
+from citewell.parsers import DEFAULT_MAX_BYTES
 from citewell.services import Services
 
 
@@ -15,7 +16,6 @@ class AwsSettings(BaseModel):
     table: str
     opensearch_url: str | None = None  # a plain endpoint (tests, self-managed); else host + SigV4
     opensearch_host: str | None = None
-    opensearch_serverless: bool = False
     region: str | None = None
     index_alias: str = "citewell-chunks"
     embedder: str = "bedrock"  # bedrock | openai | minilm
@@ -32,7 +32,6 @@ class AwsSettings(BaseModel):
             table=env["CITEWELL_TABLE"],
             opensearch_url=env.get("CITEWELL_OPENSEARCH_URL") or None,
             opensearch_host=env.get("CITEWELL_OPENSEARCH_HOST") or None,
-            opensearch_serverless=env.get("CITEWELL_OPENSEARCH_SERVERLESS", "false").lower() == "true",
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
             index_alias=env.get("CITEWELL_INDEX_ALIAS", "citewell-chunks"),
             embedder=env.get("CITEWELL_EMBEDDER", "bedrock"),
@@ -65,7 +64,7 @@ def open_aws(settings: AwsSettings) -> Services:
     import boto3
 
     from citewell.aws.metadata import DynamoMetadataStore
-    from citewell.aws.objects import S3ObjectStore
+    from citewell.aws.objects import S3ObjectStore, regional_client
     from citewell.aws.search_index import OpenSearchIndex
     from citewell.chunking import Chunker
     from citewell.embedders.minilm import MiniLMEmbedder
@@ -76,17 +75,17 @@ def open_aws(settings: AwsSettings) -> Services:
         index = OpenSearchIndex(OpenSearch(hosts=[settings.opensearch_url]), settings.index_alias)
     else:
         assert settings.opensearch_host, "CITEWELL_OPENSEARCH_HOST or CITEWELL_OPENSEARCH_URL must be set"
-        index = OpenSearchIndex.connect(settings.opensearch_host, settings.region or "", settings.opensearch_serverless,
-                                        settings.index_alias)
-    embedder = _embedder(settings)
+        index = OpenSearchIndex.connect(settings.opensearch_host, settings.region or "", settings.index_alias)
+    embedder = _embedder(settings)  # the index is mapped from its identity on first write
     return Services(
-        objects=S3ObjectStore(settings.bucket, boto3.client("s3", region_name=settings.region)),
+        objects=S3ObjectStore(settings.bucket, regional_client(settings.region)),
         metadata=DynamoMetadataStore(settings.table, boto3.resource("dynamodb", region_name=settings.region)),
         index=index,
         embedder=embedder,
         # Chunk budgets are counted in MiniLM word pieces whatever the embedder: a tokenizer
         # that ships with the package, close to the sub-word counts of the hosted models.
         chunker=Chunker(MiniLMEmbedder().count_tokens),
+        max_bytes=int(os.environ.get("CITEWELL_MAX_BYTES", DEFAULT_MAX_BYTES)),
     )
 
 

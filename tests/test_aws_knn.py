@@ -1,0 +1,179 @@
+"""A kNN-capable stand-in for OpenSearch: an HTTP proxy in front of osmem-server.
+
+osmem answers everything but the ``knn`` query. The proxy forwards every request to osmem
+and answers ``knn`` itself, the way the k-NN plugin's lucene engine does with a filter
+(exact over the filtered rows, score ``(1 + cosine) / 2``), after checking the request against
+the index mapping as OpenSearch does: the field must be a ``knn_vector`` and the query vector
+must have its dimension. Every request is recorded with the function that made it, so the
+IAM replay can check each against that function's role.
+
+The tests at the end hold the stand-in itself to what the real engine does.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+import requests
+
+
+def _error(status: int, kind: str, reason: str) -> dict[str, Any]:
+    return {"error": {"root_cause": [{"type": kind, "reason": reason}], "type": kind, "reason": reason}, "status": status}
+
+
+class KnnProxy:
+    """Forwards to ``upstream``; ``_search`` and ``_msearch`` bodies with a ``knn`` query are answered here."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.calls: list[tuple[str, str, str]] = []  # (caller, method, path)
+        self.caller = "test"
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                return
+
+            def _respond(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                proxy.calls.append((proxy.caller, self.command, urlsplit(self.path).path))
+                status, payload, content_type = proxy.handle(self.command, self.path, body, self.headers.get("Content-Type"))
+                self._respond(status, payload, content_type)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _handle
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def handle(self, method: str, path: str, body: bytes, content_type: str | None) -> tuple[int, bytes, str]:
+        route = urlsplit(path).path
+        if method in ("GET", "POST") and route.endswith("/_msearch"):
+            index = route.rsplit("/_msearch", 1)[0].strip("/")
+            return 200, json.dumps(self._msearch(index, body)).encode(), "application/json"
+        if method in ("GET", "POST") and route.endswith("/_search") and body:
+            query = json.loads(body)
+            if "knn" in (query.get("query") or {}):
+                index = route.rsplit("/_search", 1)[0].strip("/")
+                reply = self._knn(index, query)
+                return int(reply.get("status", 200)), json.dumps(reply).encode(), "application/json"
+        return self._forward(method, path, body, content_type)
+
+    def _forward(self, method: str, path: str, body: bytes, content_type: str | None) -> tuple[int, bytes, str]:
+        headers = {"Content-Type": content_type} if content_type else {}
+        reply = requests.request(method, self.upstream + path, data=body or None, headers=headers, timeout=30)
+        return reply.status_code, reply.content, reply.headers.get("Content-Type", "application/json")
+
+    def _msearch(self, index: str, body: bytes) -> dict[str, Any]:
+        lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
+        responses = []
+        for header, query in zip(lines[::2], lines[1::2]):
+            target = header.get("index", index)
+            if "knn" in (query.get("query") or {}):
+                responses.append(self._knn(target, query))
+            else:
+                status, payload, _ = self._forward("POST", f"/{target}/_search", json.dumps(query).encode(), "application/json")
+                reply = json.loads(payload)
+                responses.append(reply if status == 200 else {**reply, "status": status})
+        return {"took": 0, "responses": responses}
+
+    # -- the k-NN plugin, lucene engine, exact under a filter ---------------------------
+
+    def _knn(self, index: str, query: dict[str, Any]) -> dict[str, Any]:
+        ((field, clause),) = query["query"]["knn"].items()
+        mapping = requests.get(f"{self.upstream}/{index}/_mapping", timeout=30).json()
+        (definition,) = mapping.values()
+        spec = definition["mappings"]["properties"].get(field)
+        if not spec or spec.get("type") != "knn_vector":
+            return _error(400, "query_shard_exception", f"Field '{field}' is not knn_vector type.")
+        vector = np.asarray(clause["vector"], dtype=np.float64)
+        if len(vector) != int(spec["dimension"]):
+            return _error(400, "illegal_argument_exception",
+                          f"Query vector has invalid dimension: {len(vector)}. Dimension should be: {spec['dimension']}")
+        rows = {"size": 10000, "query": clause.get("filter") or {"match_all": {}}}
+        found = requests.post(f"{self.upstream}/{index}/_search", json=rows, timeout=30).json()["hits"]["hits"]
+        scored = []
+        for hit in found:
+            stored = np.asarray(hit["_source"].get(field) or [], dtype=np.float64)
+            if len(stored) != len(vector):
+                continue
+            cosine = float(stored @ vector / max(np.linalg.norm(stored) * np.linalg.norm(vector), 1e-12))
+            scored.append(((1.0 + cosine) / 2.0, hit))
+        scored.sort(key=lambda pair: (-pair[0], pair[1]["_id"]))
+        wanted = query.get("_source")
+        hits = [
+            {"_index": hit["_index"], "_id": hit["_id"], "_score": score,
+             "_source": {k: v for k, v in hit["_source"].items() if not isinstance(wanted, list) or k in wanted}}
+            for score, hit in scored[: min(int(clause["k"]), int(query.get("size", clause["k"])))]
+        ]
+        return {"took": 0, "timed_out": False, "hits": {"total": {"value": len(hits), "relation": "eq"},
+                                                       "max_score": hits[0]["_score"] if hits else None, "hits": hits}}
+
+
+@pytest.fixture
+def knn_proxy(osmem_clone) -> Iterator[KnnProxy]:
+    proxy = KnnProxy(osmem_clone.url)
+    yield proxy
+    proxy.close()
+
+
+# -- the stand-in answers as the engine does ------------------------------------------------
+
+
+def _client(proxy: KnnProxy):  # type: ignore[no-untyped-def]
+    from opensearchpy import OpenSearch
+
+    return OpenSearch(hosts=[proxy.url])
+
+
+def _mapped(client: Any, dims: int) -> None:
+    from citewell.aws.search_index import index_body
+
+    client.indices.create(index="knn-test", body=index_body(f"test@1:{dims}", dims))
+    rows = [({"tenant": "a", "vector": [1.0, 0.0, 0.0]}, "x"), ({"tenant": "a", "vector": [0.0, 1.0, 0.0]}, "y"),
+            ({"tenant": "b", "vector": [1.0, 0.1, 0.0]}, "z")]
+    for source, doc_id in rows:
+        client.index(index="knn-test", id=doc_id, body=source, refresh=True)
+
+
+def test_the_stand_in_ranks_by_cosine_inside_the_filter(knn_proxy):
+    client = _client(knn_proxy)
+    _mapped(client, 3)
+    body = {"size": 5, "query": {"knn": {"vector": {"vector": [1.0, 0.0, 0.0], "k": 5,
+                                                    "filter": {"bool": {"filter": [{"term": {"tenant": "a"}}]}}}}}}
+    hits = client.search(index="knn-test", body=body)["hits"]["hits"]
+    assert [h["_id"] for h in hits] == ["x", "y"] and hits[0]["_score"] == pytest.approx(1.0)
+    replies = client.msearch(index="knn-test", body=[{}, body, {}, {"query": {"match_all": {}}}])["responses"]
+    assert [h["_id"] for h in replies[0]["hits"]["hits"]] == ["x", "y"] and len(replies[1]["hits"]["hits"]) == 3
+
+
+def test_the_stand_in_refuses_what_the_engine_refuses(knn_proxy):
+    client = _client(knn_proxy)
+    _mapped(client, 3)
+    wrong_dims = {"query": {"knn": {"vector": {"vector": [1.0, 0.0], "k": 2}}}}
+    wrong_field = {"query": {"knn": {"embedding": {"vector": [1.0, 0.0, 0.0], "k": 2}}}}
+    replies = client.msearch(index="knn-test", body=[{}, wrong_dims, {}, wrong_field])["responses"]
+    assert "dimension" in replies[0]["error"]["reason"] and "not knn_vector" in replies[1]["error"]["reason"]

@@ -1,0 +1,69 @@
+"""The OpenSearch index is mapped from the configured embedder, refuses an index built for
+another, and sends both lanes in bodies the mapping accepts. osmem-server checks bulk
+vectors against the mapped dimension as OpenSearch does; the kNN stand-in of
+test_aws_knn answers and checks the vector lane."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from opensearchpy import OpenSearch
+
+from citewell.aws.search_index import OpenSearchIndex, index_body
+from citewell.errors import EmbedderMismatch
+from citewell.models import Chunk, Identity
+from tests.test_aws_knn import knn_proxy  # noqa: F401
+
+TITAN = "amazon.titan-embed-text-v2@2:1024"
+
+
+def chunk(n: int, text: str, tenant: str = "northpier", roles: frozenset[str] = frozenset({"staff"})) -> Chunk:
+    return Chunk(
+        chunk_id=f"handbook.md#0#{n}", document_id="handbook.md", tenant=tenant, revision="r1", section_index=0,
+        index=n, heading_path=["Leave"], title="Handbook", allowed_roles=roles, text=text, start=0, end=len(text),
+        body_start=0,
+    )
+
+
+def unit(rows: int, dims: int, seed: int = 1) -> np.ndarray:
+    vectors = np.random.default_rng(seed).normal(size=(rows, dims)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_the_index_takes_its_dimension_from_the_embedder_identity(knn_proxy):
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    vectors = unit(2, 1024)
+    assert index.upsert([chunk(0, "Staff get 27 days of leave."), chunk(1, "Report sickness early.")], vectors, TITAN) == 2
+    (mapping,) = index.client.indices.get_mapping(index="citewell-chunks").values()
+    assert mapping["mappings"]["properties"]["vector"]["dimension"] == 1024
+    caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    found = index.lanes("annual leave", vectors[1], TITAN, caller, 5)
+    assert found["vector"][0].chunk_id == "handbook.md#0#1" and found["bm25"][0].chunk_id == "handbook.md#0#0"
+    assert index.lanes("annual leave", vectors[1], TITAN, Identity(tenant="bluefen", roles=frozenset({"staff"})), 5) == {
+        "bm25": [], "vector": []}
+
+
+def test_an_index_built_for_another_identity_or_dimension_is_refused(knn_proxy):
+    client = OpenSearch(hosts=[knn_proxy.url])
+    # What an earlier build left: Titan's identity on a 384-dimension field.
+    client.indices.create(index="citewell-chunks-old", body=index_body(TITAN, 384))
+    client.indices.put_alias(index="citewell-chunks-old", name="citewell-chunks")
+    index = OpenSearchIndex(client, alias="citewell-chunks")
+    with pytest.raises(EmbedderMismatch, match="1024"):
+        index.upsert([chunk(0, "Staff get 27 days of leave.")], unit(1, 1024), TITAN)
+    caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    with pytest.raises(EmbedderMismatch, match="384 dimensions"):
+        index.lanes("leave", unit(1, 1024)[0], TITAN, caller, 5)
+    with pytest.raises(EmbedderMismatch, match="migrate"):
+        index.lanes("leave", unit(1, 384)[0], "all-MiniLM-L6-v2-int8-onnx@1.0.0:384", caller, 5)
+    assert index.lanes("leave", None, TITAN, caller, 5) == {"bm25": []}  # the lexical lane needs no vectors
+
+
+def test_a_container_reads_the_mapping_once(knn_proxy):
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    index.upsert([chunk(0, "Staff get 27 days of leave.")], unit(1, 1024), TITAN)
+    caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    knn_proxy.calls.clear()
+    for _ in range(3):
+        index.lanes("leave", unit(1, 1024)[0], TITAN, caller, 5)
+    assert [path for _, _, path in knn_proxy.calls] == ["/citewell-chunks/_msearch"] * 3
