@@ -1,9 +1,8 @@
 """The CDK app: `cdk deploy` (or `python infra/app.py` to synthesize offline).
 
-Context (cdk.json or -c): ``search`` = ``domain`` (OpenSearch with fine-grained access
-control) or ``serverless`` (an OpenSearch Serverless vector collection); ``layer_path`` =
-the folder `make layer` builds; ``jwt_issuer`` and ``jwt_audience`` to use an external
-identity provider instead of the bundled Cognito user pool.
+Context (cdk.json or -c): every field of ``StackConfig`` in stacks/citewell.py. Synthesis
+stops when the layer is not built (`make layer`), unless ``-c synth_only=true`` (or
+``CITEWELL_SYNTH_ONLY=1``) asks only to check the template.
 """
 
 from __future__ import annotations

@@ -167,6 +167,6 @@ def test_the_stack_routes_ids_of_several_segments_to_the_function(tmp_path_facto
     pytest.importorskip("aws_cdk")
     from tests.test_infra import synth
 
-    routes = synth(tmp_path_factory, "domain").find_resources("AWS::ApiGatewayV2::Route")
+    routes = synth(tmp_path_factory).find_resources("AWS::ApiGatewayV2::Route")
     keys = {r["Properties"]["RouteKey"] for r in routes.values()}
     assert {"GET /documents/{id+}", "DELETE /documents/{id+}"} <= keys and "GET /documents/{id}" not in keys

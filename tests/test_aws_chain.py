@@ -45,6 +45,8 @@ class Calls:
     def __init__(self, proxy: KnnProxy) -> None:
         self.proxy = proxy
         self.made: list[tuple[str, str, str, dict]] = []  # (caller, service, operation, params)
+        self.containers = False  # True: each function gets its own container (services built anew on a switch)
+        self.last = ""
 
     @property
     def caller(self) -> str:
@@ -66,11 +68,15 @@ def load_handler(function: str):
         """Run as ``function``: its AWS and OpenSearch calls are recorded under its name."""
         if not CALLS:
             return module.lambda_handler(event, context)
-        previous, CALLS[-1].proxy.caller = CALLS[-1].proxy.caller, function
+        calls = CALLS[-1]
+        if calls.containers and calls.last != function:
+            services_from_env.cache_clear()  # what one container cached, another has to look up itself
+        calls.last = function
+        previous, calls.proxy.caller = calls.proxy.caller, function
         try:
             return module.lambda_handler(event, context)
         finally:
-            CALLS[-1].proxy.caller = previous
+            calls.proxy.caller = previous
 
     return as_function
 
@@ -140,8 +146,24 @@ def pump(aws, replay: list | None = None) -> list[dict]:
             return delivered
 
 
+def id_token_claims(tenant: str | None = "northpier", groups: str = "[staff citewell:write]") -> dict:
+    """The claims of a Cognito ID token exactly as the HTTP API's JWT authorizer hands them on:
+    every value a string, a list as "[a b]", the app client in ``aud``."""
+    claims = {
+        "sub": "6a1f3c2e-0d4b-4b8e-9f2a-1c3d5e7f9a0b", "email_verified": "true",
+        "iss": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_AbCdEf123", "cognito:username": "6a1f3c2e-0d4b-4b8e-9f2a-1c3d5e7f9a0b",
+        "origin_jti": "1f0e9d8c-7b6a-5948-3726-150493827160", "aud": "4q2lh7e1ac3s9vb0nm6kd8ufit",
+        "event_id": "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "token_use": "id", "auth_time": "1764471000",
+        "exp": "Sun Nov 30 04:00:00 UTC 2026", "iat": "Sun Nov 30 03:00:00 UTC 2026", "jti": "9e8d7c6b-5a49-3827-1605-f4e3d2c1b0a9",
+        "email": "staff@northpier.example", "cognito:groups": groups,
+    }
+    if tenant is not None:
+        claims["custom:tenant"] = tenant
+    return claims
+
+
 def api(method: str, path: str, body: dict | None = None, tenant: str | None = "northpier", groups: str = "[staff citewell:write]",
-        query: dict | None = None) -> tuple[int, dict]:
+        query: dict | None = None, claims: dict | None = None) -> tuple[int, dict]:
     event = json.loads((EVENTS / "api_request.json").read_text())
     event["routeKey"] = f"{method} {path}"
     event["rawPath"] = path
@@ -150,12 +172,7 @@ def api(method: str, path: str, body: dict | None = None, tenant: str | None = "
     event["body"] = json.dumps(body) if body is not None else None
     event["queryStringParameters"] = query
     event["rawQueryString"] = "&".join(f"{k}={v}" for k, v in (query or {}).items())
-    claims = event["requestContext"]["authorizer"]["jwt"]["claims"]
-    claims["cognito:groups"] = groups
-    if tenant is None:
-        claims.pop("custom:tenant")
-    else:
-        claims["custom:tenant"] = tenant
+    event["requestContext"]["authorizer"]["jwt"]["claims"] = claims if claims is not None else id_token_claims(tenant, groups)
     reply = load_handler("api")(event, LambdaContext())
     return reply["statusCode"], json.loads(reply["body"]) if reply.get("body") else {}
 
@@ -189,6 +206,7 @@ def upload(aws, document_id: str, data: bytes, roles=("staff",)) -> str:
     key = raw_key("northpier", document_id, created["upload_id"])
     assert created["upload"]["fields"]["key"] == key
     assert post_upload(created, data).status_code in (200, 204)
+    aws["calls"].made.append(("api", "s3", "PutObject", {"Bucket": "citewell-documents", "Key": key}))  # signed by the api's role
     return key
 
 

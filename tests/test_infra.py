@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -14,20 +15,28 @@ from aws_cdk.assertions import Match, Template  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "infra"))
-from stacks.citewell import CitewellStack, StackConfig  # noqa: E402
+from stacks.citewell import CitewellStack, ConfigError, StackConfig  # noqa: E402
+
+CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
 
 
-def synth(tmp_path_factory, search: str) -> Template:
+def built_layer(tmp_path_factory) -> Path:
     layer = tmp_path_factory.mktemp("layer")
-    (layer / "python").mkdir()
+    (layer / "python" / "citewell").mkdir(parents=True)
+    (layer / "python" / "citewell" / "__init__.py").write_text("")
+    return layer
+
+
+def synth(tmp_path_factory, **config: object) -> Template:
     app = cdk.App(outdir=str(tmp_path_factory.mktemp("cdk.out")))
-    stack = CitewellStack(app, "Citewell", config=StackConfig(search=search, layer_path=str(layer)))
+    config.setdefault("layer_path", str(built_layer(tmp_path_factory)))
+    stack = CitewellStack(app, "Citewell", config=StackConfig(**config))
     return Template.from_stack(stack)
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Template:
-    return synth(tmp_path_factory, "domain")
+    return synth(tmp_path_factory)
 
 
 def test_storage_is_encrypted_versioned_private_and_tls_only(template):
@@ -46,21 +55,99 @@ def test_storage_is_encrypted_versioned_private_and_tls_only(template):
     })
 
 
-def test_search_domain_has_fine_grained_access_control(template):
-    template.has_resource_properties("AWS::OpenSearchService::Domain", {
-        "AdvancedSecurityOptions": Match.object_like({"Enabled": True}),
-        "EncryptionAtRestOptions": {"Enabled": True},
-        "NodeToNodeEncryptionOptions": {"Enabled": True},
-        "DomainEndpointOptions": Match.object_like({"EnforceHTTPS": True}),
-    })
+def test_the_search_domain_is_encrypted_and_reached_through_iam_with_no_manual_step(template):
+    (domain,) = template.find_resources("AWS::OpenSearchService::Domain").values()
+    props = domain["Properties"]
+    assert props["EncryptionAtRestOptions"] == {"Enabled": True} and props["NodeToNodeEncryptionOptions"] == {"Enabled": True}
+    assert props["DomainEndpointOptions"]["EnforceHTTPS"] is True
+    # No fine-grained access control, so no OpenSearch role must be mapped by hand after a deploy:
+    assert not props.get("AdvancedSecurityOptions", {}).get("Enabled")
+    # the domain's resource policy delegates to IAM, set by the stack itself.
+    (policy,) = [r for r in template.find_resources("Custom::OpenSearchAccessPolicy").values()]
+    assert "es:ESHttp*" in json.dumps(policy["Properties"])
 
 
-def test_serverless_collection_by_context_flag(tmp_path_factory):
-    serverless = synth(tmp_path_factory, "serverless")
-    serverless.resource_count_is("AWS::OpenSearchService::Domain", 0)
-    serverless.has_resource_properties("AWS::OpenSearchServerless::Collection", {"Type": "VECTORSEARCH"})
-    serverless.resource_count_is("AWS::OpenSearchServerless::SecurityPolicy", 2)
-    serverless.resource_count_is("AWS::OpenSearchServerless::AccessPolicy", 1)
+def test_serverless_is_refused_and_says_why():
+    app = cdk.App(context={"search": "serverless"})
+    with pytest.raises(ConfigError, match="_delete_by_query"):
+        StackConfig.from_context(app.node)
+
+
+def test_synthesis_stops_when_the_layer_is_not_built(tmp_path_factory):
+    empty = tmp_path_factory.mktemp("nolayer")
+    (empty / "python").mkdir()
+    with pytest.raises(ConfigError, match="make layer"):
+        synth(tmp_path_factory, layer_path=str(empty))
+    checked = synth(tmp_path_factory, layer_path=str(empty), synth_only=True)  # asked only to check the template
+    assert checked.find_resources("AWS::Lambda::LayerVersion")
+
+
+def test_an_external_issuer_needs_an_audience(tmp_path_factory):
+    with pytest.raises(ConfigError, match="jwt_audience"):
+        synth(tmp_path_factory, jwt_issuer="https://login.example.com/")
+    external = synth(tmp_path_factory, jwt_issuer="https://login.example.com/", jwt_audience="citewell")
+    external.has_resource_properties("AWS::ApiGatewayV2::Authorizer", {
+        "JwtConfiguration": {"Issuer": "https://login.example.com/", "Audience": ["citewell"]}})
+    external.resource_count_is("AWS::Cognito::UserPool", 0)
+
+
+def test_the_cognito_id_token_carries_the_tenant_and_users_cannot_write_it(template):
+    (client,) = template.find_resources("AWS::Cognito::UserPoolClient").values()
+    assert "custom:tenant" in client["Properties"]["ReadAttributes"]
+    assert "custom:tenant" not in client["Properties"]["WriteAttributes"]
+    (authorizer,) = template.find_resources("AWS::ApiGatewayV2::Authorizer").values()
+    assert authorizer["Properties"]["JwtConfiguration"]["Audience"] == [{"Ref": Match.string_like_regexp("Web")}] or \
+        "Web" in json.dumps(authorizer["Properties"]["JwtConfiguration"]["Audience"])
+
+
+def test_replaced_versions_expire_and_unfinished_uploads_are_aborted(template):
+    (bucket,) = template.find_resources("AWS::S3::Bucket").values()
+    rules = {r["Id"]: r for r in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
+    assert rules["noncurrent-versions"]["NoncurrentVersionExpiration"] == {"NoncurrentDays": CONTEXT["noncurrent_version_days"]}
+    assert rules["unfinished-uploads"]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
+
+
+def test_stages_are_throttled_by_the_values_in_cdk_json(template):
+    functions = {name: logical for logical, f in template.find_resources("AWS::Lambda::Function").items()
+                 if (name := f["Properties"].get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME"))}
+    mappings = template.find_resources("AWS::Lambda::EventSourceMapping").values()
+    found = {}
+    for mapping in mappings:
+        (name,) = [n for n, logical in functions.items() if logical == mapping["Properties"]["FunctionName"]["Ref"]]
+        found[name.removeprefix("citewell-")] = (mapping["Properties"]["ScalingConfig"]["MaximumConcurrency"],
+                                                 mapping["Properties"]["BatchSize"])
+    assert found == {name: (CONTEXT["max_concurrency"][name], CONTEXT["batch_size"][name]) for name in CONTEXT["batch_size"]}
+
+
+def test_logs_are_kept_for_the_configured_days(template):
+    groups = template.find_resources("AWS::Logs::LogGroup")
+    assert len(groups) == 7 and all(g["Properties"]["RetentionInDays"] == CONTEXT["log_retention_days"] for g in groups.values())
+
+
+def test_bedrock_is_granted_only_for_what_is_configured(tmp_path_factory, template):
+    def invokers(synthesized: Template) -> dict[str, list]:
+        roles = {f["Properties"]["Role"]["Fn::GetAtt"][0]: f["Properties"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+                 for f in synthesized.find_resources("AWS::Lambda::Function").values()
+                 if "POWERTOOLS_SERVICE_NAME" in f["Properties"].get("Environment", {}).get("Variables", {})}
+        found: dict[str, list] = {}
+        for policy in synthesized.find_resources("AWS::IAM::Policy").values():
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                if "bedrock:InvokeModel" in json.dumps(statement["Action"]):
+                    for role in policy["Properties"]["Roles"]:
+                        found.setdefault(roles[role["Ref"]], []).append(json.dumps(statement["Resource"]))
+        return found
+
+    default = invokers(template)
+    assert sorted(default) == ["citewell-api", "citewell-audit", "citewell-embed"]
+    assert all("foundation-model/amazon.titan-embed-text-v2:0" in r and "*" not in r.split("foundation-model/")[1]
+               for resources in default.values() for r in resources)
+    assert invokers(synth(tmp_path_factory, embedder="minilm")) == {}
+    profile = invokers(synth(tmp_path_factory, embedder="minilm", generator="bedrock",
+                             generator_model="eu.anthropic.claude-3-haiku-20240307-v1:0"))
+    assert list(profile) == ["citewell-api"]
+    (resources,) = profile["citewell-api"]
+    assert "inference-profile/eu.anthropic.claude-3-haiku-20240307-v1:0" in resources
+    assert "foundation-model/anthropic.claude-3-haiku-20240307-v1:0" in resources
 
 
 def test_every_stage_is_wired_s3_to_sqs_to_lambda_with_a_dead_letter_queue(template):
@@ -85,12 +172,16 @@ def test_every_route_needs_the_jwt_authorizer(template):
     template.has_resource_properties("AWS::ApiGatewayV2::Authorizer", {"AuthorizerType": "JWT"})
 
 
-def test_audit_schedule_and_alarms(template):
+def test_audit_schedule_and_alarms_to_a_topic(tmp_path_factory, template):
     template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(6 hours)"})
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     dead_letter = [a for a in alarms.values() if a["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"]
     errors = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"]
     assert len(dead_letter) == 5 and len(errors) == 7
+    (topic,) = template.find_resources("AWS::SNS::Topic")
+    assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values())
+    mailed = synth(tmp_path_factory, alarm_email="ops@example.com")
+    mailed.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})
 
 
 def test_no_function_may_do_everything_everywhere(template):

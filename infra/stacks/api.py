@@ -1,4 +1,10 @@
-"""The HTTP API: every route behind a JWT authorizer (a Cognito user pool, or an external issuer)."""
+"""The HTTP API: every route behind a JWT authorizer (a Cognito user pool, or an external issuer).
+
+The API takes the Cognito **ID token**: it carries the user's ``custom:tenant`` and
+``cognito:groups`` and its ``aud`` is the app client, which the authorizer checks. An access
+token carries no custom attributes, so the handler would refuse it (403, saying which token to
+send). An external issuer must name its audience; synthesis refuses it otherwise.
+"""
 
 from __future__ import annotations
 
@@ -25,12 +31,21 @@ class Api(Construct):
         super().__init__(scope, construct_id)
         if issuer is None:
             pool = cognito.UserPool(self, "Users", self_sign_up_enabled=False, sign_in_aliases=cognito.SignInAliases(email=True),
-                                    custom_attributes={"tenant": cognito.StringAttribute(mutable=False)},
+                                    custom_attributes={"tenant": cognito.StringAttribute(mutable=False, min_len=1, max_len=64)},
                                     removal_policy=cdk.RemovalPolicy.RETAIN)
-            client = pool.add_client("Web", auth_flows=cognito.AuthFlow(user_srp=True))
+            # Users read their tenant in the ID token but can never write it (only an administrator sets it).
+            client = pool.add_client(
+                "Web", auth_flows=cognito.AuthFlow(user_srp=True),
+                read_attributes=cognito.ClientAttributes().with_standard_attributes(email=True).with_custom_attributes("tenant"),
+                write_attributes=cognito.ClientAttributes().with_standard_attributes(email=True),
+            )
             issuer = f"https://cognito-idp.{cdk.Stack.of(self).region}.amazonaws.com/{pool.user_pool_id}"
             audience = client.user_pool_client_id
-        authorizer = authorizers.HttpJwtAuthorizer("Jwt", issuer, jwt_audience=[audience or ""])
+            cdk.CfnOutput(self, "UserPoolId", value=pool.user_pool_id)
+            cdk.CfnOutput(self, "ClientId", value=client.user_pool_client_id)
+        if not audience:
+            raise ValueError("an external JWT issuer needs an audience (-c jwt_audience=...)")
+        authorizer = authorizers.HttpJwtAuthorizer("Jwt", issuer, jwt_audience=[audience])
         self.http_api = apigw.HttpApi(self, "Http", default_authorizer=authorizer)
         integration = integrations.HttpLambdaIntegration("Handler", handler)
         for path, method in ROUTES:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
@@ -18,43 +21,94 @@ from stacks.storage import Storage
 ROOT = Path(__file__).resolve().parents[2]
 
 
+class ConfigError(ValueError):
+    """A context value the stack cannot deploy with; the message says which and what to pass."""
+
+
 @dataclass(frozen=True)
 class StackConfig:
-    search: str = "domain"
     layer_path: str = "build/layer"
+    synth_only: bool = False  # check the template without a built layer; never deploy such a synthesis
+    embedder: str = "bedrock"  # bedrock | minilm (a packaged model, no Bedrock grant)
     embedding_model: str = "amazon.titan-embed-text-v2:0"
+    generator: str = "extractive"  # extractive | bedrock
+    generator_model: str | None = None  # a Bedrock model or inference profile id, with generator=bedrock
     tenant_claim: str = "custom:tenant"
     roles_claim: str = "cognito:groups"
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
+    alarm_email: str | None = None
+    log_retention_days: int = 90
+    noncurrent_version_days: int = 7
+    # per stage: the most concurrent invocations SQS starts (Lambda's floor is 2) and the batch size
+    max_concurrency: dict[str, int] = field(default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4})
+    batch_size: dict[str, int] = field(default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1})
+    api_reserved_concurrency: int | None = None
 
     @classmethod
     def from_context(cls, node: Node) -> StackConfig:
-        values = {name: node.try_get_context(name) for name in cls.__dataclass_fields__}
+        if node.try_get_context("search") not in (None, "domain"):
+            raise ConfigError("context search=serverless is not offered: OpenSearch Serverless vector collections take no "
+                              "custom document ids, refresh, _delete_by_query or force merge, which deletion rests on; "
+                              "the stack deploys a managed domain")
+        values: dict[str, Any] = {name: node.try_get_context(name) for name in cls.__dataclass_fields__}
+        if os.environ.get("CITEWELL_SYNTH_ONLY"):
+            values["synth_only"] = True
+        if isinstance(values.get("synth_only"), str):
+            values["synth_only"] = values["synth_only"].lower() == "true"
+        for name in ("log_retention_days", "noncurrent_version_days", "api_reserved_concurrency"):
+            if isinstance(values.get(name), str):
+                values[name] = int(values[name])
         return cls(**{k: v for k, v in values.items() if v is not None})
+
+    def check(self) -> None:
+        """Refuse what would deploy but not work."""
+        if self.jwt_issuer is not None and not (self.jwt_audience or "").strip():
+            raise ConfigError("context jwt_issuer needs jwt_audience too (the client id your identity provider puts in the "
+                              "token's aud claim): pass -c jwt_audience=...")
+        if self.jwt_audience is not None and self.jwt_issuer is None:
+            raise ConfigError("context jwt_audience is only used with jwt_issuer; the bundled Cognito pool sets its own")
+        if self.embedder not in ("bedrock", "minilm"):
+            raise ConfigError("context embedder must be 'bedrock' or 'minilm'")
+        if self.generator not in ("extractive", "bedrock"):
+            raise ConfigError("context generator must be 'extractive' or 'bedrock'")
+        if self.generator == "bedrock" and not self.generator_model:
+            raise ConfigError("context generator=bedrock needs generator_model (a Bedrock model or inference profile id)")
+        if set(self.max_concurrency) != set(self.batch_size) or any(v < 2 for v in self.max_concurrency.values()):
+            raise ConfigError("context max_concurrency names every queue-fed stage, each at least 2 (Lambda's floor)")
+
+    def layer(self) -> Path:
+        path = Path(self.layer_path)
+        return path if path.is_absolute() else ROOT / path
+
+
+def layer_asset(config: StackConfig, scope: Construct) -> lambda_.Code:
+    """The built layer; without it a deployment would fail every import, so synthesis stops here
+    unless it was asked only to check the template."""
+    path = config.layer()
+    if (path / "python" / "citewell" / "__init__.py").is_file():
+        return lambda_.Code.from_asset(str(path))
+    if not config.synth_only:
+        raise ConfigError(f"the Lambda layer is not built at {path}: run `make layer` before `cdk deploy` "
+                          "(or pass -c synth_only=true, or CITEWELL_SYNTH_ONLY=1, to check the template without deploying it)")
+    cdk.Annotations.of(scope).add_warning_v2("citewell:layer", "synth_only: the layer is a placeholder; do not deploy this")
+    placeholder = Path(tempfile.mkdtemp(prefix="citewell-layer-"))
+    (placeholder / "python").mkdir()
+    return lambda_.Code.from_asset(str(placeholder))
 
 
 class CitewellStack(cdk.Stack):
     def __init__(self, scope: Construct, construct_id: str, config: StackConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        if config.search not in ("domain", "serverless"):
-            raise ValueError("context 'search' must be 'domain' or 'serverless'")
-        layer_path = Path(config.layer_path)
-        layer_path = layer_path if layer_path.is_absolute() else ROOT / layer_path
-        if not (layer_path / "python").is_dir():
-            layer_path = ROOT / "build" / "layer-missing"
-            (layer_path / "python").mkdir(parents=True, exist_ok=True)
-            cdk.Annotations.of(self).add_warning_v2(
-                "citewell:layer", "the Lambda layer is not built: run `make layer` before `cdk deploy`")
+        config.check()
         layer = lambda_.LayerVersion(
             self, "CoreLayer",
-            code=lambda_.Code.from_asset(str(layer_path)),
+            code=layer_asset(config, self),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
             description="citewell core and its dependencies (make layer)",
         )
-        storage = Storage(self, "Storage")
-        search = Search(self, "Search", serverless=config.search == "serverless")
+        storage = Storage(self, "Storage", noncurrent_version_days=config.noncurrent_version_days)
+        search = Search(self, "Search")
         functions = Functions(self, "Functions", storage=storage, search=search, layer=layer, config=config)
-        search.seal()
         Api(self, "Api", handler=functions.api, issuer=config.jwt_issuer, audience=config.jwt_audience)
-        Alarms(self, "Alarms", queues=functions.dead_letter_queues, functions=functions.all)
+        Alarms(self, "Alarms", queues=functions.dead_letter_queues, functions=functions.all, email=config.alarm_email)

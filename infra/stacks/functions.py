@@ -1,5 +1,6 @@
 """Queues, dead-letter queues and functions of the ingestion chain, the API, deletion and
-audit; each function gets only the actions and resources it uses."""
+audit. Each role is written out action by action, for the calls its function makes
+(tests/test_aws_iam.py replays them under the synthesized roles): no broad grants."""
 
 from __future__ import annotations
 
@@ -11,18 +12,23 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_notifications as notifications
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from stacks.search import Search
+from stacks.search import ALIAS, Search
 from stacks.storage import Storage
 
 if TYPE_CHECKING:
     from stacks.citewell import StackConfig
 
 MAX_RECEIVES = 5  # a message that fails this often goes to the dead-letter queue
+STAGES = ("raw", "parsed", "chunks", "embedded")  # object key prefixes, one per stage's output
+# The record store: reads, compare-and-set writes and batch writes; only the audit scans.
+RECORDS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
+           "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
 
 
 class Functions(Construct):
@@ -32,21 +38,26 @@ class Functions(Construct):
         from stacks.citewell import ROOT
 
         stack = cdk.Stack.of(self)
+        bucket, table = storage.bucket, storage.table
         self.all: list[lambda_.Function] = []
         self.dead_letter_queues: list[sqs.Queue] = []
         environment = {
-            "CITEWELL_BUCKET": storage.bucket.bucket_name,
-            "CITEWELL_TABLE": storage.table.table_name,
+            "CITEWELL_BUCKET": bucket.bucket_name,
+            "CITEWELL_TABLE": table.table_name,
             "CITEWELL_OPENSEARCH_HOST": search.endpoint,
-            "CITEWELL_OPENSEARCH_SERVERLESS": "true" if search.serverless else "false",
-            "CITEWELL_EMBEDDER": "bedrock",
+            "CITEWELL_INDEX_ALIAS": ALIAS,
+            "CITEWELL_EMBEDDER": config.embedder,
             "CITEWELL_TENANT_CLAIM": config.tenant_claim,
             "CITEWELL_ROLES_CLAIM": config.roles_claim,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            "POWERTOOLS_METRICS_NAMESPACE": "citewell",
         }
-        bedrock_model = f"arn:aws:bedrock:{stack.region}::foundation-model/{config.embedding_model}"
+        if config.embedder == "bedrock":
+            environment["CITEWELL_BEDROCK_EMBED_MODEL"] = config.embedding_model
 
-        def function(name: str, timeout: int, memory: int) -> lambda_.Function:
+        def function(name: str, timeout: int, memory: int, **extra: object) -> lambda_.Function:
+            log_group = logs.LogGroup(self, f"{name.capitalize()}Logs", retention=_retention(config.log_retention_days),
+                                      removal_policy=cdk.RemovalPolicy.DESTROY)
             fn = lambda_.Function(
                 self, name.capitalize(),
                 runtime=lambda_.Runtime.PYTHON_3_12,
@@ -58,6 +69,8 @@ class Functions(Construct):
                 memory_size=memory,
                 environment={**environment, "POWERTOOLS_SERVICE_NAME": f"citewell-{name}"},
                 tracing=lambda_.Tracing.ACTIVE,
+                log_group=log_group,
+                **extra,  # type: ignore[arg-type]
             )
             self.all.append(fn)
             return fn
@@ -72,64 +85,112 @@ class Functions(Construct):
                 dead_letter_queue=sqs.DeadLetterQueue(queue=dead, max_receive_count=MAX_RECEIVES),
             )
 
-        bucket, table = storage.bucket, storage.table
+        def fed(fn: lambda_.Function, name: str, inbox: sqs.Queue) -> None:
+            """A queue feeds the function in small batches, at most ``max_concurrency`` at once:
+            Bedrock and the domain see a bounded load, and a timeout resends only a small batch."""
+            fn.add_event_source(sources.SqsEventSource(
+                inbox, batch_size=config.batch_size[name], max_concurrency=config.max_concurrency[name],
+                report_batch_item_failures=True))
+
+        def allow(fn: lambda_.Function, actions: list[str], resources: list[str]) -> None:
+            fn.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
+
+        def objects(*prefixes: str) -> list[str]:
+            return [bucket.arn_for_objects(f"{p}/*") for p in prefixes]
+
+        def cleans_up(fn: lambda_.Function) -> None:
+            """Removing an upload's objects: every version goes (ListBucketVersions, DeleteObjectVersion),
+            and HeadObject, which tells whether there was one, needs s3:GetObject."""
+            allow(fn, ["s3:GetObject", "s3:DeleteObjectVersion"], objects(*STAGES))
+            allow(fn, ["s3:ListBucketVersions"], [bucket.bucket_arn])
+
+        def records(fn: lambda_.Function, *, by_hash: bool = False, scan: bool = False) -> None:
+            allow(fn, RECORDS + (["dynamodb:Scan"] if scan else []), [table.table_arn])
+            if by_hash:  # which cached embeddings another chunk still uses
+                allow(fn, ["dynamodb:Query"], [f"{table.table_arn}/index/by_hash"])
+
         # stage: (input prefix, output prefix, timeout s, memory MB)
         stages = {
-            "parse": ("raw/", "parsed/", 300, 2048),
-            "chunk": ("parsed/", "chunks/", 300, 1024),
-            "embed": ("chunks/", "embedded/", 900, 1024),
-            "publish": ("embedded/", None, 300, 1024),
+            "parse": ("raw", "parsed", 300, 2048),
+            "chunk": ("parsed", "chunks", 300, 1024),
+            "embed": ("chunks", "embedded", 900, 1024),
+            "publish": ("embedded", None, 300, 1024),
         }
         self.stages: dict[str, lambda_.Function] = {}
         for name, (source, output, timeout, memory) in stages.items():
             fn = function(name, timeout, memory)
             inbox = queue(name, timeout)
             bucket.add_event_notification(s3.EventType.OBJECT_CREATED, notifications.SqsDestination(inbox),
-                                          s3.NotificationKeyFilter(prefix=source))
-            fn.add_event_source(sources.SqsEventSource(inbox, batch_size=5, report_batch_item_failures=True))
-            bucket.grant_read(fn, f"{source}*")
+                                          s3.NotificationKeyFilter(prefix=f"{source}/"))
+            fed(fn, name, inbox)
             if output:
-                bucket.grant_put(fn, f"{output}*")
-            table.grant_read_write_data(fn)
+                allow(fn, ["s3:PutObject"], objects(output))
+            cleans_up(fn)  # a superseded upload removes what it wrote; reads of its inputs are GetObject
+            records(fn, by_hash=name in ("embed", "publish"))
             self.stages[name] = fn
-        self.stages["embed"].add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[bedrock_model]))
-        bucket.grant_delete(self.stages["publish"], "embedded/*")
-        for name in ("publish",):
-            search.grant(self.stages[name].role)  # type: ignore[arg-type]
+        allow(self.stages["publish"], ["s3:ListBucket"], [bucket.bucket_arn])  # the old revision's objects, by prefix
+        search.grant_index(self.stages["publish"].role)  # type: ignore[arg-type]
+        for name in ("parse", "chunk", "embed"):  # a superseded upload removes the index rows of its revision
+            search.grant_query(self.stages[name].role)  # type: ignore[arg-type]
 
         # Removing an upload from the bucket deletes the document everywhere.
         self.delete = function("delete", 300, 1024)
         removals = queue("delete", 300)
         bucket.add_event_notification(s3.EventType.OBJECT_REMOVED, notifications.SqsDestination(removals),
                                       s3.NotificationKeyFilter(prefix="raw/"))
-        self.delete.add_event_source(sources.SqsEventSource(removals, batch_size=5, report_batch_item_failures=True))
+        fed(self.delete, "delete", removals)
 
-        self.api = function("api", 30, 1024)
-        self.api.add_to_role_policy(iam.PolicyStatement(
-            actions=["bedrock:InvokeModel"],
-            resources=[bedrock_model, f"arn:aws:bedrock:{stack.region}::foundation-model/*"],
-        ))
-        bucket.grant_put(self.api, "raw/*")  # the presigned upload URL is signed with this role
+        extra = {"reserved_concurrent_executions": config.api_reserved_concurrency} if config.api_reserved_concurrency else {}
+        self.api = function("api", 30, 1024, **extra)
+        allow(self.api, ["s3:PutObject"], objects("raw"))  # the presigned upload is signed with this role
 
         self.audit = function("audit", 900, 1024)
         events.Rule(self, "AuditSchedule", schedule=events.Schedule.rate(cdk.Duration.hours(6)),
                     targets=[targets.LambdaFunction(self.audit)])
 
         for fn in (self.delete, self.api, self.audit):
-            table.grant_read_write_data(fn)
-            search.grant(fn.role)  # type: ignore[arg-type]
-        for fn in (self.delete, self.audit):
-            bucket.grant_read(fn)
-            bucket.grant_delete(fn)
-            fn.add_to_role_policy(iam.PolicyStatement(
-                actions=["s3:ListBucketVersions", "s3:DeleteObjectVersion"],
-                resources=[bucket.bucket_arn, bucket.arn_for_objects("*")],
-            ))
-        self.audit.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[bedrock_model]))
-        bucket.grant_put(self.audit)  # repairs re-run stages, which write artifacts
-        bucket.grant_read(self.api, "raw/*")
-        bucket.grant_delete(self.api)
-        self.api.add_to_role_policy(iam.PolicyStatement(
-            actions=["s3:ListBucketVersions", "s3:DeleteObjectVersion"],
-            resources=[bucket.bucket_arn, bucket.arn_for_objects("*")],
-        ))
+            cleans_up(fn)
+            records(fn, by_hash=True, scan=fn is self.audit)
+            allow(fn, ["s3:ListBucket", "s3:ListBucketMultipartUploads"], [bucket.bucket_arn])
+            allow(fn, ["s3:AbortMultipartUpload"], objects(*STAGES))  # an unfinished write of the document
+        search.grant_query(self.delete.role)  # type: ignore[arg-type]
+        search.grant_query(self.api.role)  # type: ignore[arg-type]
+        search.grant_index(self.audit.role)  # type: ignore[arg-type]  # a repair re-publishes
+        allow(self.audit, ["s3:PutObject"], objects("parsed", "chunks", "embedded"))  # a repair re-runs a stage
+
+        self._bedrock(config, stack)
+
+    def _bedrock(self, config: StackConfig, stack: cdk.Stack) -> None:
+        """InvokeModel only for what is configured, only for the functions that call it."""
+        if config.embedder == "bedrock":  # embed writes vectors, the API embeds questions, the audit re-embeds
+            model = f"arn:aws:bedrock:{stack.region}::foundation-model/{config.embedding_model}"
+            for fn in (self.stages["embed"], self.api, self.audit):
+                fn.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[model]))
+        if config.generator == "bedrock" and config.generator_model:
+            self.api.add_environment("CITEWELL_GENERATOR", "bedrock")
+            self.api.add_environment("CITEWELL_BEDROCK_MODEL_ID", config.generator_model)
+            self.api.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"],
+                                                            resources=generator_resources(config.generator_model, stack)))
+
+
+def generator_resources(model_id: str, stack: cdk.Stack) -> list[str]:
+    """A model id, or a cross-region inference profile (``eu.``, ``us.``, ``apac.`` ... prefix): the
+    profile in this account and region, and the model in every region the profile routes to."""
+    geo, _, base = model_id.partition(".")
+    if geo in ("us", "eu", "apac", "us-gov", "ca", "jp", "au", "global") and base:
+        return [f"arn:aws:bedrock:{stack.region}:{stack.account}:inference-profile/{model_id}",
+                f"arn:aws:bedrock:*::foundation-model/{base}"]
+    return [f"arn:aws:bedrock:{stack.region}::foundation-model/{model_id}"]
+
+
+_RETENTION = {
+    1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS", 30: "ONE_MONTH", 60: "TWO_MONTHS",
+    90: "THREE_MONTHS", 120: "FOUR_MONTHS", 150: "FIVE_MONTHS", 180: "SIX_MONTHS", 365: "ONE_YEAR", 400: "THIRTEEN_MONTHS",
+    545: "EIGHTEEN_MONTHS", 731: "TWO_YEARS", 1827: "FIVE_YEARS", 3653: "TEN_YEARS",
+}
+
+
+def _retention(days: int) -> logs.RetentionDays:
+    if days not in _RETENTION:
+        raise ValueError(f"log_retention_days={days} is not a CloudWatch Logs retention; one of {sorted(_RETENTION)}")
+    return getattr(logs.RetentionDays, _RETENTION[days])  # type: ignore[no-any-return]

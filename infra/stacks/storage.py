@@ -9,7 +9,7 @@ from constructs import Construct
 
 
 class Storage(Construct):
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, noncurrent_version_days: int) -> None:
         super().__init__(scope, construct_id)
         self.bucket = s3.Bucket(
             self, "Documents",
@@ -18,6 +18,13 @@ class Storage(Construct):
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
             removal_policy=cdk.RemovalPolicy.RETAIN,
+            lifecycle_rules=[
+                # Our deletes remove every version; this bounds what anything else leaves behind
+                # (an overwrite, a delete marker from outside citewell, an unfinished multipart upload).
+                s3.LifecycleRule(id="noncurrent-versions", noncurrent_version_expiration=cdk.Duration.days(noncurrent_version_days),
+                                 expired_object_delete_marker=True),
+                s3.LifecycleRule(id="unfinished-uploads", abort_incomplete_multipart_upload_after=cdk.Duration.days(1)),
+            ],
         )
         self.table = dynamodb.Table(
             self, "Metadata",

@@ -16,7 +16,8 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote, unquote_to_bytes
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import (
     BadRequestError,
@@ -35,6 +36,7 @@ from citewell.ingest.registration import register_upload
 from citewell.models import Document, Identity, validate_document_id, validate_name, validate_tenant
 
 logger = Logger(service="citewell-api")
+tracer = Tracer(service="citewell-api")
 app = APIGatewayHttpResolver(enable_validation=True)
 UPLOAD_URL_SECONDS = 900
 MAX_BODY_BYTES = 64 * 1024
@@ -77,7 +79,12 @@ def _roles(value: Any) -> frozenset[str]:
 
 
 def identity(settings: AwsSettings) -> Identity:
+    """The caller from the authorizer's verified claims. The API takes the Cognito ID token: an
+    access token carries no custom attributes, so it cannot name a tenant."""
     claims = (app.current_event.request_context.authorizer.jwt_claim or {}) if app.current_event.request_context.authorizer else {}
+    if claims.get("token_use") == "access" and settings.tenant_claim not in claims:
+        raise ForbiddenError(f"this is an access token, which carries no {settings.tenant_claim!r}: "
+                             "send the ID token in the Authorization header")
     tenant = str(claims.get(settings.tenant_claim, "") or "")
     found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)))
     if found.is_empty:
@@ -319,7 +326,8 @@ def _reply(status: int, code: str, message: str) -> dict[str, Any]:
             "body": json.dumps({"error": {"code": code, "message": message}}), "isBase64Encoded": False, "cookies": []}
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
         check_body(event)

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote_plus
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes import S3Event
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from citewell.aws.pipeline import object_keys, run_stage
+from citewell.aws.pipeline import run_stage
 from citewell.aws.settings import services_from_env
+
+
+def notified_keys(record: SQSRecord, events: tuple[str, ...]) -> list[str]:
+    """Object keys (decoded) of the S3 notifications of these event kinds in one SQS message.
+    S3's ``s3:TestEvent``, sent when notifications are configured, carries none."""
+    body = record.json_body
+    if not isinstance(body, dict) or "Records" not in body:
+        return []
+    # S3 sends keys form-encoded ('+' for a space); the data class hands the raw value on.
+    return [unquote_plus(r.s3.get_object["key"]) for r in S3Event(body).records if r.event_name.startswith(events)]
 
 
 def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
@@ -25,8 +37,8 @@ def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> C
     @tracer.capture_method
     def record_handler(record: SQSRecord) -> None:
         _, services = services_from_env()
-        for key in object_keys(record.body, events):
-            logger.info(run_stage(services, stage, key), extra={"key": key})
+        for key in notified_keys(record, events):
+            logger.info(run_stage(services, stage, key), extra={"key": key, "message_id": record.message_id})
             metrics.add_metric(name="ObjectsProcessed", unit=MetricUnit.Count, value=1)
 
     @logger.inject_lambda_context
@@ -39,17 +51,32 @@ def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> C
 
 
 def audit_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The scheduled revision audit, repairing what it safely can."""
+    """The scheduled revision audit, repairing what it safely can, then asking the search
+    domain to expunge deleted rows from its segments (never inside a delete)."""
     from citewell.audit import audit
 
     logger = Logger(service="citewell-audit")
+    tracer = Tracer(service="citewell-audit")
+    metrics = Metrics(namespace="citewell", service="citewell-audit")
 
     @logger.inject_lambda_context
+    @tracer.capture_lambda_handler
+    @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         _, services = services_from_env()
         report = audit(services, repair=True)
         for finding in report.findings:
             logger.warning("audit finding", extra=finding.model_dump())
-        return {"ok": report.ok, "findings": len(report.findings), "repaired": sum(f.repaired for f in report.findings)}
+        repaired = sum(f.repaired for f in report.findings)
+        metrics.add_metric(name="AuditFindings", unit=MetricUnit.Count, value=len(report.findings))
+        metrics.add_metric(name="AuditRepairs", unit=MetricUnit.Count, value=repaired)
+        expunge = getattr(services.index, "expunge", None)
+        if expunge is not None:
+            try:
+                expunge()
+            except Exception:  # the next run asks again; the audit's own result stands
+                logger.exception("the index could not start expunging deleted rows")
+                metrics.add_metric(name="ExpungeFailed", unit=MetricUnit.Count, value=1)
+        return {"ok": report.ok, "findings": len(report.findings), "repaired": repaired}
 
     return handler

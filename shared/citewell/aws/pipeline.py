@@ -11,7 +11,6 @@ retries and, in the end, dead-letters it.
 from __future__ import annotations
 
 import json
-from urllib.parse import unquote_plus
 
 from citewell.errors import IngestError, InvalidInput, NotFound, TooLarge
 from citewell.ingest.stages import (
@@ -30,16 +29,6 @@ from citewell.records import is_current
 from citewell.services import Services
 
 STAGE_OF_PREFIX = {RAW: "parse", PARSED: "chunk", CHUNKS: "embed", EMBEDDED: "publish"}
-
-
-def object_keys(sqs_body: str, events: tuple[str, ...] = ("ObjectCreated",)) -> list[str]:
-    """Object keys of the S3 notifications of these event kinds in one SQS message body."""
-    message = json.loads(sqs_body)
-    return [
-        unquote_plus(record["s3"]["object"]["key"])
-        for record in message.get("Records", [])
-        if record.get("eventName", "").startswith(events)
-    ]
 
 
 def delete_removed(services: Services, key: str) -> str:

@@ -19,6 +19,7 @@ class AwsSettings(BaseModel):
     region: str | None = None
     index_alias: str = "citewell-chunks"
     embedder: str = "bedrock"  # bedrock | openai | minilm
+    bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
     lanes: tuple[str, ...] = ("bm25", "vector")
     tenant_claim: str = "custom:tenant"
     roles_claim: str = "cognito:groups"
@@ -35,6 +36,7 @@ class AwsSettings(BaseModel):
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
             index_alias=env.get("CITEWELL_INDEX_ALIAS", "citewell-chunks"),
             embedder=env.get("CITEWELL_EMBEDDER", "bedrock"),
+            bedrock_embed_model=env.get("CITEWELL_BEDROCK_EMBED_MODEL") or "amazon.titan-embed-text-v2:0",
             lanes=tuple(x.strip() for x in env.get("CITEWELL_LANES", "bm25,vector").split(",") if x.strip()),
             tenant_claim=env.get("CITEWELL_TENANT_CLAIM", "custom:tenant"),
             roles_claim=env.get("CITEWELL_ROLES_CLAIM", "cognito:groups"),
@@ -57,7 +59,7 @@ def _embedder(settings: AwsSettings):  # type: ignore[no-untyped-def]
         )
     from citewell.embedders.remote import BedrockTitanEmbedder
 
-    return BedrockTitanEmbedder(region=settings.region)
+    return BedrockTitanEmbedder(model_id=settings.bedrock_embed_model, region=settings.region)
 
 
 def open_aws(settings: AwsSettings) -> Services:
