@@ -29,6 +29,15 @@ STAGES = ("raw", "parsed", "chunks", "embedded")  # object key prefixes, one per
 # The record store: reads, compare-and-set writes and batch writes; only the audit scans.
 RECORDS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
            "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
+# What each ingestion stage does with records: read its upload and the document, compare-and-set
+# the document (parse), write chunk records (chunk), cache embeddings (embed), and drop what a
+# superseded upload wrote.
+STAGE_RECORDS = {
+    "parse": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"],
+    "chunk": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
+    "embed": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"],
+    "publish": RECORDS,
+}
 
 
 class Functions(Construct):
@@ -104,8 +113,8 @@ class Functions(Construct):
             allow(fn, ["s3:GetObject", "s3:DeleteObjectVersion"], objects(*STAGES))
             allow(fn, ["s3:ListBucketVersions"], [bucket.bucket_arn])
 
-        def records(fn: lambda_.Function, *, by_hash: bool = False, scan: bool = False) -> None:
-            allow(fn, RECORDS + (["dynamodb:Scan"] if scan else []), [table.table_arn])
+        def records(fn: lambda_.Function, actions: list[str], *, by_hash: bool = False, scan: bool = False) -> None:
+            allow(fn, actions + (["dynamodb:Scan"] if scan else []), [table.table_arn])
             if by_hash:  # which cached embeddings another chunk still uses
                 allow(fn, ["dynamodb:Query"], [f"{table.table_arn}/index/by_hash"])
 
@@ -126,11 +135,11 @@ class Functions(Construct):
             if output:
                 allow(fn, ["s3:PutObject"], objects(output))
             cleans_up(fn)  # a superseded upload removes what it wrote; reads of its inputs are GetObject
-            records(fn, by_hash=name in ("embed", "publish"))
+            records(fn, STAGE_RECORDS[name], by_hash=name in ("embed", "publish"))
             self.stages[name] = fn
         allow(self.stages["publish"], ["s3:ListBucket"], [bucket.bucket_arn])  # the old revision's objects, by prefix
         search.grant_index(self.stages["publish"].role)  # type: ignore[arg-type]
-        for name in ("parse", "chunk", "embed"):  # a superseded upload removes the index rows of its revision
+        for name in ("chunk", "embed"):  # a superseded upload removes the index rows of its revision
             search.grant_query(self.stages[name].role)  # type: ignore[arg-type]
 
         # Removing an upload from the bucket deletes the document everywhere.
@@ -150,7 +159,7 @@ class Functions(Construct):
 
         for fn in (self.delete, self.api, self.audit):
             cleans_up(fn)
-            records(fn, by_hash=True, scan=fn is self.audit)
+            records(fn, RECORDS, by_hash=True, scan=fn is self.audit)
             allow(fn, ["s3:ListBucket", "s3:ListBucketMultipartUploads"], [bucket.bucket_arn])
             allow(fn, ["s3:AbortMultipartUpload"], objects(*STAGES))  # an unfinished write of the document
         search.grant_query(self.delete.role)  # type: ignore[arg-type]
