@@ -243,9 +243,12 @@ def test_upload_to_publish_to_search_answer_and_delete(aws):
     assert services.index.count("northpier", "handbook.md", revision) == 2
     assert services.metadata.get_document("northpier", "handbook.md").active_revision == revision
 
+    aws["proxy"].calls.clear()
     status, removed = api("DELETE", "/documents/handbook.md")
     assert status == 200 and removed["removed"]["documents"] == 1 and removed["removed"]["index_chunks"] == 2
+    assert not [path for _, _, path in aws["proxy"].calls if "_forcemerge" in path]  # a delete never waits on a merge
     assert_no_residue(aws, answer["answer_id"])
+    assert ("audit", "POST", "/citewell-chunks/_forcemerge") in aws["proxy"].calls  # the scheduled audit asks for it
 
 
 def test_bad_files_and_bad_requests_are_4xx_and_recorded(aws):

@@ -67,3 +67,13 @@ def test_a_container_reads_the_mapping_once(knn_proxy):
     for _ in range(3):
         index.lanes("leave", unit(1, 1024)[0], TITAN, caller, 5)
     assert [path for _, _, path in knn_proxy.calls] == ["/citewell-chunks/_msearch"] * 3
+
+
+def test_deletes_are_not_merged_inline_and_the_expunge_is_asked_for_without_waiting(knn_proxy):
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    index.upsert([chunk(0, "Staff get 27 days of leave.")], unit(1, 1024), TITAN)
+    knn_proxy.calls.clear()
+    assert index.delete_document("northpier", "handbook.md") == 1 and index.compact()
+    assert not [path for _, _, path in knn_proxy.calls if "_forcemerge" in path]
+    index.expunge()
+    assert [path for _, _, path in knn_proxy.calls if "_forcemerge" in path] == ["/citewell-chunks/_forcemerge"]
