@@ -51,7 +51,6 @@ def test_storage_is_encrypted_versioned_private_and_tls_only(template):
     template.has_resource_properties("AWS::DynamoDB::Table", {
         "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
         "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
-        "GlobalSecondaryIndexes": [Match.object_like({"IndexName": "by_hash"})],
     })
 
 

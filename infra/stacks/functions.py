@@ -113,10 +113,8 @@ class Functions(Construct):
             allow(fn, ["s3:GetObject", "s3:DeleteObjectVersion"], objects(*STAGES))
             allow(fn, ["s3:ListBucketVersions"], [bucket.bucket_arn])
 
-        def records(fn: lambda_.Function, actions: list[str], *, by_hash: bool = False, scan: bool = False) -> None:
+        def records(fn: lambda_.Function, actions: list[str], *, scan: bool = False) -> None:
             allow(fn, actions + (["dynamodb:Scan"] if scan else []), [table.table_arn])
-            if by_hash:  # which cached embeddings another chunk still uses
-                allow(fn, ["dynamodb:Query"], [f"{table.table_arn}/index/by_hash"])
 
         # stage: (input prefix, output prefix, timeout s, memory MB)
         stages = {
@@ -135,7 +133,7 @@ class Functions(Construct):
             if output:
                 allow(fn, ["s3:PutObject"], objects(output))
             cleans_up(fn)  # a superseded upload removes what it wrote; reads of its inputs are GetObject
-            records(fn, STAGE_RECORDS[name], by_hash=name in ("embed", "publish"))
+            records(fn, STAGE_RECORDS[name])
             self.stages[name] = fn
         allow(self.stages["publish"], ["s3:ListBucket"], [bucket.bucket_arn])  # the old revision's objects, by prefix
         search.grant_index(self.stages["publish"].role)  # type: ignore[arg-type]
@@ -159,7 +157,7 @@ class Functions(Construct):
 
         for fn in (self.delete, self.api, self.audit):
             cleans_up(fn)
-            records(fn, RECORDS, by_hash=True, scan=fn is self.audit)
+            records(fn, RECORDS, scan=fn is self.audit)
             allow(fn, ["s3:ListBucket", "s3:ListBucketMultipartUploads"], [bucket.bucket_arn])
             allow(fn, ["s3:AbortMultipartUpload"], objects(*STAGES))  # an unfinished write of the document
         search.grant_query(self.delete.role)  # type: ignore[arg-type]

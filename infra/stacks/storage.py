@@ -36,8 +36,3 @@ class Storage(Construct):
             time_to_live_attribute="expires_at",
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        self.table.add_global_secondary_index(
-            index_name="by_hash",
-            partition_key=dynamodb.Attribute(name="content_hash", type=dynamodb.AttributeType.STRING),
-            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
-        )

@@ -1,4 +1,4 @@
-"""MetadataStore on one DynamoDB table (partition key ``pk``, sort key ``sk``, GSI ``by_hash``).
+"""MetadataStore on one DynamoDB table (partition key ``pk``, sort key ``sk``).
 
 Item layout, by partition:
 - ``T#tenant``: ``D#doc`` document records (``version`` and ``generation`` beside the JSON, for
@@ -6,7 +6,10 @@ Item layout, by partition:
   (with the chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
   ``EPOCH`` the tenant's corpus epoch. Document ids cannot contain ``#``, so no prefix of one
   document's keys matches another's.
-- ``C#tenant#doc#revision``: ``K#chunk_id`` chunk records (``content_hash`` feeds the GSI).
+- ``C#tenant#doc#revision``: ``K#chunk_id`` chunk records.
+- ``H#content_hash``: ``REF#tenant#doc#revision#chunk_id``, one reference per chunk record using that
+  text, written before the record and deleted before it, so a strongly consistent query of
+  the partition says whether a cached embedding is still used (an index could lag).
 - ``X#tenant#doc``: ``revision#answer`` entries: the answers that cite or considered a revision.
 - ``E#identity``: ``hash`` cached embeddings (float32 bytes).
 Every document write is a compare-and-set on ``version``.
@@ -23,7 +26,6 @@ import numpy as np
 from citewell.models import AnswerRecord, Chunk, Document, Upload, utcnow
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
-HASH_INDEX = "by_hash"
 
 
 class DynamoMetadataStore:
@@ -147,6 +149,10 @@ class DynamoMetadataStore:
         for tenant, document_id, revision in sorted({(c.tenant, c.document_id, c.revision) for c in chunks}):
             self.delete_chunks(tenant, document_id, revision)
         counts: dict[tuple[str, str, str], int] = {}
+        with self.table.batch_writer() as references:  # flushed first: a record never exists without its reference
+            for chunk in chunks:
+                references.put_item(Item=self._reference(chunk.content_hash, chunk.tenant, chunk.document_id, chunk.revision,
+                                                         chunk.chunk_id))
         with self.table.batch_writer() as batch:
             for position, chunk in enumerate(chunks):
                 key = (chunk.tenant, chunk.document_id, chunk.revision)
@@ -174,19 +180,29 @@ class DynamoMetadataStore:
     def chunk_revisions(self, tenant: str, document_id: str) -> list[str]:
         return sorted(i["revision"] for i in self._prefixed(f"T#{tenant}", f"R#{document_id}#") if i["document_id"] == document_id)
 
+    @staticmethod
+    def _reference(content_hash: str, tenant: str, document_id: str, revision: str, chunk_id: str) -> dict[str, str]:
+        return {"pk": f"H#{content_hash}", "sk": f"REF#{tenant}#{document_id}#{revision}#{chunk_id}"}
+
     def hashes_in_use(self, content_hashes: Iterable[str]) -> set[str]:
         from boto3.dynamodb.conditions import Key
 
         used = set()
         for content_hash in sorted(set(content_hashes)):
-            page = self.table.query(IndexName=HASH_INDEX, KeyConditionExpression=Key("content_hash").eq(content_hash), Limit=1)
+            page = self.table.query(KeyConditionExpression=Key("pk").eq(f"H#{content_hash}"), Limit=1, ConsistentRead=True,
+                                    ProjectionExpression="pk")
             if page.get("Items"):
                 used.add(content_hash)
         return used
 
     def delete_chunks(self, tenant: str, document_id: str, revision: str) -> int:
         pk = f"C#{tenant}#{document_id}#{revision}"
-        count = self._delete_all((pk, i["sk"]) for i in list(self._prefixed(pk, "K#")))
+        items = list(self._prefixed(pk, "K#", consistent=True))
+        # References first: a reference without its record would keep a deleted text's embedding.
+        self._delete_all(
+            (ref["pk"], ref["sk"]) for ref in (
+                self._reference(str(i["content_hash"]), tenant, document_id, revision, str(i["sk"])[2:]) for i in items))
+        count = self._delete_all((pk, i["sk"]) for i in items)
         self.table.delete_item(Key={"pk": f"T#{tenant}", "sk": f"R#{document_id}#{revision}"})
         return count
 
@@ -304,15 +320,6 @@ class DynamoMetadataStore:
 
 TABLE_DEFINITION = {
     "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-    "AttributeDefinitions": [
-        {"AttributeName": "pk", "AttributeType": "S"},
-        {"AttributeName": "sk", "AttributeType": "S"},
-        {"AttributeName": "content_hash", "AttributeType": "S"},
-    ],
-    "GlobalSecondaryIndexes": [{
-        "IndexName": HASH_INDEX,
-        "KeySchema": [{"AttributeName": "content_hash", "KeyType": "HASH"}],
-        "Projection": {"ProjectionType": "KEYS_ONLY"},
-    }],
+    "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
     "BillingMode": "PAY_PER_REQUEST",
 }

@@ -1,0 +1,33 @@
+"""The DynamoDB store answers "is this embedding still used?" with a strongly consistent read
+of the table itself: a global secondary index is eventually consistent, so right after a
+chunk record is deleted (or written) it may still say the opposite, and a purge would keep a
+deleted document's embedding, or drop one a new chunk just started to use."""
+
+from __future__ import annotations
+
+from citewell.models import Chunk
+from tests.conftest import moto_dynamodb
+
+
+def chunk(n: int, text: str, revision: str = "r1") -> Chunk:
+    return Chunk(chunk_id=f"handbook.md#0#{n}", document_id="handbook.md", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                 revision=revision, title="Handbook", section_index=0, index=n, heading_path=["Leave"], start=0, end=len(text),
+                 body_start=0, text=text)
+
+
+def test_hashes_in_use_reads_the_table_consistently(monkeypatch):
+    with moto_dynamodb(monkeypatch) as store:
+        reads = []
+        store.client.meta.events.register("before-parameter-build.dynamodb.Query",
+                                          lambda params, **_: reads.append(dict(params)))
+        first, second = chunk(0, "Staff get 27 days."), chunk(1, "Report sickness early.")
+        store.put_chunks([first, second])
+        reads.clear()
+        assert store.hashes_in_use([first.content_hash, "unused"]) == {first.content_hash}
+        assert reads and all(r.get("ConsistentRead") is True and "IndexName" not in r for r in reads), reads
+        store.delete_chunks("northpier", "handbook.md", "r1")
+        assert store.hashes_in_use([first.content_hash, second.content_hash]) == set()
+        # the same text in two revisions: deleting one leaves it in use
+        store.put_chunks([chunk(0, "Staff get 27 days.", "r1"), chunk(0, "Staff get 27 days.", "r2")])
+        store.delete_chunks("northpier", "handbook.md", "r1")
+        assert store.hashes_in_use([first.content_hash]) == {first.content_hash}
