@@ -21,7 +21,8 @@ import numpy as np
 
 from citewell.errors import EmbedderMismatch, RetrievalUnavailable
 from citewell.models import Chunk, Identity
-from citewell.ports import LaneHit
+from citewell.ports import Embedder, LaneHit
+from citewell.services import Services
 
 DEFAULT_ALIAS = "citewell-chunks"
 _SOURCE = ["chunk_id", "document_id", "revision", "title", "section_path", "body"]
@@ -174,16 +175,19 @@ class OpenSearchIndex:
     # -- writes --------------------------------------------------------------------------
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str) -> int:
-        from opensearchpy import helpers
-
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
         self._ensure(embedder_identity)
         for tenant, document_id, revision in sorted({(c.tenant, c.document_id, c.revision) for c in chunks}):
             self.delete_revision(tenant, document_id, revision)
+        return self._bulk(self.alias, chunks, vectors)
+
+    def _bulk(self, target: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
+        from opensearchpy import helpers
+
         actions = [
             {
-                "_op_type": "index", "_index": self.alias, "_id": f"{c.tenant}|{c.revision}|{c.chunk_id}",
+                "_op_type": "index", "_index": target, "_id": f"{c.tenant}|{c.revision}|{c.chunk_id}",
                 "_source": {
                     "tenant": c.tenant, "roles": sorted(c.allowed_roles), "document_id": c.document_id,
                     "revision": c.revision, "status": "live", "chunk_id": c.chunk_id, "title": c.title,
@@ -308,3 +312,62 @@ class OpenSearchIndex:
             )
             for rank, h in enumerate(reply["hits"]["hits"], start=1)
         ]
+
+
+# -- a new embedding model: a new index, filled, then one atomic switch ---------------------
+
+
+def migrate(services: Services, embedder: Embedder, batch: int = 256) -> dict[str, Any]:
+    """Move the index to ``embedder``: build the index for its identity beside the served one,
+    fill it with every served revision's chunks (embedded through the cache, so an interrupted
+    run resumes cheaply), switch the alias in one ``_aliases`` call, then drop the old index.
+
+    Search keeps using the old index until the switch. Run it before deploying the new embedder
+    configuration; a revision published meanwhile is indexed under the old model only and the
+    next audit re-publishes it (``missing_revision``). Old cached embeddings are the audit's
+    ``foreign_embeddings``."""
+    from dataclasses import replace
+
+    from citewell.ingest.stages import embed_stage
+
+    index = services.index
+    if not isinstance(index, OpenSearchIndex):
+        raise TypeError("migrate moves an OpenSearch index")
+    current = index.mapped()
+    if current is not None and current[0] == embedder.identity and current[1] == identity_dims(embedder.identity):
+        return {"identity": embedder.identity, "chunks": 0, "switched": False}
+    client, target = index.client, index._index_name(embedder.identity)
+    if client.indices.exists(index=target):  # what an interrupted run left: not served, start it again
+        client.indices.delete(index=target)
+    client.indices.create(index=target, body=index_body(embedder.identity, identity_dims(embedder.identity)))
+    staged, written = replace(services, embedder=embedder), 0
+    for document in services.metadata.all_documents():
+        if document.active_revision is None or document.status.value == "deleting":
+            continue
+        chunks = services.metadata.get_chunks(document.tenant, document.document_id, document.active_revision)
+        for start in range(0, len(chunks), batch):
+            part = chunks[start:start + batch]
+            embed_stage(staged, part)
+            cached = services.metadata.get_embeddings(embedder.identity, [c.content_hash for c in part])
+            written += index._bulk(target, part, np.stack([cached[c.content_hash] for c in part]))
+    client.indices.refresh(index=target)
+    previous = sorted(client.indices.get_alias(name=index.alias)) if client.indices.exists_alias(name=index.alias) else []
+    actions = [{"remove": {"index": name, "alias": index.alias}} for name in previous]
+    client.indices.update_aliases(body={"actions": [*actions, {"add": {"index": target, "alias": index.alias}}]})
+    for name in previous:
+        if name != target:
+            client.indices.delete(index=name)
+    index._mapped = None
+    return {"identity": embedder.identity, "chunks": written, "switched": True, "dropped": previous}
+
+
+if __name__ == "__main__":  # python -m citewell.aws.search_index migrate, with the new embedder's CITEWELL_* settings
+    import json
+    import sys
+
+    from citewell.aws.settings import services_from_env
+
+    if sys.argv[1:] != ["migrate"]:
+        raise SystemExit("usage: python -m citewell.aws.search_index migrate")
+    _, found = services_from_env()
+    print(json.dumps(migrate(found, found.embedder)))
