@@ -80,11 +80,23 @@ def _space_before(text: str, low: int, high: int) -> int:
     return cut + 1 if cut > low else high
 
 
+# A line break between two lines of a paragraph is a hard wrap, not a sentence end, unless
+# the next line opens a list item. Replaced by a space (same length, so offsets hold).
+_SOFT_WRAP = re.compile(r"(?<=\S)([ \t]*)\n(?=[ \t]*(?!(?:[-*+\u2022]|\d{1,3}[.)]|\(?[a-z]\))\s)\S)")
+
+
+def _unwrap(piece: str) -> str:
+    return _SOFT_WRAP.sub(lambda m: m.group(1) + " ", piece) if "\n" in piece else piece
+
+
 def _pysbd_starts(text: str, start: int, end: int) -> list[int]:
-    piece = text[start:end]
+    """Sentence starts in ``text[start:end]``. pysbd's processor is called directly: its
+    ``segment`` maps sentences back with one regex per sentence over the whole input,
+    which costs as much again as the segmentation."""
+    piece = _unwrap(text[start:end])
     starts, cursor = [], 0
-    for sentence in _segmenter().segment(piece):
-        stripped = sentence.strip()
+    for sentence in _segmenter().processor(piece).process() or []:
+        stripped = sentence.replace("\r", "\n").strip()
         if not stripped:
             continue
         found = piece.find(stripped, cursor)
@@ -108,15 +120,21 @@ def _block_at(blocks: Sequence[Block], starts: list[int], offset: int) -> Block 
     return blocks[i] if i >= 0 and blocks[i].start <= offset < blocks[i].end else None
 
 
-def _continues(text: str, blocks: Sequence[Block], starts: list[int], end: int, next_body: int) -> bool:
+def _continues(text: str, blocks: Sequence[Block], starts: list[int], start: int, end: int, next_body: int) -> bool:
     """Whether what a chunk ends in goes on in the next one: a list, table or set of records
     whose items run on, or an introduction ending in a colon. (Prose cut between sentences
-    does not count: its overlap carries the context.)"""
-    if text[:end].rstrip().endswith(":"):
+    does not count: its overlap carries the context.) Looks only at the characters around
+    the cut, so the cost per chunk does not grow with the document."""
+    last = end - 1
+    while last >= start and text[last].isspace():
+        last -= 1
+    if last >= start and text[last] == ":":
         return True
-    last = _block_at(blocks, starts, len(text[:end].rstrip()) - 1)
-    first = _block_at(blocks, starts, next_body + len(text[next_body:]) - len(text[next_body:].lstrip()))
-    return last is not None and first is not None and last.kind in _SERIES and first.kind is last.kind
+    first = next_body
+    while first < len(text) and text[first].isspace():
+        first += 1
+    before, after = _block_at(blocks, starts, last), _block_at(blocks, starts, first)
+    return before is not None and after is not None and before.kind in _SERIES and after.kind is before.kind
 
 
 class Chunker:
@@ -156,7 +174,7 @@ class Chunker:
                         pages=sorted({b.page for b in covered if b.page is not None}),
                         sheet=next((b.sheet for b in covered if b.sheet), None),
                         rows=[b.row for b in covered if b.row is not None],
-                        continues=following is not None and _continues(text, blocks, starts, end, following),
+                        continues=following is not None and _continues(text, blocks, starts, start, end, following),
                     )
                 )
         return chunks

@@ -10,9 +10,19 @@ from citewell.models import ParsedDocument
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
-def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocument:
+class ParsedFile(ParsedDocument):
+    """A parse result that also names the text encoding the bytes were decoded from (None for
+    binary formats), so the document record can show it. Redundant once ParsedDocument
+    carries ``encoding`` itself."""
+
+    encoding: str | None = None
+
+
+def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedFile:
     """Detect, extract, and refuse with a typed :class:`~citewell.errors.IngestError`."""
-    from citewell.parsers.sniff import detect  # only what parses pays for sniffing libraries
+    from citewell.parsers.sniff import (
+        detect,  # only what parses pays for sniffing libraries
+    )
 
     if len(data) > max_bytes:
         raise TooLarge(f"{len(data):,} bytes is over the limit of {max_bytes:,} bytes")
@@ -43,14 +53,18 @@ _TEXT = {
 }
 
 
-def _parse_kind(kind: str, data: bytes) -> ParsedDocument:
-    from citewell.parsers.sniff import decode_text
+def _parse_kind(kind: str, data: bytes) -> ParsedFile:
+    from citewell.parsers.encoding import decode
 
+    encoding = None
     if kind in _BINARY:
         module, function = _BINARY[kind]
-        return getattr(import_module(module), function)(data)
-    module, function = _TEXT[kind]
-    return getattr(import_module(module), function)(decode_text(data))
+        parsed = getattr(import_module(module), function)(data)
+    else:
+        module, function = _TEXT[kind]
+        text, encoding = decode(data)
+        parsed = getattr(import_module(module), function)(text)
+    return ParsedFile.model_construct(**dict(parsed), encoding=encoding)  # fields already validated
 
 
-__all__ = ["DEFAULT_MAX_BYTES", "parse"]
+__all__ = ["DEFAULT_MAX_BYTES", "ParsedFile", "parse"]

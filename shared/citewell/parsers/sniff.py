@@ -7,9 +7,9 @@ from enum import StrEnum
 from pathlib import PurePosixPath
 
 import filetype
-from charset_normalizer import from_bytes
 
-from citewell.errors import LegacyDoc, TypeMismatch, UndecodableText, UnsupportedType
+from citewell.errors import LegacyDoc, TypeMismatch, UnsupportedType
+from citewell.parsers.encoding import decode
 
 
 class Kind(StrEnum):
@@ -105,12 +105,5 @@ def _is_text(data: bytes) -> bool:
 
 
 def decode_text(data: bytes) -> str:
-    """UTF-8 (with or without BOM) first, then a charset detector; refuse what stays gibberish."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        pass
-    best = from_bytes(data).best()
-    if best is None:
-        raise UndecodableText("the text encoding could not be determined")
-    return str(best)
+    """The text of ``data``; :func:`citewell.parsers.encoding.decode` also names the encoding."""
+    return decode(data)[0]
