@@ -31,3 +31,35 @@ def test_hashes_in_use_reads_the_table_consistently(monkeypatch):
         store.put_chunks([chunk(0, "Staff get 27 days.", "r1"), chunk(0, "Staff get 27 days.", "r2")])
         store.delete_chunks("northpier", "handbook.md", "r1")
         assert store.hashes_in_use([first.content_hash]) == {first.content_hash}
+
+
+def test_the_audit_inventories_query_and_never_scan(monkeypatch):
+    import numpy as np
+
+    from citewell.models import AnswerRecord, Document, Upload
+
+    with moto_dynamodb(monkeypatch) as store:
+        operations = []
+        store.client.meta.events.register("before-parameter-build.dynamodb", lambda model, **_: operations.append(model.name))
+        for tenant in ("northpier", "bluefen"):
+            upload = Upload(tenant=tenant, document_id="handbook.md", upload_id="1" * 32, seq=1, generation="2" * 32,
+                            allowed_roles=frozenset({"staff"}), title="Handbook")
+            store.put_upload(upload)
+            assert store.save_document(Document(tenant=tenant, document_id="handbook.md", allowed_roles=frozenset({"staff"}),
+                                                title="Handbook", source="", upload_seq=1, generation="2" * 32))
+        store.put_chunks([chunk(0, "Staff get 27 days.")])
+        store.put_embeddings("model@1:2", {"h": np.ones(2, dtype=np.float32)})
+        store.put_cached_answer("key", "bluefen", 0, "a" * 32)
+        store.put_answer(AnswerRecord.model_validate({
+            "answer_id": "b" * 32, "tenant": "northpier", "roles": ["staff"], "question": "q", "answer": "a", "refused": False,
+            "generator": "extractive", "citations": [{"ref": "S1", "chunk_id": "handbook.md#0#0", "document_id": "handbook.md", "revision": "r1"}]}))
+        operations.clear()
+        assert sorted((d.tenant, d.document_id) for d in store.all_documents()) == [("bluefen", "handbook.md"), ("northpier", "handbook.md")]
+        assert sorted(u.tenant for u in store.upload_inventory()) == ["bluefen", "northpier"]
+        assert store.chunk_inventory() == [("northpier", "handbook.md", "r1", 1)]
+        assert store.cache_inventory() == [("bluefen", "a" * 32)]
+        assert store.citation_inventory() == [("northpier", "handbook.md", "r1", "b" * 32)]
+        assert store.embedding_identities() == {"model@1:2": 1}
+        assert operations and "Scan" not in operations, operations
+        store.delete_identity("model@1:2")
+        assert store.embedding_identities() == {}

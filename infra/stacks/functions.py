@@ -26,16 +26,18 @@ if TYPE_CHECKING:
 
 MAX_RECEIVES = 5  # a message that fails this often goes to the dead-letter queue
 STAGES = ("raw", "parsed", "chunks", "embedded")  # object key prefixes, one per stage's output
-# The record store: reads, compare-and-set writes and batch writes; only the audit scans.
+# The record store: reads, compare-and-set writes and batch writes; nothing scans (the audit
+# queries per tenant and per identity).
 RECORDS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
            "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
 # What each ingestion stage does with records: read its upload and the document, compare-and-set
-# the document (parse), write chunk records (chunk), cache embeddings (embed), and drop what a
-# superseded upload wrote.
+# the document (parse), write chunk records (chunk), cache embeddings (embed), register a tenant
+# or an embedder identity for the audit (PutItem), and drop what a superseded upload wrote.
 STAGE_RECORDS = {
     "parse": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"],
-    "chunk": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
-    "embed": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"],
+    "chunk": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
+    "embed": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem",
+              "dynamodb:BatchWriteItem"],
     "publish": RECORDS,
 }
 
@@ -113,8 +115,8 @@ class Functions(Construct):
             allow(fn, ["s3:GetObject", "s3:DeleteObjectVersion"], objects(*STAGES))
             allow(fn, ["s3:ListBucketVersions"], [bucket.bucket_arn])
 
-        def records(fn: lambda_.Function, actions: list[str], *, scan: bool = False) -> None:
-            allow(fn, actions + (["dynamodb:Scan"] if scan else []), [table.table_arn])
+        def records(fn: lambda_.Function, actions: list[str]) -> None:
+            allow(fn, actions, [table.table_arn])
 
         # stage: (input prefix, output prefix, timeout s, memory MB)
         stages = {
@@ -157,7 +159,7 @@ class Functions(Construct):
 
         for fn in (self.delete, self.api, self.audit):
             cleans_up(fn)
-            records(fn, RECORDS, scan=fn is self.audit)
+            records(fn, RECORDS)
             allow(fn, ["s3:ListBucket", "s3:ListBucketMultipartUploads"], [bucket.bucket_arn])
             allow(fn, ["s3:AbortMultipartUpload"], objects(*STAGES))  # an unfinished write of the document
         search.grant_query(self.delete.role)  # type: ignore[arg-type]

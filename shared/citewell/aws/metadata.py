@@ -12,6 +12,9 @@ Item layout, by partition:
   the partition says whether a cached embedding is still used (an index could lag).
 - ``X#tenant#doc``: ``revision#answer`` entries: the answers that cite or considered a revision.
 - ``E#identity``: ``hash`` cached embeddings (float32 bytes).
+- ``TENANTS``: ``tenant``, and ``IDENTITIES``: ``identity``: registries, so the audit's inventories
+  are queries per tenant (its whole ``T#`` partition in one) and per identity, never a scan.
+  ``T#tenant`` also holds ``XI#doc`` for each document answers rest on (its ``X#`` partition).
 Every document write is a compare-and-set on ``version``.
 """
 
@@ -36,18 +39,16 @@ class DynamoMetadataStore:
             resource = boto3.resource("dynamodb")
         self.table = resource.Table(table_name)
         self.client = self.table.meta.client
+        self._registered: set[tuple[str, str]] = set()  # registry entries this container already wrote
 
     # -- helpers -----------------------------------------------------------------------
 
     def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
         return self._pages(self.table.query, kwargs)
 
-    def _scan(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        return self._pages(self.table.scan, kwargs)
-
     @staticmethod
     def _pages(operation: Callable[..., dict[str, Any]], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every item of a query or scan, following ``LastEvaluatedKey`` page by page."""
+        """Every item of a query, following ``LastEvaluatedKey`` page by page."""
         while True:
             page = operation(**kwargs)
             yield from page.get("Items", [])
@@ -79,6 +80,21 @@ class DynamoMetadataStore:
                 count += 1
         return count
 
+    def _register(self, registry: str, name: str) -> None:
+        """An idempotent registry entry, written once per container."""
+        if (registry, name) not in self._registered:
+            self.table.put_item(Item={"pk": registry, "sk": name})
+            self._registered.add((registry, name))
+
+    def _tenants(self) -> list[str]:
+        return sorted(str(i["sk"]) for i in self._prefixed("TENANTS", ""))
+
+    def _tenant_items(self, prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(tenant, item)`` of every item under ``prefix`` in every tenant's partition."""
+        for tenant in self._tenants():
+            for item in self._prefixed(f"T#{tenant}", prefix):
+                yield tenant, item
+
     # -- documents ---------------------------------------------------------------------
 
     def get_document(self, tenant: str, document_id: str) -> Document | None:
@@ -94,6 +110,7 @@ class DynamoMetadataStore:
         return [Document.model_validate_json(i["record"]) for i in self._prefixed(f"T#{tenant}", "D#")]
 
     def save_document(self, document: Document) -> Document | None:
+        self._register("TENANTS", document.tenant)
         stored = document.model_copy(update={"version": document.version + 1, "updated_at": utcnow()})
         item = {
             "pk": f"T#{document.tenant}", "sk": f"D#{document.document_id}", "record": stored.model_dump_json(),
@@ -122,6 +139,7 @@ class DynamoMetadataStore:
     # -- upload intents ------------------------------------------------------------------
 
     def put_upload(self, upload: Upload) -> None:
+        self._register("TENANTS", upload.tenant)
         self.table.put_item(Item={
             "pk": f"T#{upload.tenant}", "sk": f"U#{upload.document_id}#{upload.upload_id}", "record": upload.model_dump_json(),
         })
@@ -139,9 +157,7 @@ class DynamoMetadataStore:
         return 1 if reply.get("Attributes") else 0
 
     def upload_inventory(self) -> list[Upload]:
-        from boto3.dynamodb.conditions import Attr
-
-        return [Upload.model_validate_json(i["record"]) for i in self._scan(FilterExpression=Attr("sk").begins_with("U#"))]
+        return [Upload.model_validate_json(i["record"]) for _, i in self._tenant_items("U#")]
 
     # -- chunk records -----------------------------------------------------------------
 
@@ -149,6 +165,8 @@ class DynamoMetadataStore:
         for tenant, document_id, revision in sorted({(c.tenant, c.document_id, c.revision) for c in chunks}):
             self.delete_chunks(tenant, document_id, revision)
         counts: dict[tuple[str, str, str], int] = {}
+        for tenant in sorted({c.tenant for c in chunks}):
+            self._register("TENANTS", tenant)
         with self.table.batch_writer() as references:  # flushed first: a record never exists without its reference
             for chunk in chunks:
                 references.put_item(Item=self._reference(chunk.content_hash, chunk.tenant, chunk.document_id, chunk.revision,
@@ -209,6 +227,9 @@ class DynamoMetadataStore:
     # -- answers, cache, epochs --------------------------------------------------------
 
     def put_answer(self, record: AnswerRecord) -> None:
+        self._register("TENANTS", record.tenant)
+        for document_id in sorted({d for d, _ in record.rests_on()}):
+            self._register(f"T#{record.tenant}", f"XI#{document_id}")
         previous = self.get_answer(record.tenant, record.answer_id)
         self.table.put_item(Item={"pk": f"T#{record.tenant}", "sk": f"A#{record.answer_id}", "record": record.model_dump_json()})
         if previous is not None:  # a rewritten answer (a withdrawn citation) drops its old index entries
@@ -253,6 +274,7 @@ class DynamoMetadataStore:
         return str(item["answer_id"])
 
     def put_cached_answer(self, cache_key: str, tenant: str, epoch: int, answer_id: str) -> None:
+        self._register("TENANTS", tenant)
         self.table.put_item(Item={
             "pk": f"T#{tenant}", "sk": f"Q#{cache_key}", "epoch": epoch, "answer_id": answer_id,
             "expires_at": int(time.time()) + CACHE_TTL_SECONDS,
@@ -265,6 +287,8 @@ class DynamoMetadataStore:
         return {item["sk"]: np.frombuffer(item["vector"].value, dtype=np.float32) for item in items}
 
     def put_embeddings(self, identity: str, vectors: dict[str, np.ndarray]) -> None:
+        if vectors:
+            self._register("IDENTITIES", identity)
         with self.table.batch_writer() as batch:
             for content_hash, vector in vectors.items():
                 batch.put_item(Item={"pk": f"E#{identity}", "sk": content_hash,
@@ -284,38 +308,45 @@ class DynamoMetadataStore:
     # -- inventories, for the audit ----------------------------------------------------
 
     def all_documents(self) -> list[Document]:
-        from boto3.dynamodb.conditions import Attr
-
-        return [Document.model_validate_json(i["record"]) for i in self._scan(FilterExpression=Attr("sk").begins_with("D#"))]
+        return [Document.model_validate_json(i["record"]) for _, i in self._tenant_items("D#")]
 
     def chunk_inventory(self) -> list[tuple[str, str, str, int]]:
-        from boto3.dynamodb.conditions import Attr
-
-        items = self._scan(FilterExpression=Attr("sk").begins_with("R#"))
-        return [(i["pk"][2:], i["document_id"], i["revision"], int(i["chunks"])) for i in items]
+        return [(tenant, i["document_id"], i["revision"], int(i["chunks"])) for tenant, i in self._tenant_items("R#")]
 
     def citation_inventory(self) -> list[tuple[str, str, str, str]]:
-        from boto3.dynamodb.conditions import Attr
-
-        items = self._scan(FilterExpression=Attr("pk").begins_with("X#"))
-        return [(i["tenant"], i["document_id"], i["revision"], i["answer_id"]) for i in items]
+        found = []
+        for tenant, marker in list(self._tenant_items("XI#")):
+            found += [(i["tenant"], i["document_id"], i["revision"], i["answer_id"])
+                      for i in self._prefixed(f"X#{tenant}#{str(marker['sk'])[3:]}", "")]
+        return found
 
     def cache_inventory(self) -> list[tuple[str, str]]:
-        from boto3.dynamodb.conditions import Attr
-
-        items = self._scan(FilterExpression=Attr("sk").begins_with("Q#"))
-        return [(i["pk"][2:], i["answer_id"]) for i in items]
+        return [(tenant, i["answer_id"]) for tenant, i in self._tenant_items("Q#")]
 
     def embedding_identities(self) -> dict[str, int]:
-        from boto3.dynamodb.conditions import Attr
-
-        counts: dict[str, int] = {}
-        for item in self._scan(FilterExpression=Attr("pk").begins_with("E#"), ProjectionExpression="pk"):
-            counts[item["pk"][2:]] = counts.get(item["pk"][2:], 0) + 1
+        counts = {}
+        for identity in sorted(str(i["sk"]) for i in self._prefixed("IDENTITIES", "")):
+            if count := self._count(f"E#{identity}"):
+                counts[identity] = count
         return counts
 
+    def _count(self, pk: str) -> int:
+        from boto3.dynamodb.conditions import Key
+
+        kwargs: dict[str, Any] = {"KeyConditionExpression": Key("pk").eq(pk), "Select": "COUNT"}
+        total = 0
+        while True:
+            page = self.table.query(**kwargs)
+            total += int(page.get("Count", 0))
+            if "LastEvaluatedKey" not in page:
+                return total
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def delete_identity(self, identity: str) -> int:
-        return self._delete_all((f"E#{identity}", i["sk"]) for i in list(self._prefixed(f"E#{identity}", "")))
+        removed = self._delete_all((f"E#{identity}", i["sk"]) for i in list(self._prefixed(f"E#{identity}", "")))
+        self.table.delete_item(Key={"pk": "IDENTITIES", "sk": identity})
+        self._registered.discard(("IDENTITIES", identity))
+        return removed
 
 
 TABLE_DEFINITION = {
