@@ -32,7 +32,7 @@ demo: $(VENV)/.local
 	$(CITEWELL) ingest $(DEMO)/samples/northpier/hr --tenant northpier --allow-roles hr
 	$(CITEWELL) ingest $(DEMO)/samples/bluefen/staff --tenant bluefen --allow-roles staff
 	@echo "--- two files that cannot be used: each fails with its reason, the batch goes on"
-	-$(CITEWELL) ingest $(DEMO)/samples/northpier/unreadable --tenant northpier --allow-roles staff
+	$(CITEWELL) ingest $(DEMO)/samples/northpier/unreadable --tenant northpier --allow-roles staff; test $$? -eq 1
 	@echo "--- northpier staff: how much leave?"
 	$(CITEWELL) search "How many days of annual leave do I get?" --tenant northpier --roles staff --k 2
 	@echo "--- bluefen staff, same question: only bluefen's guide"
@@ -50,6 +50,8 @@ demo: $(VENV)/.local
 	$(CITEWELL) ask "When do carried days of leave expire?" --tenant northpier --roles staff
 	$(CITEWELL) ask "How much is the hotel allowance per night in port cities?" --tenant northpier --roles staff
 	$(CITEWELL) ask "Who is the chief executive of Northpier?" --tenant northpier --roles staff,hr,engineering
+	$(CITEWELL) ask "What should the operator do for error E1027?" --tenant northpier --roles support
+	@echo "--- the same question as staff: the error codes are not theirs to read, so it is refused as if absent"
 	$(CITEWELL) ask "What should the operator do for error E1027?" --tenant northpier --roles staff
 	@echo "--- delete the travel policy: every trace goes, and answers resting on it are withdrawn"
 	$(CITEWELL) delete travel-policy.pdf --tenant northpier

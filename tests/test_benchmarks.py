@@ -42,7 +42,9 @@ def squad_folder(root: Path) -> Path:
     folder = root / "squad2-dev"
     folder.mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("\n".join(json.dumps(row) for row in CORPUS))
-    questions = [
+    questions = [  # article d1 is in the fitting half, d2 held out: only d2's questions are asked
+        {"_id": "s0", "text": "What secures a crane in high wind?", "context_id": "d1",
+         "is_impossible": False, "answers": ["Storm pins"], "plausible_answers": []},
         {"_id": "s1", "text": "How many days of annual leave do full-time staff receive?", "context_id": "d2",
          "is_impossible": False, "answers": ["27 days"], "plausible_answers": []},
         {"_id": "s2", "text": "How many days of annual leave do part-time contractors receive?", "context_id": "d2",
@@ -104,7 +106,8 @@ def test_make_bench_runs_end_to_end_and_writes_every_section(tmp_path):
     assert [s["chunks"] >= 12 for s in results["speed"] if s["system"] == "citewell"] == [True, True]
     assert results["honesty"]["questions"] == 2 and set(results["imports"]) >= {"api", "parse"}
     text = out.read_text()
-    for heading in ("## Targets", "## Retrieval quality", "## Honesty", "## Search and answer latency",
+    assert results["answers"]["splits"]["held_out"]["overall"]["questions"] >= 60
+    for heading in ("## Targets", "## Retrieval quality", "## Answers", "## Honesty", "## Search and answer latency",
                     "## Ingestion throughput", "## Cold import", "## Scale on paper", "## Commands"):
         assert heading in text
     headline = readme.read_text()

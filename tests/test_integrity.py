@@ -256,7 +256,7 @@ def test_a_delete_behind_a_reader_says_the_removal_is_pending_and_the_audit_fini
 
 def test_a_deleted_documents_refusals_lose_their_question(services, tmp_path):
     ingest(services, [request(SECRET)])
-    refusal = ask(services, STAFF, "What colour is the vorpaltrine pay review form?")
+    refusal = ask(services, STAFF, "Who chairs the vorpaltrine pay review committee?")
     assert refusal.refused
     delete_document(services, "northpier", "pay.md")
     record = recorded_citations(services, STAFF, refusal.answer_id)

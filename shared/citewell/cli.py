@@ -74,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True, type=_tenant)
     p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
 
+    p = sub.add_parser("eval-answers", parents=[common], help="answer quality on a labelled question set (JSONL)")
+    p.add_argument("questions", type=Path, help="JSONL: id, question, tenant, roles, refuse, category, split, "
+                   "expected_documents, must_contain, must_not_contain")
+    p.add_argument("--split", help="only the questions of this split")
+
     p = sub.add_parser("citations", parents=[common], help="what a recorded answer rested on")
     p.add_argument("answer_id")
     p.add_argument("--tenant", required=True, type=_tenant)
@@ -173,6 +178,19 @@ def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return answer.model_dump(mode="json"), EXIT_OK
 
 
+def cmd_eval_answers(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.answers.config import evidence_budget, generator_from_env
+    from citewell.answers.evaluation import evaluate, load_cases
+    from citewell.answers.service import ask
+    from citewell.services import open_local
+
+    cases = load_cases(args.questions, args.split)
+    services = open_local(args.home)
+    generator, budget = generator_from_env(services), evidence_budget()
+    report = evaluate(cases, lambda case: ask(services, case.identity, case.question, generator, budget_chars=budget))
+    return report.model_dump(mode="json"), EXIT_OK
+
+
 def cmd_citations(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.service import recorded_citations
     from citewell.services import open_local
@@ -229,7 +247,7 @@ def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 
 COMMANDS = {
-    "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "citations": cmd_citations,
+    "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "eval-answers": cmd_eval_answers, "citations": cmd_citations,
     "delete": cmd_delete, "audit": cmd_audit, "docs": cmd_docs, "eval": cmd_eval,
 }
 

@@ -155,6 +155,13 @@ def load_squad_questions(folder: Path) -> list[dict]:
     return [json.loads(line) for line in _open(folder / "questions.jsonl") if line.strip()]
 
 
+def squad_fitting_articles(rows: list[dict]) -> set[str]:
+    """The SQuAD articles the answer models are fitted on (every other one, in order); the
+    rest are held out, and only those are reported."""
+    articles = sorted({r["context_id"].split("p")[0] for r in rows})
+    return set(articles[::2])
+
+
 def score(qrels: dict[str, dict[str, int]], run: DocumentRun, lane: str) -> LaneScores:
     import ir_measures
     import numpy as np

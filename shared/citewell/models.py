@@ -322,6 +322,18 @@ class Citation(BaseModel):
     deleted: bool = False
 
 
+class Passage(BaseModel):
+    """A passage shown beside a refusal: the closest the caller may read, offered as a passage,
+    not as an answer."""
+
+    chunk_id: str
+    document_id: str
+    revision: str
+    title: str
+    section_path: list[str]
+    text: str
+
+
 class Answer(BaseModel):
     """``answer`` is None when ``refused`` (the documents do not support an answer) or when the
     answer was withdrawn because a source it rested on was deleted (``source_deleted``)."""
@@ -332,6 +344,7 @@ class Answer(BaseModel):
     citations: list[Citation] = Field(default_factory=list)
     degraded: list[str] = Field(default_factory=list)
     source_deleted: bool = False
+    closest: list[Passage] = Field(default_factory=list)  # with a refusal: what the caller may read that came nearest
 
 
 class SourceRef(BaseModel):

@@ -42,6 +42,13 @@ def render(command: str, payload: dict[str, Any]) -> None:
             console.print("This answer was withdrawn: a source it rested on has been deleted.")
         elif payload["refused"]:
             console.print("The documents you can read do not answer this.")
+            if payload.get("closest"):
+                console.print("\n[bold]Closest passages you can read[/bold] [dim](not an answer)[/dim]")
+            for passage in payload.get("closest", []):
+                where = " > ".join(passage["section_path"]) or passage["title"]
+                snippet = " ".join(passage["text"].split())
+                console.print(f"  {passage['title']} — {where}  [dim]{passage['chunk_id']}[/dim]")
+                console.print(f"       {snippet[:240]}{'…' if len(snippet) > 240 else ''}", highlight=False)
         else:
             console.print(payload["answer"], highlight=False)
         if payload["citations"]:
@@ -54,6 +61,14 @@ def render(command: str, payload: dict[str, Any]) -> None:
             console.print(f"  [{c['ref']}] {c['title']} — {where}  [dim]{c['chunk_id']} @ {c['revision'][:12]}[/dim]")
             console.print(f"       \"{' '.join(c['quote'].split())}\"", highlight=False)
         console.print(f"[dim]answer id {payload['answer_id']}[/dim]")
+    elif command == "eval-answers":
+        table = Table("category", "questions", "answer acc.", "refusal acc.", "citation prec.", "fabricated", "forbidden")
+        rows = [*payload["by_category"].items(), ("all", payload["overall"])]
+        for name, s in rows:
+            cells = [s["answer_accuracy"], s["refusal_accuracy"], s["citation_precision"]]
+            table.add_row(name, str(s["questions"]), *("-" if c is None else f"{c:.3f}" for c in cells),
+                          str(s["fabrications"]), str(s["forbidden_text"]))
+        console.print(table)
     elif command == "delete":
         table = Table("store", "removed")
         for store, count in payload["removed"].items():

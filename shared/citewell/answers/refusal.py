@@ -1,7 +1,8 @@
-"""The extractive path's decision to answer or refuse: a logistic model over support features.
+"""The extractive path's two fitted decisions: which unit answers, and whether to answer at all.
 
-The weights are fitted on labelled data by ``python -m citewell.benchmarks.calibrate_refusal``
-and shipped in ``refusal_model.json``; nothing here is a hand-set threshold.
+Both are logistic models over named features, fitted on labelled data by ``python -m
+citewell.benchmarks.calibrate_refusal`` and shipped in ``refusal_model.json``; nothing here is
+a hand-set threshold.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from importlib import resources
 
 from pydantic import BaseModel
 
-FEATURES = ("best_cosine", "best_coverage", "margin", "evidence_coverage", "top_lane_agreement")
+# A unit (sentence, record, list item) against the question.
+UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "item_rank", "identifiers_found", "type_match", "type_mismatch",
+                 "record", "direct")
+# The best unit against the rest of the evidence: is there an answer at all?
+ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "evidence_coverage",
+                   "identifiers_found", "type_mismatch", "top_lane_agreement", "direct")
+
+
 def term_weights(question_terms: set[str], sentences: list[set[str]]) -> dict[str, float]:
     """Inverse sentence frequency over the evidence: a code found in one sentence outweighs a word
     found in all of them, and a question term found nowhere weighs most of all."""
@@ -27,20 +35,30 @@ def coverage(weights: dict[str, float], terms: set[str]) -> float:
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
-class RefusalModel(BaseModel):
-    features: tuple[str, ...] = FEATURES
+class LogisticModel(BaseModel):
+    features: tuple[str, ...]
     weights: list[float]
     bias: float
     threshold: float = 0.5
-    fitted_on: str = ""
-    metrics: dict[str, float] = {}
 
     def probability(self, values: dict[str, float]) -> float:
         z = self.bias + sum(w * values[name] for w, name in zip(self.weights, self.features))
-        return 1.0 / (1.0 + math.exp(-z))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def accepts(self, values: dict[str, float]) -> bool:
+        return self.probability(values) >= self.threshold
+
+
+class RefusalModel(BaseModel):
+    """The two models and where they were fitted, with their held-out figures."""
+
+    unit: LogisticModel
+    answer: LogisticModel
+    fitted_on: str = ""
+    metrics: dict[str, float] = {}
 
     def answers(self, values: dict[str, float]) -> bool:
-        return self.probability(values) >= self.threshold
+        return self.answer.accepts(values)
 
 
 MODEL_FILE = "refusal_model.json"

@@ -12,12 +12,13 @@ from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.verify import verify
 from citewell.errors import GeneratorUnavailable, NotFound
-from citewell.models import Answer, AnswerRecord, Citation, Draft, Identity, SourceRef
+from citewell.models import Answer, AnswerRecord, Citation, Draft, Identity, Passage, SourceRef
 from citewell.ports import Generator
 from citewell.search import LANES, search
 from citewell.services import Services
 
 CANDIDATES = 8
+CLOSEST = 3  # passages offered beside a refusal
 
 
 def normalise_question(question: str) -> str:
@@ -59,7 +60,7 @@ def ask(
     if identity.is_empty or not question.strip():
         return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True)
     epoch = services.metadata.tenant_epoch(identity.tenant)
-    key = cache_key(identity, question, epoch, generator.name)
+    key = cache_key(identity, question, epoch, f"{generator.name}:{getattr(generator, 'fingerprint', '')}")
     cached_id = services.metadata.get_cached_answer(key, identity.tenant, epoch)
     if cached_id is not None:
         record = services.metadata.get_answer(identity.tenant, cached_id)
@@ -91,9 +92,16 @@ def ask(
         considered=considered,
     )
     services.metadata.put_answer(record)
-    if not degraded:  # a degraded answer is not worth keeping once the service is back
+    if not degraded and not record.refused:  # a degraded answer is not worth keeping once the service is back
         services.metadata.put_cached_answer(key, identity.tenant, epoch, record.answer_id)
-    return _answer(record)
+    answer = _answer(record)
+    if record.refused:  # read back and visible to this caller, like every hit
+        answer.closest = [
+            Passage(chunk_id=h.chunk_id, document_id=h.document_id, revision=h.revision, title=h.title,
+                    section_path=h.section_path, text=h.text)
+            for h in result.hits[:CLOSEST]
+        ]
+    return answer
 
 
 def recorded_citations(services: Services, identity: Identity, answer_id: str) -> AnswerRecord:

@@ -1,20 +1,24 @@
-"""Fit the extractive path's refusal model on SQuAD 2.0 questions and report how honest it is.
+"""Fit the extractive path's unit and answer models, and report them on questions they never saw.
 
-``python -m citewell.benchmarks.calibrate_refusal SQUAD_DIR [--home DIR] [--write]``
+``python -m citewell.benchmarks.calibrate_refusal --squad SQUAD_DIR [--work DIR] [--write]``
 
-The paragraphs are ingested as documents; every question goes through the real search and
-evidence path. A question is labelled *answer* when it is answerable and the best evidence
-sentence contains one of its gold answers, *refuse* otherwise. A logistic regression over
-the support features is fitted on half of the articles and measured on the other half, so
-the reported figures are on questions the model never saw. ``--write`` replaces the shipped
-``refusal_model.json`` with the fitted model.
+Two sources of labelled questions go through the real search and evidence path, as their
+callers: SQuAD 2.0 (its paragraphs ingested as documents; half of the articles for fitting)
+and citewell's own answer set (a knowledge base in every supported format, with revisions,
+restricted documents and questions that must be refused; its ``tune`` split for fitting).
+Each evidence unit is labelled by whether it holds a gold fact; the unit model is fitted on
+those, then the answer model on whether the best unit holds one, for answerable questions.
+The two sources weigh the same in both fits. Held-out figures: the other SQuAD articles and
+the answer set's ``held_out`` split. ``--write`` replaces the shipped ``refusal_model.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
+import pickle
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -22,100 +26,190 @@ import numpy as np
 
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.generators.extractive import SentenceEmbeddings, score_support
-from citewell.answers.refusal import FEATURES, MODEL_FILE, RefusalModel
-from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions
+from citewell.answers.refusal import ANSWER_FEATURES, MODEL_FILE, UNIT_FEATURES, LogisticModel, RefusalModel
+from citewell.models import Identity
 from citewell.search import search
-from citewell.services import open_local
+from citewell.services import Services
+
+# Before the first fit the unit model only needs to order units: cosine plus coverage.
+_NEUTRAL_UNIT = LogisticModel(features=UNIT_FEATURES, weights=[1.0 if f in ("cosine", "coverage") else 0.0 for f in UNIT_FEATURES],
+                              bias=0.0)
+_ANSWER_ALWAYS = LogisticModel(features=ANSWER_FEATURES, weights=[0.0] * len(ANSWER_FEATURES), bias=1.0)
 
 
-def _article(context_id: str) -> str:
-    return context_id.split("p")[0]
+@dataclass
+class Question:
+    text: str
+    identity: Identity
+    facts: list[str]  # any of them in a unit makes it an answering unit
+    answerable: bool
+    source: str
+    fit: bool  # in the fitting half
 
 
-def collect(squad: Path, home: Path) -> list[dict]:
-    services = open_local(home)
-    stats = ingest_corpus(services, squad)
-    print(f"ingest: {stats.model_dump_json()}")
+@dataclass
+class Observed:
+    question: Question
+    unit_rows: list[dict[str, float]]
+    unit_labels: list[bool]
+    evidence_coverage: float
+    top_lane: list[bool]
+
+
+def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
     embed = SentenceEmbeddings(services.embedder, services.metadata)
-    rows = []
-    questions = load_squad_questions(squad)
+    neutral = RefusalModel(unit=_NEUTRAL_UNIT, answer=_ANSWER_ALWAYS)
+    observed = []
     for number, question in enumerate(questions, start=1):
-        hits = search(services, EVAL_IDENTITY, question["text"], k=16).hits
-        evidence = gather_evidence(services, EVAL_IDENTITY, hits)
-        support = score_support(embed, question["text"], evidence) if evidence else None
-        best = support.sentences[0] if support else None
-        gold = [a.lower() for a in question["answers"]]
-        rows.append({
-            "features": support.features if support else None,
-            "answerable": not question["is_impossible"],
-            "sentence_has_answer": bool(best and any(g in best.text.lower() for g in gold)),
-            "cited_context": bool(best and best.item.document_id == question["context_id"]),
-            "article": _article(question["context_id"]),
-        })
+        hits = search(services, question.identity, question.text, k=16).hits
+        evidence = gather_evidence(services, question.identity, hits)
+        support = score_support(embed, question.text, evidence, neutral) if evidence else None
+        if support is not None:
+            facts = [f.lower() for f in question.facts]
+            observed.append(Observed(
+                question=question, unit_rows=support.unit_features,
+                unit_labels=[question.answerable and any(f in u.text.lower() for f in facts) for u in support.units],
+                evidence_coverage=support.features["evidence_coverage"],
+                top_lane=[u.item.rank == 1 for u in support.units],
+            ))
+        else:
+            observed.append(Observed(question, [], [], 0.0, []))
         if number % 250 == 0:
-            print(f"{number}/{len(questions)} questions")
-    return rows
+            print(f"{number}/{len(questions)} questions", flush=True)
+    return observed
 
 
-def measure(rows: list[dict], decide) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    answered = [r for r in rows if r["features"] is not None and decide(r["features"])]
-    refused = [r for r in rows if r not in answered]
-    correct_answers = [r for r in answered if r["answerable"] and r["sentence_has_answer"]]
-    correct_refusals = [r for r in refused if not r["answerable"]]
-    unanswerable = [r for r in rows if not r["answerable"]]
-    answerable = [r for r in rows if r["answerable"]]
-    answered_answerable = [r for r in answered if r["answerable"]]
-    return {
-        "questions": len(rows),
-        "accuracy": (len(correct_answers) + len(correct_refusals)) / len(rows),
-        "answer_precision": len(correct_answers) / len(answered) if answered else 0.0,
-        "refusal_rate_unanswerable": len(correct_refusals) / len(unanswerable) if unanswerable else 0.0,
-        "answer_rate_answerable": len(answered_answerable) / len(answerable) if answerable else 0.0,
-        "citation_hit_rate": (
-            sum(r["cited_context"] for r in answered_answerable) / len(answered_answerable) if answered_answerable else 0.0
-        ),
+def _answer_row(o: Observed, unit: LogisticModel) -> tuple[dict[str, float], bool] | None:
+    if not o.unit_rows:
+        return None
+    p = np.array([unit.probability(r) for r in o.unit_rows])
+    order = np.argsort(-p, kind="stable")
+    best = int(order[0])
+    row = {
+        "best_unit": float(p[best]),
+        "margin": float(p[best] - p[order[1]]) if len(order) > 1 else float(p[best]),
+        "best_cosine": o.unit_rows[best]["cosine"], "best_coverage": o.unit_rows[best]["coverage"],
+        "best_context_coverage": o.unit_rows[best]["context_coverage"],
+        "evidence_coverage": o.evidence_coverage, "identifiers_found": o.unit_rows[best]["identifiers_found"],
+        "type_mismatch": o.unit_rows[best]["type_mismatch"], "top_lane_agreement": 1.0 if o.top_lane[best] else 0.0,
+        "direct": o.unit_rows[best]["direct"],
     }
+    return row, o.unit_labels[best]
+
+
+def _weights(sources: list[str], answerset_weight: float) -> np.ndarray:
+    """Each source weighs the same in a fit, however many rows it has; then the answer set by
+    ``answerset_weight``."""
+    counts = {s: sources.count(s) for s in set(sources)}
+    share = {s: (answerset_weight if s == "answerset" else 1.0) for s in counts}
+    return np.array([len(sources) * share[s] / (len(counts) * counts[s]) for s in sources])
+
+
+def fit(observed: list[Observed], answerset_weight: float = 1.0) -> RefusalModel:
+    from sklearn.linear_model import LogisticRegression
+
+    train = [o for o in observed if o.question.fit]
+    unit_x = [[r[f] for f in UNIT_FEATURES] for o in train for r in o.unit_rows]
+    unit_y = [label for o in train for label in o.unit_labels]
+    unit_sources = [o.question.source for o in train for _ in o.unit_rows]
+    fitted = LogisticRegression(max_iter=2000).fit(np.array(unit_x), np.array(unit_y, dtype=int), sample_weight=_weights(unit_sources, answerset_weight))
+    unit = LogisticModel(features=UNIT_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
+                         bias=round(float(fitted.intercept_[0]), 6))
+    rows = [(o.question.source, _answer_row(o, unit)) for o in train]
+    usable = [(source, row) for source, row in rows if row is not None]
+    answer_x = np.array([[row[0][f] for f in ANSWER_FEATURES] for _, row in usable])
+    answer_y = np.array([row[1] for _, row in usable], dtype=int)
+    fitted = LogisticRegression(max_iter=2000).fit(answer_x, answer_y, sample_weight=_weights([s for s, _ in usable], answerset_weight))
+    answer = LogisticModel(features=ANSWER_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
+                           bias=round(float(fitted.intercept_[0]), 6))
+    return RefusalModel(unit=unit, answer=answer)
+
+
+def measure(observed: list[Observed], model: RefusalModel) -> dict[str, float]:
+    """Right answers (the best unit holds a gold fact) and right refusals, on these questions."""
+    answered = correct = answerable = answered_right = refused_right = unanswerable = 0
+    for o in observed:
+        row = _answer_row(o, model.unit)
+        says = row is not None and model.answer.accepts(row[0])
+        right = says and row is not None and row[1]
+        answerable += o.question.answerable
+        unanswerable += not o.question.answerable
+        answered += says
+        answered_right += right
+        refused_right += (not says) and not o.question.answerable
+        correct += right or ((not says) and not o.question.answerable)
+    return {
+        "questions": len(observed), "accuracy": round(correct / len(observed), 4) if observed else 0.0,
+        "answer_precision": round(answered_right / answered, 4) if answered else 0.0,
+        "answer_rate_answerable": round(answered_right / answerable, 4) if answerable else 0.0,
+        "refusal_rate_unanswerable": round(refused_right / unanswerable, 4) if unanswerable else 0.0,
+        "always_refuse_accuracy": round(unanswerable / len(observed), 4) if observed else 0.0,
+    }
+
+
+def squad_questions(services: Services, squad: Path) -> list[Question]:
+    from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
+
+    ingest_corpus(services, squad)
+    rows = load_squad_questions(squad)
+    fitting = squad_fitting_articles(rows)
+    return [
+        Question(text=r["text"], identity=EVAL_IDENTITY, facts=list(r["answers"]), answerable=not r["is_impossible"],
+                 source="squad", fit=r["context_id"].split("p")[0] in fitting)
+        for r in rows
+    ]
+
+
+def answerset_questions(services: Services, folder: Path) -> list[Question]:
+    from citewell.benchmarks.answer_quality import ingest_answerset
+    from citewell.benchmarks.answerset import build as answerset
+
+    ingest_answerset(services, folder)
+    return [
+        Question(text=q["question"], identity=Identity(tenant=q["tenant"], roles=frozenset(q["roles"])),
+                 facts=q["must_contain"], answerable=not q["refuse"], source="answerset", fit=q["split"] == "tune")
+        for q in answerset.questions()
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("squad", type=Path)
-    parser.add_argument("--home", type=Path, default=Path(".eval/squad2"))
+    parser.add_argument("--squad", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path(".eval/calibrate"))
     parser.add_argument("--write", action="store_true", help="replace the shipped refusal_model.json")
+    parser.add_argument("--squad-only", action="store_true", help="leave the answer set out (a first fit)")
+    parser.add_argument("--reuse", action="store_true", help="refit on the observations the last run saved in --work")
+    parser.add_argument("--answerset-weight", type=float, default=1.0,
+                        help="how much the answer set weighs against SQuAD in both fits (1: the same)")
     args = parser.parse_args()
+    from citewell.services import open_local
 
-    from sklearn.linear_model import LogisticRegression
-
-    rows = collect(args.squad, args.home)
-    articles = sorted({r["article"] for r in rows})
-    train_articles = set(articles[::2])
-    train = [r for r in rows if r["article"] in train_articles]
-    test = [r for r in rows if r["article"] not in train_articles]
-    usable = [r for r in train if r["features"] is not None]
-    x = np.array([[r["features"][f] for f in FEATURES] for r in usable])
-    y = np.array([r["answerable"] and r["sentence_has_answer"] for r in usable], dtype=int)
-    fitted = LogisticRegression(max_iter=1000).fit(x, y)
-    model = RefusalModel(
-        weights=[round(float(w), 6) for w in fitted.coef_[0]],
-        bias=round(float(fitted.intercept_[0]), 6),
-        fitted_on=f"SQuAD 2.0 dev, articles {', '.join(sorted(train_articles))} ({len(train)} questions)",
-    )
-    held_out = measure(test, model.answers)
-    baselines = {
-        "always answer": measure(test, lambda f: True),
-        "always refuse": measure(test, lambda f: False),
-    }
-    model.metrics = {k: round(v, 4) for k, v in held_out.items()}
-    report = {"model": model.model_dump(), "held_out": held_out, "baselines": baselines}
-    print(json.dumps(report, indent=2))
+    saved = args.work / "observed.pickle"
+    if args.reuse and saved.exists():  # the same questions through the same path: refit without asking again
+        observed = pickle.loads(saved.read_bytes())
+    else:
+        squad = open_local(args.work / "squad")
+        observed = observe(squad, squad_questions(squad, args.squad))
+        if not args.squad_only:
+            answerset = open_local(args.work / "answerset")
+            observed += observe(answerset, answerset_questions(answerset, args.work / "answerset-files"))
+        saved.write_bytes(pickle.dumps(observed))
+    model = fit(observed, answerset_weight=args.answerset_weight)
+    sources = sorted({o.question.source for o in observed})
+    held_out = {source: measure([o for o in observed if o.question.source == source and not o.question.fit], model)
+                for source in sources}
+    fitted_on = {source: sum(o.question.fit for o in observed if o.question.source == source) for source in sources}
+    model.fitted_on = f"SQuAD 2.0 dev, even-numbered articles ({fitted_on['squad']} questions)" + (
+        f", and the answer set's tune split ({fitted_on['answerset']} questions), weighing {args.answerset_weight:g} "
+        "times SQuAD" if "answerset" in fitted_on else "")
+    model.metrics = {f"{source}_{k}": v for source, figures in held_out.items() for k, v in figures.items()}
+    on_fitted = {source: measure([o for o in observed if o.question.source == source and o.question.fit], model)
+                 for source in sources}
+    print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out}, indent=2))
     if args.write:
         target = Path(str(resources.files("citewell.answers") / MODEL_FILE))
         target.write_text(model.model_dump_json(indent=2) + "\n")
         print(f"wrote {target}")
-    by_label: defaultdict[tuple[bool, bool], int] = defaultdict(int)
-    for r in rows:
-        by_label[(r["answerable"], r["sentence_has_answer"])] += 1
-    print({f"answerable={a} sentence_has_answer={s}": n for (a, s), n in sorted(by_label.items())})
 
 
 if __name__ == "__main__":

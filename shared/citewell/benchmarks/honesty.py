@@ -1,8 +1,8 @@
-"""Honesty of the extractive answer path on SQuAD 2.0, with the refusal model as shipped.
+"""Honesty of the extractive answer path on SQuAD 2.0, with the answer models as shipped.
 
 ``python -m citewell.benchmarks.honesty SQUAD_DIR --home DIR --cache FILE [--questions N]``
-ingests the paragraphs into a fresh home and asks every question (or the first N) through
-``ask``, as a user would. Unanswerable questions were written to look answerable from
+ingests the paragraphs into a fresh home and asks the questions of the held-out articles (the
+half the models were not fitted on; or the first N of them) through ``ask``, as a user would. Unanswerable questions were written to look answerable from
 their paragraph, so refusing them is the test; on answerable ones the answer should cite the
 question's own paragraph and contain one of its gold answers.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from citewell.answers.service import ask
 from citewell.benchmarks.homes import fresh_home
 from citewell.benchmarks.measure import emit, percentiles
-from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions
+from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
 from citewell.models import Answer
 
 
@@ -63,6 +63,8 @@ def main() -> None:
     services = fresh_home(args.home, args.cache)
     stats = ingest_corpus(services, args.squad)
     questions = load_squad_questions(args.squad)
+    fitting = squad_fitting_articles(questions)
+    questions = [q for q in questions if q["context_id"].split("p")[0] not in fitting]
     if args.questions:
         questions = questions[: args.questions]
     rows, milliseconds = [], []

@@ -94,6 +94,21 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     share = results["ingest"]["pipeline_share_of_embedder"]
     out.append((f"ingestion >= {PIPELINE_SHARE_TARGET:.0%} of the embedder's raw throughput", f"{share:.0%}",
                 share >= PIPELINE_SHARE_TARGET))
+    held = results.get("answers", {}).get("splits", {}).get("held_out")
+    if held:
+        o = held["overall"]
+        out.append(("answer set, held out: answer accuracy >= 0.9", f"{o['answer_accuracy']:.3f} of {o['answerable']}",
+                    (o["answer_accuracy"] or 0) >= 0.9))
+        out.append(("answer set, held out: refusal accuracy >= 0.9", f"{o['refusal_accuracy']:.3f} of {o['must_refuse']}",
+                    (o["refusal_accuracy"] or 0) >= 0.9))
+        forbidden = sum(s["overall"]["forbidden_text"] for s in results["answers"]["splits"].values())
+        out.append(("answer set: no text the caller may not read, no replaced revision's text (both splits)",
+                    f"{forbidden} answers", forbidden == 0))
+    h = results["honesty"]
+    margin = h["accuracy"] - h["always_refuse_accuracy"]
+    out.append(("SQuAD 2.0 held-out half: accuracy >= always refusing + 0.08, answer precision >= 0.7",
+                f"+{margin:.3f}, precision {h['answer_contains_gold_rate']:.3f}",
+                margin >= 0.08 and h["answer_contains_gold_rate"] >= 0.7))
     return out
 
 
@@ -139,10 +154,33 @@ def _honesty(h: dict[str, Any]) -> list[str]:
         f"| accuracy of always refusing, for scale | {h['always_refuse_accuracy']:.3f} |",
         f"| ask p50 / p95 ms (vectors cached) | {_ms(h['ask_cached_embeddings'])} |",
         "",
-        "The refusal model was fitted on half of these articles (docs/measurements.md has its figures on "
-        "the held-out half), so this is the shipped model on the whole set, not a held-out score.",
+        "Only the held-out articles are asked: the answer models were fitted on the other half "
+        "(`python -m citewell.benchmarks.calibrate_refusal`).",
         "",
     ]
+
+
+def _answers(a: dict[str, Any]) -> list[str]:
+    lines = [
+        "citewell's own answer set (`shared/citewell/benchmarks/answerset/`): a fictional two-tenant knowledge base "
+        "in every supported format, with restricted documents and a revised one, and labelled questions asked "
+        "through `ask` as their callers, scored as `citewell eval-answers` scores them. The `held_out` split was "
+        "never used to fit or tune anything; `tune` was used to fit the answer models.",
+        "",
+        "| split | category | questions | answer accuracy | refusal accuracy | citation precision | fabricated | forbidden text |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def cell(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    for split in ("held_out", "tune"):
+        report = a["splits"][split]
+        for name, s in [*report["by_category"].items(), ("**all**", report["overall"])]:
+            lines.append(f"| {split} | {name} | {s['questions']} | {cell(s['answer_accuracy'])} | {cell(s['refusal_accuracy'])} | "
+                         f"{cell(s['citation_precision'])} | {s['fabrications']} | {s['forbidden_text']} |")
+    lines += ["", f"`ask` p50 / p95 over both splits: {_ms(a['ask'])} ms.", ""]
+    return lines
 
 
 def _latency(results: dict[str, Any]) -> list[str]:
@@ -289,7 +327,10 @@ def render(results: dict[str, Any], data: Path) -> str:
         "with the same tenant and role filter. Its vector lane is exact, as citewell's is, so the two agree.",
         "",
         *_quality(results, data),
-        "## Honesty: SQuAD 2.0 dev",
+        "## Answers: citewell's answer set",
+        "",
+        *(_answers(results["answers"]) if "answers" in results else ["Not run."]),
+        "## Honesty: SQuAD 2.0 dev, held-out half",
         "",
         *_honesty(results["honesty"]),
         "## Search and answer latency",

@@ -94,6 +94,7 @@ def main() -> None:
         phases.run(f"quality-{name}", "quality", data / name, "--home", homes / name, "--cache", cache, "--queries", limit)
         for name, limit in (("scifact", plan.scifact_queries), ("cranfield", plan.cranfield_queries))
     ]
+    results["answers"] = phases.run("answers", "answer_quality", "--home", homes / "answers", "--cache", cache)
     results["honesty"] = phases.run("honesty", "honesty", data / "squad2-dev", "--home", homes / "squad2-dev",
                                     "--cache", cache, "--questions", plan.squad_questions)
     results["ingest"] = phases.run("ingest", "ingest", data / "scifact", "--home", homes / "ingest",

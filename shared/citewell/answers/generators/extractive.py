@@ -1,51 +1,36 @@
-"""The local default: quote the sentences that best support an answer, or refuse.
+"""The local default: quote the units that answer the question, or refuse.
 
-It needs no model service: the question and the evidence sentences are embedded with the
-same model as the index, and a calibrated logistic model decides whether the best sentence
-supports an answer at all.
+It needs no model service. Evidence is cut into units (records, sentences, list items); each
+unit is scored against the question by a fitted model over its meaning (the same embedding
+model as the index), its weighted term coverage, the codes and numbers the question names,
+and whether it holds the kind of answer the question asks for (a number, a date, a name, a
+code, a list of steps). A second fitted model decides whether the best unit answers at all.
+The answer states the direct answer first when one can be read off the unit (a record's
+field, the one number or date it holds), then quotes the unit (or the whole list) with its
+``[Sn]``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from citewell.answers.refusal import RefusalModel, coverage, shipped_model, term_weights
-from citewell.chunking import sentence_spans
+from citewell.answers.units import DATE, NUMBER, PERSON, Unit, Wants, identifiers, parts, run_around, stems, units_of, wants
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, sha256_text
 from citewell.ports import Embedder, MetadataStore
-from citewell.terms import content_terms
 
-MAX_SENTENCES = 2
-SECOND_SENTENCE_GAP = 0.1  # a second sentence is quoted only when nearly as well supported as the first
-
-
-@dataclass(frozen=True)
-class Sentence:
-    item: EvidenceItem
-    start: int
-    end: int
-
-    @property
-    def text(self) -> str:
-        return self.item.text[self.start : self.end].strip()
-
-
-@dataclass(frozen=True)
-class Support:
-    """The best sentences for a question and the features the refusal model reads."""
-
-    sentences: list[Sentence]
-    scores: np.ndarray
-    features: dict[str, float]
+MAX_UNITS = 2
+MAX_RUN = 12  # list items quoted at most
 
 
 class SentenceEmbeddings:
-    """Sentence vectors, cached under a sentence namespace of the embedder's identity: the same
-    passages come back for many questions, so each sentence is embedded once."""
+    """Unit vectors, cached under a sentence namespace of the embedder's identity: the same
+    passages come back for many questions, so each unit is embedded once."""
 
     def __init__(self, embedder: Embedder, cache: MetadataStore | None = None) -> None:
         self.embedder = embedder
@@ -67,32 +52,108 @@ class SentenceEmbeddings:
         return vectors[0], np.stack([found[k] for k in keys])
 
 
-def score_support(embed: SentenceEmbeddings, question: str, evidence: Sequence[EvidenceItem]) -> Support | None:
-    """Rank evidence sentences by meaning (cosine) plus weighted term coverage, and describe the best."""
-    sentences = [
-        Sentence(item, start, end)
-        for item in evidence
-        for start, end in sentence_spans(item.text)
-        if item.text[start:end].strip()
-    ]
-    if not sentences:
+@dataclass(frozen=True)
+class Support:
+    """Units ranked by the unit model, their features, and the features the answer model reads."""
+
+    units: list[Unit]
+    probabilities: np.ndarray
+    unit_features: list[dict[str, float]]
+    features: dict[str, float]
+    wanted: frozenset[Wants]
+
+
+def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit]) -> bool:
+    for kind in wanted:
+        if kind in (Wants.STEPS, Wants.LIST):
+            if len(run_around(units, unit)) > 1:
+                return True
+        elif unit.holds(kind):
+            return True
+    return False
+
+
+def score_support(
+    embed: SentenceEmbeddings, question: str, evidence: Sequence[EvidenceItem], model: RefusalModel | None = None
+) -> Support | None:
+    model = model or shipped_model()
+    units = [u for item in evidence for u in units_of(item)]
+    if not units:
         return None
-    query, vectors = embed(question, [s.text for s in sentences])
+    texts = [u.text for u in units]
+    query, vectors = embed(question, texts)
     cosines = vectors @ query
-    terms = [content_terms(s.text) for s in sentences]
-    weights = term_weights(content_terms(question), terms)
-    coverages = np.array([coverage(weights, t) for t in terms])
-    scores = cosines + coverages
-    order = np.argsort(-scores, kind="stable")
+    terms = [stems(t) for t in texts]
+    weights = term_weights(stems(question), terms)
+    named = identifiers(question)
+    wanted = wants(question)
+    contexts: dict[tuple[int, str], set[str]] = {}
+    rows = []
+    for unit, cosine, unit_terms, text in zip(units, cosines, terms, texts):
+        lowered = text.lower()
+        matches = _holds_wanted(unit, wanted, units)
+        span = unit.item.span_at(unit.start)
+        where = (id(unit.item), span.chunk_id)
+        if where not in contexts:  # the title and headings the unit sits under
+            contexts[where] = stems(" ".join([unit.item.title, *span.section_path]))
+        rows.append({
+            "cosine": float(cosine),
+            "coverage": coverage(weights, unit_terms),
+            "context_coverage": coverage(weights, contexts[where]),
+            "item_rank": 1.0 / unit.item.rank,
+            "identifiers_found": sum(n in lowered for n in named) / len(named) if named else 1.0,
+            "type_match": 1.0 if wanted and matches else 0.0,
+            "type_mismatch": 1.0 if wanted and not matches else 0.0,
+            "record": 1.0 if unit.record else 0.0,
+            "direct": 1.0 if direct_answer(question, unit, frozenset(wanted)) else 0.0,
+        })
+    probabilities = np.array([model.unit.probability(r) for r in rows])
+    order = np.argsort(-probabilities, kind="stable")
     best = int(order[0])
     features = {
-        "best_cosine": float(cosines[best]),
-        "best_coverage": float(coverages[best]),
-        "margin": float(scores[best] - scores[order[1]]) if len(order) > 1 else float(scores[best]),
+        "best_unit": float(probabilities[best]),
+        "margin": float(probabilities[best] - probabilities[order[1]]) if len(order) > 1 else float(probabilities[best]),
+        "best_cosine": rows[best]["cosine"],
+        "best_coverage": rows[best]["coverage"],
+        "best_context_coverage": rows[best]["context_coverage"],
         "evidence_coverage": coverage(weights, set().union(*terms)),
-        "top_lane_agreement": 1.0 if sentences[best].item.rank == 1 else 0.0,
+        "identifiers_found": rows[best]["identifiers_found"],
+        "type_mismatch": rows[best]["type_mismatch"],
+        "top_lane_agreement": 1.0 if units[best].item.rank == 1 else 0.0,
+        "direct": rows[best]["direct"],
     }
-    return Support(sentences=[sentences[int(i)] for i in order], scores=scores[order], features=features)
+    return Support(
+        units=[units[int(i)] for i in order], probabilities=probabilities[order],
+        unit_features=[rows[int(i)] for i in order], features=features, wanted=frozenset(wanted),
+    )
+
+
+def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | None:
+    """What the answer is, in a few words, when the unit says it plainly: the record field the
+    question names, or the only number, date or name of the kind asked for."""
+    if unit.record:
+        asked = stems(question)
+        for field in unit.text.split("; "):
+            name, _, value = field.partition(": ")
+            if stems(name) & asked and value.strip() and value.lower() not in question.lower():
+                return value.strip()
+        return None
+    for kind, pattern in ((Wants.DATE, DATE), (Wants.NUMBER, NUMBER), (Wants.PERSON, PERSON)):
+        if kind in wanted:
+            found = {m.group(0).strip() for m in pattern.finditer(unit.text)} - {"", *re.findall(r"\S+", question)}
+            if len(found) == 1:
+                return found.pop()
+    return None
+
+
+def best_of_each(embed: SentenceEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> list[Unit]:
+    """The best unit for each ask of a question, in the order asked, each once."""
+    chosen: list[Unit] = []
+    for ask in asks:
+        support = score_support(embed, ask, evidence, model)
+        if support is not None and all(support.units[0].text != u.text for u in chosen):
+            chosen.append(support.units[0])
+    return chosen
 
 
 class ExtractiveGenerator:
@@ -101,23 +162,33 @@ class ExtractiveGenerator:
     def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, model: RefusalModel | None = None) -> None:
         self.embed = SentenceEmbeddings(embedder, cache)
         self.model = model or shipped_model()
+        # Cached answers are keyed by it: a refitted model never serves the old model's answers.
+        self.fingerprint = sha256_text(self.model.model_dump_json())[:12]
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         try:
-            support = score_support(self.embed, question, evidence)
+            support = score_support(self.embed, question, evidence, self.model)
         except EmbedderUnavailable as error:
             raise GeneratorUnavailable(f"sentences cannot be scored: {error.message}") from error
         if support is None or not self.model.answers(support.features):
             return Draft(text=None, refused=True)
-        chosen = [support.sentences[0]]
-        for sentence, score in zip(support.sentences[1:], support.scores[1:]):
-            if len(chosen) == MAX_SENTENCES or score < support.scores[0] - SECOND_SENTENCE_GAP:
-                break
-            if sentence.text != chosen[0].text:
-                chosen.append(sentence)
+        best = support.units[0]
+        every = [u for item in evidence for u in units_of(item)]
+        run = run_around(every, best) if support.wanted & {Wants.STEPS, Wants.LIST} else [best]
+        if len(run) > 1:
+            run = run[:MAX_RUN]
+            quote = best.item.text[run[0].start : run[-1].end]
+            listed = "\n".join(f"{n}. {u.text}" for n, u in enumerate(run, start=1))
+            return Draft(text=f"{listed} [{best.item.ref}]", refused=False, quotes={best.item.ref: quote})
+        asks = parts(question)
+        if len(asks) > 1:  # two asks: the best unit of each, quoted in the order asked
+            chosen, direct = best_of_each(self.embed, asks, evidence, self.model)[:MAX_UNITS] or [best], None
+        else:
+            chosen, direct = [best], direct_answer(question, best, support.wanted)
         quotes: dict[str, str] = {}
-        parts = []
-        for sentence in chosen:
-            quotes[sentence.item.ref] = " ".join(filter(None, [quotes.get(sentence.item.ref), sentence.text]))
-            parts.append(f"{sentence.text} [{sentence.item.ref}]")
-        return Draft(text=" ".join(parts), refused=False, quotes=quotes)
+        pieces = [f"{direct}."] if direct else []
+        for unit in chosen:
+            raw = unit.item.text[unit.start : unit.end].strip()
+            quotes[unit.item.ref] = " ".join(filter(None, [quotes.get(unit.item.ref), raw]))
+            pieces.append(f"{unit.text} [{unit.item.ref}]")
+        return Draft(text=" ".join(pieces), refused=False, quotes=quotes)

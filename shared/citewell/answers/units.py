@@ -1,0 +1,148 @@
+"""What an extractive answer is made of: the units of an evidence passage, and what a question asks for.
+
+Parsers separate blocks (paragraphs, list items, table rows, records, code) with a blank line.
+A record or a table row (``field: value; field: value``) is one unit and is quoted whole; a
+paragraph is cut into sentences, a line break inside it being a wrap, not a sentence end; a
+run of short blocks under one heading (the steps of a procedure, the items of a list) can be
+quoted as the run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from citewell.chunking import sentence_spans
+from citewell.models import EvidenceItem
+from citewell.terms import content_terms
+
+_BLOCK_GAP = re.compile(r"\n[ \t]*\n")
+_FIELD = r"[^:;\n]{1,60}: [^;\n]*"
+RECORD = re.compile(rf"{_FIELD}(?:; {_FIELD})+")
+NUMBER = re.compile(r"\b\d[\d,.]*(?:\s?%|\s?(?:[a-zA-Z€$£]+\b))?")
+DATE = re.compile(
+    r"\b(?:\d{1,2}(?:st|nd|rd|th)? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|"
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(?:19|20)\d{2})\b",
+    re.IGNORECASE,
+)
+PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
+CODE = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*\b|`[^`]+`|--?[a-z][\w-]+")
+
+
+class Wants(StrEnum):
+    """The kind of answer a question asks for."""
+
+    NUMBER = "number"
+    DATE = "date"
+    PERSON = "person"
+    CODE = "code"
+    STEPS = "steps"
+    LIST = "list"
+
+
+_WANTS = {
+    Wants.STEPS: re.compile(r"\bhow (?:do|can|should|to)\b|\bsteps?\b|\bprocedure\b|\bwhat should\b.*\bdo\b|\bprocess\b", re.I),
+    Wants.LIST: re.compile(r"\b(?:which|what) (?:are|were)\b|\blist\b|\b(?:types|kinds|options)\b", re.I),
+    Wants.NUMBER: re.compile(
+        r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
+        r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b", re.I),
+    Wants.DATE: re.compile(r"\bwhen\b|\b(?:date|deadline|expire|expires|due|until|what time|which day)\b", re.I),
+    Wants.PERSON: re.compile(r"\bwho(?:m|se)?\b|\b(?:contact|owner|owns|responsible|in charge)\b", re.I),
+    Wants.CODE: re.compile(r"\b(?:code|command|error|flag|setting|parameter|key)\b", re.I),
+}
+_PATTERNS = {Wants.NUMBER: NUMBER, Wants.DATE: DATE, Wants.PERSON: PERSON, Wants.CODE: CODE}
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+def stems(text: str) -> set[str]:
+    """Content words reduced to their stems: "meaning" answers "mean", "restarting" "restart"."""
+    return set(_stemmer().stemWords(sorted(content_terms(text))))
+
+
+def wants(question: str) -> set[Wants]:
+    return {kind for kind, pattern in _WANTS.items() if pattern.search(question)}
+
+
+_SECOND_ASK = re.compile(r",?\s+and\s+(?=(?:who|whom|what|when|where|which|why|how|is|are|do|does|can|should)\b)", re.I)
+
+
+def parts(question: str) -> list[str]:
+    """The asks of a question that asks two things ("How long do I have, and who approves a late one?")."""
+    return [p.strip(" ,?") + "?" for p in _SECOND_ASK.split(question) if p.strip(" ,?")]
+
+
+def identifiers(text: str) -> set[str]:
+    """Codes and numbers named in a question (E1027, WX-4012, 16384): an answer must hold them."""
+    return {m.group(0).strip("`").lower() for m in CODE.finditer(text)} | {m for m in re.findall(r"\b\d{2,}\b", text)}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A quotable piece of one evidence item: a record, a sentence, or a one-sentence block."""
+
+    item: EvidenceItem
+    start: int
+    end: int
+    block: int  # which block of the item it is in
+    record: bool = False
+    whole_block: bool = False  # the block is this one unit: a run of them may be a list
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.item.text[self.start : self.end].split())
+
+    def holds(self, kind: Wants) -> bool:
+        pattern = _PATTERNS.get(kind)
+        return bool(pattern and pattern.search(self.text))
+
+
+def _blocks(text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for gap in _BLOCK_GAP.finditer(text):
+        spans.append((start, gap.start()))
+        start = gap.end()
+    spans.append((start, len(text)))
+    return [(s, e) for s, e in spans if text[s:e].strip()]
+
+
+def units_of(item: EvidenceItem) -> list[Unit]:
+    """The item's records and sentences, in order; the headings in its text are not units (they
+    name a section, they do not answer anything, and they end a list)."""
+    headings = {" ".join(h.split()) for span in item.spans for h in span.section_path} | {" ".join(item.title.split())}
+    found: list[Unit] = []
+    for number, (start, end) in enumerate(_blocks(item.text)):
+        block = item.text[start:end]
+        if " ".join(block.split()) in headings:
+            continue
+        if RECORD.fullmatch(block.strip()):
+            found.append(Unit(item, start, end, number, record=True, whole_block=True))
+            continue
+        unwrapped = block.replace("\n", " ")  # same length: offsets still hold
+        spans = [(s, e) for s, e in sentence_spans(unwrapped) if unwrapped[s:e].strip()]
+        for s, e in spans:
+            found.append(Unit(item, start + s, start + e, number, whole_block=len(spans) == 1))
+    return found
+
+
+def run_around(units: list[Unit], best: Unit) -> list[Unit]:
+    """The run of one-unit blocks ``best`` belongs to (a list or the steps of a procedure), in order."""
+    if not best.whole_block or best.record:
+        return [best]
+    same = [u for u in units if u.item is best.item]
+    position = same.index(best)
+    first = position
+    while first > 0 and same[first - 1].whole_block and not same[first - 1].record and same[first - 1].block == same[first].block - 1:
+        first -= 1
+    last = position
+    while last + 1 < len(same) and same[last + 1].whole_block and not same[last + 1].record and same[last + 1].block == same[last].block + 1:
+        last += 1
+    return same[first : last + 1]

@@ -1,0 +1,74 @@
+"""Answer quality on citewell's own answer set, both splits, as ``citewell eval-answers`` measures it.
+
+``python -m citewell.benchmarks.answer_quality --home DIR [--cache FILE]`` builds the answer
+set's knowledge base (every supported format, two tenants, restricted documents, a revised
+document ingested twice) into a fresh home and asks every question as its caller. The
+``held_out`` split was never used to fit or tune anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from citewell.answers.evaluation import AnswerCase, evaluate
+from citewell.answers.service import ask
+from citewell.benchmarks.homes import fresh_home
+from citewell.benchmarks.measure import emit, percentiles
+from citewell.ingest.runner import ingest
+from citewell.ingest.stages import IngestRequest
+from citewell.services import Services
+
+
+def ingest_answerset(services: Services, folder: Path) -> None:
+    """Write the answer set's files under ``folder`` and ingest them, stage by stage (a revised
+    document's second version replaces its first)."""
+    from citewell.benchmarks.answerset import build as answerset
+
+    manifest = answerset.build(folder)
+    stages: defaultdict[int, list[IngestRequest]] = defaultdict(list)
+    for entry in manifest:
+        path = folder / entry["path"]
+        stages[int(entry.get("stage", 1))].append(IngestRequest(
+            document_id=entry["document_id"], tenant=entry["tenant"], allowed_roles=frozenset(entry["roles"]),
+            data=path.read_bytes(), filename=path.name, title=entry.get("title"), source=entry["path"],
+        ))
+    for stage in sorted(stages):
+        failed = [o for o in ingest(services, stages[stage]) if o.status not in ("published", "unchanged")]
+        if failed:
+            raise SystemExit(f"answer set documents did not publish: {[(o.document_id, o.error) for o in failed]}")
+
+
+def main() -> None:
+    from citewell.benchmarks.answerset import build as answerset
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--cache", type=Path)
+    args = parser.parse_args()
+    services = fresh_home(args.home, args.cache)
+    with tempfile.TemporaryDirectory() as folder:
+        ingest_answerset(services, Path(folder))
+    cases = [AnswerCase.model_validate(q) for q in answerset.questions()]
+    milliseconds: list[float] = []
+
+    def timed(case: AnswerCase):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        answer = ask(services, case.identity, case.question)
+        milliseconds.append((time.perf_counter() - started) * 1000)
+        return answer
+
+    reports = {}
+    for split in ("tune", "held_out"):
+        report = evaluate([c for c in cases if c.split == split], timed)
+        reports[split] = json.loads(report.model_dump_json(exclude={"judgements"}))
+        reports[split]["wrong"] = [j.model_dump() for j in report.judgements if not j.correct][:40]
+    emit({"splits": reports, "ask": percentiles(milliseconds)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""The extractive answerer: units, what a question asks for, direct answers, lists, refusals
+with the closest passages, and ``citewell eval-answers``."""
+
+from __future__ import annotations
+
+import json
+
+from citewell.answers.evidence import gather_evidence
+from citewell.answers.generators.extractive import ExtractiveGenerator
+from citewell.answers.refusal import LogisticModel, RefusalModel, shipped_model
+from citewell.answers.service import ask
+from citewell.search import search
+from citewell.answers.units import Wants, identifiers, parts, run_around, units_of, wants
+from citewell.answers.generators.extractive import direct_answer
+from citewell.cli import main as cli
+from citewell.ingest.runner import ingest
+from citewell.ingest.stages import IngestRequest
+from citewell.models import EvidenceItem, EvidenceSpan, Identity
+
+SUPPORT = Identity(tenant="northpier", roles=frozenset({"support"}))
+CODES = b"code,component,meaning,operator action\n" \
+        b"E1027,spreader,Twistlock sensor disagrees with lock command,Stop the move and inspect the twistlock sensor\n" \
+        b"E1043,hoist,Hoist motor over temperature,Let the motor cool for 20 minutes before resuming\n" \
+        b"E2001,gantry,Wind speed above the operating limit,Park the crane and secure it with storm pins\n"
+RUNBOOK = b"""# Crane runbook
+
+## First response
+
+1. Acknowledge the page in the on-call tool.
+2. Open the incident channel and post the affected crane numbers.
+3. Check the health dashboard for controller heartbeats.
+
+## Restarting a controller
+
+A controller that misses three heartbeats is fenced automatically. Restart it with
+ccsctl restart only after the crane operator confirms the spreader is
+parked.
+"""
+
+
+def item(text: str, headings: tuple[str, ...] = ()) -> EvidenceItem:
+    return EvidenceItem(ref="S1", document_id="d", revision="r", title="T", section_path=list(headings), text=text,
+                        spans=[EvidenceSpan(chunk_id="d#0#0", section_path=list(headings), start=0, end=len(text))], rank=1)
+
+
+def add(services, data: bytes, doc_id: str, roles=("support",)):
+    (outcome,) = ingest(services, [IngestRequest(document_id=doc_id, tenant="northpier", allowed_roles=frozenset(roles),
+                                                 data=data, filename=doc_id)])
+    assert outcome.status == "published", outcome
+
+
+def test_records_are_whole_units_and_a_wrap_is_not_a_sentence_end():
+    text = ("code: E1027; meaning: Twistlock sensor disagrees\n\ncode: E1043; meaning: Hoist motor hot\n\n"
+            "Restart it with\nccsctl restart only after the operator confirms. Never restart two at once.")
+    units = units_of(item(text))
+    assert [u.text for u in units] == [
+        "code: E1027; meaning: Twistlock sensor disagrees", "code: E1043; meaning: Hoist motor hot",
+        "Restart it with ccsctl restart only after the operator confirms.", "Never restart two at once.",
+    ]
+    assert [u.record for u in units] == [True, True, False, False]
+
+
+def test_a_question_that_asks_two_things_is_two_asks():
+    assert parts("How long do I have to submit a claim, and who can approve a late one?") == [
+        "How long do I have to submit a claim?", "who can approve a late one?"]
+    assert parts("What are the salt and pepper rules?") == ["What are the salt and pepper rules?"]
+
+
+def test_what_a_question_asks_for():
+    assert wants("How many days of annual leave do I get?") == {Wants.NUMBER}
+    assert Wants.DATE in wants("When do carried days expire?")
+    assert Wants.PERSON in wants("Who owns the billing service?")
+    assert Wants.STEPS in wants("What are the first response steps?")
+    assert identifiers("What does error E1027 mean?") == {"e1027"}
+    assert identifiers("What buffer size does the zlib example use for CHUNK?") == set()
+
+
+def test_a_direct_answer_is_read_off_a_record_or_the_only_value_of_the_kind_asked():
+    (record,) = units_of(item("code: E1027; meaning: Twistlock sensor disagrees; operator action: Stop the move"))
+    assert direct_answer("What does error E1027 mean?", record, frozenset()) == "Twistlock sensor disagrees"
+    assert direct_answer("What should the operator do for E1027?", record, frozenset()) == "Stop the move"
+    (sentence,) = units_of(item("Carried days expire on 31 March."))
+    assert direct_answer("When do carried days expire?", sentence, frozenset({Wants.DATE})) == "31 March"
+    (two,) = units_of(item("Staff get 27 days, part-time staff 14 days."))
+    assert direct_answer("How many days?", two, frozenset({Wants.NUMBER})) is None  # which one is asked is unclear
+
+
+def test_a_run_of_one_line_blocks_is_a_list_without_its_heading():
+    text = "First response\n\nAcknowledge the page.\n\nOpen the channel.\n\nCheck the dashboard.\n\nNext\n\nA later paragraph. It has two sentences."
+    units = units_of(item(text, ("Runbook", "First response")))
+    assert "First response" not in [u.text for u in units]  # a heading names a section; it answers nothing
+    run = run_around(units, units[1])
+    assert [u.text for u in run] == ["Acknowledge the page.", "Open the channel.", "Check the dashboard.", "Next"]
+
+
+def test_an_error_code_is_answered_from_its_row(services):
+    add(services, CODES, "error-codes.csv")
+    answer = ask(services, SUPPORT, "What does error E1027 mean?")
+    assert not answer.refused, answer
+    assert answer.answer.startswith("Twistlock sensor disagrees with lock command")
+    assert "E1043" not in answer.answer and answer.citations[0].document_id == "error-codes.csv"
+    assert "code: E1027" in answer.citations[0].quote
+
+
+def test_once_it_answers_a_question_for_steps_gets_the_whole_list(services):
+    """Whether to answer is the fitted model's call; what an answer to a steps question holds is not."""
+    add(services, RUNBOOK, "runbook.md")
+    question = "What are the first response steps?"
+    evidence = gather_evidence(services, SUPPORT, search(services, SUPPORT, question).hits)
+    answering = RefusalModel(unit=shipped_model().unit,
+                             answer=LogisticModel(features=("best_unit",), weights=[0.0], bias=10.0))  # always answers
+    draft = ExtractiveGenerator(services.embedder, services.metadata, answering).generate(question, evidence)
+    steps = ("Acknowledge the page", "Open the incident channel", "Check the health dashboard")
+    assert all(step in draft.text for step in steps) and "Restart it" not in draft.text, draft.text
+    assert draft.text.startswith("1. Acknowledge") and draft.text.endswith("[S1]")
+
+
+def test_a_refusal_offers_the_closest_passages_the_caller_may_read_as_passages(services):
+    add(services, RUNBOOK, "runbook.md")
+    add(services, b"# Salaries\n\nA shift lead earns 54000 euros.\n", "salaries.md", roles=("hr",))
+    answer = ask(services, SUPPORT, "What is the salary of a crane operator in Singapore?")
+    assert answer.refused and answer.answer is None and answer.citations == []
+    assert answer.closest and all(p.document_id == "runbook.md" for p in answer.closest)
+
+
+def test_eval_answers_reports_per_category(tmp_path, capsys):
+    home = tmp_path / "home"
+    (tmp_path / "error-codes.csv").write_bytes(CODES)
+    assert cli(["--home", str(home), "ingest", str(tmp_path / "error-codes.csv"), "--tenant", "northpier",
+                "--allow-roles", "support", "--json"]) == 0
+    questions = [
+        {"id": "1", "question": "What does error E1027 mean?", "tenant": "northpier", "roles": ["support"], "refuse": False,
+         "category": "code", "expected_documents": ["error-codes.csv"], "must_contain": ["twistlock sensor"]},
+        {"id": "2", "question": "What does error E1027 mean?", "tenant": "northpier", "roles": ["staff"], "refuse": True,
+         "category": "forbidden", "must_not_contain": ["twistlock"]},
+        {"id": "3", "question": "Who won the football cup in 1998?", "tenant": "northpier", "roles": ["support"],
+         "refuse": True, "category": "out_of_corpus"},
+    ]
+    path = tmp_path / "questions.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in questions))
+    capsys.readouterr()
+    assert cli(["--home", str(home), "eval-answers", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["overall"]["answer_accuracy"] == 1.0 and report["overall"]["refusal_accuracy"] == 1.0
+    assert report["overall"]["forbidden_text"] == 0 and report["overall"]["fabrications"] == 0
+    assert set(report["by_category"]) == {"code", "forbidden", "out_of_corpus"}
+    path.write_text('{"id": "x", "question": ""}\n')
+    assert cli(["--home", str(home), "eval-answers", str(path), "--json"]) == 2
+    assert "questions.jsonl:1" in json.loads(capsys.readouterr().out)["error"]["message"]
