@@ -87,9 +87,9 @@ layer: $(BIN)/python
 		--platform manylinux2014_x86_64 --implementation cp --python-version 3.12 --only-binary=:all: \
 		"$$(ls build/wheels/citewell-*.whl)[aws]"
 
-# Synthesize the CDK app offline into cdk.out/.
+# Synthesize the CDK app offline into cdk.out/ to inspect it (deploying needs `make layer` first).
 synth: $(VENV)/.dev
-	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 $(BIN)/python infra/app.py
+	CITEWELL_SYNTH_ONLY=1 JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 $(BIN)/python infra/app.py
 
 clean:
 	rm -rf $(DEMO) .eval .bench .pytest_cache .hypothesis build cdk.out

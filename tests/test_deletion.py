@@ -56,7 +56,10 @@ def test_delete_after_ingest_search_answer_and_citation_leaves_no_trace(services
     kept = ask(services, STAFF, "How many days of paid annual leave do full-time staff receive?")
     assert traces(tmp_path, NEEDLES)  # the test can see the text while it is there
 
+    secret_revision = services.metadata.get_document("northpier", SECRET_ID).active_revision
+    assert any(secret_revision in i for i in services.metadata.embedding_identities())  # its unit vectors, cached by ask
     report = delete_document(services, "northpier", SECRET_ID)
+    assert not any(secret_revision in i for i in services.metadata.embedding_identities())
 
     assert set(report.removed) == set(STORES)
     assert report.removed["documents"] == 1 and report.removed["raw_objects"] == 1

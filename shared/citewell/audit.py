@@ -10,6 +10,7 @@ before it calls anything in flight dead.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -19,7 +20,8 @@ from functools import partial
 import numpy as np
 from pydantic import BaseModel
 
-from citewell.deletion import _sentence_hashes, compact, delete_document, purge_revision, withdraw_citations
+from citewell.answers.units import units_identity
+from citewell.deletion import compact, delete_document, purge_revision, withdraw_citations
 from citewell.errors import CitewellError, InvalidInput, NotFound
 from citewell.ingest.stages import (
     IngestRequest,
@@ -38,6 +40,7 @@ from citewell.records import is_current, update_document
 from citewell.services import Services
 
 DEFAULT_STUCK_MINUTES = 60
+logger = logging.getLogger(__name__)
 
 
 class Finding(BaseModel):
@@ -75,6 +78,9 @@ class _Audit:
                 finding.repaired = True
             except CitewellError as error:
                 finding.detail += f" (repair failed: {error.message})"
+            except Exception as error:  # a store or a service failed: recorded, and the audit goes on
+                logger.exception("audit repair failed: %s", kind)
+                finding.detail += f" (repair failed: {type(error).__name__}: {error})"
         self.findings.append(finding)
 
     def in_flight(self, tenant: str, document_id: str) -> bool:
@@ -287,9 +293,14 @@ class _Audit:
 
     def embeddings(self) -> None:
         metadata, identity = self.services.metadata, self.services.embedder.identity
-        sentences = f"{identity}#sentences"
+        units = units_identity(identity, "")
+        revisions = {r for _, _, r, _ in metadata.chunk_inventory()}
         for other, count in sorted(metadata.embedding_identities().items()):
-            if other not in (identity, sentences):
+            if other.startswith(units):
+                if other.removeprefix(units) not in revisions:
+                    self.found("unused_embeddings", "", "", f"{count} cached unit embeddings of a revision no chunk has",
+                               partial(metadata.delete_identity, other))
+            elif other != identity:
                 self.found("foreign_embeddings", "", "", f"{count} cached embeddings under {other}",
                            partial(metadata.delete_identity, other))
         cached = metadata.embedding_hashes(identity)
@@ -297,13 +308,6 @@ class _Audit:
         if unused:
             self.found("unused_embeddings", "", "", f"{len(unused)} cached chunk embeddings are used by no chunk",
                        partial(metadata.delete_embeddings, identity, unused))
-        cached_sentences = metadata.embedding_hashes(sentences)
-        if cached_sentences:
-            texts = [c.text for t, d, r, _ in metadata.chunk_inventory() for c in metadata.get_chunks(t, d, r)]
-            unused = cached_sentences - _sentence_hashes(texts)
-            if unused:
-                self.found("unused_embeddings", "", "", f"{len(unused)} cached sentence embeddings are of no current chunk",
-                           partial(metadata.delete_embeddings, sentences, unused))
 
 
 def audit(services: Services, repair: bool = False, stuck: timedelta | None = None) -> AuditReport:

@@ -13,10 +13,10 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 
-from citewell.chunking import sentence_spans
+from citewell.answers.units import units_identity
 from citewell.errors import NotFound
 from citewell.keys import STAGES, document_prefix, upload_keys
-from citewell.models import AnswerRecord, Citation, Document, DocumentStatus, sha256_text
+from citewell.models import AnswerRecord, Citation, Document, DocumentStatus
 from citewell.records import update_document
 from citewell.services import Services
 
@@ -29,15 +29,6 @@ class DeletionReport(BaseModel):
     document_id: str
     removed: dict[str, int]
     pending: list[str] = Field(default_factory=list)  # removals that could not finish now; empty when every byte is gone
-
-
-def _sentence_hashes(texts: list[str]) -> set[str]:
-    hashes = set()
-    for text in texts:
-        for start, end in sentence_spans(text):
-            if text[start:end].strip():
-                hashes.add(sha256_text(text[start:end].strip()))
-    return hashes
 
 
 def withdraw_citations(record: AnswerRecord, document_id: str, revision: str | None) -> tuple[AnswerRecord, int]:
@@ -78,13 +69,7 @@ def purge_revision(services: Services, tenant: str, document_id: str, revision: 
     identity = services.embedder.identity
     hashes = {c.content_hash for c in chunks}
     removed["embeddings"] += services.metadata.delete_embeddings(identity, hashes - services.metadata.hashes_in_use(hashes))
-    live_texts = [
-        c.text
-        for other in services.metadata.chunk_revisions(tenant, document_id)
-        for c in services.metadata.get_chunks(tenant, document_id, other)
-    ]
-    sentences = _sentence_hashes([c.text for c in chunks]) - _sentence_hashes(live_texts)
-    removed["embeddings"] += services.metadata.delete_embeddings(f"{identity}#sentences", sentences)
+    removed["embeddings"] += services.metadata.delete_identity(units_identity(identity, revision))
     _withdraw_answers(services, tenant, document_id, revision, removed)
 
 

@@ -56,6 +56,12 @@ _WANTS = {
 _PATTERNS = {Wants.NUMBER: NUMBER, Wants.DATE: DATE, Wants.PERSON: PERSON, Wants.CODE: CODE}
 
 
+def units_identity(embedder_identity: str, revision: str) -> str:
+    """Where a revision's unit vectors are cached: a namespace per revision, so purging a
+    revision drops exactly them, whatever units its passages were cut into."""
+    return f"{embedder_identity}#units:{revision}"
+
+
 @lru_cache(maxsize=1)
 def _stemmer():  # type: ignore[no-untyped-def]
     import snowballstemmer

@@ -19,7 +19,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from citewell.answers.refusal import RefusalModel, coverage, shipped_model, term_weights
-from citewell.answers.units import DATE, NUMBER, PERSON, Unit, Wants, identifiers, parts, run_around, stems, units_of, wants
+from citewell.answers.units import (
+    DATE,
+    NUMBER,
+    PERSON,
+    Unit,
+    Wants,
+    identifiers,
+    parts,
+    run_around,
+    stems,
+    units_identity,
+    units_of,
+    wants,
+)
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, sha256_text
 from citewell.ports import Embedder, MetadataStore
@@ -29,25 +42,29 @@ MAX_RUN = 12  # list items quoted at most
 
 
 class SentenceEmbeddings:
-    """Unit vectors, cached under a sentence namespace of the embedder's identity: the same
-    passages come back for many questions, so each unit is embedded once."""
+    """Unit vectors, cached per revision: the same passages come back for many questions, so
+    each unit is embedded once."""
 
     def __init__(self, embedder: Embedder, cache: MetadataStore | None = None) -> None:
         self.embedder = embedder
         self.cache = cache
-        self.identity = f"{embedder.identity}#sentences"
 
-    def __call__(self, question: str, sentences: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, question: str, units: Sequence[Unit]) -> tuple[np.ndarray, np.ndarray]:
+        texts = [u.text for u in units]
         if self.cache is None:
-            vectors = self.embedder.embed([question, *sentences])
+            vectors = self.embedder.embed([question, *texts])
             return vectors[0], vectors[1:]
-        keys = [sha256_text(s) for s in sentences]
-        found = self.cache.get_embeddings(self.identity, keys)
-        missing = sorted({k: s for k, s in zip(keys, sentences) if k not in found}.items())
-        vectors = self.embedder.embed([question, *(s for _, s in missing)])
+        keys = [(u.item.revision, sha256_text(t)) for u, t in zip(units, texts)]
+        found: dict[tuple[str, str], np.ndarray] = {}
+        for revision in sorted({r for r, _ in keys}):
+            cached = self.cache.get_embeddings(units_identity(self.embedder.identity, revision), {h for r, h in keys if r == revision})
+            found.update({(revision, h): v for h, v in cached.items()})
+        missing = sorted({k: t for k, t in zip(keys, texts) if k not in found}.items())
+        vectors = self.embedder.embed([question, *(t for _, t in missing)])
         fresh = {k: v for (k, _), v in zip(missing, vectors[1:])}
-        if fresh:
-            self.cache.put_embeddings(self.identity, fresh)
+        for revision in sorted({r for r, _ in fresh}):
+            self.cache.put_embeddings(units_identity(self.embedder.identity, revision),
+                                      {h: v for (r, h), v in fresh.items() if r == revision})
         found.update(fresh)
         return vectors[0], np.stack([found[k] for k in keys])
 
@@ -81,7 +98,7 @@ def score_support(
     if not units:
         return None
     texts = [u.text for u in units]
-    query, vectors = embed(question, texts)
+    query, vectors = embed(question, units)
     cosines = vectors @ query
     terms = [stems(t) for t in texts]
     weights = term_weights(stems(question), terms)
