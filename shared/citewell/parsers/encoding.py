@@ -35,6 +35,7 @@ _CHAOS_TIE = 0.02  # detector scores closer than this are the same guess
 # Punctuation that sits between letters in Western text; any other symbol there (¹ ³ ¿ ‚)
 # means the bytes were letters of another code page.
 _INWORD = set("’‘'-–—·\u00ad")
+_DROP_ASCII_LETTERS = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
 def decode(data: bytes) -> tuple[str, str]:
@@ -60,9 +61,11 @@ def reads_as_latin(text: str) -> bool:
     letters inside mostly-ASCII words, and symbols (€, curly quotes, dashes) between words.
     Cyrillic, Greek, Arabic or CJK bytes read as cp1252 give whole words of accented letters
     or symbols wedged between letters."""
-    ascii_letters = foreign_letters = misplaced = foreign = 0
-    foreign_words = accented_words = 0
+    ascii_letters = len(text) - len(text.translate(_DROP_ASCII_LETTERS))  # C speed on large files
+    foreign_letters = misplaced = foreign = foreign_words = accented_words = 0
     for word in text.split():
+        if word.isascii():
+            continue
         word_ascii = word_foreign = 0
         for i, ch in enumerate(word):
             if ch.isascii():
@@ -74,7 +77,6 @@ def reads_as_latin(text: str) -> bool:
             elif unicodedata.category(ch) != "Zs" and ch not in _INWORD:
                 before, after = word[i - 1 : i], word[i + 1 : i + 2]
                 misplaced += before.isalpha() and after.isalpha()
-        ascii_letters += word_ascii
         foreign_letters += word_foreign
         if word_foreign:
             accented_words += 1
