@@ -55,7 +55,9 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
 
     Long spans are segmented a window at a time: the last sentence of a window is carried
     into the next one, so boundaries are the ones pysbd finds with whole sentences around
-    them, and the cost stays linear in the length.
+    them, and the cost stays linear in the length. A line break inside a paragraph is read
+    as a space (hard-wrapped text), so no sentence starts at a wrap; one before a list item
+    still ends the line's sentence.
     """
     end = len(text) if end is None else end
     starts: list[int] = []
