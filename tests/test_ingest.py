@@ -149,3 +149,12 @@ def test_an_id_no_record_can_hold_fails_alone(services):
     assert services.metadata.get_document("northpier", "bad#id.md") is None
     (key,) = services.objects.list("raw")
     assert key.startswith("raw/northpier/fine.md/")
+
+
+def test_the_record_names_the_encoding_its_text_was_read_in(services):
+    text = "# Menu\n\nLa crème brûlée costs €5 at the “harbour” café.\n".encode("cp1252")
+    (outcome,) = ingest(services, [request(text, doc_id="menu.txt")])
+    assert outcome.status == "published"
+    record = services.metadata.get_document("northpier", "menu.txt")
+    assert record.encoding == "cp1252"
+    assert search(services, STAFF, "crème brûlée").hits[0].text.count("€5") == 1

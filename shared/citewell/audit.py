@@ -199,8 +199,8 @@ class _Audit:
             self.found("stuck", tenant, document_id, f"processing for {age} minutes",
                        partial(self._fail_stuck, document, latest, age))
 
-    def _finishable(self, upload: Upload) -> tuple[str, str] | None:
-        """``(revision, content_sha256)`` of an upload whose revision is indexed in full."""
+    def _finishable(self, upload: Upload) -> tuple[str, str, str | None] | None:
+        """``(revision, content_sha256, encoding)`` of an upload whose revision is indexed in full."""
         services = self.services
         revision = _revision_of(services, upload)
         if revision is None:
@@ -209,7 +209,7 @@ class _Audit:
         if not records or services.index.count(upload.tenant, upload.document_id, revision) != len(records):
             return None
         artifact = ParsedArtifact.model_validate_json(services.objects.get(parsed_key(upload.tenant, upload.document_id, upload.upload_id)))
-        return revision, artifact.content_sha256
+        return revision, artifact.content_sha256, artifact.parsed.encoding
 
     def _fail_stuck(self, document: Document, upload: Upload | None, age: int) -> None:
         info = ErrorInfo(code="stuck", message=f"processing did not finish within {age} minutes; upload the file again")

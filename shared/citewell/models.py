@@ -179,6 +179,7 @@ class Document(AccessFields):
     upload_seq: int = 0
     active_upload: str | None = None
     content_sha256: str | None = None  # of the active revision's extracted text
+    encoding: str | None = None  # the active revision's text encoding, as detected; None for binary formats
 
     def serves(self, revision: str, identity: Identity) -> bool:
         """The read-back rule: live, ``revision`` is the active one, and the caller may see it."""
@@ -231,6 +232,7 @@ class ParsedDocument(BaseModel):
     sections: list[Section]
     blocks: list[Block]
     title: str | None = None
+    encoding: str | None = None  # the text encoding the bytes were read in; None for binary formats
 
     @property
     def content_sha256(self) -> str:

@@ -86,7 +86,7 @@ def run_stage(services: Services, stage: str, key: str) -> str:
     if marker is None:
         return f"ignored {key}: gone (its upload was superseded or deleted)"
     body = json.loads(marker)
-    count = publish_stage(services, upload, body["revision"], body["content_sha256"])
+    count = publish_stage(services, upload, body["revision"], body["content_sha256"], body.get("encoding"))
     return f"superseded {name}" if count is None else f"published {name}: {count} chunks"
 
 
@@ -104,7 +104,8 @@ def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
         abandon(services, upload, artifact.revision)  # superseded while embedding: what it cached goes too
         release_embeddings(services, artifact.chunks)
         return f"superseded {name}"
-    marker = {"revision": artifact.revision, "content_sha256": artifact.content_sha256, "chunks": len(artifact.chunks)}
+    marker = {"revision": artifact.revision, "content_sha256": artifact.content_sha256, "encoding": artifact.encoding,
+              "chunks": len(artifact.chunks)}
     services.objects.put(embedded_key(upload.tenant, upload.document_id, upload.upload_id), json.dumps(marker).encode())
     return f"embedded {name}: {embedded} new of {len(artifact.chunks)}"
 

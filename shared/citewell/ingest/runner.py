@@ -152,7 +152,7 @@ def _run_batch(
                 raise embed_error
             with clock.stage("publish"):
                 before = services.metadata.get_document(upload.tenant, upload.document_id)
-                count = publish_stage(services, upload, chunked.revision, chunked.content_sha256)
+                count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding)
             if before is not None and before.active_revision not in (None, chunked.revision):
                 removed.append(upload.document_id)
             if count is None:

@@ -64,6 +64,7 @@ class ChunksArtifact(BaseModel):
     revision: str
     content_sha256: str
     chunks: list[Chunk]
+    encoding: str | None = None
 
 
 class ParseOutcome(BaseModel):
@@ -106,7 +107,7 @@ def parse_stage(services: Services, upload: Upload) -> ParseOutcome:
                 return None
             return d.model_copy(update={
                 "status": DocumentStatus.PUBLISHED, "error": None, "source": upload.source, "filename": upload.filename,
-                "locale": upload.locale,
+                "locale": upload.locale, "encoding": parsed.encoding,
             })
 
         settled = update_document(services.metadata, upload.tenant, upload.document_id, settle)
@@ -139,7 +140,8 @@ def chunk_stage(services: Services, upload: Upload) -> ChunksArtifact | None:
         source=upload.source, locale=upload.locale,
     )
     chunks = services.chunker.chunk(artifact.parsed, access, artifact.revision)
-    result = ChunksArtifact(revision=artifact.revision, content_sha256=artifact.content_sha256, chunks=chunks)
+    result = ChunksArtifact(revision=artifact.revision, content_sha256=artifact.content_sha256, chunks=chunks,
+                            encoding=artifact.parsed.encoding)
     services.metadata.put_chunks(chunks)  # before embedding: the embedding cache counts these as users
     services.objects.put(chunks_key(upload.tenant, upload.document_id, upload.upload_id), result.model_dump_json().encode())
     return result
@@ -167,7 +169,9 @@ def release_embeddings(services: Services, chunks: Sequence[Chunk]) -> int:
     return services.metadata.delete_embeddings(services.embedder.identity, unused) if unused else 0
 
 
-def publish_stage(services: Services, upload: Upload, revision: str, content_sha256: str) -> int | None:
+def publish_stage(
+    services: Services, upload: Upload, revision: str, content_sha256: str, encoding: str | None = None
+) -> int | None:
     """Index the revision, verify it, switch the record to it, then remove what it replaced.
 
     Returns the chunk count, or None when the upload was superseded. A crash before the switch
@@ -207,7 +211,7 @@ def publish_stage(services: Services, upload: Upload, revision: str, content_sha
         if not is_current(d, upload):
             return None
         return d.model_copy(update={
-            "active_revision": revision, "active_upload": upload.upload_id, "content_sha256": content_sha256,
+            "active_revision": revision, "active_upload": upload.upload_id, "content_sha256": content_sha256, "encoding": encoding,
             "chunk_count": len(chunks), "status": DocumentStatus.PUBLISHED, "error": None,
             "allowed_roles": upload.allowed_roles, "title": chunks[0].title, "source": upload.source,
             "filename": upload.filename, "locale": upload.locale,

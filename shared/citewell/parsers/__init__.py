@@ -10,15 +10,7 @@ from citewell.models import ParsedDocument
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
-class ParsedFile(ParsedDocument):
-    """A parse result that also names the text encoding the bytes were decoded from (None for
-    binary formats), so the document record can show it. Redundant once ParsedDocument
-    carries ``encoding`` itself."""
-
-    encoding: str | None = None
-
-
-def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedFile:
+def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocument:
     """Detect, extract, and refuse with a typed :class:`~citewell.errors.IngestError`."""
     from citewell.parsers.sniff import (
         detect,  # only what parses pays for sniffing libraries
@@ -53,7 +45,7 @@ _TEXT = {
 }
 
 
-def _parse_kind(kind: str, data: bytes) -> ParsedFile:
+def _parse_kind(kind: str, data: bytes) -> ParsedDocument:
     from citewell.parsers.encoding import decode
 
     encoding = None
@@ -64,7 +56,7 @@ def _parse_kind(kind: str, data: bytes) -> ParsedFile:
         module, function = _TEXT[kind]
         text, encoding = decode(data)
         parsed = getattr(import_module(module), function)(text)
-    return ParsedFile.model_construct(**dict(parsed), encoding=encoding)  # fields already validated
+    return parsed.model_copy(update={"encoding": encoding})
 
 
-__all__ = ["DEFAULT_MAX_BYTES", "ParsedFile", "parse"]
+__all__ = ["DEFAULT_MAX_BYTES", "parse"]
