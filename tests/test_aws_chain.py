@@ -13,7 +13,7 @@ import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote_plus, unquote
+from urllib.parse import quote_plus
 
 import boto3
 import pytest

@@ -83,7 +83,6 @@ def test_random_delivery_orders_uploads_and_deletes(aws, seed):
     documents = [("northpier", "notice.md"), ("northpier", "guide/notice.md"), ("bluefen", "notice.md")]
     pool: list[tuple[str, dict]] = []
     delivered: list[tuple[str, dict]] = []
-    served: dict[tuple[str, str], tuple[str, set[str]]] = {}  # what each document may serve, once settled
     words = []
     for step in range(60):
         roll = rng.random()
