@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from citewell.errors import IngestError, NotFound, PublishConflict, UploadMissing
+from citewell.errors import IngestError, InvalidInput, NotFound, PublishConflict, UploadMissing
 from citewell.keys import STAGES, chunks_key, document_prefix, parse_key, parsed_key, raw_key, upload_keys
 from citewell.models import (
     Chunk,
@@ -199,7 +199,7 @@ def publish_stage(
     older_revisions = (set(services.index.revisions(tenant, document_id)) | set(services.metadata.chunk_revisions(tenant, document_id))) - {revision}
     older_objects = [
         key for stage in STAGES for key in services.objects.list(document_prefix(stage, tenant, document_id))
-        if parse_key(key).upload_id != upload.upload_id
+        if _upload_of(key) not in (None, upload.upload_id)  # a key not of our making is left to the audit to report
     ]
     older_uploads = [u for u in services.metadata.list_uploads(tenant, document_id) if u.seq < upload.seq]
     services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), identity)
@@ -231,6 +231,13 @@ def publish_stage(
     for old_upload in older_uploads:
         services.metadata.delete_upload(tenant, document_id, old_upload.upload_id)
     return len(chunks)
+
+
+def _upload_of(key: str) -> str | None:
+    try:
+        return parse_key(key).upload_id
+    except InvalidInput:
+        return None
 
 
 def abandon(services: Services, upload: Upload, revision: str | None = None) -> Counter[str]:
