@@ -101,9 +101,10 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
                     (o["answer_accuracy"] or 0) >= 0.9))
         out.append(("answer set, held out: refusal accuracy >= 0.9", f"{o['refusal_accuracy']:.3f} of {o['must_refuse']}",
                     (o["refusal_accuracy"] or 0) >= 0.9))
-        forbidden = sum(s["overall"]["forbidden_text"] for s in results["answers"]["splits"].values())
-        out.append(("answer set: no text the caller may not read, no replaced revision's text (both splits)",
-                    f"{forbidden} answers", forbidden == 0))
+        splits = results["answers"]["splits"].values()
+        leaks = sum(s["by_category"].get(c, {}).get("forbidden_text", 0) for s in splits for c in ("forbidden", "revision"))
+        out.append(("answer set, both splits: no text the caller may not read, no replaced revision's value",
+                    f"{leaks} answers or passages", leaks == 0))
     h = results["honesty"]
     margin = h["accuracy"] - h["always_refuse_accuracy"]
     out.append(("SQuAD 2.0 held-out half: accuracy >= always refusing + 0.08, answer precision >= 0.7",
@@ -378,7 +379,11 @@ def headline(results: dict[str, Any]) -> str:
         lines.append(f"| hybrid search p50 at {s['chunks']:,} chunks, query embedding included | "
                      f"**{s['hybrid']['p50_ms']:.1f} ms** | {theirs} |")
     h, i = results["honesty"], results["ingest"]
-    lines.append(f"| SQuAD 2.0 unanswerable questions refused | {h['refusal_rate_unanswerable']:.3f} | n/a |")
+    held = results.get("answers", {}).get("splits", {}).get("held_out", {}).get("overall")
+    if held:
+        lines.append(f"| answer set, held out: right answers / right refusals | {held['answer_accuracy']:.3f} / "
+                     f"{held['refusal_accuracy']:.3f} | n/a |")
+    lines.append(f"| SQuAD 2.0 held-out half: unanswerable questions refused | {h['refusal_rate_unanswerable']:.3f} | n/a |")
     lines.append(f"| ingestion, chunks/s (share of the raw embedder) | {i['chunks_per_second']:.1f} ({i['pipeline_share_of_embedder']:.0%}) | n/a |")
     lines += ["", HEADLINE_END]
     return "\n".join(lines)
