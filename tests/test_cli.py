@@ -67,8 +67,10 @@ def test_human_output_and_errors(capsys, tmp_path, corpus):
     assert "E1027" in capsys.readouterr().out
     assert main(["--home", home, "ingest", str(corpus), "--doc-id", "x", "--tenant", "t", "--allow-roles", "r"]) == 2
     assert "exactly one file" in capsys.readouterr().err
-    assert main(["--home", home, "ingest", str(tmp_path / "missing"), "--tenant", "t", "--allow-roles", "r", "--json"]) == 2
-    assert json.loads(capsys.readouterr().out)["error"]["code"] == "invalid_input"
+    assert main(["--home", home, "ingest", str(tmp_path / "missing"), str(corpus / "codes.csv"), "--tenant", "northpier",
+                 "--allow-roles", "support", "--json"]) == 1  # the missing path is a failed item; the rest goes on
+    documents = json.loads(capsys.readouterr().out)["documents"]
+    assert [(d["status"], (d["error"] or {}).get("code")) for d in documents] == [("failed", "not_found"), ("unchanged", None)]
     with pytest.raises(SystemExit) as exited:
         main(["--home", home, "ingest", str(corpus / "codes.csv"), "--tenant", "a/b", "--allow-roles", "r"])
     assert exited.value.code == 2 and "tenant must be 1 to 64 letters" in capsys.readouterr().err
@@ -96,3 +98,20 @@ def test_eval_on_a_beir_folder(capsys, tmp_path):
         assert lane["queries"] == 2 and lane["ndcg_at_10"] == 1.0 and lane["mrr_at_10"] == 1.0
     code, again = run(capsys, "--home", str(tmp_path / "home"), "eval", str(data), "--lanes", "bm25", "--json")
     assert again["ingest"]["unchanged"] == 3 and [lane["lane"] for lane in again["lanes"]] == ["bm25"]
+
+
+@pytest.mark.parametrize("extra", [["--k", "0"], ["--k", "-3"], ["--k", "²"], ["--k", "101"]])
+def test_usage_errors_are_errors_and_json_when_asked(capsys, tmp_path, extra):
+    with pytest.raises(SystemExit) as exited:
+        main(["--home", str(tmp_path / "home"), "search", "annual leave", "--tenant", "northpier", "--roles", "staff",
+              "--json", *extra])
+    assert exited.value.code == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["error"]["code"] == "usage" and "--k takes a whole number from 1 to 100" in err
+
+
+def test_an_empty_question_is_a_usage_error(capsys, tmp_path):
+    for command in ("search", "ask"):
+        with pytest.raises(SystemExit) as exited:
+            main(["--home", str(tmp_path / "home"), command, "  ", "--tenant", "northpier", "--roles", "staff"])
+        assert exited.value.code == 2 and "the question is empty" in capsys.readouterr().err

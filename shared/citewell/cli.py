@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput
@@ -37,6 +37,18 @@ def _tenant(value: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _k(value: str) -> int:
+    if not value.strip().isascii() or not value.strip().isdigit() or not 1 <= int(value) <= 100:
+        raise argparse.ArgumentTypeError(f"--k takes a whole number from 1 to 100, not {value!r}")
+    return int(value)
+
+
+def _question(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the question is empty")
+    return value
+
+
 def _document_id(value: str) -> str:
     try:
         return validate_document_id(value)
@@ -44,11 +56,19 @@ def _document_id(value: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
+    class Parser(argparse.ArgumentParser):
+        """Usage errors as the other errors are: one line on stderr, and JSON on stdout with --json."""
+
+        def error(self, message: str) -> NoReturn:
+            if json_errors:
+                print(json.dumps({"error": {"code": "usage", "message": message}}))
+            self.exit(EXIT_ERROR, f"{self.prog}: {message}\n")
+
+    common = Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
 
-    parser = argparse.ArgumentParser(prog="citewell", description=__doc__.split("\n")[0])
+    parser = Parser(prog="citewell", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"citewell {__version__}")
     parser.add_argument("--home", type=Path, help="data folder (default: $CITEWELL_HOME or the per-user data folder)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -63,14 +83,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--source", help="where it came from (one file only; default: the file's path)")
 
     p = sub.add_parser("search", parents=[common], help="hybrid search under an identity")
-    p.add_argument("question")
+    p.add_argument("question", type=_question)
     p.add_argument("--tenant", required=True, type=_tenant)
     p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
-    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--k", type=_k, default=10, help="how many hits, 1 to 100")
     p.add_argument("--lanes", default="bm25,vector", help="bm25, vector or both")
 
     p = sub.add_parser("ask", parents=[common], help="a cited answer, or an honest refusal")
-    p.add_argument("question")
+    p.add_argument("question", type=_question)
     p.add_argument("--tenant", required=True, type=_tenant)
     p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
 
@@ -102,8 +122,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _walk(paths: Sequence[Path]) -> Iterator[tuple[Path, str]]:
-    """Files with their default ids: a folder's files by relative path, a file by its name."""
+def _walk(paths: Sequence[Path]) -> Iterator[tuple[Path, str | None]]:
+    """Files with their default ids: a folder's files by relative path, a file by its name; a
+    path that is neither comes with no id, to be reported as a failed item."""
     for path in paths:
         if path.is_dir():
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
@@ -113,7 +134,7 @@ def _walk(paths: Sequence[Path]) -> Iterator[tuple[Path, str]]:
         elif path.is_file():
             yield path, path.name
         else:
-            raise InvalidInput(f"no such file or folder: {path}")
+            yield path, None
 
 
 def _progress(wanted: bool):  # type: ignore[no-untyped-def]
@@ -129,11 +150,18 @@ def _progress(wanted: bool):  # type: ignore[no-untyped-def]
 
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    from citewell.ingest.runner import ingest
+    from citewell.ingest.runner import IngestOutcome, ingest
     from citewell.ingest.stages import IngestRequest
+    from citewell.models import ErrorInfo
     from citewell.services import open_local
 
-    files = list(_walk(args.paths))
+    found = list(_walk(args.paths))
+    files = [(file, doc_id) for file, doc_id in found if doc_id is not None]
+    missing = [
+        IngestOutcome(document_id=str(path), revision=None, status="failed", chunks=0,
+                      error=ErrorInfo(code="not_found", message=f"no such file or folder: {path}"))
+        for path, doc_id in found if doc_id is None
+    ]
     if len(files) != 1 and (args.doc_id or args.title or args.source):
         raise InvalidInput("--doc-id, --title and --source need exactly one file")
     ids = [args.doc_id or doc_id for _, doc_id in files]
@@ -150,7 +178,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     )
     with _progress(len(files) > 1) as progress:
         task = progress.add_task("ingest", total=len(files))
-        outcomes = ingest(services, requests, on_done=lambda _: progress.advance(task))
+        outcomes = missing + ingest(services, requests, on_done=lambda _: progress.advance(task))
     payload = {"documents": [o.model_dump(mode="json") for o in outcomes]}
     return payload, EXIT_FAILED if any(o.status in ("failed", "superseded") for o in outcomes) else EXIT_OK
 
@@ -253,11 +281,12 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser(json_errors="--json" in argv).parse_args(argv)
     try:
         payload, code = COMMANDS[args.command](args)
     except (CitewellError, ValueError) as error:
-        info = error.as_dict() if isinstance(error, CitewellError) else {"code": "invalid_input", "message": str(error)}
+        info = error.as_dict() if isinstance(error, CitewellError) else {"code": "invalid_input", "message": _message(error)}
         if args.json:
             print(json.dumps({"error": info}))
         print(f"citewell: {info['message']}", file=sys.stderr)
@@ -269,6 +298,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         render(args.command, payload)
     return code
+
+
+def _message(error: ValueError) -> str:
+    """A validation error in words for people, without pydantic's framing."""
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError):
+        return "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+    return str(error).removeprefix("Value error, ")
 
 
 if __name__ == "__main__":
