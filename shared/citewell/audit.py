@@ -25,16 +25,15 @@ from citewell.deletion import compact, delete_document, purge_revision, withdraw
 from citewell.errors import CitewellError, InvalidInput, NotFound
 from citewell.ingest.stages import (
     IngestRequest,
-    ParsedArtifact,
-    _revision_of,
     abandon,
     chunk_stage,
     embed_stage,
     parse_stage,
+    parsed_artifact,
     publish_stage,
     register,
 )
-from citewell.keys import STAGES, parse_key, parsed_key, raw_key
+from citewell.keys import STAGES, parse_key, raw_key
 from citewell.models import Document, DocumentStatus, ErrorInfo, Upload, utcnow
 from citewell.records import is_current, update_document
 from citewell.services import Services
@@ -202,13 +201,13 @@ class _Audit:
     def _finishable(self, upload: Upload) -> tuple[str, str, str | None] | None:
         """``(revision, content_sha256, encoding)`` of an upload whose revision is indexed in full."""
         services = self.services
-        revision = _revision_of(services, upload)
-        if revision is None:
+        artifact = parsed_artifact(services, upload)
+        if artifact is None:
             return None
+        revision = artifact.revision
         records = services.metadata.get_chunks(upload.tenant, upload.document_id, revision)
         if not records or services.index.count(upload.tenant, upload.document_id, revision) != len(records):
             return None
-        artifact = ParsedArtifact.model_validate_json(services.objects.get(parsed_key(upload.tenant, upload.document_id, upload.upload_id)))
         return revision, artifact.content_sha256, artifact.parsed.encoding
 
     def _fail_stuck(self, document: Document, upload: Upload | None, age: int) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from citewell import __version__
-from citewell.errors import CitewellError, InvalidInput
+from citewell.errors import CitewellError, InvalidInput, readable
 from citewell.models import Identity, validate_document_id, validate_name, validate_tenant
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
@@ -30,11 +30,19 @@ def _roles(value: str) -> frozenset[str]:
     return roles
 
 
-def _tenant(value: str) -> str:
-    try:
-        return validate_tenant(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+def _argument(validate: Callable[[str], str]) -> Callable[[str], str]:
+    """An argparse type from one of the model's validators: the same grammar, a usage error's message."""
+    def check(value: str) -> str:
+        try:
+            return validate(value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return check
+
+
+_tenant = _argument(validate_tenant)
+_document_id = _argument(validate_document_id)
 
 
 def _k(value: str) -> int:
@@ -47,13 +55,6 @@ def _question(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("the question is empty")
     return value
-
-
-def _document_id(value: str) -> str:
-    try:
-        return validate_document_id(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
@@ -305,7 +306,7 @@ def _message(error: ValueError) -> str:
     from pydantic import ValidationError
 
     if isinstance(error, ValidationError):
-        return "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+        return readable(error)
     return str(error).removeprefix("Value error, ")
 
 

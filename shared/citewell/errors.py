@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
+
+def readable(error: ValidationError) -> str:
+    """A validation error in words for people: each problem's message, without pydantic's framing."""
+    return "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+
 
 class CitewellError(Exception):
     """Base class: every error the core raises on purpose."""

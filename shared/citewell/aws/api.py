@@ -30,10 +30,10 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupp
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from citewell.aws.settings import AwsSettings, services_from_env
-from citewell.errors import Busy, CitewellError, Conflict, NotFound, RetrievalUnavailable
+from citewell.errors import Busy, CitewellError, Conflict, NotFound, RetrievalUnavailable, readable
 from citewell.keys import raw_key
 from citewell.ingest.registration import register_upload
-from citewell.models import Document, Identity, validate_document_id, validate_name, validate_tenant
+from citewell.models import Document, Identity, validate_document_id, validate_name, validate_tenant, validate_token
 
 logger = Logger(service="citewell-api")
 tracer = Tracer(service="citewell-api")
@@ -43,7 +43,6 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 32  # our bodies nest 2 deep; a cap far below the parser's recursion limit
 _SECTION = re.compile(r"[0-9]{1,6}")  # ASCII only: str.isdigit() also accepts '²', which int() refuses
 _DOCUMENTS = "/documents/"
-_ANSWER_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class NewDocument(BaseModel):
@@ -143,7 +142,7 @@ def create_document(request: NewDocument) -> Response[dict[str, Any]]:
             source=request.source, filename=request.filename, locale=request.locale,
         )
     except ValidationError as error:
-        raise BadRequestError("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())) from None
+        raise BadRequestError(readable(error)) from None
     key = raw_key(caller.tenant, upload.document_id, upload.upload_id)
     objects: Any = services.objects
     form = objects.upload_form(key, services.max_bytes, UPLOAD_URL_SECONDS)
@@ -214,8 +213,10 @@ def citations(answer_id: str) -> dict[str, Any]:
 
     settings, services = services_from_env()
     caller = identity(settings)
-    if not _ANSWER_ID.fullmatch(answer_id):
-        raise NotFoundError("no such answer")  # no id we issue looks like this
+    try:
+        validate_token(answer_id)
+    except ValueError:
+        raise NotFoundError("no such answer") from None  # no id we issue looks like this
     return recorded_citations(services, caller, answer_id).model_dump(mode="json")
 
 

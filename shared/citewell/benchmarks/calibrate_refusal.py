@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.generators.extractive import SentenceEmbeddings, score_support
+from citewell.answers.generators.extractive import UnitEmbeddings, score_support
 from citewell.answers.refusal import ANSWER_FEATURES, MODEL_FILE, UNIT_FEATURES, LogisticModel, RefusalModel
 from citewell.models import Identity
 from citewell.search import search
@@ -57,7 +57,7 @@ class Observed:
 
 
 def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
-    embed = SentenceEmbeddings(services.embedder, services.metadata)
+    embed = UnitEmbeddings(services.embedder, services.metadata)
     neutral = RefusalModel(unit=_NEUTRAL_UNIT, answer=_ANSWER_ALWAYS)
     observed = []
     for number, question in enumerate(questions, start=1):

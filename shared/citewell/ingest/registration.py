@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from citewell.errors import Conflict
 from citewell.models import Document, DocumentStatus, Upload, new_token
+from citewell.records import ATTEMPTS
 from citewell.services import Services
 
 
@@ -26,7 +27,7 @@ def register_upload(
     number. A document being deleted takes no upload until the delete is done.
     """
     upload_id = new_token()
-    for _ in range(20):
+    for _ in range(ATTEMPTS):
         current = services.metadata.get_document(tenant, document_id)
         if current is not None and current.status is DocumentStatus.DELETING:
             raise Conflict(f"{document_id!r} is being deleted; upload it again once the delete has finished")

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from citewell.errors import CitewellError, EmbedderMismatch, InvalidInput
+from citewell.errors import CitewellError, EmbedderMismatch, InvalidInput, readable
 from citewell.deletion import compact
 from citewell.ingest.stages import (
     ChunksArtifact,
@@ -174,7 +174,7 @@ def _run_batch(
 
 def _refused(request: IngestRequest, error: CitewellError | ValidationError) -> IngestOutcome:
     if isinstance(error, ValidationError):  # an id or field no record can hold
-        info = ErrorInfo(code=InvalidInput.code, message="; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors()))
+        info = ErrorInfo(code=InvalidInput.code, message=readable(error))
     else:
         info = ErrorInfo(code=error.code, message=error.message)
     return IngestOutcome(document_id=request.document_id, revision=None, status="failed", chunks=0, error=info)

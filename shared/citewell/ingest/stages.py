@@ -13,7 +13,6 @@ least once, so every stage is idempotent on its upload.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import PurePosixPath
@@ -248,7 +247,8 @@ def abandon(services: Services, upload: Upload, revision: str | None = None) -> 
     if document is not None and document.active_upload == upload.upload_id:
         return removed
     if revision is None:
-        revision = _revision_of(services, upload)
+        parsed = parsed_artifact(services, upload)
+        revision = parsed.revision if parsed else None
     if revision is not None:
         from citewell.deletion import purge_revision
 
@@ -259,13 +259,13 @@ def abandon(services: Services, upload: Upload, revision: str | None = None) -> 
     return removed
 
 
-def _revision_of(services: Services, upload: Upload) -> str | None:
-    """The revision an upload parsed to, if it got that far."""
+def parsed_artifact(services: Services, upload: Upload) -> ParsedArtifact | None:
+    """What an upload parsed to (its revision among it), if it got that far."""
     try:
         raw = services.objects.get(parsed_key(upload.tenant, upload.document_id, upload.upload_id))
     except NotFound:
         return None
-    return str(json.loads(raw)["revision"])
+    return ParsedArtifact.model_validate_json(raw)
 
 
 def record_failure(services: Services, upload: Upload, error: IngestError | Exception) -> ErrorInfo:

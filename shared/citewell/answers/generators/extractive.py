@@ -41,7 +41,7 @@ MAX_UNITS = 2
 MAX_RUN = 12  # list items quoted at most
 
 
-class SentenceEmbeddings:
+class UnitEmbeddings:
     """Unit vectors, cached per revision: the same passages come back for many questions, so
     each unit is embedded once."""
 
@@ -73,6 +73,7 @@ class SentenceEmbeddings:
 class Support:
     """Units ranked by the unit model, their features, and the features the answer model reads."""
 
+    in_order: list[Unit]  # every unit of the evidence, in evidence order (lists are read off it)
     units: list[Unit]
     probabilities: np.ndarray
     unit_features: list[dict[str, float]]
@@ -91,7 +92,7 @@ def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit]) -> bool:
 
 
 def score_support(
-    embed: SentenceEmbeddings, question: str, evidence: Sequence[EvidenceItem], model: RefusalModel | None = None
+    embed: UnitEmbeddings, question: str, evidence: Sequence[EvidenceItem], model: RefusalModel | None = None
 ) -> Support | None:
     model = model or shipped_model()
     units = [u for item in evidence for u in units_of(item)]
@@ -140,7 +141,7 @@ def score_support(
         "direct": rows[best]["direct"],
     }
     return Support(
-        units=[units[int(i)] for i in order], probabilities=probabilities[order],
+        in_order=units, units=[units[int(i)] for i in order], probabilities=probabilities[order],
         unit_features=[rows[int(i)] for i in order], features=features, wanted=frozenset(wanted),
     )
 
@@ -163,7 +164,7 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
     return None
 
 
-def best_of_each(embed: SentenceEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> list[Unit]:
+def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> list[Unit]:
     """The best unit for each ask of a question, in the order asked, each once."""
     chosen: list[Unit] = []
     for ask in asks:
@@ -177,7 +178,7 @@ class ExtractiveGenerator:
     name = "extractive"
 
     def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, model: RefusalModel | None = None) -> None:
-        self.embed = SentenceEmbeddings(embedder, cache)
+        self.embed = UnitEmbeddings(embedder, cache)
         self.model = model or shipped_model()
         # Cached answers are keyed by it: a refitted model never serves the old model's answers.
         self.fingerprint = sha256_text(self.model.model_dump_json())[:12]
@@ -190,8 +191,7 @@ class ExtractiveGenerator:
         if support is None or not self.model.answers(support.features):
             return Draft(text=None, refused=True)
         best = support.units[0]
-        every = [u for item in evidence for u in units_of(item)]
-        run = run_around(every, best) if support.wanted & {Wants.STEPS, Wants.LIST} else [best]
+        run = run_around(support.in_order, best) if support.wanted & {Wants.STEPS, Wants.LIST} else [best]
         if len(run) > 1:
             run = run[:MAX_RUN]
             quote = best.item.text[run[0].start : run[-1].end]
