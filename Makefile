@@ -54,7 +54,7 @@ demo: $(VENV)/.local
 	@echo "--- the same question as staff: the error codes are not theirs to read, so it is refused as if absent"
 	$(CITEWELL) ask "What should the operator do for error E1027?" --tenant northpier --roles staff
 	@echo "--- delete the travel policy: every trace goes, and answers resting on it are withdrawn"
-	$(CITEWELL) delete travel-policy.pdf --tenant northpier
+	$(CITEWELL) delete staff/travel-policy.pdf --tenant northpier
 	$(CITEWELL) ask "How much is the hotel allowance per night in port cities?" --tenant northpier --roles staff
 	$(CITEWELL) audit
 

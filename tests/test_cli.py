@@ -34,14 +34,14 @@ def test_ingest_search_docs_round_trip(capsys, tmp_path, corpus):
     code, out = run(capsys, "--home", home, "ingest", str(corpus), "--tenant", "northpier", "--allow-roles", "staff,support", "--json")
     assert code == 1  # one file failed, after the others were processed
     by_id = {d["document_id"]: d for d in out["documents"]}
-    assert set(by_id) == {"policies/leave.md", "codes.csv", "travel.pdf", "broken.pdf"}
-    assert by_id["broken.pdf"]["status"] == "failed" and by_id["broken.pdf"]["error"]["code"] == "type_mismatch"
-    assert by_id["policies/leave.md"]["status"] == "published" and len(by_id["policies/leave.md"]["revision"]) == 64
+    assert set(by_id) == {"docs/policies/leave.md", "docs/codes.csv", "docs/travel.pdf", "docs/broken.pdf"}
+    assert by_id["docs/broken.pdf"]["status"] == "failed" and by_id["docs/broken.pdf"]["error"]["code"] == "type_mismatch"
+    assert by_id["docs/policies/leave.md"]["status"] == "published" and len(by_id["docs/policies/leave.md"]["revision"]) == 64
 
     code, out = run(capsys, "--home", home, "search", "E1027", "--tenant", "northpier", "--roles", "support", "--json")
     assert code == 0 and out["degraded"] == []
     top = out["hits"][0]
-    assert top["document_id"] == "codes.csv" and "E1027" in top["text"]
+    assert top["document_id"] == "docs/codes.csv" and "E1027" in top["text"]
     assert set(top) == {"rank", "chunk_id", "document_id", "revision", "title", "section_path", "text", "score", "lanes"}
     assert top["lanes"]["bm25"] == 1
 
@@ -52,9 +52,9 @@ def test_ingest_search_docs_round_trip(capsys, tmp_path, corpus):
 
     code, out = run(capsys, "--home", home, "docs", "--tenant", "northpier", "--json")
     statuses = {d["document_id"]: (d["status"], d["chunk_count"]) for d in out["documents"]}
-    assert statuses["broken.pdf"] == ("failed", 0) and statuses["travel.pdf"][0] == "published"
+    assert statuses["docs/broken.pdf"] == ("failed", 0) and statuses["docs/travel.pdf"][0] == "published"
 
-    code, out = run(capsys, "--home", home, "ingest", str(corpus / "policies" / "leave.md"), "--doc-id", "policies/leave.md",
+    code, out = run(capsys, "--home", home, "ingest", str(corpus / "policies" / "leave.md"), "--doc-id", "docs/policies/leave.md",
                     "--tenant", "northpier", "--allow-roles", "staff,support", "--json")
     assert code == 0 and out["documents"][0]["status"] == "unchanged"
 

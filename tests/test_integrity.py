@@ -212,7 +212,7 @@ def test_two_processes_ingesting_one_document_with_different_roles_agree(tmp_pat
     script = (
         "import sys; from pathlib import Path; from citewell.cli import main; "
         "sys.exit(main(['--home', sys.argv[1], 'ingest', sys.argv[2], '--doc-id', 'pay.md', '--tenant', 'northpier', "
-        "'--allow-roles', sys.argv[3], '--json']))"
+        "'--allow-roles', sys.argv[3], '--replace', '--json']))"
     )
     (tmp_path / "secret.md").write_bytes(SECRET)
     (tmp_path / "public.md").write_bytes(PUBLIC)

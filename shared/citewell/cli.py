@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, NoReturn
 
 from citewell import __version__
@@ -82,6 +83,9 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--title", help="title (one file only; default: from the document)")
     p.add_argument("--locale", default="en")
     p.add_argument("--source", help="where it came from (one file only; default: the file's path)")
+    p.add_argument("--replace", action="store_true",
+                   help="replace a document of the same id that came from another source or with other roles "
+                        "(without it, such a file fails with id_taken and the document stays as it is)")
 
     p = sub.add_parser("search", parents=[common], help="hybrid search under an identity")
     p.add_argument("question", type=_question)
@@ -124,14 +128,17 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
 
 
 def _walk(paths: Sequence[Path]) -> Iterator[tuple[Path, str | None]]:
-    """Files with their default ids: a folder's files by relative path, a file by its name; a
-    path that is neither comes with no id, to be reported as a failed item."""
+    """Files with their default ids: a folder's files by their path from the folder, the
+    folder's own name included (``teamA/README.md`` and ``teamB/README.md`` stay two
+    documents), a file by its name; a path that is neither comes with no id, to be reported
+    as a failed item."""
     for path in paths:
         if path.is_dir():
+            folder = PurePosixPath(os.path.abspath(path)).name  # as given: '.' is the folder's name, a link its own
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
                 relative = file.relative_to(path)
                 if not any(part.startswith(".") for part in relative.parts):
-                    yield file, relative.as_posix()
+                    yield file, PurePosixPath(folder, relative.as_posix()).as_posix()
         elif path.is_file():
             yield path, path.name
         else:
@@ -174,6 +181,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         IngestRequest(
             document_id=doc_id, tenant=args.tenant, allowed_roles=args.allow_roles, data=file.read_bytes(),
             filename=file.name, title=args.title, source=args.source or file.resolve().as_uri(), locale=args.locale,
+            replace=args.replace,
         )
         for (file, _), doc_id in zip(files, ids)
     )

@@ -65,6 +65,13 @@ class Conflict(CitewellError):
     code = "conflict"
 
 
+class DocumentIdTaken(Conflict):
+    """The id already names a document from another source or readable by other roles, and
+    this upload was not asked to replace it (the CLI, whose ids come from paths)."""
+
+    code = "id_taken"
+
+
 class PublishConflict(CitewellError):
     """Another publisher moved the active revision between our read and our write."""
 

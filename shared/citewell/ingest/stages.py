@@ -48,6 +48,7 @@ class IngestRequest(BaseModel):
     title: str | None = None
     source: str = ""
     locale: str = "en"
+    replace: bool = True  # False: leave a document from another source or with other roles alone (DocumentIdTaken)
 
 
 class ParsedArtifact(BaseModel):
@@ -77,6 +78,7 @@ def register(services: Services, request: IngestRequest) -> Upload:
     upload = register_upload(
         services, document_id=request.document_id, tenant=request.tenant, allowed_roles=request.allowed_roles,
         title=request.title, source=request.source, filename=request.filename, locale=request.locale,
+        replace=request.replace,
     )
     services.objects.put(raw_key(upload.tenant, upload.document_id, upload.upload_id), request.data)
     return upload

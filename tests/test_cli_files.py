@@ -1,0 +1,92 @@
+"""The CLI on folders as people keep them: ids that do not collide, replacements only on purpose."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from citewell.cli import main
+from citewell.services import open_local
+
+
+def run(capsys, *argv: str) -> tuple[int, dict]:
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else {}
+
+
+def ingest(capsys, home: Path, *argv: str, roles: str = "staff") -> tuple[int, dict[str, dict]]:
+    code, out = run(capsys, "--home", str(home), "ingest", *argv, "--tenant", "northpier", "--allow-roles", roles, "--json")
+    return code, {d["document_id"]: d for d in out["documents"]}
+
+
+def served(home: Path, document_id: str) -> tuple[frozenset[str], str]:
+    """The roles and text a document is served with."""
+    metadata = open_local(home).metadata
+    record = metadata.get_document("northpier", document_id)
+    chunks = metadata.get_chunks("northpier", document_id, record.active_revision)
+    return record.allowed_roles, " ".join(c.text for c in chunks)
+
+
+def test_two_teams_readmes_stay_two_documents(capsys, tmp_path):
+    """`ingest teamA` then `ingest teamB`, each with a README.md: the ids carry the folder given."""
+    home = tmp_path / "home"
+    for team, fact in (("teamA", "Team A deploys on Tuesdays."), ("teamB", "Team B deploys on Fridays.")):
+        (tmp_path / team).mkdir()
+        (tmp_path / team / "README.md").write_text(f"# {team}\n\n{fact}\n")
+    code, a = ingest(capsys, home, str(tmp_path / "teamA"), roles="team-a")
+    assert code == 0 and a["teamA/README.md"]["status"] == "published"
+    code, b = ingest(capsys, home, str(tmp_path / "teamB"), roles="team-b")
+    assert code == 0 and list(b) == ["teamB/README.md"] and b["teamB/README.md"]["status"] == "published"
+    assert served(home, "teamA/README.md") == ({"team-a"}, "teamA\n\nTeam A deploys on Tuesdays.")
+    assert served(home, "teamB/README.md") == ({"team-b"}, "teamB\n\nTeam B deploys on Fridays.")
+
+
+def test_a_same_named_folder_elsewhere_is_refused_and_replaces_only_with_replace(capsys, tmp_path):
+    home = tmp_path / "home"
+    for team, fact in (("teamA", "Tuesdays"), ("teamB", "Fridays")):
+        (tmp_path / team / "docs").mkdir(parents=True)
+        (tmp_path / team / "docs" / "README.md").write_text(f"# Deploys\n\nWe deploy on {fact}.\n")
+    assert ingest(capsys, home, str(tmp_path / "teamA" / "docs"), roles="team-a")[0] == 0
+
+    code, out = ingest(capsys, home, str(tmp_path / "teamB" / "docs"), roles="team-b")
+    assert code == 1
+    refused = out["docs/README.md"]
+    assert refused["status"] == "failed" and refused["error"]["code"] == "id_taken"
+    message = refused["error"]["message"]
+    assert "'docs/README.md' already exists" in message and "--replace" in message
+    assert (tmp_path / "teamA" / "docs" / "README.md").as_uri() in message and "team-a" in message
+    record = open_local(home).metadata.get_document("northpier", "docs/README.md")
+    assert record.status == "published" and record.error is None  # left as it was, not marked failed
+    assert served(home, "docs/README.md") == ({"team-a"}, "Deploys\n\nWe deploy on Tuesdays.")
+
+    code, out = ingest(capsys, home, str(tmp_path / "teamB" / "docs"), "--replace", roles="team-b")
+    assert code == 0 and out["docs/README.md"]["status"] == "published"
+    assert served(home, "docs/README.md") == ({"team-b"}, "Deploys\n\nWe deploy on Fridays.")
+
+
+def test_the_same_folder_again_is_unchanged_and_an_edited_file_replaces_its_document(capsys, tmp_path):
+    home, folder = tmp_path / "home", tmp_path / "handbook"
+    folder.mkdir()
+    (folder / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    assert ingest(capsys, home, str(folder))[1]["handbook/leave.md"]["status"] == "published"
+    assert ingest(capsys, home, str(folder))[1]["handbook/leave.md"]["status"] == "unchanged"
+    (folder / "leave.md").write_text("# Leave\n\nStaff receive 30 days of annual leave.\n")
+    code, out = ingest(capsys, home, str(folder))
+    assert code == 0 and out["handbook/leave.md"]["status"] == "published"
+    assert "30 days" in served(home, "handbook/leave.md")[1]
+    # a file given on its own is named by its file name, and follows the same rule
+    assert ingest(capsys, home, str(folder / "leave.md"))[1]["leave.md"]["status"] == "published"
+
+
+def test_other_roles_for_the_same_file_need_replace(capsys, tmp_path):
+    home, folder = tmp_path / "home", tmp_path / "pay"
+    folder.mkdir()
+    (folder / "bands.md").write_text("# Bands\n\nA shift lead is paid in band seven.\n")
+    assert ingest(capsys, home, str(folder), roles="hr")[0] == 0
+    code, out = ingest(capsys, home, str(folder), roles="staff")
+    assert code == 1 and out["pay/bands.md"]["error"]["code"] == "id_taken"
+    assert "readable by hr, this would be by staff" in out["pay/bands.md"]["error"]["message"]
+    assert served(home, "pay/bands.md")[0] == {"hr"}
+    assert ingest(capsys, home, str(folder), "--replace", roles="staff")[1]["pay/bands.md"]["status"] == "published"
+    assert served(home, "pay/bands.md")[0] == {"staff"}
