@@ -1,0 +1,812 @@
+/* citewell's page: sign in, ask, search and manage documents through the JSON API.
+ *
+ * Documents are written by whoever uploads them, so every piece of server data reaches the
+ * page as text (textContent, attribute values), never as markup: there is no innerHTML here.
+ */
+"use strict";
+
+(function () {
+  const TOKEN_KEY = "citewell.token";
+  const POLL_MS = 700;
+  const POLL_LIMIT_MS = 10 * 60 * 1000;
+  const SNIPPET_CHARS = 360;
+
+  const state = {
+    token: sessionStorage.getItem(TOKEN_KEY),
+    me: null,
+    documents: [],
+    refreshTimer: null,
+  };
+
+  /* ---------- small DOM helpers: text only ---------- */
+
+  const $ = (id) => document.getElementById(id);
+
+  /** An element with attributes and children; strings become text nodes, never markup. */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (name === "class") node.className = value;
+      else if (name === "text") node.textContent = value;
+      else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? "" : String(value));
+    }
+    append(node, children);
+    return node;
+  }
+
+  function append(node, children) {
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function clear(node) {
+    node.replaceChildren();
+    return node;
+  }
+
+  function show(node, visible) {
+    node.hidden = !visible;
+  }
+
+  /* ---------- the API ---------- */
+
+  class ApiError extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+
+    /** "code: message", as the server typed it. */
+    get text() {
+      return this.code ? `${this.code}: ${this.message}` : this.message;
+    }
+  }
+
+  async function readError(response) {
+    const body = await response.text();
+    try {
+      const error = JSON.parse(body).error;
+      if (error && error.message) return new ApiError(response.status, error.code || "", error.message);
+    } catch (_) { /* not JSON: fall through */ }
+    const xml = /<Code>([^<]*)<\/Code>[\s\S]*?<Message>([^<]*)<\/Message>/.exec(body);  // S3's presigned POST
+    if (xml) return new ApiError(response.status, xml[1], xml[2]);
+    return new ApiError(response.status, `http_${response.status}`, response.statusText || "the server refused the request");
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (state.token) headers.Authorization = `Bearer ${state.token}`;
+    const init = { method, headers, cache: "no-store" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (_) {
+      throw new ApiError(0, "unreachable", "The server could not be reached. Is citewell serve still running?");
+    }
+    if (!response.ok) {
+      const error = await readError(response);
+      if (response.status === 401 && state.token) {
+        signOut(`You were signed out: ${error.message}`);
+      }
+      throw error;
+    }
+    return response.status === 204 ? null : response.json();
+  }
+
+  /** One path segment for a document id: ids may hold '/', which must not split the path. */
+  const documentPath = (id) => `/documents/${encodeURIComponent(id)}`;
+
+  /* ---------- text helpers ---------- */
+
+  /** The section number a chunk id names: ids are `document#section#index` and documents hold no '#'. */
+  function sectionOf(chunkId) {
+    const parts = String(chunkId || "").split("#");
+    return parts.length >= 3 ? parts[parts.length - 2] : null;
+  }
+
+  /** Heading path without the repeated title, joined as a trail. */
+  function trail(item) {
+    const path = (item.section_path || []).filter((h, i) => h && !(i === 0 && h === item.title));
+    return path.join(" › ");
+  }
+
+  /** "page 3", "pages 3–4", "sheet Bands, row 7", or "" when the source has no such place. */
+  function place(item) {
+    const parts = [];
+    const pages = item.pages || (item.page != null ? [item.page] : []);
+    if (pages.length === 1) parts.push(`page ${pages[0]}`);
+    else if (pages.length > 1) parts.push(`pages ${pages[0]}–${pages[pages.length - 1]}`);
+    if (item.sheet) parts.push(`sheet ${item.sheet}`);
+    const rows = item.rows || (item.row != null ? [item.row] : []);
+    if (rows.length === 1) parts.push(`row ${rows[0]}`);
+    else if (rows.length > 1) parts.push(`rows ${rows[0]}–${rows[rows.length - 1]}`);
+    return parts.join(", ");
+  }
+
+  function snippet(text) {
+    const flat = String(text || "").replace(/\s+/g, " ").trim();
+    if (flat.length <= SNIPPET_CHARS) return flat;
+    const cut = flat.lastIndexOf(" ", SNIPPET_CHARS);
+    return `${flat.slice(0, cut > SNIPPET_CHARS / 2 ? cut : SNIPPET_CHARS)} …`;
+  }
+
+  /** Where `quote` sits in `text`, ignoring differences in whitespace: [start, end) or null. */
+  function locate(text, quote) {
+    const wanted = String(quote || "").replace(/\s+/g, " ").trim();
+    if (!wanted) return null;
+    const exact = text.indexOf(wanted);
+    if (exact >= 0) return [exact, exact + wanted.length];
+    let flat = "";
+    const origin = [];
+    for (let i = 0; i < text.length; i++) {
+      const space = /\s/.test(text[i]);
+      if (space && (flat.endsWith(" ") || flat === "")) continue;
+      flat += space ? " " : text[i];
+      origin.push(i);
+    }
+    const at = flat.indexOf(wanted);
+    if (at < 0) return null;
+    return [origin[at], origin[at + wanted.length - 1] + 1];
+  }
+
+  const shortRevision = (revision) => (revision ? String(revision).slice(0, 12) : "none");
+
+  function when(value) {
+    const date = new Date(value);
+    return Number.isNaN(date.getTime()) ? "" : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  }
+
+  function megabytes(bytes) {
+    return bytes >= 1048576 ? `${(bytes / 1048576).toFixed(1)} MB` : `${Math.max(1, Math.round(bytes / 1024))} KB`;
+  }
+
+  /* ---------- notices ---------- */
+
+  function notice(message, kind) {
+    const node = $("notice");
+    node.textContent = message || "";
+    node.className = `notice ${kind || ""}`;
+    show(node, Boolean(message));
+  }
+
+  function status(id, message, kind) {
+    const node = $(id);
+    node.textContent = message || "";
+    node.className = `status ${kind || ""}`;
+  }
+
+  function degradedBox(messages) {
+    if (!messages || !messages.length) return null;
+    return el("div", { class: "degraded", role: "note" },
+      el("strong", { text: "Running in a reduced mode: " }),
+      el("ul", {}, messages.map((m) => el("li", { text: m }))));
+  }
+
+  /* ---------- sign in ---------- */
+
+  async function signIn(token) {
+    state.token = token.trim();
+    try {
+      state.me = await api("GET", "/me");
+    } catch (error) {
+      state.token = null;
+      state.me = null;
+      sessionStorage.removeItem(TOKEN_KEY);
+      const message = error.status === 401 ? `This token was not accepted: ${error.message}` : error.text;
+      const node = $("signin-error");
+      node.textContent = message;
+      show(node, true);
+      return false;
+    }
+    sessionStorage.setItem(TOKEN_KEY, state.token);
+    show($("signin-error"), false);
+    $("token").value = "";
+    notice("");
+    renderIdentity();
+    if (!location.hash || location.hash === "#signin") location.hash = "#ask";
+    else route();
+    return true;
+  }
+
+  function signOut(message) {
+    state.token = null;
+    state.me = null;
+    state.documents = [];
+    sessionStorage.removeItem(TOKEN_KEY);
+    stopRefresh();
+    for (const id of ["answer", "search-results"]) clear($(id));
+    for (const id of ["documents", "upload-list"]) clear($(id));
+    for (const id of ["ask-status", "search-status", "documents-status"]) status(id, "");
+    show($("answer"), false);
+    show($("search-results"), false);
+    $("question").value = "";
+    $("search-question").value = "";
+    for (const dialog of document.querySelectorAll("dialog[open]")) dialog.close();
+    renderIdentity();
+    notice(message || "", message ? "warn" : "");
+    route();
+  }
+
+  function renderIdentity() {
+    const me = state.me;
+    show($("nav"), Boolean(me));
+    show($("whoami"), Boolean(me));
+    const who = clear($("who"));
+    if (!me) return;
+    append(who, [
+      el("span", { class: "tenant", text: me.tenant }),
+      " ",
+      (me.roles || []).map((role) => el("span", { class: "role", text: role })),
+      me.can_write ? el("span", { class: "can-write", text: "can edit documents" }) : null,
+    ]);
+  }
+
+  async function loadDemoIdentities() {
+    let identities;
+    try {
+      const response = await fetch("/demo/identities", { cache: "no-store" });
+      if (!response.ok) return;
+      identities = await response.json();
+    } catch (_) {
+      return;
+    }
+    if (!Array.isArray(identities) || !identities.length) return;
+    const list = clear($("demo-list"));
+    for (const identity of identities) {
+      const roles = (identity.roles || []).join(", ") || "no roles";
+      append(list, [el("li", {},
+        el("button", {
+          type: "button", class: "identity", "data-tenant": identity.tenant,
+          onclick: () => signIn(identity.token),
+        },
+        el("span", { class: "identity-label", text: identity.label || identity.tenant }),
+        el("span", { class: "identity-detail", text: `${identity.tenant} · ${roles}` })))]);
+    }
+    show($("demo"), true);
+  }
+
+  /* ---------- views ---------- */
+
+  const VIEWS = ["signin", "ask", "search", "documents"];
+
+  function route() {
+    let view = (location.hash || "#ask").slice(1);
+    if (!VIEWS.includes(view)) view = "ask";
+    if (!state.me) view = "signin";
+    else if (view === "signin") view = "ask";
+    for (const name of VIEWS) show($(`view-${name}`), name === view);
+    for (const link of document.querySelectorAll("#nav a")) {
+      if (link.dataset.view === view) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+    document.title = `${view === "signin" ? "Sign in" : view[0].toUpperCase() + view.slice(1)} · citewell`;
+    if (view === "documents") loadDocuments();
+    else stopRefresh();
+    const focus = { signin: "token", ask: "question", search: "search-question" }[view];
+    if (focus && document.activeElement === document.body) $(focus).focus();
+  }
+
+  /* ---------- ask ---------- */
+
+  async function ask(event) {
+    event.preventDefault();
+    const question = $("question").value.trim();
+    if (!question) return;
+    const button = event.submitter || event.target.querySelector("button");
+    button.disabled = true;
+    status("ask-status", "Reading your documents…", "busy");
+    try {
+      const answer = await api("POST", "/query", { question });
+      status("ask-status", "");
+      renderAnswer(answer);
+    } catch (error) {
+      show($("answer"), false);
+      status("ask-status", error.text, "error");
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  function renderAnswer(answer) {
+    const box = clear($("answer"));
+    box.dataset.answerId = answer.answer_id || "";
+    append(box, [degradedBox(answer.degraded)]);
+
+    if (answer.source_deleted) {
+      append(box, [el("div", { class: "refusal withdrawn" },
+        el("h2", { text: "This answer was withdrawn" }),
+        el("p", { text: "A document it rested on has since been deleted or replaced, so its text is no longer shown. Ask again for an answer from the documents as they are now." }))]);
+    } else if (answer.refused) {
+      append(box, [renderRefusal(answer)]);
+    } else {
+      append(box, [el("h2", { class: "visually-hidden", text: "Answer" }),
+        el("p", { class: "answer-text", id: "answer-text" }, withMarkers(answer.answer || "", answer.citations || []))]);
+      append(box, [renderSources(answer.citations || [])]);
+    }
+    if (answer.answer_id) append(box, [el("p", { class: "answer-id", text: `Answer id ${answer.answer_id}` })]);
+    show(box, true);
+  }
+
+  /** The answer's text with each `[S1]` that names a real source as a link to that source. */
+  function withMarkers(text, citations) {
+    const refs = new Set(citations.filter((c) => !c.deleted).map((c) => c.ref));
+    const nodes = [];
+    let last = 0;
+    for (const match of text.matchAll(/\[(S\d+)\]/g)) {
+      nodes.push(text.slice(last, match.index));
+      const ref = match[1];
+      nodes.push(refs.has(ref)
+        ? el("a", { href: `#cite-${ref}`, class: "marker", "data-ref": ref, "aria-label": `source ${ref}`, onclick: jumpToSource }, ref)
+        : match[0]);
+      last = match.index + match[0].length;
+    }
+    nodes.push(text.slice(last));
+    return nodes;
+  }
+
+  function jumpToSource(event) {
+    event.preventDefault();  // the hash routes views; a marker only moves focus to its source
+    const target = $(`cite-${event.currentTarget.dataset.ref}`);
+    if (!target) return;
+    target.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    target.focus({ preventScroll: true });
+    target.classList.remove("flash");
+    void target.offsetWidth;
+    target.classList.add("flash");
+  }
+
+  function renderSources(citations) {
+    const list = el("ol", { class: "sources", id: "sources" });
+    for (const citation of citations) {
+      const item = el("li", { class: "source", id: `cite-${citation.ref}`, tabindex: "-1", "data-ref": citation.ref });
+      if (citation.deleted) {
+        append(item, [el("span", { class: "ref", text: citation.ref }),
+          el("p", { class: "muted", text: "This source has been deleted since the answer was given." })]);
+      } else {
+        append(item, [
+          el("div", { class: "source-head" },
+            el("span", { class: "ref", text: citation.ref }),
+            el("span", { class: "title", text: citation.title || citation.document_id })),
+          meta(citation),
+          el("blockquote", { class: "quote", text: citation.quote }),
+          el("button", {
+            type: "button", class: "open-source",
+            "aria-label": `Open source ${citation.ref} in its document`,
+            onclick: (event) => openSource(citation, citation.quote, event.currentTarget),
+          }, "Open in document"),
+        ]);
+      }
+      list.append(item);
+    }
+    return el("section", { class: "sources-box", "aria-labelledby": "sources-title" },
+      el("h2", { id: "sources-title", text: citations.length === 1 ? "Source" : "Sources" }), list);
+  }
+
+  /** Section trail, page or sheet and row, and the document id when the title hides it. */
+  function meta(item) {
+    const bits = [trail(item), place(item)].filter(Boolean);
+    return el("p", { class: "meta" },
+      bits.length ? el("span", { class: "where", text: bits.join(" · ") }) : null,
+      el("span", { class: "doc-id", text: item.document_id }));
+  }
+
+  function renderRefusal(answer) {
+    const closest = answer.closest || [];
+    const box = el("div", { class: "refusal", id: "refusal" },
+      el("h2", { text: "The documents you can read do not answer this." }),
+      el("p", { text: "citewell found no passage that supports an answer, so it gives none rather than guess." }));
+    if (closest.length) {
+      append(box, [
+        el("h3", { text: "Closest passages" }),
+        el("p", { class: "hint", text: "These came nearest to your question. They are passages to read, not an answer." }),
+        el("ol", { class: "passages", id: "closest" }, closest.map(passage)),
+      ]);
+    } else {
+      append(box, [el("p", { class: "muted", text: "Nothing you may read came near it." })]);
+    }
+    return box;
+  }
+
+  function passage(item) {
+    return el("li", { class: "passage" },
+      el("div", { class: "source-head" }, el("span", { class: "title", text: item.title || item.document_id })),
+      meta(item),
+      el("p", { class: "snippet", text: snippet(item.text) }),
+      el("button", {
+        type: "button", class: "open-source", "aria-label": `Open this passage of ${item.title || item.document_id} in its document`,
+        onclick: (event) => openSource(item, item.text, event.currentTarget),
+      }, "Open in document"));
+  }
+
+  /* ---------- a source in its document ---------- */
+
+  async function openSource(item, quote, opener) {
+    const dialog = $("source-dialog");
+    const body = clear($("source-body"));
+    $("source-title").textContent = item.title || item.document_id;
+    dialog.returnFocusTo = opener;
+    append(body, [el("p", { class: "status busy", role: "status", text: "Opening the document…" })]);
+    if (!dialog.open) dialog.showModal();
+    const section = sectionOf(item.chunk_id);
+    const path = documentPath(item.document_id) + (section !== null ? `?section=${encodeURIComponent(section)}` : "");
+    let result;
+    try {
+      result = await api("GET", path);
+    } catch (error) {
+      clear(body).append(el("p", { class: "error", role: "alert", text: error.status === 404
+        ? "This document is gone, or you may no longer read it."
+        : error.text }));
+      return;
+    }
+    const doc = result.document;
+    const text = result.text || "";
+    clear(body);
+    append(body, [meta({ ...item, document_id: doc.document_id })]);
+    if (item.revision && doc.active_revision && item.revision !== doc.active_revision) {
+      append(body, [el("p", { class: "degraded", role: "note",
+        text: "This document has a newer revision than the one cited; the passage may have changed." })]);
+    }
+    const span = locate(text, quote);
+    if (!span && quote) {
+      append(body, [el("p", { class: "degraded", role: "note", text: "The quoted passage is not in the current text of this section." })]);
+    }
+    const textBox = el("div", { class: "section-text", id: "section-text", tabindex: "0", "aria-label": "Section text" });
+    if (span) {
+      const mark = el("mark", { id: "quote-mark", text: text.slice(span[0], span[1]) });
+      append(textBox, [text.slice(0, span[0]), mark, text.slice(span[1])]);
+    } else {
+      textBox.textContent = text || "This section has no text.";
+    }
+    append(body, [textBox]);
+    const mark = $("quote-mark");
+    if (mark) mark.scrollIntoView({ block: "center" });
+  }
+
+  function closeSource() {
+    $("source-dialog").close();
+  }
+
+  /* ---------- search ---------- */
+
+  async function search(event) {
+    event.preventDefault();
+    const question = $("search-question").value.trim();
+    if (!question) return;
+    const k = Number($("search-k").value) || 10;
+    const button = event.submitter || event.target.querySelector("button[type=submit]");
+    button.disabled = true;
+    status("search-status", "Searching…", "busy");
+    try {
+      const result = await api("POST", "/search", { question, k });
+      renderHits(result);
+    } catch (error) {
+      show($("search-results"), false);
+      status("search-status", error.text, "error");
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  function lanes(hit) {
+    const found = [];
+    const ranks = hit.lanes || {};
+    if (ranks.bm25 != null) found.push(el("span", { class: "lane", text: `words #${ranks.bm25}` }));
+    if (ranks.vector != null) found.push(el("span", { class: "lane", text: `meaning #${ranks.vector}` }));
+    return el("p", { class: "lanes" }, el("span", { class: "visually-hidden", text: "Found by: " }), found);
+  }
+
+  function renderHits(result) {
+    const hits = result.hits || [];
+    const box = clear($("search-results"));
+    status("search-status", hits.length ? `${hits.length} passage${hits.length === 1 ? "" : "s"}` : "");
+    append(box, [degradedBox(result.degraded)]);
+    if (!hits.length) {
+      append(box, [el("p", { class: "empty", text: "Nothing you may read matches this." })]);
+    } else {
+      append(box, [el("ol", { class: "hits", id: "hits" }, hits.map((hit) => el("li", { class: "hit", "data-document-id": hit.document_id },
+        el("div", { class: "source-head" },
+          el("span", { class: "rank", text: String(hit.rank) }),
+          el("span", { class: "title", text: hit.title || hit.document_id })),
+        meta(hit),
+        el("p", { class: "snippet", text: snippet(hit.text) }),
+        el("div", { class: "hit-foot" },
+          lanes(hit),
+          el("button", {
+            type: "button", class: "open-source", "aria-label": `Open this passage of ${hit.title || hit.document_id} in its document`,
+            onclick: (event) => openSource(hit, hit.text, event.currentTarget),
+          }, "Open in document")))))]);
+    }
+    show(box, true);
+  }
+
+  /* ---------- documents ---------- */
+
+  async function loadDocuments() {
+    if (!state.me) return;
+    try {
+      const result = await api("GET", "/documents");
+      state.documents = result.documents || [];
+      renderDocuments();
+    } catch (error) {
+      status("documents-status", error.text, "error");
+    }
+  }
+
+  function stopRefresh() {
+    clearTimeout(state.refreshTimer);
+    state.refreshTimer = null;
+  }
+
+  function renderDocuments() {
+    const me = state.me;
+    show($("upload"), Boolean(me && me.can_write));
+    if (me && me.can_write && !$("upload-role-list").childElementCount) renderRoleChoices();
+    const list = clear($("documents"));
+    const documents = [...state.documents].sort((a, b) => (a.title || a.document_id).localeCompare(b.title || b.document_id));
+    const counts = {};
+    for (const doc of documents) counts[doc.status] = (counts[doc.status] || 0) + 1;
+    const summary = Object.entries(counts).map(([name, count]) => `${count} ${name}`).join(", ");
+    status("documents-status", documents.length
+      ? `${documents.length} document${documents.length === 1 ? "" : "s"} you may read (${summary})`
+      : `No documents you may read${me && me.can_write ? " yet: upload some above" : ""}.`);
+    for (const doc of documents) list.append(documentItem(doc));
+    stopRefresh();
+    if (documents.some((d) => d.status === "processing" || d.status === "deleting")) {
+      state.refreshTimer = setTimeout(loadDocuments, 2000);
+    }
+  }
+
+  function documentItem(doc) {
+    const title = doc.title || doc.document_id;
+    const facts = [
+      ["Revision", shortRevision(doc.active_revision)],
+      ["Passages", String(doc.chunk_count ?? 0)],
+      ["Readable by", (doc.allowed_roles || []).join(", ")],
+      ["Updated", when(doc.updated_at)],
+    ];
+    const item = el("li", { class: "doc", "data-document-id": doc.document_id, "data-status": doc.status },
+      el("div", { class: "doc-head" },
+        el("span", { class: "title", text: title }),
+        el("span", { class: `badge ${doc.status}`, text: doc.status })),
+      title !== doc.document_id ? el("p", { class: "doc-id", text: doc.document_id }) : null,
+      el("dl", { class: "facts" }, facts.map(([name, value]) => [el("dt", { text: name }), el("dd", { text: value })])));
+    if (doc.error) {
+      const served = doc.active_revision ? " The previous revision is still served." : "";
+      item.append(el("p", { class: "failure", role: "note" },
+        el("strong", { text: doc.error.code }), `: ${doc.error.message}${served}`));
+    }
+    if (state.me && state.me.can_write && doc.status !== "deleting") {
+      item.append(el("div", { class: "actions" }, el("button", {
+        type: "button", class: "danger quiet delete", "aria-label": `Delete ${title}`,
+        onclick: (event) => confirmDelete(doc, event.currentTarget),
+      }, "Delete")));
+    }
+    return item;
+  }
+
+  function confirmDelete(doc, opener) {
+    const dialog = $("confirm-dialog");
+    const title = doc.title || doc.document_id;
+    $("confirm-title").textContent = `Delete “${title}”?`;
+    $("confirm-text").textContent = "It is removed from search, from answers and from every store, and answers that cited it are withdrawn. This cannot be undone.";
+    dialog.returnValue = "";
+    dialog.onclose = () => {
+      dialog.onclose = null;
+      opener.focus();
+      if (dialog.returnValue === "delete") removeDocument(doc);
+    };
+    dialog.showModal();
+  }
+
+  async function removeDocument(doc) {
+    const title = doc.title || doc.document_id;
+    status("documents-status", `Deleting ${title}…`, "busy");
+    try {
+      const result = await api("DELETE", documentPath(doc.document_id));
+      const pending = result && result.pending && result.pending.length
+        ? ` Some bytes are still pending removal (${result.pending.join(", ")}); the next audit finishes it.` : "";
+      state.documents = state.documents.filter((d) => d.document_id !== doc.document_id);
+      renderDocuments();
+      status("documents-status", `Deleted ${title}.${pending}`, pending ? "warn" : "ok");
+    } catch (error) {
+      status("documents-status", `Could not delete ${title}: ${error.text}`, "error");
+    }
+  }
+
+  /* ---------- uploads ---------- */
+
+  function renderRoleChoices() {
+    const box = clear($("upload-role-list"));
+    const roles = [...(state.me.roles || [])].sort();
+    const readers = roles.filter((role) => !/(^|[:_.-])write$/.test(role));
+    for (const role of roles) {
+      const id = `role-${role.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+      box.append(el("label", { class: "check", for: id },
+        el("input", { type: "checkbox", id, value: role, checked: readers.length ? readers.includes(role) : true }),
+        el("span", { text: role })));
+    }
+  }
+
+  function chosenRoles() {
+    return [...document.querySelectorAll("#upload-role-list input:checked")].map((input) => input.value);
+  }
+
+  async function uploadAll(files) {
+    const roles = chosenRoles();
+    if (!roles.length) {
+      status("documents-status", "Choose who may read the files first: at least one role.", "error");
+      $("upload-role-list").querySelector("input")?.focus();
+      return;
+    }
+    const jobs = [...files].map((file) => ({ file, row: uploadRow(file) }));
+    for (const job of jobs) $("upload-list").prepend(job.row.item);
+    for (const job of jobs) {
+      await uploadOne(job.file, roles, job.row);  // one at a time: each upload is a whole-file write on the server
+    }
+  }
+
+  function uploadRow(file) {
+    const progress = el("progress", { max: "100", value: "0", "aria-label": `Upload of ${file.name}` });
+    const label = el("span", { class: "upload-state", text: "waiting" });
+    const item = el("li", { class: "upload-item", "data-name": file.name, "data-state": "waiting" },
+      el("div", { class: "upload-head" },
+        el("span", { class: "title", text: file.name }),
+        el("span", { class: "size", text: megabytes(file.size) })),
+      progress, label);
+    const set = (name, text, detail) => {
+      item.dataset.state = name;
+      label.textContent = text;
+      label.className = `upload-state ${name}`;
+      if (detail !== undefined) {
+        item.querySelector(".upload-detail")?.remove();
+        if (detail) item.append(detail);
+      }
+    };
+    return { item, progress, set };
+  }
+
+  async function uploadOne(file, roles, row) {
+    let created;
+    try {
+      row.set("registering", "registering…");
+      created = await api("POST", "/documents", { document_id: file.name, filename: file.name, allowed_roles: roles });
+    } catch (error) {
+      return failed(row, error.code, error.message);
+    }
+    try {
+      await sendForm(created.upload, file, (fraction) => {
+        row.progress.value = Math.round(fraction * 100);
+        row.set("uploading", `uploading ${Math.round(fraction * 100)}%`);
+      });
+    } catch (error) {
+      return failed(row, error.code, error.message);
+    }
+    row.progress.value = 100;
+    row.set("processing", "processing: reading, splitting and indexing…");
+    refreshSoon();
+    const started = Date.now();
+    while (Date.now() - started < POLL_LIMIT_MS) {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      let doc;
+      try {
+        doc = (await api("GET", documentPath(created.document_id))).document;
+      } catch (error) {
+        return failed(row, error.code, error.message);
+      }
+      if (doc.status === "published") {
+        row.set("published", `published: ${doc.chunk_count} passage${doc.chunk_count === 1 ? "" : "s"}, revision ${shortRevision(doc.active_revision)}`, null);
+        refreshSoon();
+        return;
+      }
+      if (doc.status === "failed") {
+        refreshSoon();
+        return failed(row, doc.error ? doc.error.code : "failed", doc.error ? doc.error.message : "the document could not be used");
+      }
+    }
+    row.set("processing", "still processing: the Documents list shows when it is done");
+  }
+
+  function failed(row, code, message) {
+    row.progress.value = 0;
+    row.set("failed", "failed", el("p", { class: "failure upload-detail", role: "alert" }, el("strong", { text: code || "failed" }), `: ${message}`));
+  }
+
+  /** The presigned-POST shape (the same on AWS): the form's fields, then the file last. */
+  function sendForm(upload, file, onProgress) {
+    return new Promise((resolve, reject) => {
+      const form = new FormData();
+      for (const [name, value] of Object.entries(upload.fields || {})) form.append(name, value);
+      form.append("file", file, file.name);
+      const request = new XMLHttpRequest();
+      const url = new URL(upload.url, location.href);
+      request.open("POST", url.href);
+      if (url.origin === location.origin && state.token) request.setRequestHeader("Authorization", `Bearer ${state.token}`);
+      request.upload.onprogress = (event) => { if (event.lengthComputable) onProgress(event.loaded / event.total); };
+      request.onload = async () => {
+        if (request.status >= 200 && request.status < 300) return resolve();
+        reject(await readError(new Response(request.responseText, { status: request.status, statusText: request.statusText })));
+      };
+      request.onerror = () => reject(new ApiError(0, "unreachable", "the upload did not reach the server"));
+      request.send(form);
+    });
+  }
+
+  let refreshPending = null;
+  function refreshSoon() {
+    clearTimeout(refreshPending);
+    refreshPending = setTimeout(loadDocuments, 150);
+  }
+
+  function wireDropzone() {
+    const zone = $("dropzone");
+    const input = $("files");
+    input.addEventListener("change", () => {
+      if (input.files.length) uploadAll(input.files).finally(() => { input.value = ""; });
+    });
+    for (const name of ["dragenter", "dragover"]) {
+      zone.addEventListener(name, (event) => {
+        event.preventDefault();
+        zone.classList.add("over");
+      });
+    }
+    for (const name of ["dragleave", "drop"]) {
+      zone.addEventListener(name, (event) => {
+        event.preventDefault();
+        zone.classList.remove("over");
+      });
+    }
+    zone.addEventListener("drop", (event) => {
+      const files = event.dataTransfer && event.dataTransfer.files;
+      if (files && files.length) uploadAll(files);
+    });
+    // A file dropped outside the zone must not make the browser navigate away to it.
+    window.addEventListener("dragover", (event) => event.preventDefault());
+    window.addEventListener("drop", (event) => event.preventDefault());
+  }
+
+  /* ---------- start ---------- */
+
+  function start() {
+    $("token-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const token = $("token").value.trim();
+      if (!token) {
+        const node = $("signin-error");
+        node.textContent = "Paste a token first.";
+        show(node, true);
+        $("token").focus();
+        return;
+      }
+      signIn(token);
+    });
+    $("sign-out").addEventListener("click", () => signOut());
+    $("ask-form").addEventListener("submit", ask);
+    $("search-form").addEventListener("submit", search);
+    $("documents-refresh").addEventListener("click", loadDocuments);
+    $("source-close").addEventListener("click", closeSource);
+    $("source-dialog").addEventListener("close", () => {
+      const opener = $("source-dialog").returnFocusTo;
+      if (opener && document.contains(opener)) opener.focus();
+    });
+    $("source-dialog").addEventListener("click", (event) => {
+      if (event.target === event.currentTarget) closeSource();  // a click on the backdrop
+    });
+    window.addEventListener("hashchange", route);
+    wireDropzone();
+    loadDemoIdentities();
+    if (state.token) signIn(state.token).then((ok) => { if (!ok) route(); });
+    else route();
+  }
+
+  start();
+})();
