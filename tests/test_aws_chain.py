@@ -303,6 +303,6 @@ def test_the_api_has_an_openapi_document():
     from citewell.aws.api import openapi_document
 
     spec = json.loads(openapi_document())
-    assert set(spec["paths"]) == {"/documents", "/documents/{document_id}", "/search", "/query", "/answers/{answer_id}/citations"}
+    assert set(spec["paths"]) == {"/documents", "/documents/{document_id}", "/search", "/query", "/answers/{answer_id}/citations", "/me"}
     body = spec["paths"]["/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body["$ref"].endswith("SearchRequest")

@@ -166,7 +166,7 @@ def test_every_route_needs_the_jwt_authorizer(template):
     routes = template.find_resources("AWS::ApiGatewayV2::Route")
     keys = sorted(r["Properties"]["RouteKey"] for r in routes.values())
     assert keys == sorted(["POST /documents", "GET /documents", "GET /documents/{id+}", "DELETE /documents/{id+}",
-                           "POST /search", "POST /query", "GET /answers/{id}/citations"])
+                           "POST /search", "POST /query", "GET /answers/{id}/citations", "GET /me"])
     assert all(r["Properties"]["AuthorizationType"] == "JWT" for r in routes.values())
     template.has_resource_properties("AWS::ApiGatewayV2::Authorizer", {"AuthorizerType": "JWT"})
 

@@ -21,7 +21,7 @@ ROUTES = [
     # Greedy: document ids may contain '/' (folder ingests), sent as raw segments or as %2F.
     ("/documents/{id+}", apigw.HttpMethod.GET), ("/documents/{id+}", apigw.HttpMethod.DELETE),
     ("/search", apigw.HttpMethod.POST), ("/query", apigw.HttpMethod.POST),
-    ("/answers/{id}/citations", apigw.HttpMethod.GET),
+    ("/answers/{id}/citations", apigw.HttpMethod.GET), ("/me", apigw.HttpMethod.GET),
 ]
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from pydantic import BaseModel
-
+from citewell.api.settings import ApiSettings
 from citewell.parsers import DEFAULT_MAX_BYTES
 from citewell.services import Services
 
 
-class AwsSettings(BaseModel):
+class AwsSettings(ApiSettings):
     bucket: str
     table: str
     opensearch_url: str | None = None  # a plain endpoint (tests, self-managed); else host + SigV4
@@ -20,15 +19,12 @@ class AwsSettings(BaseModel):
     index_alias: str = "citewell-chunks"
     embedder: str = "bedrock"  # bedrock | openai | minilm
     bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
-    lanes: tuple[str, ...] = ("bm25", "vector")
-    tenant_claim: str = "custom:tenant"
-    roles_claim: str = "cognito:groups"
-    write_role: str = "citewell:write"  # the role (group) that may create, replace and delete documents
 
     @classmethod
     def from_env(cls) -> AwsSettings:
         env = os.environ
         return cls(
+            **cls.env_fields(),
             bucket=env["CITEWELL_BUCKET"],
             table=env["CITEWELL_TABLE"],
             opensearch_url=env.get("CITEWELL_OPENSEARCH_URL") or None,
@@ -37,10 +33,6 @@ class AwsSettings(BaseModel):
             index_alias=env.get("CITEWELL_INDEX_ALIAS", "citewell-chunks"),
             embedder=env.get("CITEWELL_EMBEDDER", "bedrock"),
             bedrock_embed_model=env.get("CITEWELL_BEDROCK_EMBED_MODEL") or "amazon.titan-embed-text-v2:0",
-            lanes=tuple(x.strip() for x in env.get("CITEWELL_LANES", "bm25,vector").split(",") if x.strip()),
-            tenant_claim=env.get("CITEWELL_TENANT_CLAIM", "custom:tenant"),
-            roles_claim=env.get("CITEWELL_ROLES_CLAIM", "cognito:groups"),
-            write_role=env.get("CITEWELL_WRITE_ROLE") or "citewell:write",
         )
 
 

@@ -1,0 +1,35 @@
+"""Request bodies of the API, bounded by what a record and an index row can hold."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, field_validator
+
+from citewell.models import validate_name
+
+MAX_QUESTION_CHARS = 2000
+MAX_K = 100
+
+
+class NewDocument(BaseModel):
+    """Bounded so a record always fits a DynamoDB item and an index row."""
+
+    document_id: str = Field(min_length=1, max_length=512)
+    allowed_roles: list[str] = Field(min_length=1, max_length=32)
+    title: str | None = Field(default=None, max_length=512)
+    source: str = Field(default="", max_length=2048)
+    locale: str = Field(default="en", max_length=35)  # RFC 5646: 35 characters hold any practical tag
+    filename: str | None = Field(default=None, max_length=512)
+
+    @field_validator("allowed_roles")
+    @classmethod
+    def _roles(cls, value: list[str]) -> list[str]:
+        return [validate_name(role, "role") for role in value]
+
+
+class SearchRequest(BaseModel):
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    k: int = Field(default=10, ge=1, le=MAX_K)
+
+
+class QueryRequest(BaseModel):
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)

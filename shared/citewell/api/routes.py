@@ -1,0 +1,297 @@
+"""Every route of the HTTP API, its models and its errors, once, on a Powertools resolver.
+
+Identity comes only from the verified claims in ``requestContext.authorizer.jwt.claims`` (API
+Gateway's JWT authorizer on AWS, ``citewell serve``'s own verifier on one machine); nothing in
+a body or query string can name a tenant or widen roles. Reading needs a role a document
+allows; creating, replacing and deleting also need the tenant's write role. Errors are JSON
+``{"error": {"code", "message"}}``: 4xx for anything the caller sent, 503 for retrieval that
+is down, and a bare 500 (details only in the log) for our own failures.
+
+Where settings and services come from is the transport's: :func:`build_resolver` takes a
+callable returning an :class:`ApiBackend` (on AWS, built from the environment on first use;
+locally, the home opened once per process).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import unquote
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import BadRequestError, ForbiddenError, NotFoundError, ServiceError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from pydantic import ValidationError
+
+from citewell.api.models import NewDocument, QueryRequest, SearchRequest
+from citewell.api.settings import ApiSettings
+from citewell.errors import Busy, CitewellError, Conflict, NotFound, RetrievalUnavailable, readable
+from citewell.ingest.registration import register_upload
+from citewell.keys import raw_key
+from citewell.models import Document, Identity, validate_document_id, validate_tenant, validate_token
+from citewell.services import Services
+
+logger = Logger(service="citewell-api")
+UPLOAD_URL_SECONDS = 900
+_SECTION = re.compile(r"[0-9]{1,6}")  # ASCII only: str.isdigit() also accepts '²', which int() refuses
+_REREADS = 3  # a document read while its revision is replaced is read again
+
+
+class UploadForms(Protocol):
+    def __call__(self, key: str, max_bytes: int, expires_in: int, event: APIGatewayProxyEventV2) -> dict[str, Any]:
+        """``{"url", "fields"}``: a form a client POSTs with the file last to store ``key``, refused
+        over ``max_bytes`` and after ``expires_in`` seconds (an S3 presigned POST, or its local twin)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ApiBackend:
+    """What a transport hands the routes: settings, the stores and model, and how uploads arrive."""
+
+    settings: ApiSettings
+    services: Services
+    upload_form: UploadForms
+
+
+class IsolatedHttpResolver(APIGatewayHttpResolver):
+    """Powertools keeps the event being resolved on the ``BaseRouter`` class, shared by the whole
+    process; a server resolving requests in several threads would hand one request's claims to
+    another. Here the event and context live on the instance, and each thread uses its own."""
+
+    _event: APIGatewayProxyEventV2 | None = None
+    _context: Any = None
+
+    @property  # type: ignore[override]
+    def current_event(self) -> APIGatewayProxyEventV2:
+        assert self._event is not None, "no event is being resolved"
+        return self._event
+
+    @current_event.setter
+    def current_event(self, value: APIGatewayProxyEventV2) -> None:
+        self._event = value
+
+    @property  # type: ignore[override]
+    def lambda_context(self) -> Any:
+        return self._context
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._context = value
+
+    def resolve(self, event: Any, context: Any) -> dict[str, Any]:
+        self._event, self._context = self._to_proxy_event(dict(event)), context
+        try:
+            return super().resolve(event, context)
+        finally:
+            self._event = self._context = None
+
+
+def _roles(value: Any) -> frozenset[str]:
+    """Group claims arrive as a list, "[a b]" (Cognito through HTTP APIs) or "a,b"."""
+    if isinstance(value, list):
+        return frozenset(str(v) for v in value if str(v).strip())
+    return frozenset(r for r in re.split(r"[\s,\[\]]+", str(value or "")) if r)
+
+
+def claims_identity(claims: dict[str, Any], settings: ApiSettings) -> Identity:
+    """The caller from verified claims. The API takes the Cognito ID token: an access token
+    carries no custom attributes, so it cannot name a tenant."""
+    if claims.get("token_use") == "access" and settings.tenant_claim not in claims:
+        raise ForbiddenError(f"this is an access token, which carries no {settings.tenant_claim!r}: "
+                             "send the ID token in the Authorization header")
+    tenant = str(claims.get(settings.tenant_claim, "") or "")
+    found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)))
+    if found.is_empty:
+        raise ForbiddenError("the token carries no tenant or no roles")
+    try:
+        validate_tenant(tenant)
+    except ValueError as error:
+        raise ForbiddenError(f"the token's tenant is not a valid tenant: {error}") from None
+    return found
+
+
+def require_writer(settings: ApiSettings, caller: Identity) -> None:
+    """Read access is not write access: changing documents needs the tenant's write role too."""
+    if settings.write_role not in caller.roles:
+        raise ForbiddenError(f"creating, replacing or deleting documents needs the role {settings.write_role!r}, "
+                             "which this token does not carry")
+
+
+def checked_id(document_id: str) -> str:
+    """The one id grammar (at most 512 bytes: it becomes a DynamoDB key) for every id the API is sent."""
+    try:
+        return validate_document_id(document_id)
+    except ValueError as error:
+        raise BadRequestError(str(error)) from None
+
+
+def path_id(segment: str) -> str:
+    """The id in ``/documents/{id}``: one percent-encoded segment (see :func:`citewell.api.events.one_id_segment`)."""
+    try:
+        return checked_id(unquote(segment, errors="strict"))
+    except UnicodeDecodeError:
+        raise BadRequestError("the document id in the path is not percent-encoded UTF-8") from None
+
+
+def _visible(document: Document | None, caller: Identity) -> Document:
+    if document is None or not caller.can_see(document.tenant, document.allowed_roles):
+        raise NotFoundError("no such document")  # the same answer whether it exists or not
+    return document
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
+                    body={"error": {"code": code, "message": message}})
+
+
+def _problem(error: dict[str, Any]) -> str:
+    if error["type"] == "json_invalid":  # loc is ("body", character offset)
+        return f"the body is not valid JSON: {error.get('ctx', {}).get('error', 'cannot parse')} at character {error['loc'][-1]}"
+    where = ".".join(str(part) for part in error["loc"][1:]) or "body"
+    return f"{where}: {str(error.get('msg', error['type'])).removeprefix('Value error, ')}"
+
+
+def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
+    """A resolver with every route; ``backend`` is called per request and must be cheap (cache in it)."""
+    app = IsolatedHttpResolver(enable_validation=True)
+
+    def caller() -> tuple[ApiBackend, Identity]:
+        found = backend()
+        authorizer = app.current_event.request_context.authorizer
+        claims = (authorizer.jwt_claim or {}) if authorizer else {}
+        return found, claims_identity(claims, found.settings)
+
+    @app.post("/documents")
+    def create_document(request: NewDocument) -> Response[dict[str, Any]]:
+        found, who = caller()
+        services = found.services
+        require_writer(found.settings, who)
+        checked_id(request.document_id)
+        roles = frozenset(request.allowed_roles)
+        if not roles <= who.roles:
+            raise ForbiddenError("allowed_roles may only name roles the caller holds")
+        existing = services.metadata.get_document(who.tenant, request.document_id)
+        if existing is not None and not who.can_see(existing.tenant, existing.allowed_roles):
+            raise ForbiddenError("a document with this id exists and the caller may not replace it")
+        try:
+            upload = register_upload(
+                services, document_id=request.document_id, tenant=who.tenant, allowed_roles=roles, title=request.title,
+                source=request.source, filename=request.filename, locale=request.locale,
+            )
+        except ValidationError as error:
+            raise BadRequestError(readable(error)) from None
+        key = raw_key(who.tenant, upload.document_id, upload.upload_id)
+        form = found.upload_form(key, services.max_bytes, UPLOAD_URL_SECONDS, app.current_event)
+        body = {"document_id": upload.document_id, "upload_id": upload.upload_id, "upload": form,
+                "max_bytes": services.max_bytes, "expires_in": UPLOAD_URL_SECONDS}
+        return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body)
+
+    @app.get("/documents")
+    def list_documents() -> dict[str, Any]:
+        found, who = caller()
+        documents = [d for d in found.services.metadata.list_documents(who.tenant) if who.can_see(d.tenant, d.allowed_roles)]
+        return {"documents": [d.model_dump(mode="json") for d in documents]}
+
+    @app.get("/documents/<document_id>")
+    def get_document(document_id: str) -> dict[str, Any]:
+        found, who = caller()
+        metadata = found.services.metadata
+        document_id = path_id(document_id)
+        section = app.current_event.get_query_string_value("section")
+        if section is not None and not _SECTION.fullmatch(section):
+            raise BadRequestError("section must be a section number: 1 to 6 digits (0-9)")
+        for _ in range(_REREADS):
+            document = _visible(metadata.get_document(who.tenant, document_id), who)
+            chunks = metadata.get_chunks(who.tenant, document_id, document.active_revision) if document.active_revision else []
+            if chunks or not document.active_revision:
+                break  # a served revision always has chunks: none means it was replaced (and purged) since the read
+        if section is not None:
+            chunks = [c for c in chunks if c.section_index == int(section)]
+        text = "".join(c.text[max(0, c.body_start - c.start):] for c in chunks)
+        return {"document": document.model_dump(mode="json"), "text": text}
+
+    @app.delete("/documents/<document_id>")
+    def remove_document(document_id: str) -> dict[str, Any]:
+        from citewell.deletion import delete_document
+
+        found, who = caller()
+        require_writer(found.settings, who)
+        document_id = path_id(document_id)
+        _visible(found.services.metadata.get_document(who.tenant, document_id), who)
+        return delete_document(found.services, who.tenant, document_id).model_dump()
+
+    @app.post("/search")
+    def search_documents(request: SearchRequest) -> dict[str, Any]:
+        from citewell.search import search
+
+        found, who = caller()
+        return search(found.services, who, request.question, k=request.k, lanes=found.settings.lanes).model_dump(mode="json")
+
+    @app.post("/query")
+    def query(request: QueryRequest) -> dict[str, Any]:
+        from citewell.answers.config import evidence_budget, generator_from_env
+        from citewell.answers.service import ask
+
+        found, who = caller()
+        services = found.services
+        answer = ask(services, who, request.question, generator_from_env(services), evidence_budget(), lanes=found.settings.lanes)
+        return answer.model_dump(mode="json")
+
+    @app.get("/answers/<answer_id>/citations")
+    def citations(answer_id: str) -> dict[str, Any]:
+        from citewell.answers.service import recorded_citations
+
+        found, who = caller()
+        try:
+            validate_token(answer_id)
+        except ValueError:
+            raise NotFoundError("no such answer") from None  # no id we issue looks like this
+        return recorded_citations(found.services, who, answer_id).model_dump(mode="json")
+
+    @app.get("/me")
+    def me() -> dict[str, Any]:
+        """Who the token says the caller is, so a client can show it and hide what it may not do."""
+        found, who = caller()
+        return {"tenant": who.tenant, "roles": sorted(who.roles), "can_write": found.settings.write_role in who.roles}
+
+    @app.exception_handler(CitewellError)
+    def handle_error(error: CitewellError) -> Response:
+        status = (404 if isinstance(error, NotFound) else 409 if isinstance(error, Conflict)
+                  else 503 if isinstance(error, RetrievalUnavailable | Busy) else 400)
+        return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body={"error": error.as_dict()})
+
+    @app.exception_handler(ServiceError)
+    def handle_service_error(error: ServiceError) -> Response:
+        return _error(error.status_code, type(error).__name__, str(error.msg))
+
+    @app.exception_handler(RequestValidationError)
+    def handle_invalid_request(error: RequestValidationError) -> Response:
+        """A 422 that says which field is wrong and how (Powertools' default names only the type)."""
+        return _error(422, "RequestValidationError", "; ".join(_problem(e) for e in error.errors()))
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def handle_unsupported_content(error: RequestUnsupportedContentType) -> Response:
+        return _error(415, "RequestUnsupportedContentType", "send the body as application/json")
+
+    @app.exception_handler(Exception)
+    def handle_unexpected(error: Exception) -> Response:
+        """Last resort: the details go to the log, never to the caller."""
+        logger.exception("unexpected error")
+        request_id = getattr(app.lambda_context, "aws_request_id", "unknown")
+        return _error(500, "InternalServerError",
+                      f"Something went wrong on our side. If it persists, report request id {request_id}.")
+
+    return app
+
+
+def _no_backend() -> ApiBackend:
+    raise RuntimeError("this resolver only describes the API")
+
+
+def openapi_document() -> str:
+    """The OpenAPI description of the API, the same for both transports."""
+    return build_resolver(_no_backend).get_openapi_json_schema(title="citewell", version="0.1.0")
