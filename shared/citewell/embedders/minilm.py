@@ -80,9 +80,9 @@ class MiniLMEmbedder:
         if not texts:
             return out
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad less
-        with self._lock:
-            for offset in range(0, len(order), self.batch_size):
-                batch = order[offset : offset + self.batch_size]
+        for offset in range(0, len(order), self.batch_size):
+            batch = order[offset : offset + self.batch_size]
+            with self._lock:  # per batch: a query's embedding waits for one batch of an ingest, not all of it
                 out[batch] = self._embed_batch([texts[i] for i in batch])
         return out
 

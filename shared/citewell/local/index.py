@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from citewell.errors import EmbedderMismatch
-from citewell.local.sqlite import Transaction, checkpoint, connect, ensure_schema
+from citewell.local.sqlite import Connection, PerThread, Transaction, checkpoint, ensure_schema
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit
 from citewell.terms import FUNCTION_WORDS, words
@@ -119,10 +119,15 @@ class SqliteSearchIndex:
     lexical_window = 1000  # best matches ranked before the access mask; see ``lexical``
 
     def __init__(self, path: Path) -> None:
-        self.conn = connect(path)
+        self._connections = PerThread(path)
         ensure_schema(self.conn, _SCHEMA, SCHEMA_VERSION, path)
         self._vectors = _VectorMatrix()
         self._lock = threading.Lock()
+
+    @property
+    def conn(self) -> Connection:
+        """This thread's connection: a server answers requests in several threads at once."""
+        return self._connections.get()
 
     # -- identity and epoch --------------------------------------------------------------
 

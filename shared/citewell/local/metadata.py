@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.local.sqlite import Transaction, checkpoint, connect, ensure_schema
+from citewell.local.sqlite import Connection, PerThread, Transaction, checkpoint, ensure_schema
 from citewell.models import AnswerRecord, Chunk, Document, Upload, utcnow
 
 SCHEMA_VERSION = 2
@@ -73,8 +73,13 @@ _BATCH = 500  # SQLite's default bound-parameter limit leaves room for this many
 
 class SqliteMetadataStore:
     def __init__(self, path: Path) -> None:
-        self.conn = connect(path)
+        self._connections = PerThread(path)
         ensure_schema(self.conn, _SCHEMA, SCHEMA_VERSION, path)
+
+    @property
+    def conn(self) -> Connection:
+        """This thread's connection: a server answers requests in several threads at once."""
+        return self._connections.get()
 
     # -- documents ---------------------------------------------------------------------
 

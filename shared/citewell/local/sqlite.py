@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -90,6 +91,22 @@ def connect(path: Path) -> Connection:
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
     return conn
+
+
+class PerThread:
+    """One connection per thread on one file. A connection's transaction is the connection's, not
+    the thread's: two threads sharing one would run each other's statements inside their own
+    BEGIN ... COMMIT. Each thread gets its own (WAL: readers never wait; one writer at a time)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+
+    def get(self) -> Connection:
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = connect(self.path)
+        return conn
 
 
 def _use_wal(conn: Connection, seconds: float) -> None:
