@@ -7,7 +7,7 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo test eval bench bench-quick fuzz layer synth clean
+.PHONY: demo test browser eval bench bench-quick fuzz layer synth clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,8 +58,26 @@ demo: $(VENV)/.local
 	$(CITEWELL) ask "How much is the hotel allowance per night in port cities?" --tenant northpier --roles staff
 	$(CITEWELL) audit
 
-test: $(VENV)/.dev
+test: $(VENV)/.dev browser
 	$(BIN)/python -m pytest
+
+# The web page's tests drive headless Chromium from Debian's packages; installed here when missing
+# and possible (root or password-less sudo, and apt-get), else those tests are skipped with this reason.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif ! command -v apt-get >/dev/null; then \
+		echo "browser tests will be skipped: chromium and chromedriver are missing and there is no apt-get to install them"; \
+	else \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+		if [ "$$SUDO" = none ]; then \
+			echo "browser tests will be skipped: installing chromium and chromium-driver needs root (or sudo)"; \
+		else \
+			echo "installing chromium and chromium-driver for the browser tests"; \
+			{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+				chromium chromium-driver; } >/dev/null \
+			|| echo "browser tests will be skipped: apt-get could not install chromium and chromium-driver"; \
+		fi; \
+	fi
 
 # Retrieval quality on SciFact (needs ../shared/data; not part of the tests).
 eval: $(VENV)/.local
