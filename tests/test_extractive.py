@@ -10,7 +10,7 @@ from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.refusal import LogisticModel, RefusalModel, shipped_model
 from citewell.answers.service import ask
 from citewell.search import search
-from citewell.answers.units import Wants, identifiers, parts, run_around, units_of, wants
+from citewell.answers.units import Wants, identifiers, missing_share, parts, run_around, specific_terms, units_of, wants
 from citewell.answers.generators.extractive import direct_answer
 from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
@@ -62,8 +62,25 @@ def test_records_are_whole_units_and_a_wrap_is_not_a_sentence_end():
 
 def test_a_question_that_asks_two_things_is_two_asks():
     assert parts("How long do I have to submit a claim, and who can approve a late one?") == [
-        "How long do I have to submit a claim?", "who can approve a late one?"]
+        "How long do I have to submit a claim?", "who can approve a late one (long submit claim)?"]
     assert parts("What are the salt and pepper rules?") == ["What are the salt and pepper rules?"]
+
+
+def test_an_ask_that_points_back_takes_the_first_asks_words():
+    assert parts("What is the leak allowance and how often can a customer get it?") == [
+        "What is the leak allowance?", "how often can a customer get it (leak allowance)?"]
+    assert parts("Who approves refunds, and when are refunds paid?") == [
+        "Who approves refunds?", "when are refunds paid?"]
+
+
+def test_the_names_and_numbers_a_question_is_about_must_be_in_the_passage():
+    assert specific_terms("Is staff parking free at Fenwick Reservoir?") == {"fenwick", "reservoir"}
+    assert specific_terms("When was Tallyforge 5.5 released?") == {"tallyforge", "5.5"}
+    assert specific_terms("What does I do?") == set()
+    assert missing_share({"fenwick", "reservoir"}, "staff parking is free at harrowmere treatment works") == 1.0
+    assert missing_share({"tallyforge", "5.5"}, "tallyforge 5.4 release notes") == 0.5
+    assert missing_share({"5.4"}, "version 5.4.1 shipped") == 1.0  # another version, not this one
+    assert missing_share({"5.4"}, "tallyforge 5.4.") == 0.0
 
 
 def test_what_a_question_asks_for():

@@ -15,11 +15,12 @@ from importlib import resources
 from pydantic import BaseModel
 
 # A unit (sentence, record, list item) against the question.
-UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "item_rank", "identifiers_found", "type_match", "type_mismatch",
-                 "record", "direct")
+UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "joint_coverage", "item_rank", "identifiers_found",
+                 "missing_specific", "type_match", "type_mismatch", "record", "direct")
 # The best unit against the rest of the evidence: is there an answer at all?
-ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "evidence_coverage",
-                   "identifiers_found", "type_mismatch", "top_lane_agreement", "direct")
+ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "best_joint_coverage",
+                   "evidence_coverage", "absent_terms", "identifiers_found", "missing_specific", "type_mismatch",
+                   "top_lane_agreement", "direct")
 
 
 def term_weights(question_terms: set[str], sentences: list[set[str]]) -> dict[str, float]:

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from citewell.chunking import sentence_spans
 from citewell.models import EvidenceItem
-from citewell.terms import content_terms
+from citewell.terms import FUNCTION_WORDS, content_terms
 
 _BLOCK_GAP = re.compile(r"\n[ \t]*\n")
 _FIELD = r"[^:;\n]{1,60}: [^;\n]*"
@@ -45,7 +45,9 @@ class Wants(StrEnum):
 
 _WANTS = {
     Wants.STEPS: re.compile(r"\bhow (?:do|can|should|to)\b|\bsteps?\b|\bprocedure\b|\bwhat should\b.*\bdo\b|\bprocess\b", re.I),
-    Wants.LIST: re.compile(r"\b(?:which|what) (?:are|were)\b|\blist\b|\b(?:types|kinds|options)\b", re.I),
+    Wants.LIST: re.compile(
+        r"\b(?:which|what) (?:are|were)\b|\blist\b|\b(?:types|kinds|options)\b|"
+        r"\b(?:which|what) (?:\w+ )?\w+[^s\W]s (?:are|were|can|do|does|did|have|must|should)\b", re.I),
     Wants.NUMBER: re.compile(
         r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
         r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b", re.I),
@@ -78,17 +80,42 @@ def wants(question: str) -> set[Wants]:
     return {kind for kind, pattern in _WANTS.items() if pattern.search(question)}
 
 
+_TOKEN = re.compile(r"\w(?:[\w.-]*\w)?")
 _SECOND_ASK = re.compile(r",?\s+and\s+(?=(?:who|whom|what|when|where|which|why|how|is|are|do|does|can|should)\b)", re.I)
 
 
+_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|this|that|these|those|one)\b", re.I)
+_ASKING = frozenset("how what when where which who whom whose why".split())
+
+
 def parts(question: str) -> list[str]:
-    """The asks of a question that asks two things ("How long do I have, and who approves a late one?")."""
-    return [p.strip(" ,?") + "?" for p in _SECOND_ASK.split(question) if p.strip(" ,?")]
+    """The asks of a question that asks two things ("How long do I have, and who approves a late one?").
+    A later ask that points back ("and how often can a customer get it?") takes the first ask's
+    words, so it can be matched on its own."""
+    asks = [p.strip(" ,?") for p in _SECOND_ASK.split(question) if p.strip(" ,?")]
+    subject = " ".join(w for w in _TOKEN.findall(asks[0]) if w.lower() not in FUNCTION_WORDS | _ASKING) if asks else ""
+    return [asks[0] + "?", *(f"{a} ({subject})?" if _PRONOUN.search(a) and subject else f"{a}?" for a in asks[1:])] if asks else []
 
 
 def identifiers(text: str) -> set[str]:
     """Codes and numbers named in a question (E1027, WX-4012, 16384): an answer must hold them."""
     return {m.group(0).strip("`").lower() for m in CODE.finditer(text)} | {m for m in re.findall(r"\b\d{2,}\b", text)}
+
+
+def specific_terms(question: str) -> set[str]:
+    """The names and numbers a question is about ("Fenwick Reservoir", "5.5", "2022"): a passage
+    that lacks one answers a neighbouring question, not this one. The first word is capitalised
+    by grammar, not by meaning, and is left out."""
+    tokens = _TOKEN.findall(question)
+    return {t.lower() for t in tokens[1:] if (t[0].isupper() or any(c.isdigit() for c in t)) and t != "I"
+            and t.lower() not in FUNCTION_WORDS}
+
+
+def missing_share(terms: set[str], text: str) -> float:
+    """The share of ``terms`` that ``text`` (lower case) does not hold as whole words."""
+    if not terms:
+        return 0.0
+    return sum(re.search(rf"(?<![\w.-]){re.escape(t)}(?![\w-]|\.\w)", text) is None for t in terms) / len(terms)
 
 
 @dataclass(frozen=True)
@@ -139,16 +166,25 @@ def units_of(item: EvidenceItem) -> list[Unit]:
     return found
 
 
+def _fields(unit: Unit) -> tuple[str, ...]:
+    return tuple(field.partition(": ")[0] for field in unit.text.split("; "))
+
+
 def run_around(units: list[Unit], best: Unit) -> list[Unit]:
-    """The run of one-unit blocks ``best`` belongs to (a list or the steps of a procedure), in order."""
-    if not best.whole_block or best.record:
+    """The run of one-unit blocks ``best`` belongs to, in order: the items of a list, the steps
+    of a procedure, or the rows of a table (records with the same fields)."""
+    if not best.whole_block:
         return [best]
+
+    def kin(unit: Unit) -> bool:
+        return unit.whole_block and unit.record == best.record and (not best.record or _fields(unit) == _fields(best))
+
     same = [u for u in units if u.item is best.item]
     position = same.index(best)
     first = position
-    while first > 0 and same[first - 1].whole_block and not same[first - 1].record and same[first - 1].block == same[first].block - 1:
+    while first > 0 and kin(same[first - 1]) and same[first - 1].block == same[first].block - 1:
         first -= 1
     last = position
-    while last + 1 < len(same) and same[last + 1].whole_block and not same[last + 1].record and same[last + 1].block == same[last].block + 1:
+    while last + 1 < len(same) and kin(same[last + 1]) and same[last + 1].block == same[last].block + 1:
         last += 1
     return same[first : last + 1]

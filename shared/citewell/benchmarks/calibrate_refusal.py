@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.generators.extractive import UnitEmbeddings, score_support
+from citewell.answers.generators.extractive import UnitEmbeddings, answer_features, score_support
 from citewell.answers.refusal import ANSWER_FEATURES, MODEL_FILE, UNIT_FEATURES, LogisticModel, RefusalModel
 from citewell.models import Identity
 from citewell.search import search
@@ -52,8 +52,7 @@ class Observed:
     question: Question
     unit_rows: list[dict[str, float]]
     unit_labels: list[bool]
-    evidence_coverage: float
-    top_lane: list[bool]
+    evidence: dict[str, float]  # the evidence-wide values the answer model reads
 
 
 def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
@@ -69,11 +68,10 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
             observed.append(Observed(
                 question=question, unit_rows=support.unit_features,
                 unit_labels=[question.answerable and any(f in u.text.lower() for f in facts) for u in support.units],
-                evidence_coverage=support.features["evidence_coverage"],
-                top_lane=[u.item.rank == 1 for u in support.units],
+                evidence={k: support.features[k] for k in ("evidence_coverage", "absent_terms")},
             ))
         else:
-            observed.append(Observed(question, [], [], 0.0, []))
+            observed.append(Observed(question, [], [], {}))
         if number % 250 == 0:
             print(f"{number}/{len(questions)} questions", flush=True)
     return observed
@@ -83,18 +81,7 @@ def _answer_row(o: Observed, unit: LogisticModel) -> tuple[dict[str, float], boo
     if not o.unit_rows:
         return None
     p = np.array([unit.probability(r) for r in o.unit_rows])
-    order = np.argsort(-p, kind="stable")
-    best = int(order[0])
-    row = {
-        "best_unit": float(p[best]),
-        "margin": float(p[best] - p[order[1]]) if len(order) > 1 else float(p[best]),
-        "best_cosine": o.unit_rows[best]["cosine"], "best_coverage": o.unit_rows[best]["coverage"],
-        "best_context_coverage": o.unit_rows[best]["context_coverage"],
-        "evidence_coverage": o.evidence_coverage, "identifiers_found": o.unit_rows[best]["identifiers_found"],
-        "type_mismatch": o.unit_rows[best]["type_mismatch"], "top_lane_agreement": 1.0 if o.top_lane[best] else 0.0,
-        "direct": o.unit_rows[best]["direct"],
-    }
-    return row, o.unit_labels[best]
+    return answer_features(o.unit_rows, p, o.evidence), o.unit_labels[int(np.argmax(p))]
 
 
 def _weights(sources: list[str], answerset_weight: float) -> np.ndarray:

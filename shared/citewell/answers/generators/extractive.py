@@ -26,8 +26,10 @@ from citewell.answers.units import (
     Unit,
     Wants,
     identifiers,
+    missing_share,
     parts,
     run_around,
+    specific_terms,
     stems,
     units_identity,
     units_of,
@@ -105,7 +107,8 @@ def score_support(
     weights = term_weights(stems(question), terms)
     named = identifiers(question)
     wanted = wants(question)
-    contexts: dict[tuple[int, str], set[str]] = {}
+    contexts: dict[tuple[int, str], tuple[set[str], str]] = {}
+    specific = specific_terms(question)
     rows = []
     for unit, cosine, unit_terms, text in zip(units, cosines, terms, texts):
         lowered = text.lower()
@@ -113,13 +116,17 @@ def score_support(
         span = unit.item.span_at(unit.start)
         where = (id(unit.item), span.chunk_id)
         if where not in contexts:  # the title and headings the unit sits under
-            contexts[where] = stems(" ".join([unit.item.title, *span.section_path]))
+            heading = " ".join([unit.item.title, *span.section_path])
+            contexts[where] = (stems(heading), heading.lower())
+        context_terms, context_text = contexts[where]
         rows.append({
             "cosine": float(cosine),
             "coverage": coverage(weights, unit_terms),
-            "context_coverage": coverage(weights, contexts[where]),
+            "context_coverage": coverage(weights, context_terms),
+            "joint_coverage": coverage(weights, unit_terms | context_terms),
             "item_rank": 1.0 / unit.item.rank,
             "identifiers_found": sum(n in lowered for n in named) / len(named) if named else 1.0,
+            "missing_specific": missing_share(specific, f"{lowered} {context_text}"),
             "type_match": 1.0 if wanted and matches else 0.0,
             "type_mismatch": 1.0 if wanted and not matches else 0.0,
             "record": 1.0 if unit.record else 0.0,
@@ -127,23 +134,37 @@ def score_support(
         })
     probabilities = np.array([model.unit.probability(r) for r in rows])
     order = np.argsort(-probabilities, kind="stable")
-    best = int(order[0])
-    features = {
-        "best_unit": float(probabilities[best]),
-        "margin": float(probabilities[best] - probabilities[order[1]]) if len(order) > 1 else float(probabilities[best]),
-        "best_cosine": rows[best]["cosine"],
-        "best_coverage": rows[best]["coverage"],
-        "best_context_coverage": rows[best]["context_coverage"],
-        "evidence_coverage": coverage(weights, set().union(*terms)),
-        "identifiers_found": rows[best]["identifiers_found"],
-        "type_mismatch": rows[best]["type_mismatch"],
-        "top_lane_agreement": 1.0 if units[best].item.rank == 1 else 0.0,
-        "direct": rows[best]["direct"],
-    }
+    everything = set().union(*terms, *(t for t, _ in contexts.values()))
+    evidence = {"evidence_coverage": coverage(weights, set().union(*terms)), "absent_terms": 1.0 - coverage(weights, everything)}
+    features = answer_features(rows, probabilities, evidence)
     return Support(
         in_order=units, units=[units[int(i)] for i in order], probabilities=probabilities[order],
         unit_features=[rows[int(i)] for i in order], features=features, wanted=frozenset(wanted),
     )
+
+
+def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray, evidence: dict[str, float]) -> dict[str, float]:
+    """What the answer model reads: the best unit by the unit model, its lead over the next, and
+    how much of the question the evidence as a whole covers (``evidence``: ``evidence_coverage``,
+    ``absent_terms``). The fit (``calibrate_refusal``) computes its rows with this function too."""
+    order = np.argsort(-probabilities, kind="stable")
+    best = rows[int(order[0])]
+    top = float(probabilities[order[0]])
+    return {
+        "best_unit": top,
+        "margin": top - float(probabilities[order[1]]) if len(order) > 1 else top,
+        "best_cosine": best["cosine"],
+        "best_coverage": best["coverage"],
+        "best_context_coverage": best["context_coverage"],
+        "best_joint_coverage": best["joint_coverage"],
+        "evidence_coverage": evidence["evidence_coverage"],
+        "absent_terms": evidence["absent_terms"],
+        "identifiers_found": best["identifiers_found"],
+        "missing_specific": best["missing_specific"],
+        "type_mismatch": best["type_mismatch"],
+        "top_lane_agreement": 1.0 if best["item_rank"] == 1.0 else 0.0,
+        "direct": best["direct"],
+    }
 
 
 def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | None:
