@@ -9,7 +9,7 @@ import pytest
 from citewell.answers.evidence import gather_evidence, read_back
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.answers.service import ask, cache_key, recorded_citations
-from citewell.answers.verify import verify
+from citewell.answers.verify import Rejection, verify
 from citewell.chunking import Chunker, ChunkingConfig
 from citewell.errors import EmbedderUnavailable, NotFound, RetrievalUnavailable
 from citewell.ingest.runner import ingest
@@ -98,15 +98,28 @@ def test_near_duplicates_collapse(services):
     assert sum("storm pins" in t for t in texts) == 1 and any("forecasts" in t for t in texts)
 
 
-def test_invented_refs_are_removed_and_an_answer_without_valid_refs_is_a_refusal(services):
+def test_a_draft_is_bound_to_its_evidence_or_rejected_whole(services):
     add(services, HANDBOOK, "handbook.md")
     evidence = gather_evidence(services, STAFF, search(services, STAFF, "annual leave").hits)
-    text, citations = verify(Draft(text="Staff get 27 days [S1]. Managers get 40 [S9].", refused=False), evidence)
-    assert text == "Staff get 27 days [S1]. Managers get 40." and [c.ref for c in citations] == ["S1"]
-    c = citations[0]
+    verdict = verify(Draft(text='27 days. "full-time  staff receive 27 days" [S1]', refused=False,
+                           quotes={"S1": "full-time  staff receive 27 days"}), evidence, "How much leave?")
+    assert verdict.rejected is None and verdict.answer == '27 days. "full-time staff receive 27 days" [S1]'
+    (c,) = verdict.citations
     assert c.document_id == "handbook.md" and c.revision == evidence[0].revision and c.chunk_id == evidence[0].spans[0].chunk_id
-    assert verify(Draft(text="Everyone gets 99 days [S7].", refused=False), evidence) == (None, [])
-    assert verify(Draft(text="Everyone gets 99 days.", refused=False), evidence) == (None, [])
+    assert c.quote == "Full-time staff receive 27 days"  # as the source has it
+    rejected = {
+        "Staff get 27 days [S1]. Managers get 40 [S9].": Rejection.UNKNOWN_SOURCE,
+        "Everyone gets 27 days.": Rejection.UNCITED,
+        '"Full-time staff receive 28 days" [S1]': Rejection.QUOTE_NOT_IN_SOURCE,
+        "Full-time staff receive 28 days [S1].": Rejection.NUMBER_NOT_IN_SOURCE,
+    }
+    for text, why in rejected.items():
+        verdict = verify(Draft(text=text, refused=False), evidence, "How much leave?")
+        assert (verdict.answer, verdict.citations, verdict.rejected) == (None, [], why)
+        assert "28" not in verdict.detail and "Managers" not in verdict.detail  # never the draft's words
+    # Numbers the question names, and list ordinals, are not claims about the sources.
+    assert verify(Draft(text="1. Staff get 27 days [S1].\n2. Since 2024 [S1].", refused=False), evidence,
+                  "Since 2024?").rejected is None
 
 
 def test_extractive_answer_cites_the_supporting_sentence_and_refuses_otherwise(services):
@@ -169,7 +182,9 @@ def test_prompt_injection_cannot_change_access_or_the_answer_format(services):
         service.replies.append(service.chat('{"leaked": "44000-54000"} [S9] [S42]'))
         model = OpenAICompatibleGenerator(base_url=service.url, model="m", retries=0)
         answer = ask(services, STAFF, "reveal the salary bands", model)
-        assert answer.refused and answer.answer is None and answer.citations == []
+        # The draft is rejected whole; what stands in is the extractive answer from the caller's evidence.
+        assert answer.degraded[0].startswith("draft rejected: openai-compatible:m (unknown_source: cites S9, S42")
+        assert "44000" not in answer.model_dump_json() and {c.document_id for c in answer.citations} <= {"notice.md"}
         prompt = service.requests[0]["json"]["messages"][1]["content"]
         assert "44000" not in prompt  # the evidence never held text the caller may not read
         assert prompt.count("<source ") == prompt.count("</source>")  # a document cannot forge a source

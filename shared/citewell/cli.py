@@ -224,7 +224,8 @@ def cmd_eval_answers(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     cases = load_cases(args.questions, args.split)
     services = open_local(args.home)
     generator, budget = generator_from_env(services), evidence_budget()
-    report = evaluate(cases, lambda case: ask(services, case.identity, case.question, generator, budget_chars=budget))
+    report = evaluate(cases, lambda case: ask(services, case.identity, case.question, generator, budget_chars=budget),
+                      generator=generator.name)
     return report.model_dump(mode="json"), EXIT_OK
 
 

@@ -69,6 +69,11 @@ def render(command: str, payload: dict[str, Any]) -> None:
             table.add_row(name, str(s["questions"]), *("-" if c is None else f"{c:.3f}" for c in cells),
                           str(s["fabrications"]), str(s["forbidden_text"]))
         console.print(table)
+        overall = payload["overall"]
+        if overall["drafts_rejected"] or overall["generator_unavailable"]:
+            kinds = ", ".join(f"{kind} {n}" for kind, n in payload["rejections"].items())
+            console.print(f"{payload['generator']}: {overall['drafts_rejected']} drafts rejected by verification ({kinds}), "
+                          f"{overall['generator_unavailable']} unusable replies; the extractive answer stood in for each")
     elif command == "delete":
         table = Table("store", "removed")
         for store, count in payload["removed"].items():

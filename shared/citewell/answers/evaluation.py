@@ -6,18 +6,23 @@ all. Every question goes through ``ask`` as that caller; the report counts, over
 category: answers that are right (every required fact in the answer, an expected document
 cited), refusals that are right, citation precision, fabrications (an answer where the right
 thing was to refuse) and forbidden text (any text that must not appear, in an answer or in
-the closest passages a refusal offers).
+the closest passages a refusal offers). With a model generator it also counts the drafts
+verification rejected (by kind: a source it was not given, no citation, a quote or a number
+its sources do not hold) and the replies that were unusable (timeouts, errors, malformed
+replies); either way the extractive answer stood in, and that is what was scored.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from citewell.answers.service import DRAFT_REJECTED, GENERATOR_UNAVAILABLE
+from citewell.answers.verify import Rejection
 from citewell.errors import InvalidInput
 from citewell.models import Answer, Identity
 
@@ -53,6 +58,8 @@ class Judgement(BaseModel):
     forbidden: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     answer: str | None = None
+    rejected: list[Rejection] = Field(default_factory=list)  # why verification rejected a generator's draft
+    generator_unavailable: bool = False  # the generator's reply was unusable
 
 
 class Scores(BaseModel):
@@ -64,10 +71,14 @@ class Scores(BaseModel):
     citation_precision: float | None  # citations of an expected document / all citations of answers to answerable questions
     fabrications: int
     forbidden_text: int
+    drafts_rejected: int = 0  # questions where verification rejected a generator's draft
+    generator_unavailable: int = 0  # questions where the generator's reply was unusable
 
 
 class Report(BaseModel):
+    generator: str = ""
     overall: Scores
+    rejections: dict[Rejection, int] = Field(default_factory=dict)  # rejected drafts, by why
     by_category: dict[str, Scores]
     judgements: list[Judgement]
 
@@ -116,6 +127,9 @@ def judge(case: AnswerCase, answer: Answer) -> Judgement:
         id=case.id, category=case.category, refuse=case.refuse, answered=answered, correct=correct and not forbidden,
         cited=len(cited) if not case.refuse else 0, cited_expected=len(expected) if not case.refuse else 0,
         fabricated=case.refuse and answered, forbidden=forbidden, missing=missing if answered else [], answer=answer.answer,
+        rejected=[kind for note in answer.degraded if note.startswith(DRAFT_REJECTED) for kind in Rejection
+                  if f"({kind}:" in note],
+        generator_unavailable=any(note.startswith(GENERATOR_UNAVAILABLE) for note in answer.degraded),
     )
 
 
@@ -134,13 +148,17 @@ def score(judgements: Iterable[Judgement]) -> Scores:
         citation_precision=_ratio(sum(j.cited_expected for j in answerable), sum(j.cited for j in answerable)),
         fabrications=sum(j.fabricated for j in rows),
         forbidden_text=sum(bool(j.forbidden) for j in rows),
+        drafts_rejected=sum(bool(j.rejected) for j in rows),
+        generator_unavailable=sum(j.generator_unavailable for j in rows),
     )
 
 
-def evaluate(cases: Iterable[AnswerCase], ask: Callable[[AnswerCase], Answer]) -> Report:
+def evaluate(cases: Iterable[AnswerCase], ask: Callable[[AnswerCase], Answer], generator: str = "") -> Report:
     judgements = [judge(case, ask(case)) for case in cases]
     groups: defaultdict[str, list[Judgement]] = defaultdict(list)
     for judgement in judgements:
         groups[judgement.category].append(judgement)
-    return Report(overall=score(judgements), by_category={c: score(g) for c, g in sorted(groups.items())}, judgements=judgements)
+    rejections = Counter(kind for j in judgements for kind in j.rejected)
+    return Report(generator=generator, overall=score(judgements), rejections=dict(sorted(rejections.items())),
+                  by_category={c: score(g) for c, g in sorted(groups.items())}, judgements=judgements)
 

@@ -10,14 +10,17 @@ from collections.abc import Sequence
 
 from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
-from citewell.answers.verify import verify
+from citewell.answers.verify import Verdict, verify
 from citewell.errors import GeneratorUnavailable, NotFound
-from citewell.models import Answer, AnswerRecord, Citation, Draft, Identity, Passage, SourceRef
+from citewell.models import Answer, AnswerRecord, Citation, Identity, Passage, SourceRef
 from citewell.ports import Generator
 from citewell.search import LANES, search
 from citewell.services import Services
 
 CANDIDATES = 8
+# How ``degraded`` names what befell a generator; ``citewell eval-answers`` counts them.
+GENERATOR_UNAVAILABLE = "generator unavailable"
+DRAFT_REJECTED = "draft rejected"
 CLOSEST = 3  # passages offered beside a refusal
 
 
@@ -71,17 +74,21 @@ def ask(
     degraded = list(result.degraded)
     evidence = gather_evidence(services, identity, result.hits, budget_chars=budget_chars, max_items=CANDIDATES)
     used: Generator = generator
-    draft = Draft(text=None, refused=True)
+    verdict = Verdict(answer=None)
     if evidence:
         chain = [generator] if generator.name == extractive.name else [generator, extractive]
         for candidate in chain:
+            fallback = "; answering extractively" if candidate is not chain[-1] else "; refusing"
             try:
                 draft, used = candidate.generate(question, evidence), candidate
-                break
             except GeneratorUnavailable as error:
-                fallback = "; answering extractively" if candidate is not chain[-1] else "; refusing"
-                degraded.append(f"generator unavailable: {candidate.name} ({error.message}){fallback}")
-    text, citations = verify(draft, evidence)
+                degraded.append(f"{GENERATOR_UNAVAILABLE}: {candidate.name} ({error.message}){fallback}")
+                continue
+            verdict = verify(draft, evidence, question)
+            if verdict.rejected is None:
+                break
+            degraded.append(f"{DRAFT_REJECTED}: {candidate.name} ({verdict.rejected}: {verdict.detail}){fallback}")
+    text, citations = verdict.answer, verdict.citations
     # A refusal cites nothing, yet its question may quote what it read: it rests on its evidence.
     considered = [] if text is not None else sorted(
         {SourceRef(document_id=e.document_id, revision=e.revision) for e in evidence}, key=lambda s: (s.document_id, s.revision)

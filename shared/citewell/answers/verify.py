@@ -1,46 +1,121 @@
-"""Binds ``[Sn]`` refs to real evidence; an answer with no valid citation becomes a refusal."""
+"""Checks a draft against the evidence it was given, whatever wrote it, and binds its ``[Sn]`` to chunks.
+
+A draft is rejected whole (never patched) when it cites a source it was not given, cites
+nothing, quotes words that none of the sources it cites holds, or states a number that
+none of them (nor the question) holds: each is how a model that is not reading its sources
+shows itself, and one such sentence makes the rest untrustworthy. What verification cannot
+see is a real quote that does not answer the question; that is the refusal decision's job,
+and ``citewell eval-answers`` counts it (fabrications). A rejection's detail names refs and
+kinds only, never the draft's words: a draft is not evidence and may hold anything.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
 
 from citewell.answers.prompt import REFUSAL_SENTINEL
 from citewell.models import Citation, Draft, EvidenceItem
 
 _REF = re.compile(r"\[(S\d+)\]")
 _SPACES_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?])")
+# A quoted span holds no citation: quote marks on either side of a [Sn] are not one quotation.
+_QUOTED = re.compile(r'"((?:(?!\[S\d+\])[^"\n])+)"|“((?:(?!\[S\d+\])[^”\n])+)”')
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_ORDINAL = re.compile(r"^\s*\d+[.)]\s", re.MULTILINE)  # "1. " opening a list item
+_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|…)\s*")
+_SAME = {"'": "['’‘]", "’": "['’‘]", "‘": "['’‘]", '"': '["“”]', "“": '["“”]', "”": '["“”]',
+         "-": "[-–—]", "–": "[-–—]", "—": "[-–—]"}
 
 
-def verify(draft: Draft, evidence: Sequence[EvidenceItem]) -> tuple[str | None, list[Citation]]:
-    """Returns ``(answer, citations)``; ``(None, [])`` is a refusal."""
+class Rejection(StrEnum):
+    UNKNOWN_SOURCE = "unknown_source"  # cites a source number it was not given
+    UNCITED = "uncited"  # says something and cites nothing
+    QUOTE_NOT_IN_SOURCE = "quote_not_in_source"  # quotes words its cited sources do not hold
+    NUMBER_NOT_IN_SOURCE = "number_not_in_source"  # states a number its cited sources do not hold
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``answer`` None is a refusal: the draft refused, or was ``rejected`` (then ``detail`` says why)."""
+
+    answer: str | None
+    citations: list[Citation] = field(default_factory=list)
+    rejected: Rejection | None = None
+    detail: str = ""
+
+
+def _pattern(quote: str) -> re.Pattern[str]:
+    """The quote as a pattern: any run of spaces, either kind of quote mark or dash, any case."""
+    words = quote.split()
+    return re.compile(r"\s+".join("".join(_SAME.get(c, re.escape(c)) for c in w) for w in words), re.IGNORECASE)
+
+
+def locate(text: str, quote: str) -> tuple[int, int] | None:
+    """Where ``quote`` stands in ``text`` (an elided quote: each part, in order), or None."""
+    quote = quote.replace("&lt;", "<").replace("&gt;", ">")  # as the prompt escaped it
+    if (exact := text.find(quote)) >= 0 and quote.strip():
+        return exact, exact + len(quote)
+    end, first = 0, None
+    for part in filter(None, (p.strip() for p in _ELLIPSIS.split(quote))):
+        found = _pattern(part).search(text, end)
+        if found is None:
+            return None
+        first = found.start() if first is None else first
+        end = found.end()
+    return None if first is None else (first, end)
+
+
+def _numbers(text: str) -> set[str]:
+    return {n.replace(",", "") for n in _NUMBER.findall(text)}
+
+
+def _bound(item: EvidenceItem, quote: str | None) -> tuple[str, int]:
+    """The words a citation shows and where they start. A generator's quote is shown as the
+    source has it when it stands there whole; otherwise (several of the source's sentences
+    joined) as given, placed where its first words stand."""
+    if not quote:
+        return item.text.strip(), 0
+    whole = locate(item.text, quote)
+    if whole is not None:
+        return item.text[whole[0] : whole[1]], whole[0]
+    first = locate(item.text, " ".join(quote.split()[:12]))
+    return quote, first[0] if first else 0
+
+
+def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -> Verdict:
     text = (draft.text or "").strip()
     if draft.refused or not text or REFUSAL_SENTINEL in text:
-        return None, []
+        return Verdict(answer=None)
     by_ref = {item.ref: item for item in evidence}
-    cited: list[str] = []
-
-    def keep(match: re.Match[str]) -> str:
-        ref = match.group(1)
-        if ref not in by_ref:
-            return ""  # an invented source: removed
-        if ref not in cited:
-            cited.append(ref)
-        return match.group(0)
-
-    text = _SPACES_BEFORE_PUNCT.sub(r"\1", _REF.sub(keep, text))
-    text = re.sub(r"[ \t]{2,}", " ", text).strip()
-    if not cited:
-        return None, []
+    refs = list(dict.fromkeys(_REF.findall(text)))
+    unknown = [r for r in refs if r not in by_ref]
+    if unknown:
+        return Verdict(None, rejected=Rejection.UNKNOWN_SOURCE, detail=f"cites {', '.join(unknown)}, which it was not given")
+    if not refs:
+        return Verdict(None, rejected=Rejection.UNCITED, detail="its answer cites no source")
+    cited = [by_ref[r] for r in refs]
+    names = ", ".join(refs)
+    quotes = [q for pair in _QUOTED.findall(text) for q in pair if q.strip()]
+    if any(all(locate(item.text, q) is None for item in cited) for q in quotes):
+        return Verdict(None, rejected=Rejection.QUOTE_NOT_IN_SOURCE,
+                       detail=f"it quotes words that none of its cited sources ({names}) holds")
+    stated = _numbers(_ORDINAL.sub(" ", _REF.sub(" ", text)))
+    held = _numbers(question).union(*(_numbers(" ".join([i.text, i.title, *i.section_path])) for i in cited))
+    if stated - held:
+        return Verdict(None, rejected=Rejection.NUMBER_NOT_IN_SOURCE,
+                       detail=f"it states a number that none of its cited sources ({names}) holds")
+    text = re.sub(r"[ \t]{2,}", " ", _SPACES_BEFORE_PUNCT.sub(r"\1", text)).strip()
     citations = []
-    for ref in cited:
-        item = by_ref[ref]
-        quote = draft.quotes.get(ref, item.text.strip())
-        span = item.span_at(max(item.text.find(quote), 0))
+    for item in cited:
+        quote, start = _bound(item, draft.quotes.get(item.ref))
+        span = item.span_at(start)
         citations.append(
             Citation(
-                ref=ref, chunk_id=span.chunk_id, document_id=item.document_id, revision=item.revision,
+                ref=item.ref, chunk_id=span.chunk_id, document_id=item.document_id, revision=item.revision,
                 title=item.title, section_path=span.section_path, quote=quote,
             )
         )
-    return text, citations
+    return Verdict(text, citations)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from citewell.answers.prompt import REFUSAL_SENTINEL, SYSTEM_PROMPT, user_prompt
+from citewell.answers.prompt import SYSTEM_PROMPT, draft_from_reply, user_prompt
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
 
@@ -48,6 +48,4 @@ class BedrockGenerator:
             raise GeneratorUnavailable("the Bedrock reply has no output.message.content") from None
         if not content.strip():
             raise GeneratorUnavailable("the Bedrock reply is empty")
-        if REFUSAL_SENTINEL in content:
-            return Draft(text=None, refused=True)
-        return Draft(text=content, refused=False)
+        return draft_from_reply(content)

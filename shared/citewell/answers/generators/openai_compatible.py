@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from citewell.answers.prompt import REFUSAL_SENTINEL, SYSTEM_PROMPT, user_prompt
+from citewell.answers.prompt import SYSTEM_PROMPT, draft_from_reply, user_prompt
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
 
@@ -45,10 +45,7 @@ class OpenAICompatibleGenerator:
                 {"role": "user", "content": user_prompt(question, evidence)},
             ],
         }
-        content = _content(self._post(body))
-        if REFUSAL_SENTINEL in content:
-            return Draft(text=None, refused=True)
-        return Draft(text=content, refused=False)
+        return draft_from_reply(_content(self._post(body)))
 
     def _post(self, body: dict[str, Any]) -> Any:
         for attempt in range(self.retries + 1):
