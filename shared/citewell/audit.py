@@ -20,6 +20,7 @@ from functools import partial
 import numpy as np
 from pydantic import BaseModel
 
+from citewell import leases
 from citewell.answers.units import units_identity
 from citewell.deletion import compact, delete_document, purge_revision, withdraw_citations
 from citewell.errors import CitewellError, InvalidInput, NotFound
@@ -178,13 +179,20 @@ class _Audit:
                 publish_stage(services, upload, outcome.revision, outcome.content_sha256)
 
     def stuck_documents(self) -> None:
+        """In flight for longer than the time limit, or at once when the process holding its
+        lease is gone (see :mod:`citewell.leases`)."""
         now = utcnow()
         for (tenant, document_id), document in sorted(self.documents.items()):
-            if document.status not in (DocumentStatus.PROCESSING, DocumentStatus.DELETING) or now - document.updated_at < self.stuck:
+            if document.status not in (DocumentStatus.PROCESSING, DocumentStatus.DELETING):
+                continue
+            orphaned = document.lease is not None and leases.is_dead(document.lease)
+            if now - document.updated_at < self.stuck and not orphaned:
                 continue
             age = int((now - document.updated_at).total_seconds() // 60)
+            since = (f"since {document.lease.describe()} ended" if orphaned and document.lease
+                     else f"for {age} minutes")
             if document.status is DocumentStatus.DELETING:
-                self.found("stuck", tenant, document_id, f"deleting for {age} minutes",
+                self.found("stuck", tenant, document_id, f"deleting, unfinished {since}",
                            partial(delete_document, self.services, tenant, document_id))
                 continue
             latest = next((u for u in self.uploads.values() if u.tenant == tenant and u.document_id == document_id
@@ -192,11 +200,11 @@ class _Audit:
             finishable = self._finishable(latest) if latest else None
             if latest is not None and finishable is not None:
                 self.found("unswitched_upload", tenant, document_id,
-                           f"upload {latest.upload_id[:12]} was fully indexed {age} minutes ago but never became the active revision",
+                           f"upload {latest.upload_id[:12]} was fully indexed but never became the active revision ({since})",
                            partial(publish_stage, self.services, latest, *finishable))
                 continue
-            self.found("stuck", tenant, document_id, f"processing for {age} minutes",
-                       partial(self._fail_stuck, document, latest, age))
+            self.found("stuck", tenant, document_id, f"processing, unfinished {since}",
+                       partial(self._fail_stuck, document, latest, since))
 
     def _finishable(self, upload: Upload) -> tuple[str, str, str | None] | None:
         """``(revision, content_sha256, encoding)`` of an upload whose revision is indexed in full."""
@@ -210,8 +218,8 @@ class _Audit:
             return None
         return revision, artifact.content_sha256, artifact.parsed.encoding
 
-    def _fail_stuck(self, document: Document, upload: Upload | None, age: int) -> None:
-        info = ErrorInfo(code="stuck", message=f"processing did not finish within {age} minutes; upload the file again")
+    def _fail_stuck(self, document: Document, upload: Upload | None, since: str) -> None:
+        info = ErrorInfo(code="stuck", message=f"processing did not finish ({since}); upload the file again")
 
         def fail(d: Document) -> Document | None:
             same = d.generation == document.generation and d.upload_seq == document.upload_seq

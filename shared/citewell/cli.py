@@ -19,6 +19,7 @@ from citewell.errors import CitewellError, InvalidInput, readable
 from citewell.models import Identity, validate_document_id, validate_name, validate_tenant
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 
 def _roles(value: str) -> frozenset[str]:
@@ -295,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser(json_errors="--json" in argv).parse_args(argv)
     try:
         payload, code = COMMANDS[args.command](args)
+    except KeyboardInterrupt as interrupt:
+        return _interrupted(args, interrupt)
     except (CitewellError, ValueError) as error:
         info = error.as_dict() if isinstance(error, CitewellError) else {"code": "invalid_input", "message": _message(error)}
         if args.json:
@@ -308,6 +311,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         render(args.command, payload)
     return code
+
+
+def _interrupted(args: argparse.Namespace, interrupt: KeyboardInterrupt) -> int:
+    """Ctrl-C: one line, and with --json what an ingest got done; never a traceback."""
+    message = "interrupted"
+    outcomes = getattr(interrupt, "outcomes", None)
+    if outcomes is not None:
+        published = sum(o.status in ("published", "unchanged") for o in outcomes)
+        stopped = sum(o.error is not None and o.error.code == "interrupted" for o in outcomes)
+        message = (f"interrupted: {published} documents published or unchanged, {stopped} stopped before publishing "
+                   "(marked failed: interrupted; any earlier revision is still served); run the same ingest again")
+    if args.json:
+        documents = {"documents": [o.model_dump(mode="json") for o in outcomes]} if outcomes is not None else {}
+        print(json.dumps({**documents, "error": {"code": "interrupted", "message": message}}, ensure_ascii=False))
+    print(f"citewell: {message}", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def _message(error: ValueError) -> str:

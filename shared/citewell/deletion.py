@@ -13,6 +13,7 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 
+from citewell import leases
 from citewell.answers.units import units_identity
 from citewell.errors import NotFound
 from citewell.keys import STAGES, document_prefix, upload_keys
@@ -89,7 +90,9 @@ def delete_document(services: Services, tenant: str, document_id: str) -> Deleti
 
     def tombstone(d: Document) -> Document:
         # Not served any more; ``active_upload`` stays, so a rerun still knows the served upload's keys.
-        return d.model_copy(update={"status": DocumentStatus.DELETING, "active_revision": None, "error": None})
+        return d.model_copy(update={
+            "status": DocumentStatus.DELETING, "active_revision": None, "error": None, "lease": leases.current(),
+        })
 
     marked = update_document(services.metadata, tenant, document_id, tombstone)
     revisions = set(services.metadata.chunk_revisions(tenant, document_id)) | set(services.index.revisions(tenant, document_id))

@@ -117,6 +117,12 @@ class CorruptFile(IngestError):
     code = "corrupt_file"
 
 
+class Interrupted(IngestError):
+    """The operator stopped the ingest (Ctrl-C) before this upload was published."""
+
+    code = "interrupted"
+
+
 class UploadMissing(IngestError):
     """The upload's bytes are gone (removed from the bucket before it was parsed)."""
 

@@ -10,6 +10,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from citewell.leases import Lease
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -180,6 +182,7 @@ class Document(AccessFields):
     active_upload: str | None = None
     content_sha256: str | None = None  # of the active revision's extracted text
     encoding: str | None = None  # the active revision's text encoding, as detected; None for binary formats
+    lease: Lease | None = None  # the process that last put it in flight (processing, deleting), when it does the work
 
     def serves(self, revision: str, identity: Identity) -> bool:
         """The read-back rule: live, ``revision`` is the active one, and the caller may see it."""

@@ -4,6 +4,7 @@ so the API can register uploads without importing a parser (its cold start stays
 from __future__ import annotations
 
 from citewell.errors import Conflict, DocumentIdTaken
+from citewell.leases import Lease
 from citewell.models import Document, DocumentStatus, Upload, new_token
 from citewell.records import ATTEMPTS
 from citewell.services import Services
@@ -20,6 +21,7 @@ def register_upload(
     filename: str | None = None,
     locale: str = "en",
     replace: bool = True,
+    lease: Lease | None = None,
 ) -> Upload:
     """Record a new upload intent and make it the document's latest; the bytes come after.
 
@@ -28,6 +30,8 @@ def register_upload(
     number. A document being deleted takes no upload until the delete is done. With
     ``replace=False`` a document that came from another source, or is readable by other roles,
     is left alone (:class:`DocumentIdTaken`): ids made from paths can meet by accident.
+    ``lease`` names the process that will run the stages, when it is this one (the local
+    runner), so the audit knows at once when it died.
     """
     upload_id = new_token()
     for _ in range(ATTEMPTS):
@@ -45,10 +49,12 @@ def register_upload(
         if current is None:
             wanted = Document(
                 document_id=document_id, tenant=tenant, allowed_roles=allowed_roles, title=title or "", source=source,
-                filename=filename, locale=locale, generation=upload.generation, upload_seq=upload.seq,
+                filename=filename, locale=locale, generation=upload.generation, upload_seq=upload.seq, lease=lease,
             )
         else:
-            update: dict[str, object] = {"upload_seq": upload.seq, "status": DocumentStatus.PROCESSING, "error": None}
+            update: dict[str, object] = {
+                "upload_seq": upload.seq, "status": DocumentStatus.PROCESSING, "error": None, "lease": lease,
+            }
             if current.active_revision is None:  # nothing served yet: the record shows the latest upload
                 update.update(allowed_roles=allowed_roles, title=title or "", source=source, filename=filename, locale=locale)
             wanted = current.model_copy(update=update)

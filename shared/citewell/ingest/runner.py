@@ -1,6 +1,9 @@
 """Runs the stages in-process over many uploads, embedding across documents in batches.
 
-A failing document is recorded and reported; the rest of the batch goes on.
+A failing document is recorded and reported; the rest of the batch goes on. Ctrl-C stops the
+run at the next safe moment: every upload still in flight is recorded as failed
+(``interrupted``) and removed, so each document is either published whole or keeps what it
+served before, and :class:`IngestInterrupted` carries what was done.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from citewell.errors import CitewellError, EmbedderMismatch, InvalidInput, readable
+from citewell.errors import CitewellError, EmbedderMismatch, Interrupted, InvalidInput, readable
 from citewell.deletion import compact
+from citewell.interrupts import deferred
 from citewell.ingest.stages import (
     ChunksArtifact,
     IngestRequest,
@@ -41,6 +45,14 @@ class IngestOutcome(BaseModel):
     status: Literal["published", "unchanged", "failed", "superseded"]
     chunks: int
     error: ErrorInfo | None = None
+
+
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an ingest, after the uploads in flight were recorded as failed."""
+
+    def __init__(self, outcomes: list[IngestOutcome]) -> None:
+        super().__init__()
+        self.outcomes = outcomes
 
 
 class StageClock:
@@ -78,17 +90,37 @@ def ingest(
     clock = clock or StageClock()
     outcomes: list[IngestOutcome] = []
     removed: list[str] = []  # documents whose text was replaced or abandoned somewhere in the stores
+    in_flight: dict[str, Upload] = {}  # registered uploads without an outcome yet
     batch: list[IngestRequest] = []
-    for request in requests:
-        batch.append(request)
-        if len(batch) >= batch_documents:
-            outcomes.extend(_run_batch(services, batch, on_done, clock, removed))
-            batch = []
-    if batch:
-        outcomes.extend(_run_batch(services, batch, on_done, clock, removed))
+    done: dict[int, IngestOutcome] = {}  # the current batch's outcomes by position
+    try:
+        for request in requests:
+            batch.append(request)
+            if len(batch) >= batch_documents:
+                outcomes.extend(_run_batch(services, batch, done, on_done, clock, removed, in_flight))
+                batch, done = [], {}
+        if batch:
+            outcomes.extend(_run_batch(services, batch, done, on_done, clock, removed, in_flight))
+    except KeyboardInterrupt:
+        with deferred(deliver=False):  # a second Ctrl-C does not cut the clean-up short
+            outcomes.extend(done[i] for i in sorted(done))
+            outcomes.extend(_stop(services, in_flight.values()))
+            compact(services)
+        raise IngestInterrupted(outcomes) from None
     if removed or any(o.status in ("failed", "superseded") for o in outcomes):
         with clock.stage("compact"):  # replaced and abandoned revisions leave nothing in segments or logs
             compact(services)
+    return outcomes
+
+
+def _stop(services: Services, uploads: Iterable[Upload]) -> list[IngestOutcome]:
+    """Record each upload in flight as failed and remove what it wrote; the document keeps
+    serving its previous revision, if it had one."""
+    error = Interrupted("the ingest was interrupted before this file was published; ingest it again")
+    outcomes = []
+    for upload in uploads:
+        info = record_failure(services, upload, error)
+        outcomes.append(IngestOutcome(document_id=upload.document_id, revision=None, status="failed", chunks=0, error=info))
     return outcomes
 
 
@@ -109,37 +141,45 @@ def _failed(services: Services, upload: Upload, error: Exception, revision: str 
 def _run_batch(
     services: Services,
     batch: list[IngestRequest],
+    done: dict[int, IngestOutcome],
     on_done: Callable[[IngestOutcome], None] | None,
     clock: StageClock,
     removed: list[str],
+    in_flight: dict[str, Upload],
 ) -> list[IngestOutcome]:
-    done: dict[int, IngestOutcome] = {}
     pending: list[tuple[int, Upload, ChunksArtifact]] = []
+
+    def settle(position: int, outcome: IngestOutcome, upload: Upload | None = None) -> None:
+        done[position] = outcome
+        if upload is not None:
+            in_flight.pop(upload.upload_id, None)
+
     for position, request in enumerate(batch):
         try:
-            with clock.stage("parse"):
+            with clock.stage("parse"), deferred():  # the intent, the record and the raw bytes, or none of them
                 upload = register(services, request)
+                in_flight[upload.upload_id] = upload
         except (CitewellError, ValidationError) as error:  # nothing was registered
-            done[position] = _refused(request, error)
+            settle(position, _refused(request, error))
             continue
         try:
             with clock.stage("parse"):
                 parsed = parse_stage(services, upload)
             if parsed.status != "parsed":
                 document = services.metadata.get_document(request.tenant, request.document_id)
-                done[position] = _superseded(request) if parsed.status == "superseded" else IngestOutcome(
+                settle(position, _superseded(request) if parsed.status == "superseded" else IngestOutcome(
                     document_id=request.document_id, revision=document.active_revision if document else None,
                     status="unchanged", chunks=document.chunk_count if document else 0,
-                )
+                ), upload)
                 continue
             with clock.stage("chunk"):
                 chunked = chunk_stage(services, upload)
             if chunked is None:
-                done[position] = _superseded(request)
+                settle(position, _superseded(request), upload)
                 continue
             pending.append((position, upload, chunked))
         except CitewellError as error:
-            done[position] = _failed(services, upload, error)
+            settle(position, _failed(services, upload, error), upload)
     try:
         with clock.stage("embed"):
             embed_stage(services, [c for _, _, chunked in pending for c in chunked.chunks])
@@ -147,24 +187,25 @@ def _run_batch(
     except CitewellError as error:
         embed_error = error
     for position, upload, chunked in pending:
-        try:
-            if embed_error is not None:
-                raise embed_error
-            with clock.stage("publish"):
-                before = services.metadata.get_document(upload.tenant, upload.document_id)
-                count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding)
-            if before is not None and before.active_revision not in (None, chunked.revision):
-                removed.append(upload.document_id)
-            if count is None:
+        with deferred():  # indexed, switched and the old revision removed, or the previous one still served
+            try:
+                if embed_error is not None:
+                    raise embed_error
+                with clock.stage("publish"):
+                    before = services.metadata.get_document(upload.tenant, upload.document_id)
+                    count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding)
+                if before is not None and before.active_revision not in (None, chunked.revision):
+                    removed.append(upload.document_id)
+                if count is None:
+                    release_embeddings(services, chunked.chunks)
+                    settle(position, _superseded(batch[position]), upload)
+                else:
+                    settle(position, IngestOutcome(
+                        document_id=upload.document_id, revision=chunked.revision, status="published", chunks=count
+                    ), upload)
+            except CitewellError as error:
+                settle(position, _failed(services, upload, error, chunked.revision), upload)
                 release_embeddings(services, chunked.chunks)
-                done[position] = _superseded(batch[position])
-            else:
-                done[position] = IngestOutcome(
-                    document_id=upload.document_id, revision=chunked.revision, status="published", chunks=count
-                )
-        except CitewellError as error:
-            done[position] = _failed(services, upload, error, chunked.revision)
-            release_embeddings(services, chunked.chunks)
     outcomes = [done[i] for i in range(len(batch))]
     if on_done:
         for outcome in outcomes:

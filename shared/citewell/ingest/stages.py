@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from citewell import leases
 from citewell.errors import IngestError, InvalidInput, NotFound, PublishConflict, UploadMissing
 from citewell.keys import STAGES, chunks_key, document_prefix, parse_key, parsed_key, raw_key, upload_keys
 from citewell.models import (
@@ -74,11 +75,12 @@ class ParseOutcome(BaseModel):
 
 
 def register(services: Services, request: IngestRequest) -> Upload:
-    """Register the upload, then store its raw bytes under its own key."""
+    """Register the upload, then store its raw bytes under its own key. The calling process
+    runs the later stages, so it holds the document's lease."""
     upload = register_upload(
         services, document_id=request.document_id, tenant=request.tenant, allowed_roles=request.allowed_roles,
         title=request.title, source=request.source, filename=request.filename, locale=request.locale,
-        replace=request.replace,
+        replace=request.replace, lease=leases.current(),
     )
     services.objects.put(raw_key(upload.tenant, upload.document_id, upload.upload_id), request.data)
     return upload
@@ -276,7 +278,9 @@ def record_failure(services: Services, upload: Upload, error: IngestError | Exce
     info = ErrorInfo(code=getattr(error, "code", "internal_error"), message=getattr(error, "message", str(error)))
 
     def fail(d: Document) -> Document | None:
-        return d.model_copy(update={"status": DocumentStatus.FAILED, "error": info}) if is_current(d, upload) else None
+        if not is_current(d, upload) or d.status is not DocumentStatus.PROCESSING:  # superseded, or it got through
+            return None
+        return d.model_copy(update={"status": DocumentStatus.FAILED, "error": info})
 
     update_document(services.metadata, upload.tenant, upload.document_id, fail)
     abandon(services, upload)

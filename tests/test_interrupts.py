@@ -1,0 +1,131 @@
+"""Stopping an ingest: Ctrl-C stops it cleanly at any moment, and a killed one is found at once.
+
+Real `citewell ingest` processes, real signals; nothing of the runner is faked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from citewell import leases
+from citewell.models import DocumentStatus
+from citewell.services import open_local
+
+
+def write_memos(folder: Path, label: str, count: int = 8) -> None:
+    """New text each time, every paragraph its own chunk to embed, so a run takes a few seconds."""
+    folder.mkdir(exist_ok=True)
+    for number in range(count):
+        paragraphs = [f"# Part {p}\n\nThe quillaby review {label} moves shift lead {p} of memo {number} to band {p % 9}.\n"
+                      for p in range(60)]
+        (folder / f"memo-{number}.md").write_text("\n".join(paragraphs))
+
+
+def command(home: Path, *argv: str) -> list[str]:
+    return [sys.executable, "-m", "citewell.cli", "--home", str(home), *argv]
+
+
+def audit(home: Path, *flags: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "CITEWELL_STUCK_MINUTES"}  # the default hour applies
+    done = subprocess.run(command(home, "audit", "--json", *flags), capture_output=True, env=env, check=False)
+    return json.loads(done.stdout)
+
+
+def state(home: Path) -> dict[str, tuple[DocumentStatus, str | None, str | None]]:
+    """Each document's status, served revision and error code; every served revision is whole."""
+    services = open_local(home)
+    found = {}
+    for document in services.metadata.list_documents("northpier"):
+        if document.active_revision:
+            chunks = services.metadata.get_chunks("northpier", document.document_id, document.active_revision)
+            assert services.index.count("northpier", document.document_id, document.active_revision) == len(chunks) > 0
+        found[document.document_id] = (document.status, document.active_revision, document.error and document.error.code)
+    return found
+
+
+def test_ctrl_c_during_ingest_stops_in_one_line_with_130_and_leaves_every_document_whole(tmp_path):
+    folder, home = tmp_path / "memos", tmp_path / "home"
+    ingest = command(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json")
+    write_memos(folder, "first")
+    started = time.monotonic()
+    subprocess.run(ingest, capture_output=True, check=True)  # a whole run, to time it
+    full = time.monotonic() - started
+    interrupted = 0
+    for fraction in (0.1, 0.25, 0.4, 0.55, 0.7, 0.85):
+        write_memos(folder, f"at {fraction}")
+        before = state(home)
+        process = subprocess.Popen(ingest, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(full * fraction)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=300)
+        if process.returncode == 0:
+            continue  # it finished first
+        interrupted += 1
+        assert process.returncode == 130, (fraction, err.decode())
+        assert err.decode().startswith("citewell: interrupted") and err.decode().count("\n") == 1, err.decode()
+        payload = json.loads(out)
+        assert payload["error"]["code"] == "interrupted"
+        after = state(home)
+        assert set(after) == set(before)
+        for document_id, (status, revision, error) in after.items():
+            if status is DocumentStatus.FAILED:  # stopped: it keeps serving what it served before
+                assert error == "interrupted" and revision == before[document_id][1], (fraction, document_id)
+            else:
+                assert status is DocumentStatus.PUBLISHED, (fraction, document_id, status)
+        assert audit(home) == {"ok": True, "findings": []}, fraction
+    assert interrupted >= 4
+
+
+def test_a_killed_ingest_is_found_by_the_audit_at_once(tmp_path):
+    """kill -9 leaves documents in flight; the audit sees their process is gone without
+    waiting CITEWELL_STUCK_MINUTES, and --repair leaves every document whole or failed."""
+    folder, home = tmp_path / "memos", tmp_path / "home"
+    ingest = command(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json")
+    write_memos(folder, "first")
+    started = time.monotonic()
+    subprocess.run(ingest, capture_output=True, check=True)
+    full = time.monotonic() - started
+    for fraction in (0.5, 0.65, 0.35, 0.8):
+        write_memos(folder, f"killed at {fraction}")
+        process = subprocess.Popen(ingest, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(full * fraction)
+        process.kill()
+        process.wait()
+        in_flight = {d for d, (status, _, _) in state(home).items() if status is DocumentStatus.PROCESSING}
+        if in_flight:
+            break
+    else:
+        pytest.fail("no kill landed while a document was in flight")
+    report = audit(home)
+    assert not report["ok"]
+    found = {f["document_id"]: f for f in report["findings"] if f["kind"] in ("stuck", "unswitched_upload")}
+    assert set(found) == in_flight
+    assert all(f"process {process.pid} on" in f["detail"] for f in found.values()), found
+    audit(home, "--repair")
+    assert audit(home) == {"ok": True, "findings": []}
+    for status, _, error in state(home).values():
+        assert status is DocumentStatus.PUBLISHED or (status is DocumentStatus.FAILED and error == "stuck")
+
+
+def test_a_lease_is_dead_only_when_its_process_is_gone_from_this_host():
+    mine = leases.current()
+    assert not leases.is_dead(mine)
+    assert not leases.is_dead(mine.model_copy(update={"host": mine.host + "-elsewhere"}))  # cannot tell: wait
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert leases.is_dead(mine.model_copy(update={"pid": child.pid}))
+    if mine.started is not None:  # the same id, a process that started at another time: not the owner
+        assert leases.is_dead(mine.model_copy(update={"started": mine.started - 1}))
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    time.sleep(1)  # exited, not yet reaped
+    try:
+        assert leases.is_dead(mine.model_copy(update={"pid": zombie.pid, "started": None}))
+    finally:
+        zombie.wait()
