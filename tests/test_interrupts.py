@@ -129,3 +129,26 @@ def test_a_lease_is_dead_only_when_its_process_is_gone_from_this_host():
         assert leases.is_dead(mine.model_copy(update={"pid": zombie.pid, "started": None}))
     finally:
         zombie.wait()
+
+
+def test_a_delete_whose_process_died_is_found_at_once_and_finished(services):
+    """A tombstone left by a dead process: found without the hour's wait, and --repair finishes it."""
+    from citewell.audit import audit
+    from citewell.ingest.runner import ingest as run_ingest
+    from citewell.ingest.stages import IngestRequest
+    from citewell.records import update_document
+
+    run_ingest(services, [IngestRequest(document_id="pay.md", tenant="northpier", allowed_roles=frozenset({"hr"}),
+                                        data=b"# Pay\n\nA shift lead is paid in band seven.\n", filename="pay.md")])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lease = leases.current().model_copy(update={"pid": dead.pid})
+    update_document(services.metadata, "northpier", "pay.md",  # what delete_document's first step leaves
+                    lambda d: d.model_copy(update={"status": DocumentStatus.DELETING, "active_revision": None, "lease": lease}))
+    assert [f.kind for f in audit(services).findings if f.document_id == "pay.md"] == ["stuck"]
+    alive = leases.current()
+    update_document(services.metadata, "northpier", "pay.md", lambda d: d.model_copy(update={"lease": alive}))
+    assert audit(services).findings == []  # its process still runs: a delete under way, not stuck
+    update_document(services.metadata, "northpier", "pay.md", lambda d: d.model_copy(update={"lease": lease}))
+    audit(services, repair=True)
+    assert services.metadata.get_document("northpier", "pay.md") is None and audit(services).ok
