@@ -20,6 +20,7 @@ from citewell.models import Identity, validate_document_id, validate_name, valid
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+_AWS_MODULES = {"boto3", "botocore", "opensearchpy", "aws_lambda_powertools"}  # the `aws` extra (a Bedrock generator)
 
 
 def _roles(value: str) -> frozenset[str]:
@@ -296,21 +297,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser(json_errors="--json" in argv).parse_args(argv)
     try:
         payload, code = COMMANDS[args.command](args)
+        if args.json:
+            print(json.dumps(payload, ensure_ascii=False))
+        else:
+            from citewell.render import render
+
+            render(args.command, payload)
     except KeyboardInterrupt as interrupt:
         return _interrupted(args, interrupt)
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] == "citewell":
+            raise  # our own module missing is a broken install or a bug, not a missing extra
+        extra = "aws" if (error.name or "").partition(".")[0] in _AWS_MODULES else "local"
+        return _error(args, {"code": "missing_extra", "message": (
+            f"a package this command needs is not installed (no module {error.name!r}): pip install 'citewell[{extra}]'")})
     except (CitewellError, ValueError) as error:
         info = error.as_dict() if isinstance(error, CitewellError) else {"code": "invalid_input", "message": _message(error)}
-        if args.json:
-            print(json.dumps({"error": info}))
-        print(f"citewell: {info['message']}", file=sys.stderr)
-        return EXIT_ERROR
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False))
-    else:
-        from citewell.render import render
-
-        render(args.command, payload)
+        return _error(args, info)
     return code
+
+
+def _error(args: argparse.Namespace, info: dict[str, str]) -> int:
+    """One line on stderr, and the error as JSON on stdout with --json."""
+    if args.json:
+        print(json.dumps({"error": info}))
+    print(f"citewell: {info['message']}", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def _interrupted(args: argparse.Namespace, interrupt: KeyboardInterrupt) -> int:
