@@ -1,9 +1,11 @@
 """Answer quality on citewell's own answer set, both splits, as ``citewell eval-answers`` measures it.
 
-``python -m citewell.benchmarks.answer_quality --home DIR [--cache FILE]`` builds the answer
-set's knowledge base (every supported format, two tenants, restricted documents, a revised
-document ingested twice) into a fresh home and asks every question as its caller. The
-``held_out`` split was never used to fit or tune anything.
+``python -m citewell.benchmarks.answer_quality --home DIR [--cache FILE] [--no-models]`` builds
+the answer set's knowledge base (every supported format, two tenants, restricted documents, a
+revised document ingested twice) into a fresh home and asks every question as its caller. The
+``held_out`` split was never used to fit or tune anything. Then the model generators
+(OpenAI-compatible and Bedrock) answer the held-out split through the local model server
+(``model_generators``), with and without faults.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--cache", type=Path)
+    parser.add_argument("--no-models", action="store_true", help="the extractive generator only")
     args = parser.parse_args()
     services = fresh_home(args.home, args.cache)
     with tempfile.TemporaryDirectory() as folder:
@@ -67,7 +70,12 @@ def main() -> None:
         report = evaluate([c for c in cases if c.split == split], timed)
         reports[split] = json.loads(report.model_dump_json(exclude={"judgements"}))
         reports[split]["wrong"] = [j.model_dump() for j in report.judgements if not j.correct][:40]
-    emit({"splits": reports, "ask": percentiles(milliseconds)})
+    result: dict[str, object] = {"splits": reports, "ask": percentiles(milliseconds)}
+    if not args.no_models:
+        from citewell.benchmarks import model_generators
+
+        result["models"] = model_generators.run(args.home, answerset.QUESTIONS, answerset.questions(), "held_out", args.home.parent)
+    emit(result)
 
 
 if __name__ == "__main__":

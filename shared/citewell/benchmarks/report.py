@@ -181,6 +181,63 @@ def _answers(a: dict[str, Any]) -> list[str]:
             lines.append(f"| {split} | {name} | {s['questions']} | {cell(s['answer_accuracy'])} | {cell(s['refusal_accuracy'])} | "
                          f"{cell(s['citation_precision'])} | {s['fabrications']} | {s['forbidden_text']} |")
     lines += ["", f"`ask` p50 / p95 over both splits: {_ms(a['ask'])} ms.", ""]
+    if a.get("models"):
+        lines += _model_generators(a["splits"]["held_out"]["overall"], a["models"])
+    return lines
+
+
+_LEAK_CATEGORIES = ("forbidden", "revision")  # text the caller may not read, a replaced revision's value
+
+
+def _model_generators(extractive: dict[str, Any], models: list[dict[str, Any]]) -> list[str]:
+    def cell(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    def row(name: str, rate: str, s: dict[str, Any], leaks: int | str) -> str:
+        return (f"| {name} | {rate} | {cell(s['answer_accuracy'])} | {cell(s['refusal_accuracy'])} | "
+                f"{cell(s['citation_precision'])} | {s['fabrications']} | {s['forbidden_text']} | {leaks} | "
+                f"{s.get('drafts_rejected', 0)} | {s.get('generator_unavailable', 0)} |")
+
+    lines = [
+        "### Model generators",
+        "",
+        f"The held-out split again, with `CITEWELL_GENERATOR=openai` and `=bedrock` pointed at the local model server "
+        f"(`python -m citewell.benchmarks.model_server`, seed {models[0]['seed']}) and run as `citewell eval-answers` "
+        "in a process of its own. The server holds no language model: a stand-in reads the sources in the prompt, "
+        "quotes the sentence sharing most of the question's rarer words with its `[Sn]` (or refuses when none holds "
+        "half their weight), and at the given rate makes a model's mistakes. Bedrock goes through boto3's Converse "
+        "call, sent to the same server by `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`. A rejected draft or an unusable reply "
+        "falls back to the extractive answer, which is what is scored. These rows measure citewell's handling of a "
+        "model, not a model.",
+        "",
+        "| generator | fault rate | answer accuracy | refusal accuracy | citation precision | fabricated | "
+        "forbidden text | of it, unreadable or replaced text | drafts rejected | unusable replies |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        row("extractive (default)", "-", extractive, "-"),
+    ]
+    for m in models:
+        leaks = sum(m["by_category"].get(c, {}).get("forbidden_text", 0) for c in _LEAK_CATEGORIES)
+        lines.append(row(f"{m['generator']} (`{m['configured_as']}`)", f"{m['fault_rate']:.1f}", m["overall"], leaks))
+    lines += [
+        "",
+        "What became of each reply, by the fault the server made (`none`: a faithful reply):",
+        "",
+        "| generator | fault rate | fault | replies | rejected by verification | unusable (adapter) | "
+        "reached the answer | of those, scored wrong |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for m in models:
+        for fault, o in m["faults"].items():
+            lines.append(f"| {m['configured_as']} | {m['fault_rate']:.1f} | {fault} | {o['replies']} | {o['rejected']} | "
+                         f"{o['unusable']} | {o['reached']} | {o['wrong']} |")
+    lines += [
+        "",
+        "An `unwarranted_answer` quotes a real sentence of its sources, so verification cannot tell it from an "
+        "answer; it reaches the caller, and the evaluation counts it (fabricated, or a wrong answer) where the "
+        "labels say it should have been refused. Faithful replies rejected: "
+        f"{sum(m['faults'].get('none', {}).get('rejected', 0) for m in models)}.",
+        "",
+    ]
     return lines
 
 

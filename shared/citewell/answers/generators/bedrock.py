@@ -20,6 +20,8 @@ class BedrockGenerator:
             client = boto3.client("bedrock-runtime", region_name=region, config=config)
         self.client = client
         self.model_id = model_id
+        # Cached answers are keyed by it: another endpoint under the same model id gets its own.
+        self.fingerprint = str(client.meta.endpoint_url)
         self.max_tokens = max_tokens
 
     @property

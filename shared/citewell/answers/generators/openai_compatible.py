@@ -29,6 +29,8 @@ class OpenAICompatibleGenerator:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
         self.model = model
+        # Cached answers are keyed by it: another server under the same model name gets its own.
+        self.fingerprint = str(self.client.base_url)
         self.retries = retries
         self.backoff = backoff
 
