@@ -2,7 +2,8 @@
 
 ``CITEWELL_GENERATOR``: ``extractive`` (default), ``openai`` or ``bedrock``.
 OpenAI-compatible: ``CITEWELL_OPENAI_BASE_URL``, ``CITEWELL_OPENAI_MODEL``, ``CITEWELL_OPENAI_API_KEY``.
-Bedrock: ``CITEWELL_BEDROCK_MODEL_ID`` and the usual AWS region and credentials.
+Bedrock: ``CITEWELL_BEDROCK_MODEL_ID`` and the usual AWS region and credentials (boto3's own
+``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` points it at another endpoint, such as the local model server).
 ``CITEWELL_GENERATOR_TIMEOUT`` (seconds, default 30) and ``CITEWELL_EVIDENCE_CHARS`` (default 6000).
 """
 
