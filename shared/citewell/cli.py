@@ -18,6 +18,12 @@ from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput, readable
 from citewell.models import Identity, validate_document_id, validate_name, validate_tenant
 
+DESCRIPTION = (
+    "A permission-aware knowledge base that answers with citations, kept in a folder on this machine. "
+    "Tenant and roles come from the flags, the operator's trusted identity."
+)
+TENANT_HELP = "the tenant (organisation) the documents belong to: letters, digits, '_', '.' or '-'"
+ROLES_HELP = 'the caller\'s roles, comma-separated; "" means none, which finds nothing'
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 _AWS_MODULES = {"boto3", "botocore", "opensearchpy", "aws_lambda_powertools"}  # the `aws` extra (a Bedrock generator)
@@ -54,6 +60,17 @@ def _k(value: str) -> int:
     return int(value)
 
 
+LANE_NAMES = ("bm25", "vector", "hybrid")  # citewell.search.LANE_CHOICES, named here so --help imports no engine
+LANES_HELP = "comma-separated retrieval lanes: bm25 (words), vector (meaning), hybrid (both, fused)"
+
+
+def _lanes(value: str) -> tuple[str, ...]:
+    lanes = tuple(dict.fromkeys(lane.strip() for lane in value.split(",") if lane.strip()))
+    if not lanes or set(lanes) - set(LANE_NAMES):
+        raise argparse.ArgumentTypeError(f"--lanes takes any of {', '.join(LANE_NAMES)}, not {value!r}")
+    return lanes
+
+
 def _question(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("the question is empty")
@@ -72,60 +89,61 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     common = Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
 
-    parser = Parser(prog="citewell", description=__doc__.split("\n")[0])
+    parser = Parser(prog="citewell", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"citewell {__version__}")
     parser.add_argument("--home", type=Path, help="data folder (default: $CITEWELL_HOME or the per-user data folder)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     p = sub.add_parser("ingest", parents=[common], help="add or update documents")
-    p.add_argument("paths", nargs="+", type=Path)
-    p.add_argument("--tenant", required=True, type=_tenant)
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                   help="files and folders to ingest; folders are walked, hidden files skipped")
+    p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
     p.add_argument("--allow-roles", required=True, type=_roles, help="comma-separated roles that may read them")
     p.add_argument("--doc-id", help="document id (one file only; default: the path relative to the folder)")
     p.add_argument("--title", help="title (one file only; default: from the document)")
-    p.add_argument("--locale", default="en")
+    p.add_argument("--locale", default="en", help="language of the documents, recorded on them (default: en)")
     p.add_argument("--source", help="where it came from (one file only; default: the file's path)")
     p.add_argument("--replace", action="store_true",
                    help="replace a document of the same id that came from another source or with other roles "
                         "(without it, such a file fails with id_taken and the document stays as it is)")
 
     p = sub.add_parser("search", parents=[common], help="hybrid search under an identity")
-    p.add_argument("question", type=_question)
-    p.add_argument("--tenant", required=True, type=_tenant)
-    p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
-    p.add_argument("--k", type=_k, default=10, help="how many hits, 1 to 100")
-    p.add_argument("--lanes", default="bm25,vector", help="bm25, vector or both")
+    p.add_argument("question", type=_question, help="what to look for, in words")
+    p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
+    p.add_argument("--roles", required=True, type=_roles, help=ROLES_HELP)
+    p.add_argument("--k", type=_k, default=10, help="how many hits, 1 to 100 (default: 10)")
+    p.add_argument("--lanes", type=_lanes, default=("hybrid",), help=f"{LANES_HELP} (default: hybrid)")
 
     p = sub.add_parser("ask", parents=[common], help="a cited answer, or an honest refusal")
-    p.add_argument("question", type=_question)
-    p.add_argument("--tenant", required=True, type=_tenant)
-    p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
+    p.add_argument("question", type=_question, help="the question, in words")
+    p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
+    p.add_argument("--roles", required=True, type=_roles, help=ROLES_HELP)
 
     p = sub.add_parser("eval-answers", parents=[common], help="answer quality on a labelled question set (JSONL)")
     p.add_argument("questions", type=Path, help="JSONL: id, question, tenant, roles, refuse, category, split, "
                    "expected_documents, must_contain, must_not_contain")
-    p.add_argument("--split", help="only the questions of this split")
+    p.add_argument("--split", help="only the questions of this split (default: all)")
 
     p = sub.add_parser("citations", parents=[common], help="what a recorded answer rested on")
-    p.add_argument("answer_id")
-    p.add_argument("--tenant", required=True, type=_tenant)
+    p.add_argument("answer_id", help="the answer id that ask printed")
+    p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
     p.add_argument("--roles", required=True, type=_roles,
                    help="the reader's roles: an answer shows only to a reader who may read every document it cites")
 
     p = sub.add_parser("delete", parents=[common], help="delete a document and every trace of it")
-    p.add_argument("document_id", type=_document_id)
-    p.add_argument("--tenant", required=True, type=_tenant)
+    p.add_argument("document_id", type=_document_id, help="the document's id, as ingest and docs print it")
+    p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
 
     p = sub.add_parser("audit", parents=[common], help="check records, artifacts, index and caches agree")
     p.add_argument("--repair", action="store_true", help="fix what can safely be fixed")
 
     p = sub.add_parser("docs", parents=[common], help="list a tenant's documents")
-    p.add_argument("--tenant", required=True, type=_tenant)
+    p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
 
     p = sub.add_parser("eval", parents=[common], help="retrieval quality on a BEIR-layout folder")
-    p.add_argument("dataset", type=Path)
-    p.add_argument("--split", default="test")
-    p.add_argument("--lanes", default="bm25,vector,hybrid")
+    p.add_argument("dataset", type=Path, help="a folder with corpus.jsonl[.gz], queries.jsonl and qrels/SPLIT.tsv")
+    p.add_argument("--split", default="test", help="which qrels/SPLIT.tsv judges the run (default: test)")
+    p.add_argument("--lanes", type=_lanes, default=LANE_NAMES, help=f"{LANES_HELP}; each is scored on its own (default: all three)")
     return parser
 
 
@@ -195,12 +213,10 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    from citewell.search import search
+    from citewell.search import LANE_CHOICES, search
     from citewell.services import open_local
 
-    lanes = tuple(lane.strip() for lane in args.lanes.split(",") if lane.strip())
-    if not lanes or set(lanes) - {"bm25", "vector"}:
-        raise InvalidInput("--lanes takes bm25, vector or both")
+    lanes = tuple(dict.fromkeys(lane for name in args.lanes for lane in LANE_CHOICES[name]))
     identity = Identity(tenant=args.tenant, roles=args.roles)
     result = search(open_local(args.home), identity, args.question, k=args.k, lanes=lanes)
     return result.model_dump(mode="json"), EXIT_OK
@@ -265,12 +281,11 @@ def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 
 def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    from citewell.evaluation import LANE_CHOICES, document_run, ingest_corpus, load_qrels, load_queries, score
+    from citewell.evaluation import document_run, ingest_corpus, load_qrels, load_queries, score
+    from citewell.search import LANE_CHOICES
     from citewell.services import default_home, open_local
 
-    lanes = [lane.strip() for lane in args.lanes.split(",") if lane.strip()]
-    if not lanes or set(lanes) - set(LANE_CHOICES):
-        raise InvalidInput(f"--lanes takes any of {', '.join(LANE_CHOICES)}")
+    lanes = args.lanes
     qrels = load_qrels(args.dataset, args.split)
     queries = load_queries(args.dataset, qrels)
     home = args.home or default_home() / "eval" / args.dataset.resolve().name

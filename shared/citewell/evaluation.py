@@ -18,13 +18,12 @@ from citewell.errors import InvalidInput
 from citewell.ingest.runner import IngestOutcome, StageClock, ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Identity
-from citewell.search import search
+from citewell.search import LANE_CHOICES, search
 from citewell.services import Services
 
 EVAL_TENANT = "eval"
 EVAL_ROLE = "eval"
 EVAL_IDENTITY = Identity(tenant=EVAL_TENANT, roles=frozenset({EVAL_ROLE}))  # who evaluation searches as
-LANE_CHOICES = {"bm25": ("bm25",), "vector": ("vector",), "hybrid": ("bm25", "vector")}
 RUN_DEPTH = 100  # documents per query: enough for Recall@100
 
 

@@ -11,6 +11,7 @@ from citewell.ports import LaneHit
 from citewell.services import Services
 
 LANES = ("bm25", "vector")
+LANE_CHOICES = {"bm25": ("bm25",), "vector": ("vector",), "hybrid": LANES}  # what a user names: hybrid is both, fused
 MIN_DEPTH = 50
 
 
