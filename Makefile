@@ -7,7 +7,7 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo test browser eval bench bench-quick fuzz layer synth clean
+.PHONY: demo serve test browser eval bench bench-quick fuzz layer synth clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,13 @@ demo: $(VENV)/.local
 	$(CITEWELL) delete staff/travel-policy.pdf --tenant northpier
 	$(CITEWELL) ask "How much is the hotel allowance per night in port cities?" --tenant northpier --roles staff
 	$(CITEWELL) audit
+
+# The HTTP API and the web page on the demo home, at http://127.0.0.1:8000 (PORT=... to change), with
+# one-click demo identities; Ctrl-C stops it.
+PORT ?= 8000
+serve: $(VENV)/.local
+	@test -d $(DEMO)/home || { echo "no demo home yet: run make demo first"; exit 2; }
+	$(CITEWELL) serve --demo --port $(PORT)
 
 test: $(VENV)/.dev browser
 	$(BIN)/python -m pytest

@@ -60,6 +60,21 @@ def _k(value: str) -> int:
     return int(value)
 
 
+def _port(value: str) -> int:
+    if not value.strip().isdigit() or not 0 <= int(value) <= 65535:
+        raise argparse.ArgumentTypeError(f"--port takes a port number from 0 to 65535, not {value!r}")
+    return int(value)
+
+
+def _ttl(value: str) -> int:
+    from citewell.serve.tokens import parse_ttl
+
+    try:
+        return parse_ttl(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 LANE_NAMES = ("bm25", "vector", "hybrid")  # citewell.search.LANE_CHOICES, named here so --help imports no engine
 LANES_HELP = "comma-separated retrieval lanes: bm25 (words), vector (meaning), hybrid (both, fused)"
 
@@ -136,6 +151,18 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
 
     p = sub.add_parser("audit", parents=[common], help="check records, artifacts, index and caches agree")
     p.add_argument("--repair", action="store_true", help="fix what can safely be fixed")
+
+    p = sub.add_parser("serve", help="the HTTP API and the web page on this machine")
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only)")
+    p.add_argument("--port", type=_port, default=8000)
+    p.add_argument("--demo", action="store_true", help="hand out tokens of the demo's identities at /demo/identities")
+    p.add_argument("--grace", type=float, help="seconds uploads in flight may take to finish on SIGTERM "
+                   "(default: $CITEWELL_GRACE_SECONDS or 30)")
+
+    p = sub.add_parser("token", parents=[common], help="a bearer token for citewell serve, signed with the home's key")
+    p.add_argument("--tenant", required=True, type=_tenant)
+    p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
+    p.add_argument("--ttl", type=_ttl, default="8h", help="lifetime: 90s, 15m, 8h, 7d (at most 30d)")
 
     p = sub.add_parser("docs", parents=[common], help="list a tenant's documents")
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
@@ -301,9 +328,36 @@ def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return payload, EXIT_OK
 
 
+def cmd_serve(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.serve.server import serve
+    from citewell.serve.settings import ServeSettings
+    from citewell.services import default_home
+
+    settings = ServeSettings.from_env()
+    if args.grace is not None:
+        settings = settings.model_copy(update={"grace_seconds": args.grace})
+    serve((args.home or default_home()).expanduser(), host=args.host, port=args.port, demo=args.demo, settings=settings)
+    return {}, EXIT_OK
+
+
+def cmd_token(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.serve.settings import ServeSettings
+    from citewell.serve.tokens import home_key, mint
+    from citewell.services import default_home
+
+    settings = ServeSettings.from_env()
+    if settings.external_issuer:
+        raise InvalidInput("citewell serve is configured for an external issuer (CITEWELL_JWT_*): "
+                           "tokens come from that issuer, not from the home's key")
+    key = home_key((args.home or default_home()).expanduser())
+    token = mint(key, tenant=args.tenant, roles=args.roles, ttl_seconds=args.ttl, tenant_claim=settings.tenant_claim,
+                 roles_claim=settings.roles_claim)
+    return {"token": token, "tenant": args.tenant, "roles": sorted(args.roles), "expires_in": args.ttl}, EXIT_OK
+
+
 COMMANDS = {
     "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "eval-answers": cmd_eval_answers, "citations": cmd_citations,
-    "delete": cmd_delete, "audit": cmd_audit, "docs": cmd_docs, "eval": cmd_eval,
+    "delete": cmd_delete, "audit": cmd_audit, "docs": cmd_docs, "eval": cmd_eval, "serve": cmd_serve, "token": cmd_token,
 }
 
 

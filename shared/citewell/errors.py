@@ -123,6 +123,12 @@ class Interrupted(IngestError):
     code = "interrupted"
 
 
+class ServerStopped(IngestError):
+    """``citewell serve`` was stopped (SIGTERM) before this upload was published."""
+
+    code = "server_stopped"
+
+
 class UploadMissing(IngestError):
     """The upload's bytes are gone (removed from the bucket before it was parsed)."""
 

@@ -15,7 +15,11 @@ def _short(revision: str | None) -> str:
 
 
 def render(command: str, payload: dict[str, Any]) -> None:
-    if command == "ingest":
+    if command == "token":
+        print(payload["token"])  # alone on stdout, unwrapped: TOKEN=$(citewell token ...)
+    elif command == "serve":
+        pass  # the server logs as it goes
+    elif command == "ingest":
         table = Table("document", "status", "revision", "chunks", "error")
         for d in payload["documents"]:
             error = f"{d['error']['code']}: {d['error']['message']}" if d["error"] else ""

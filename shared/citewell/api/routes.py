@@ -32,6 +32,7 @@ from citewell.api.settings import ApiSettings
 from citewell.errors import Busy, CitewellError, Conflict, NotFound, RetrievalUnavailable, readable
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
+from citewell.leases import Lease
 from citewell.models import Document, Identity, validate_document_id, validate_tenant, validate_token
 from citewell.services import Services
 
@@ -55,6 +56,7 @@ class ApiBackend:
     settings: ApiSettings
     services: Services
     upload_form: UploadForms
+    lease: Lease | None = None  # the process that runs the stages of the uploads it registers, when that is this one
 
 
 class IsolatedHttpResolver(APIGatewayHttpResolver):
@@ -180,7 +182,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         try:
             upload = register_upload(
                 services, document_id=request.document_id, tenant=who.tenant, allowed_roles=roles, title=request.title,
-                source=request.source, filename=request.filename, locale=request.locale,
+                source=request.source, filename=request.filename, locale=request.locale, lease=found.lease,
             )
         except ValidationError as error:
             raise BadRequestError(readable(error)) from None

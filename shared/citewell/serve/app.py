@@ -1,0 +1,344 @@
+"""The ASGI application of ``citewell serve``.
+
+Every API request is verified here (the bearer token, as API Gateway's JWT authorizer does),
+read within its limits, turned into a payload 2.0 event and answered by the same resolver
+the Lambda runs, in a bounded thread pool so no route blocks the event loop. Each pool thread
+has its own resolver; the home (model, SQLite connections, access mask) is opened once.
+Besides the API: the upload form's endpoint, ``/openapi.json``, the web page and, with
+``--demo``, tokens for the demo's identities.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from citewell import leases
+from citewell.api.events import MAX_BODY_BYTES, handle
+from citewell.api.routes import ApiBackend, IsolatedHttpResolver, build_resolver, openapi_document
+from citewell.errors import CitewellError, Conflict, ServerStopped
+from citewell.keys import parse_key
+from citewell.serve.settings import ServeSettings
+from citewell.serve.tokens import (
+    LOCAL_AUDIENCE,
+    LOCAL_ISSUER,
+    IssuerUnavailable,
+    TokenVerifier,
+    Unauthorized,
+    home_key,
+    load_public_key,
+    mint,
+)
+from citewell.serve.transport import LocalContext, build_event, host_of, response_parts
+from citewell.serve.uploads import UPLOAD_PATH, FormRefused, UploadSigner
+from citewell.serve.worker import IngestWorker
+from citewell.services import Services, open_local
+
+logger = logging.getLogger("citewell.serve")
+WEB = Path(__file__).resolve().parents[1] / "web"
+FORM_SLACK = 64 * 1024  # multipart framing and the form's fields around the file
+DEMO_TTL_SECONDS = 2 * 3600
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+_STATIC_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8", ".json": "application/json", ".svg": "image/svg+xml",
+    ".png": "image/png", ".jpg": "image/jpeg", ".ico": "image/x-icon", ".woff2": "font/woff2", ".txt": "text/plain; charset=utf-8",
+}
+
+
+def demo_identities(write_role: str) -> list[tuple[str, str, list[str]]]:
+    """``(label, tenant, roles)`` of the people the demo corpus is written for."""
+    return [
+        ("Northpier staff", "northpier", ["staff"]),
+        ("Northpier support engineer", "northpier", ["support", "engineering"]),
+        ("Northpier HR, edits documents", "northpier", ["hr", "staff", write_role]),
+        ("Bluefen staff", "bluefen", ["staff"]),
+    ]
+
+
+class Refused(Exception):
+    """A request refused at the transport: answered with the one error shape."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def verifier_for(settings: ServeSettings, home: Path) -> TokenVerifier:
+    """The configured issuer, or the home's own key."""
+    if settings.external_issuer:
+        if not settings.jwt_issuer or not settings.jwt_audience:
+            raise ValueError("an external token issuer needs CITEWELL_JWT_ISSUER and CITEWELL_JWT_AUDIENCE")
+        if settings.jwks_url and settings.public_key_file:
+            raise ValueError("set one of CITEWELL_JWT_JWKS_URL and CITEWELL_JWT_PUBLIC_KEY, not both")
+        if settings.jwks_url:
+            return TokenVerifier(issuer=settings.jwt_issuer, audience=settings.jwt_audience, jwks_url=settings.jwks_url)
+        assert settings.public_key_file is not None
+        return TokenVerifier(issuer=settings.jwt_issuer, audience=settings.jwt_audience,
+                             public_key=load_public_key(settings.public_key_file))
+    return TokenVerifier(issuer=LOCAL_ISSUER, audience=LOCAL_AUDIENCE, public_key=home_key(home).public_key())
+
+
+class Server:
+    """One home served: opened once, shared by every request; each request thread has its own resolver."""
+
+    def __init__(self, home: Path, settings: ServeSettings, *, demo: bool = False, services: Services | None = None) -> None:
+        self.home, self.settings, self.demo = home, settings, demo
+        self.verifier = verifier_for(settings, home)
+        if demo and settings.external_issuer:
+            raise ValueError("--demo mints tokens with the home's key; it cannot be used with an external issuer")
+        self.key = home_key(home) if demo else None
+        self.services = services or open_local(home)
+        self.signer = UploadSigner()
+        self.worker = IngestWorker(self.services)
+        # This process runs the stages of the uploads it registers, so it holds their documents' lease.
+        self._backend = ApiBackend(settings=settings, services=self.services, upload_form=self.upload_form,
+                                   lease=leases.current())
+        self.openapi = openapi_document()
+        self._local = threading.local()
+        self.limiter: anyio.CapacityLimiter | None = None
+
+    # -- the API, in a pool thread ----------------------------------------------------------
+
+    def backend(self) -> ApiBackend:
+        return self._backend
+
+    def upload_form(self, key: str, max_bytes: int, expires_in: int, event: Any) -> dict[str, Any]:
+        origin = f"{event.headers.get('x-forwarded-proto', 'http')}://{event.request_context.domain_name}"
+        return self.signer.form(key, max_bytes, expires_in, origin)
+
+    def _resolver(self) -> IsolatedHttpResolver:
+        resolver: IsolatedHttpResolver | None = getattr(self._local, "resolver", None)
+        if resolver is None:
+            resolver = self._local.resolver = build_resolver(self.backend)
+        return resolver
+
+    def answer(self, event: dict[str, Any], request_id: str) -> dict[str, Any]:
+        return handle(self._resolver(), event, LocalContext(aws_request_id=request_id))
+
+    def accept_upload(self, key: str, data: bytes) -> None:
+        """Store an upload's bytes under its key and queue it, once, while it is the document's latest."""
+        found = parse_key(key)
+        upload = self.services.metadata.get_upload(found.tenant, found.document_id, found.upload_id)
+        if upload is None:
+            raise Conflict("this upload is no longer current: a newer upload or a delete of the document came first")
+        if self.services.objects.exists(key):
+            raise Conflict("this upload form was used already: create the document again to send another file")
+        self.services.objects.put(key, data)
+        self.worker.submit(upload)
+
+    def warm(self) -> None:
+        """Load the model and the access mask before the first request pays for them."""
+        from citewell.models import Identity
+        from citewell.search import search
+
+        search(self.services, Identity(tenant="warm-up", roles=frozenset({"warm-up"})), "warm up", k=1)
+
+    # -- the ASGI application ---------------------------------------------------------------
+
+    def app(self) -> ASGIApp:
+        @asynccontextmanager
+        async def lifespan(_: Starlette) -> AsyncIterator[None]:
+            self.limiter = anyio.CapacityLimiter(self.settings.threads)
+            await anyio.to_thread.run_sync(self.warm)
+            self.worker.start()
+            yield
+            await anyio.to_thread.run_sync(self.worker.stop, self.settings.grace_seconds)
+
+        routes = [
+            Route("/", self.index, methods=["GET", "HEAD"]),
+            Route("/static/{name:path}", self.static, methods=["GET", "HEAD"]),
+            Route("/openapi.json", self.openapi_json, methods=["GET"]),
+            Route(UPLOAD_PATH, self.upload, methods=["POST"]),
+        ]
+        if self.demo:
+            routes.append(Route("/demo/identities", self.identities, methods=["GET"]))
+        routes.append(Route("/{path:path}", self.api, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
+        return SecurityHeaders(Starlette(routes=routes, lifespan=lifespan))
+
+    async def index(self, request: Request) -> Response:
+        page = WEB / "index.html"
+        if not page.is_file():
+            return error(404, "NotFoundError", "the web page is not installed")
+        return FileResponse(page, media_type=CONTENT_TYPES[".html"], headers={"Cache-Control": "no-cache"})
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        parts = name.split("/")
+        if not all(_STATIC_PART.fullmatch(part) for part in parts):  # no '', '.', '..' or hidden names
+            return error(404, "NotFoundError", "no such file")
+        root = WEB.resolve()
+        path = (root / name).resolve()
+        if root not in path.parents or not path.is_file() or path.suffix not in CONTENT_TYPES:
+            return error(404, "NotFoundError", "no such file")
+        return FileResponse(path, media_type=CONTENT_TYPES[path.suffix], headers={"Cache-Control": "no-cache"})
+
+    async def openapi_json(self, request: Request) -> Response:
+        return Response(self.openapi, media_type="application/json")
+
+    async def identities(self, request: Request) -> Response:
+        assert self.key is not None
+        settings = self.settings
+        listed = [
+            {"label": label, "tenant": tenant, "roles": roles,
+             "token": mint(self.key, tenant=tenant, roles=roles, ttl_seconds=DEMO_TTL_SECONDS,
+                           tenant_claim=settings.tenant_claim, roles_claim=settings.roles_claim)}
+            for label, tenant, roles in demo_identities(settings.write_role)
+        ]
+        return JSONResponse(listed, headers={"Cache-Control": "no-store"})
+
+    async def api(self, request: Request) -> Response:
+        request_id = uuid.uuid4().hex
+        authorization = request.headers.get("authorization")
+        try:
+            if self.verifier.jwks is None:  # a local key: no I/O, verified on the loop
+                claims = self.verifier.claims(authorization)
+            else:
+                claims = await anyio.to_thread.run_sync(self.verifier.claims, authorization, limiter=self.limiter)
+        except Unauthorized as refused:
+            description = str(refused).replace('"', "'")
+            return error(401, "Unauthorized", str(refused),
+                         {"WWW-Authenticate": f'Bearer error="invalid_token", error_description="{description}"'})
+        except IssuerUnavailable as down:
+            return error(503, "ServiceUnavailable", str(down))
+        try:
+            body = await read_body(request, MAX_BODY_BYTES, self.settings.read_seconds)
+        except Refused as refused:
+            return error(refused.status, refused.code, refused.message)
+        event = build_event(request.scope, body, claims, request_id)
+        reply = await anyio.to_thread.run_sync(self.answer, event, request_id, limiter=self.limiter)
+        status, data, headers = response_parts(reply)
+        headers["Cache-Control"] = "no-store"
+        headers["X-Request-Id"] = request_id
+        return Response(data, status_code=status, headers=headers)
+
+    async def upload(self, request: Request) -> Response:
+        limit = self.services.max_bytes + FORM_SLACK
+        try:
+            check_length(request, limit, f"the upload is over the limit of {self.services.max_bytes:,} bytes")
+            form_request = Request(request.scope, counted(request.receive, limit, self.services.max_bytes))
+            try:
+                with anyio.fail_after(self.settings.upload_seconds):
+                    form = await form_request.form(max_files=1, max_fields=16)
+            except TimeoutError:
+                raise Refused(408, "RequestTimeout", f"the upload did not arrive within {self.settings.upload_seconds:.0f} seconds") from None
+            except HTTPException as bad:
+                raise Refused(400, "MalformedPOSTRequest", f"the body is not a multipart form: {bad.detail}") from None
+            fields = {name: value for name, value in form.multi_items() if isinstance(value, str)}
+            file = form.get("file")
+            if not isinstance(file, UploadFile):
+                raise Refused(400, "InvalidArgument", "the form has no file: send it as the field 'file', after the others")
+            key, max_bytes = self.signer.check(fields)
+            data = await file.read(max_bytes + 1)
+            await form.close()
+            if len(data) > max_bytes:
+                raise Refused(413, "EntityTooLarge", f"the file is over the limit of {max_bytes:,} bytes")
+            if not data:
+                raise Refused(400, "EntityTooSmall", "the file is empty")
+            await anyio.to_thread.run_sync(self.accept_upload, key, data, limiter=self.limiter)
+        except Refused as refused:
+            return error(refused.status, refused.code, refused.message)
+        except FormRefused as refused:
+            return error(403, refused.code, refused.message)
+        except ServerStopped as stopped:
+            return error(503, stopped.code, stopped.message)
+        except CitewellError as failed:
+            return error(409 if isinstance(failed, Conflict) else 400, failed.code, failed.message)
+        return Response(status_code=204)
+
+
+def check_length(request: Request, limit: int, message: str) -> None:
+    declared = request.headers.get("content-length")
+    if declared is None:
+        return
+    if not declared.strip().isdigit():
+        raise Refused(400, "BadRequestError", "Content-Length is not a number")
+    if int(declared) > limit:
+        raise Refused(413, "RequestEntityTooLargeError", message)
+
+
+def counted(receive: Receive, limit: int, max_bytes: int) -> Receive:
+    """``receive`` that refuses a body over ``limit`` bytes as it arrives, whatever Content-Length said."""
+    seen = 0
+
+    async def counting() -> Message:
+        nonlocal seen
+        message = await receive()
+        seen += len(message.get("body", b""))
+        if seen > limit:
+            raise Refused(413, "EntityTooLarge", f"the upload is over the limit of {max_bytes:,} bytes")
+        return message
+
+    return counting
+
+
+async def read_body(request: Request, limit: int, seconds: float) -> bytes:
+    """The body, refused over ``limit`` bytes (413, as the Lambda refuses it) or when slower than ``seconds``."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        raise Refused(413, "RequestEntityTooLargeError",
+                      f"the body is {int(declared):,} bytes; the limit is 64 KiB ({limit:,} bytes)")
+    parts, size = [], 0
+    try:
+        with anyio.fail_after(seconds):
+            async for part in request.stream():
+                size += len(part)
+                if size > limit:
+                    raise Refused(413, "RequestEntityTooLargeError", f"the body is over 64 KiB ({limit:,} bytes)")
+                parts.append(part)
+    except TimeoutError:
+        raise Refused(408, "RequestTimeout", f"the body did not arrive within {seconds:.0f} seconds") from None
+    return b"".join(parts)
+
+
+class SecurityHeaders:
+    """Every response forbids other origins (CSP) and sniffing, framing and referrers."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  *(h for h in SECURITY_HEADERS if h[0] not in names)]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+__all__ = ["Server", "demo_identities", "host_of"]

@@ -1,0 +1,85 @@
+"""Running the application under uvicorn, with the limits a slow or stuck client needs.
+
+Uvicorn closes an idle keep-alive connection, but waits forever for a request whose headers
+trickle in (or never come); :class:`TimedH11Protocol` closes such a connection after
+``read_seconds``. Bodies have their own deadlines in the application. SIGTERM (and Ctrl-C)
+stop accepting, let requests in flight finish within the grace period, then stop the
+ingest worker (see :mod:`citewell.serve.worker`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from citewell.serve.app import Server
+from citewell.serve.settings import ServeSettings
+
+MAX_CONNECTIONS = 256  # beyond this, new requests get a 503 at once instead of queueing
+
+
+class TimedH11Protocol(H11Protocol):
+    """Closes a connection whose request line and headers have not all arrived within ``header_seconds``,
+    from the moment it opens or its previous response ends."""
+
+    header_seconds = 30.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timer: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._header_timer = self.loop.call_later(self.header_seconds, self._headers_too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self.cycle is None or self.cycle.response_complete:  # still waiting for a request's headers
+            self.transport.close()
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def handle_events(self) -> None:
+        before = self.cycle
+        super().handle_events()
+        if self.cycle is not before:  # a request's headers are complete: the body has the app's deadline
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()
+
+
+def serve(home: Path, *, host: str = "127.0.0.1", port: int = 8000, demo: bool = False,
+          settings: ServeSettings | None = None, log_level: str = "info") -> None:
+    """Serve ``home`` until SIGTERM or Ctrl-C."""
+    settings = settings or ServeSettings.from_env()
+    server = Server(home, settings, demo=demo)
+    protocol = type("Protocol", (TimedH11Protocol,), {"header_seconds": settings.read_seconds})
+    config = uvicorn.Config(
+        server.app(), host=host, port=port, http=protocol, lifespan="on", log_level=log_level,
+        timeout_keep_alive=5, timeout_graceful_shutdown=int(settings.grace_seconds) or 1,
+        limit_concurrency=MAX_CONNECTIONS, proxy_headers=False, server_header=False, date_header=True,
+    )
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
+    if demo:
+        logging.getLogger("citewell.serve").warning(
+            "--demo: anyone who can reach this server can take a demo identity's token (GET /demo/identities)")
+    uvicorn.Server(config).run()

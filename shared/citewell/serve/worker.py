@@ -1,0 +1,137 @@
+"""The server's ingest worker: one thread runs each uploaded file through parse, chunk, embed and publish.
+
+The stages and the upload state machine are the same as the CLI's and the Lambdas'
+(:mod:`citewell.ingest.stages`): the upload was registered by ``POST /documents``, its bytes
+stored by the upload form, and the worker carries it on. One writer thread matches SQLite's
+one writer; requests keep reading while it works and see the old revision or the new one.
+
+Stopping (SIGTERM) gives the uploads in flight until a deadline: the worker goes on between
+stages (and between embedding batches) until then, after which the upload being worked on
+and every queued one are recorded as failed (``server_stopped``) and what they wrote is
+removed, so each document is published whole or keeps serving what it served before.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+
+from citewell.deletion import compact
+from citewell.errors import CitewellError, IngestError, ServerStopped
+from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, record_failure, release_embeddings
+from citewell.models import Chunk, Upload
+from citewell.services import Services
+
+logger = logging.getLogger("citewell.serve")
+EMBED_SLICE = 64  # chunks embedded between two checks of the stop deadline
+
+
+class InternalFailure(IngestError):
+    """A bug met while ingesting: recorded without its details, which go to the log."""
+
+    code = "internal_error"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    document_id: str
+    status: str  # published, unchanged, superseded, failed
+    code: str | None = None
+
+
+class IngestWorker:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self._queue: queue.Queue[Upload | None] = queue.Queue()
+        self._deadline: float | None = None  # set when stopping
+        self._thread = threading.Thread(target=self._run, name="citewell-ingest", daemon=True)
+        self.outcomes: list[Outcome] = []  # what was done, newest last (for logs and tests)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, upload: Upload) -> None:
+        if self._deadline is not None:
+            raise ServerStopped("the server is shutting down and takes no more uploads; upload the file again")
+        self._queue.put(upload)
+
+    def stop(self, grace_seconds: float) -> None:
+        """Let in-flight uploads finish within ``grace_seconds``, fail the rest cleanly, and wait."""
+        self._deadline = time.monotonic() + grace_seconds
+        self._queue.put(None)
+        self._thread.join(grace_seconds + 60)  # a single stage (one large parse) can outlast the deadline
+        if self._thread.is_alive():
+            logger.error("the ingest worker did not stop; the audit will mark its upload stuck")
+
+    def _check(self) -> None:
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise ServerStopped("the server was stopped before this upload was published; upload the file again")
+
+    def _run(self) -> None:
+        while True:
+            upload = self._queue.get()
+            if upload is None:
+                break
+            self._record(self._process(upload))
+        while True:  # anything queued behind the stop
+            try:
+                upload = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if upload is not None:
+                self._record(self._fail(upload, ServerStopped(
+                    "the server was stopped before this upload was published; upload the file again")))
+
+    def _record(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        logger.info("ingest %s: %s%s", outcome.document_id, outcome.status, f" ({outcome.code})" if outcome.code else "")
+
+    def _fail(self, upload: Upload, error: CitewellError, chunks: list[Chunk] | None = None) -> Outcome:
+        record_failure(self.services, upload, error)
+        if chunks:
+            release_embeddings(self.services, chunks)
+        return Outcome(upload.document_id, "failed", error.code)
+
+    def _process(self, upload: Upload) -> Outcome:
+        before = self.services.metadata.get_document(upload.tenant, upload.document_id)
+        try:
+            outcome = self._stages(upload)
+        except Exception:
+            logger.exception("ingest of %s failed", upload.document_id)
+            outcome = self._fail(upload, InternalFailure(
+                "ingesting this file failed on the server's side; the server log has the details"))
+        replaced = outcome.status == "published" and before is not None and before.active_revision is not None
+        if replaced or outcome.status in ("failed", "superseded"):
+            try:  # replaced and abandoned revisions leave nothing in segments or logs
+                compact(self.services)
+            except Exception:
+                logger.exception("compaction after %s failed; the next delete or audit finishes it", upload.document_id)
+        return outcome
+
+    def _stages(self, upload: Upload) -> Outcome:
+        services = self.services
+        chunks: list[Chunk] | None = None
+        try:
+            self._check()
+            parsed = parse_stage(services, upload)
+            if parsed.status != "parsed":
+                return Outcome(upload.document_id, parsed.status)
+            self._check()
+            chunked = chunk_stage(services, upload)
+            if chunked is None:
+                return Outcome(upload.document_id, "superseded")
+            chunks = chunked.chunks
+            for start in range(0, len(chunks), EMBED_SLICE):
+                self._check()
+                embed_stage(services, chunks[start:start + EMBED_SLICE])
+            self._check()
+            count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding)
+        except CitewellError as error:  # bad input, a stop, or a store that stayed busy: recorded on the document
+            return self._fail(upload, error, chunks)
+        if count is None:
+            release_embeddings(services, chunks)
+            return Outcome(upload.document_id, "superseded")
+        return Outcome(upload.document_id, "published")
