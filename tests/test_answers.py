@@ -120,6 +120,7 @@ def test_a_draft_is_bound_to_its_evidence_or_rejected_whole(services):
     # Numbers the question names, and list ordinals, are not claims about the sources.
     assert verify(Draft(text="1. Staff get 27 days [S1].\n2. Since 2024 [S1].", refused=False), evidence,
                   "Since 2024?").rejected is None
+    assert verify(Draft(text="Staff get 027 days [S1].", refused=False), evidence).rejected is None  # the same figure
 
 
 def test_extractive_answer_cites_the_supporting_sentence_and_refuses_otherwise(services):

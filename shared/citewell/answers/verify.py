@@ -69,7 +69,9 @@ def locate(text: str, quote: str) -> tuple[int, int] | None:
 
 
 def _numbers(text: str) -> set[str]:
-    return {n.replace(",", "") for n in _NUMBER.findall(text)}
+    """The figures a text states: "16,384" is 16384 and "07" is 7, so a figure in another layout is the same figure."""
+    figures = (n.replace(",", "") for n in _NUMBER.findall(text))
+    return {f if "." in f else f.lstrip("0") or "0" for f in figures}
 
 
 def _bound(item: EvidenceItem, quote: str | None) -> tuple[str, int]:
@@ -108,13 +110,17 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -
         return Verdict(None, rejected=Rejection.NUMBER_NOT_IN_SOURCE,
                        detail=f"it states a number that none of its cited sources ({names}) holds")
     text = re.sub(r"[ \t]{2,}", " ", _SPACES_BEFORE_PUNCT.sub(r"\1", text)).strip()
+    # Numbered as the reader meets them: the evidence's numbers are the prompt's, and an answer
+    # citing only its third source shows [S1], in its text and its citations alike.
+    shown = {ref: f"S{number}" for number, ref in enumerate(refs, 1)}
+    text = _REF.sub(lambda m: f"[{shown[m.group(1)]}]", text)
     citations = []
     for item in cited:
         quote, start = _bound(item, draft.quotes.get(item.ref))
         span = item.span_at(start)
         citations.append(
             Citation(
-                ref=item.ref, chunk_id=span.chunk_id, document_id=item.document_id, revision=item.revision,
+                ref=shown[item.ref], chunk_id=span.chunk_id, document_id=item.document_id, revision=item.revision,
                 title=item.title, section_path=span.section_path, quote=quote,
             )
         )
