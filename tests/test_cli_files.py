@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from citewell.cli import main
@@ -90,3 +91,38 @@ def test_other_roles_for_the_same_file_need_replace(capsys, tmp_path):
     assert served(home, "pay/bands.md")[0] == {"hr"}
     assert ingest(capsys, home, str(folder), "--replace", roles="staff")[1]["pay/bands.md"]["status"] == "published"
     assert served(home, "pay/bands.md")[0] == {"staff"}
+
+
+def test_links_inside_a_folder_are_never_followed_and_each_is_reported(capsys, tmp_path):
+    """One rule for linked files and linked folders, inside or outside the folder, loops and
+    dangling links included: not followed, and each one said in the output."""
+    home, folder, outside = tmp_path / "home", tmp_path / "handbook", tmp_path / "private"
+    (folder / "policies").mkdir(parents=True)
+    outside.mkdir()
+    (folder / "policies" / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    (outside / "salaries.md").write_text("# Salaries\n\nThe zorblatt band pays well.\n")
+    (folder / "salaries.md").symlink_to(outside / "salaries.md")  # a file outside
+    (folder / "leave-again.md").symlink_to(folder / "policies" / "leave.md")  # a file inside
+    (folder / "private").symlink_to(outside, target_is_directory=True)  # a folder outside
+    (folder / "policies" / "loop").symlink_to(folder, target_is_directory=True)  # a loop
+    (folder / "gone.md").symlink_to(tmp_path / "nowhere.md")  # dangling
+    os.mkfifo(folder / "pipe")
+    code, out = ingest(capsys, home, str(folder))
+    assert code == 0  # left out is not failed
+    assert out.pop("handbook/policies/leave.md")["status"] == "published"
+    assert {d: (o["status"], o["error"]["code"]) for d, o in out.items()} == {
+        "handbook/salaries.md": ("skipped", "symlink"), "handbook/leave-again.md": ("skipped", "symlink"),
+        "handbook/private": ("skipped", "symlink"), "handbook/policies/loop": ("skipped", "symlink"),
+        "handbook/gone.md": ("skipped", "symlink"), "handbook/pipe": ("skipped", "not_a_file"),
+    }
+    assert str(outside) in out["handbook/private"]["error"]["message"]
+    code, hits = run(capsys, "--home", str(home), "search", "zorblatt band", "--tenant", "northpier", "--roles", "staff", "--json")
+    assert all("zorblatt" not in h["text"] for h in hits["hits"])
+
+    assert main(["--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff"]) == 0
+    table = capsys.readouterr().out
+    assert "skipped    handbook/private" in table.splitlines() and "links inside a folder are not followed" in " ".join(table.split())
+
+    # a link named on the command line is what the operator asked for: it is read
+    code, out = ingest(capsys, home, str(folder / "salaries.md"), roles="hr")
+    assert code == 0 and out["salaries.md"]["status"] == "published"

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from citewell import __version__
@@ -174,24 +173,6 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
-def _walk(paths: Sequence[Path]) -> Iterator[tuple[Path, str | None]]:
-    """Files with their default ids: a folder's files by their path from the folder, the
-    folder's own name included (``teamA/README.md`` and ``teamB/README.md`` stay two
-    documents), a file by its name; a path that is neither comes with no id, to be reported
-    as a failed item."""
-    for path in paths:
-        if path.is_dir():
-            folder = PurePosixPath(os.path.abspath(path)).name  # as given: '.' is the folder's name, a link its own
-            for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                relative = file.relative_to(path)
-                if not any(part.startswith(".") for part in relative.parts):
-                    yield file, PurePosixPath(folder, relative.as_posix()).as_posix()
-        elif path.is_file():
-            yield path, path.name
-        else:
-            yield path, None
-
-
 def _progress(wanted: bool):  # type: ignore[no-untyped-def]
     """A progress bar on stderr, shown only when wanted and stderr is a terminal."""
     from rich.console import Console
@@ -205,18 +186,14 @@ def _progress(wanted: bool):  # type: ignore[no-untyped-def]
 
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    from citewell.ingest.runner import IngestOutcome, ingest
+    from citewell.ingest.runner import ingest
     from citewell.ingest.stages import IngestRequest
-    from citewell.models import ErrorInfo
+    from citewell.ingest.walk import walk
     from citewell.services import open_local
 
-    found = list(_walk(args.paths))
-    files = [(file, doc_id) for file, doc_id in found if doc_id is not None]
-    missing = [
-        IngestOutcome(document_id=str(path), revision=None, status="failed", chunks=0,
-                      error=ErrorInfo(code="not_found", message=f"no such file or folder: {path}"))
-        for path, doc_id in found if doc_id is None
-    ]
+    found = walk(args.paths)
+    files = [(f.path, f.document_id) for f in found if f.outcome is None]
+    missing = [f.outcome for f in found if f.outcome is not None]  # not found, or left out with the reason
     if len(files) != 1 and (args.doc_id or args.title or args.source):
         raise InvalidInput("--doc-id, --title and --source need exactly one file")
     ids = [args.doc_id or doc_id for _, doc_id in files]

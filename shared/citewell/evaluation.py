@@ -18,7 +18,7 @@ from citewell.errors import InvalidInput
 from citewell.ingest.runner import IngestOutcome, StageClock, ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Identity
-from citewell.search import LANE_CHOICES, search
+from citewell.search import search
 from citewell.services import Services
 
 EVAL_TENANT = "eval"

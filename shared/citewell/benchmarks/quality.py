@@ -20,7 +20,6 @@ from citewell.benchmarks.homes import fresh_home
 from citewell.benchmarks.measure import emit, percentiles
 from citewell.evaluation import (
     EVAL_IDENTITY,
-    LANE_CHOICES,
     RUN_DEPTH,
     DocumentRun,
     best_chunk_ranking,
@@ -31,6 +30,7 @@ from citewell.evaluation import (
     load_queries,
     score,
 )
+from citewell.search import LANE_CHOICES
 
 
 def sample(folder: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]], keep: int) -> tuple[dict[str, str], set[str]]:

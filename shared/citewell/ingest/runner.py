@@ -38,11 +38,12 @@ BATCH_DOCUMENTS = 64
 
 class IngestOutcome(BaseModel):
     """``superseded``: a newer upload of the document, or its delete, came first; nothing of
-    this one was published or kept."""
+    this one was published or kept. ``skipped``: a path the walk left out, with the reason
+    (:mod:`citewell.ingest.walk`)."""
 
     document_id: str
     revision: str | None
-    status: Literal["published", "unchanged", "failed", "superseded"]
+    status: Literal["published", "unchanged", "failed", "superseded", "skipped"]
     chunks: int
     error: ErrorInfo | None = None
 
