@@ -1,119 +1,205 @@
-"""Human-readable tables for the CLI (rich). JSON output never passes through here."""
+"""What the CLI prints for people (rich). JSON output never passes through here.
+
+Written for 80 columns and for pipes as much as for wide terminals: a document or chunk id
+is never cut or wrapped by us (it is what ``delete`` and ``citations`` need; a terminal
+narrower than the id folds it, but no character is lost), it starts its line so ``grep`` and
+``cut`` find it, and longer text wraps under its own indent instead of back to column 0.
+"""
 
 from __future__ import annotations
 
+import json
+import textwrap
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 console = Console()
+
+STATUS_WIDTH = 10  # "superseded" and "published" line up with the shorter ones
+SNIPPET_CHARS = 300
 
 
 def _short(revision: str | None) -> str:
     return revision[:12] if revision else "-"
 
 
-def render(command: str, payload: dict[str, Any]) -> None:
-    if command == "token":
-        print(payload["token"])  # alone on stdout, unwrapped: TOKEN=$(citewell token ...)
-    elif command == "serve":
-        pass  # the server logs as it goes
-    elif command == "ingest":
-        table = Table("document", "status", "revision", "chunks", "error")
-        for d in payload["documents"]:
-            error = f"{d['error']['code']}: {d['error']['message']}" if d["error"] else ""
-            table.add_row(d["document_id"], d["status"], _short(d["revision"]), str(d["chunks"]), error)
-        console.print(table)
-    elif command == "search":
-        for note in payload["degraded"]:
-            console.print(f"[yellow]degraded:[/yellow] {note}")
-        if not payload["hits"]:
-            console.print("no results")
-        for hit in payload["hits"]:
-            lanes = ", ".join(f"{k} #{v}" for k, v in hit["lanes"].items() if v is not None)
-            where = " > ".join(hit["section_path"]) or hit["title"]
-            console.print(f"[bold]{hit['rank']}. {hit['title']}[/bold]  [dim]{hit['chunk_id']} ({lanes})[/dim]")
-            console.print(f"   [italic]{where}[/italic]")
-            snippet = " ".join(hit["text"].split())
-            console.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", highlight=False)
-    elif command in ("ask", "citations"):
-        for note in payload.get("degraded", []):
-            console.print(f"[yellow]degraded:[/yellow] {note}")
-        if command == "citations":
-            console.print(f"[dim]{payload['created_at']}  question:[/dim] {payload['question']}")
-        if payload.get("source_deleted"):
-            console.print("This answer was withdrawn: a source it rested on has been deleted.")
-        elif payload["refused"]:
-            console.print("The documents you can read do not answer this.")
-            if payload.get("closest"):
-                console.print("\n[bold]Closest passages you can read[/bold] [dim](not an answer)[/dim]")
-            for passage in payload.get("closest", []):
-                where = " > ".join(passage["section_path"]) or passage["title"]
-                snippet = " ".join(passage["text"].split())
-                console.print(f"  {passage['title']} — {where}  [dim]{passage['chunk_id']}[/dim]")
-                console.print(f"       {snippet[:240]}{'…' if len(snippet) > 240 else ''}", highlight=False)
-        else:
-            console.print(payload["answer"], highlight=False)
-        if payload["citations"]:
-            console.print("\n[bold]Sources[/bold]")
-        for c in payload["citations"]:
-            if c.get("deleted"):
-                console.print(f"  [{c['ref']}] [red]source deleted[/red]")
-                continue
-            where = " > ".join(c["section_path"]) or c["title"]
-            console.print(f"  [{c['ref']}] {c['title']} — {where}  [dim]{c['chunk_id']} @ {c['revision'][:12]}[/dim]")
-            console.print(f"       \"{' '.join(c['quote'].split())}\"", highlight=False)
-        console.print(f"[dim]answer id {payload['answer_id']}[/dim]")
-    elif command == "eval-answers":
-        table = Table("category", "questions", "answer acc.", "refusal acc.", "citation prec.", "fabricated", "forbidden")
-        rows = [*payload["by_category"].items(), ("all", payload["overall"])]
-        for name, s in rows:
-            cells = [s["answer_accuracy"], s["refusal_accuracy"], s["citation_precision"]]
-            table.add_row(name, str(s["questions"]), *("-" if c is None else f"{c:.3f}" for c in cells),
-                          str(s["fabrications"]), str(s["forbidden_text"]))
-        console.print(table)
-        overall = payload["overall"]
-        if overall["drafts_rejected"] or overall["generator_unavailable"]:
-            kinds = ", ".join(f"{kind} {n}" for kind, n in payload["rejections"].items())
-            console.print(f"{payload['generator']}: {overall['drafts_rejected']} drafts rejected by verification ({kinds}), "
-                          f"{overall['generator_unavailable']} unusable replies; the extractive answer stood in for each")
-    elif command == "delete":
-        table = Table("store", "removed")
-        for store, count in payload["removed"].items():
-            table.add_row(store, str(count))
-        console.print(f"deleted {payload['document_id']}")
-        console.print(table)
-    elif command == "audit":
-        console.print("audit: ok" if payload["ok"] else "audit: [red]not ok[/red]")
-        if payload["findings"]:
-            table = Table("kind", "tenant", "document", "detail", "repaired")
-            for f in payload["findings"]:
-                table.add_row(f["kind"], f["tenant"], f["document_id"], f["detail"], "yes" if f["repaired"] else "no")
-            console.print(table)
-    elif command == "docs":
-        table = Table("document", "title", "status", "revision", "chunks", "roles", "error")
-        for d in payload["documents"]:
-            error = f"{d['error']['code']}: {d['error']['message']}" if d["error"] else ""
-            table.add_row(
-                d["document_id"], d["title"], d["status"], _short(d["active_revision"]), str(d["chunk_count"]),
-                ",".join(sorted(d["allowed_roles"])), error,
-            )
-        console.print(table)
-    elif command == "eval":
-        ingest = payload["ingest"]
-        console.print(
-            f"{payload['dataset']} ({payload['split']}): {ingest['documents']} documents, {ingest['chunks']} chunks, "
-            f"ingest {ingest['seconds']} s ({ingest['published']} published, {ingest['unchanged']} unchanged, "
-            f"{ingest['failed']} failed)"
+def _id_line(*parts: str | tuple[str, str]) -> None:
+    """One line that rich never wraps or cuts (ids live here)."""
+    console.print(Text.assemble(*parts), soft_wrap=True, highlight=False)
+
+
+def _wrapped(text: str, indent: int, style: str = "") -> None:
+    """Text wrapped at the console's width (80 when piped), each of its lines under the same
+    indent; a word longer than a line (a path, an id) is kept whole."""
+    for paragraph in text.splitlines() or [""]:  # its own line breaks stay (an answer's list)
+        lines = textwrap.wrap(paragraph, width=max(console.width, indent + 20), initial_indent=" " * indent,
+                              subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False)
+        for line in lines or [""]:
+            console.print(Text(line, style=style), soft_wrap=True, highlight=False)
+
+
+def where(title: str, section_path: Sequence[str]) -> str:
+    """Title, then the headings below it, without saying the title twice."""
+    parts = [title, *[h for h in section_path if h and h != title]]
+    return " > ".join(p for p in parts if p)
+
+
+def snippet(text: str, section_path: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
+    """The passage on one line, without the heading lines its section path already shows."""
+    lines = text.strip().splitlines()
+    headings = set(section_path)
+    while lines and (not lines[0].strip() or lines[0].strip() in headings):
+        lines.pop(0)
+    flat = " ".join(" ".join(lines).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _chunks(count: int) -> str:
+    return f"{count} chunk" if count == 1 else f"{count} chunks"
+
+
+def _error(error: dict[str, str] | None) -> str:
+    return f"{error['code']}: {error['message']}" if error else ""
+
+
+def _ingest(payload: dict[str, Any]) -> None:
+    for d in payload["documents"]:
+        status = d["status"]
+        style = {"failed": "red", "superseded": "yellow", "skipped": "yellow"}.get(status, "green")
+        detail = f"  {_chunks(d['chunks'])}, revision {_short(d['revision'])}" if d["revision"] else ""
+        _id_line((f"{status:<{STATUS_WIDTH}}", style), " ", d["document_id"], (detail, "dim"))
+        if d["error"]:
+            _wrapped(_error(d["error"]), STATUS_WIDTH + 1)
+
+
+def _hit_lanes(lanes: dict[str, int | None]) -> str:
+    return ", ".join(f"{lane} #{rank}" for lane, rank in lanes.items() if rank is not None)
+
+
+def _search(payload: dict[str, Any]) -> None:
+    for note in payload["degraded"]:
+        _wrapped(f"degraded: {note}", 0, "yellow")
+    if not payload["hits"]:
+        console.print("no results")
+    for number, hit in enumerate(payload["hits"]):
+        if number:
+            console.print()
+        head = f"{hit['rank']}. "
+        _wrapped(f"{head}{where(hit['title'], hit['section_path'])}", 0, "bold")
+        _id_line(" " * len(head), hit["chunk_id"], (f"  ({_hit_lanes(hit['lanes'])})", "dim"))
+        _wrapped(snippet(hit["text"], hit["section_path"]), len(head))
+
+
+def _passage(ref: str, item: dict[str, Any], quote: str) -> None:
+    _wrapped(f"{ref}{where(item['title'], item['section_path'])}", 2)
+    indent = 2 + len(ref)
+    revision = f" @ {_short(item['revision'])}" if item.get("revision") else ""
+    _id_line(" " * indent, item["chunk_id"], (revision, "dim"))
+    _wrapped(quote, indent)
+
+
+def _answer(payload: dict[str, Any], command: str) -> None:
+    for note in payload.get("degraded", []):
+        _wrapped(f"degraded: {note}", 0, "yellow")
+    if command == "citations":
+        _wrapped(f"{payload['created_at']}  question: {payload['question']}", 0, "dim")
+    if payload.get("source_deleted"):
+        console.print("This answer was withdrawn: a source it rested on has been deleted.")
+    elif payload["refused"]:
+        console.print("The documents you can read do not answer this.")
+        if payload.get("closest"):
+            console.print("\n[bold]Closest passages you can read[/bold] [dim](not an answer)[/dim]")
+        for number, passage in enumerate(payload.get("closest", [])):
+            if number:
+                console.print()
+            _passage("", passage, snippet(passage["text"], passage["section_path"], 240))
+    else:
+        _wrapped(payload["answer"], 0)
+    if payload["citations"]:
+        console.print("\n[bold]Sources[/bold]")
+    for c in payload["citations"]:
+        ref = f"[{c['ref']}] "
+        if c.get("deleted"):
+            _id_line("  ", ref, ("source deleted", "red"))
+            continue
+        _passage(ref, c, f"\"{' '.join(c['quote'].split())}\"")
+    _id_line(("answer id ", "dim"), payload["answer_id"])
+
+
+def _eval_answers(payload: dict[str, Any]) -> None:
+    table = Table("category", "questions", "answer acc.", "refusal acc.", "citation prec.", "fabricated", "forbidden")
+    for name, s in [*payload["by_category"].items(), ("all", payload["overall"])]:
+        cells = [s["answer_accuracy"], s["refusal_accuracy"], s["citation_precision"]]
+        table.add_row(name, str(s["questions"]), *("-" if c is None else f"{c:.3f}" for c in cells),
+                      str(s["fabrications"]), str(s["forbidden_text"]))
+    console.print(table)
+
+
+def _delete(payload: dict[str, Any]) -> None:
+    _id_line("deleted ", payload["document_id"])
+    removed = ", ".join(f"{store} {count}" for store, count in payload["removed"].items() if count)
+    _wrapped(f"removed: {removed or 'nothing left to remove'}", 2, "dim")
+
+
+def _audit(payload: dict[str, Any]) -> None:
+    console.print("audit: ok" if payload["ok"] else "audit: [red]not ok[/red]")
+    for f in payload["findings"]:
+        subject = f"{f['tenant']} {f['document_id']}".strip()
+        repaired = ("  repaired", "green") if f["repaired"] else ("", "")
+        _id_line((f["kind"], "bold"), "  ", subject, repaired)
+        _wrapped(f["detail"], 2)
+
+
+def _docs(payload: dict[str, Any]) -> None:
+    if not payload["documents"]:
+        console.print("no documents")
+    for d in payload["documents"]:
+        status = d["status"]
+        style = {"failed": "red", "processing": "yellow", "deleting": "yellow"}.get(status, "green")
+        _id_line(d["document_id"], "  ", (status, style))
+        if d["title"]:
+            _wrapped(d["title"], 2)
+        facts = [_chunks(d["chunk_count"]), f"revision {_short(d['active_revision'])}",
+                 f"roles {','.join(sorted(d['allowed_roles']))}"]
+        _wrapped(" · ".join(facts), 2, "dim")
+        if d["error"]:
+            _wrapped(_error(d["error"]), 2, "red")
+
+
+def _eval(payload: dict[str, Any]) -> None:
+    ingest = payload["ingest"]
+    _wrapped(
+        f"{payload['dataset']} ({payload['split']}): {ingest['documents']} documents, {ingest['chunks']} chunks, "
+        f"ingest {ingest['seconds']} s ({ingest['published']} published, {ingest['unchanged']} unchanged, "
+        f"{ingest['failed']} failed)", 0,
+    )
+    stages = ", ".join(f"{name} {seconds} s" for name, seconds in ingest["stage_seconds"].items())
+    if stages:
+        _wrapped(f"ingest time by stage: {stages}", 0)
+    table = Table("lane", "nDCG@10", "Recall@100", "MRR@10", "queries", "search ms p50 / p95")
+    for lane in payload["lanes"]:
+        table.add_row(
+            lane["lane"], f"{lane['ndcg_at_10']:.4f}", f"{lane['recall_at_100']:.4f}", f"{lane['mrr_at_10']:.4f}",
+            str(lane["queries"]), f"{lane['search_ms_p50']} / {lane['search_ms_p95']}",
         )
-        stages = ", ".join(f"{name} {seconds} s" for name, seconds in ingest["stage_seconds"].items())
-        if stages:
-            console.print(f"ingest time by stage: {stages}")
-        table = Table("lane", "nDCG@10", "Recall@100", "MRR@10", "queries", "search ms p50 / p95")
-        for lane in payload["lanes"]:
-            table.add_row(
-                lane["lane"], f"{lane['ndcg_at_10']:.4f}", f"{lane['recall_at_100']:.4f}", f"{lane['mrr_at_10']:.4f}",
-                str(lane["queries"]), f"{lane['search_ms_p50']} / {lane['search_ms_p95']}",
-            )
-        console.print(table)
+    console.print(table)
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "ingest": _ingest, "search": _search, "ask": lambda p: _answer(p, "ask"),
+    "citations": lambda p: _answer(p, "citations"), "eval-answers": _eval_answers, "delete": _delete,
+    "audit": _audit, "docs": _docs, "eval": _eval,
+}
+
+
+def render(command: str, payload: dict[str, Any]) -> None:
+    """A command without a layout of its own prints its JSON, indented."""
+    show = RENDERERS.get(command)
+    if show is not None:
+        show(payload)
+    elif payload:
+        console.print_json(json.dumps(payload, ensure_ascii=False))

@@ -1,0 +1,118 @@
+"""What people read: at 80 columns and through a pipe, ids whole, text under its indent, sources numbered 1, 2, 3."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from citewell.answers.verify import verify
+from citewell.models import Draft, EvidenceItem, EvidenceSpan
+from citewell.render import snippet, where
+
+LONG = "crane-operations-handbook-for-the-night-shift-at-the-northern-terminal.md"
+
+
+def cli(home: Path, *argv: str) -> str:
+    """The real command through a pipe (not a terminal), as `citewell ... | less` would run it."""
+    done = subprocess.run([sys.executable, "-m", "citewell.cli", "--home", str(home), *argv],
+                          capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin", "COLUMNS": "80"})
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("render")
+    folder = root / "operations"
+    folder.mkdir()
+    (folder / LONG).write_text(
+        "# Crane Operations Handbook\n\n## Storm pins\n\n"
+        "When the wind exceeds the operating limit the operator parks the crane at the storm position, lowers "
+        "the spreader to the ground and engages both storm pins before leaving the cabin for the shelter.\n"
+    )
+    (folder / "scan.pdf").write_bytes(b"this is text pretending to be a PDF file for the failing row")
+    cli(root / "home", "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "operators")
+    return root / "home"
+
+
+def assert_fits(output: str, *ids: str) -> None:
+    """Every line fits 80 columns, except one that holds an id longer than that, whole; no trailing spaces."""
+    for line in output.splitlines():
+        assert line == line.rstrip(), repr(line)
+        assert len(line) <= 80 or any(i in line for i in ids), line
+
+
+def test_ingest_and_docs_show_whole_ids_at_80_columns(home, tmp_path):
+    document_id = f"operations/{LONG}"
+    listing = cli(home, "docs", "--tenant", "northpier")
+    assert f"{document_id}  published" in listing.splitlines()
+    assert "operations/scan.pdf  failed" in listing and "…" not in listing
+    assert_fits(listing, document_id)
+    again = cli(home, "ingest", str(home.parent / "operations"), "--tenant", "northpier", "--allow-roles", "operators")
+    assert any(line.startswith("unchanged") and line.split()[1] == document_id for line in again.splitlines())
+    failed = again.splitlines()[again.splitlines().index("failed     operations/scan.pdf") + 1]
+    assert failed.startswith("           type_mismatch:")  # the reason under its row, not at column 0
+    assert_fits(again, document_id)
+
+
+def test_search_text_wraps_under_its_indent_and_the_heading_is_not_in_the_body(home):
+    out = cli(home, "search", "what does the operator do when the wind is too strong", "--tenant", "northpier",
+              "--roles", "operators", "--k", "1")
+    lines = out.splitlines()
+    assert lines[0] == "1. Crane Operations Handbook > Storm pins"
+    assert lines[1].startswith(f"   operations/{LONG}#")  # the chunk id whole, on its own line
+    body = lines[2:]
+    assert len(body) >= 2 and all(line.startswith("   ") and line[3] != " " for line in body)
+    assert body[0].strip().startswith("When the wind exceeds")  # not "Storm pins When the wind ..."
+    assert_fits(out, LONG)
+
+
+def test_answer_sources_say_the_title_once(home):
+    out = cli(home, "ask", "What does the operator engage before leaving the cabin?", "--tenant", "northpier",
+              "--roles", "operators")
+    assert "Crane Operations Handbook > Crane Operations Handbook" not in out
+    assert_fits(out, LONG)
+
+
+def test_where_and_snippet():
+    assert where("Handbook", ["Handbook", "Leave", "Carry-over"]) == "Handbook > Leave > Carry-over"
+    assert where("Handbook", []) == "Handbook"
+    assert snippet("Carry-over\n\nUp to 5 days\nmay be carried.", ["Handbook", "Leave", "Carry-over"]) == \
+        "Up to 5 days may be carried."
+    assert snippet("word " * 100, [], limit=20).endswith("…") and len(snippet("word " * 100, [], limit=20)) <= 20
+
+
+def _item(ref: str, text: str) -> EvidenceItem:
+    chunk = f"handbook.md#{ref[1:]}#0"
+    return EvidenceItem(ref=ref, document_id="handbook.md", revision="r1", title="Handbook", section_path=["Leave"],
+                        text=text, spans=[EvidenceSpan(chunk_id=chunk, section_path=["Leave"], start=0, end=len(text))],
+                        rank=int(ref[1:]))
+
+
+EVIDENCE = [_item("S1", "Staff receive 27 days of annual leave."), _item("S2", "Sick leave needs a note."),
+            _item("S3", "Carried days expire on 31 March.")]
+
+
+def test_an_answer_citing_only_its_third_source_shows_s1_in_text_and_citations():
+    verdict = verify(Draft(text="Carried days expire on 31 March [S3].", refused=False), EVIDENCE)
+    assert verdict.answer == "Carried days expire on 31 March [S1]."
+    assert [(c.ref, c.chunk_id) for c in verdict.citations] == [("S1", "handbook.md#3#0")]
+
+
+def test_sources_are_numbered_as_the_reader_meets_them():
+    draft = Draft(text="Carried days expire on 31 March [S3]. Staff receive 27 days [S1]. Again [S3].", refused=False)
+    verdict = verify(draft, EVIDENCE)
+    assert verdict.answer == "Carried days expire on 31 March [S1]. Staff receive 27 days [S2]. Again [S1]."
+    assert [(c.ref, c.chunk_id) for c in verdict.citations] == [("S1", "handbook.md#3#0"), ("S2", "handbook.md#1#0")]
+
+
+def test_the_cli_answer_and_its_sources_agree(home):
+    answer = json.loads(cli(home, "ask", "What does the operator engage before leaving the cabin?", "--tenant",
+                            "northpier", "--roles", "operators", "--json"))
+    refs = [c["ref"] for c in answer["citations"]]
+    assert refs == [f"S{n}" for n in range(1, len(refs) + 1)]
+    if answer["answer"]:
+        assert all(f"[{ref}]" in answer["answer"] for ref in refs)
