@@ -105,8 +105,8 @@ def test_a_direct_answer_is_read_off_a_record_or_the_only_value_of_the_kind_aske
 def test_a_run_of_one_line_blocks_is_a_list_without_its_heading():
     text = "First response\n\nAcknowledge the page.\n\nOpen the channel.\n\nCheck the dashboard.\n\nNext\n\nA later paragraph. It has two sentences."
     units = units_of(item(text, ("Runbook", "First response")))
-    assert "First response" not in [u.text for u in units]  # a heading names a section; it answers nothing
-    run = run_around(units, units[1])
+    assert [u.text for u in units if u.heading] == ["First response"]  # it names a section: never part of a list
+    run = run_around(units, units[2])
     assert [u.text for u in run] == ["Acknowledge the page.", "Open the channel.", "Check the dashboard.", "Next"]
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 # A unit (sentence, record, list item) against the question.
 UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "joint_coverage", "item_rank", "identifiers_found",
-                 "missing_specific", "type_match", "type_mismatch", "record", "direct")
+                 "missing_specific", "type_match", "type_mismatch", "record", "heading", "direct")
 # The best unit against the rest of the evidence: is there an answer at all?
 ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "best_joint_coverage",
                    "evidence_coverage", "absent_terms", "identifiers_found", "missing_specific", "type_mismatch",

@@ -128,6 +128,8 @@ class Unit:
     block: int  # which block of the item it is in
     record: bool = False
     whole_block: bool = False  # the block is this one unit: a run of them may be a list
+    heading: bool = False  # names a section; it answers "when was 5.4 released?" at most
+    asked: str = ""  # the question the source asks just before it (a FAQ): context, not an answer
 
     @property
     def text(self) -> str:
@@ -148,22 +150,49 @@ def _blocks(text: str) -> list[tuple[int, int]]:
 
 
 def units_of(item: EvidenceItem) -> list[Unit]:
-    """The item's records and sentences, in order; the headings in its text are not units (they
-    name a section, they do not answer anything, and they end a list)."""
+    """The item's headings, records and sentences, in order. A heading is a unit of its own (it
+    may hold a release's date) but never part of a list. A question the source asks (a FAQ's
+    "What is the leak allowance?") is no answer: it is kept as the context of what follows, up to
+    the next heading or question."""
     headings = {" ".join(h.split()) for span in item.spans for h in span.section_path} | {" ".join(item.title.split())}
     found: list[Unit] = []
+    asked = ""
     for number, (start, end) in enumerate(_blocks(item.text)):
         block = item.text[start:end]
         if " ".join(block.split()) in headings:
+            found.append(Unit(item, start, end, number, whole_block=True, heading=True))
+            asked = ""
             continue
         if RECORD.fullmatch(block.strip()):
-            found.append(Unit(item, start, end, number, record=True, whole_block=True))
+            found.append(Unit(item, start, end, number, record=True, whole_block=True, asked=asked))
             continue
         unwrapped = block.replace("\n", " ")  # same length: offsets still hold
         spans = [(s, e) for s, e in sentence_spans(unwrapped) if unwrapped[s:e].strip()]
+        answers = [(s, e) for s, e in spans if not unwrapped[s:e].rstrip().endswith("?")]
         for s, e in spans:
-            found.append(Unit(item, start + s, start + e, number, whole_block=len(spans) == 1))
+            sentence = " ".join(unwrapped[s:e].split())
+            if sentence.endswith("?"):
+                asked = sentence
+                continue
+            found.append(Unit(item, start + s, start + e, number, whole_block=len(answers) == 1, asked=asked))
     return found
+
+
+def completion(units: list[Unit], best: Unit, wanted: set[Wants]) -> Unit | None:
+    """The unit that holds what the question wants when ``best`` does not: an earlier sentence of
+    its block ("Rafael Moutinho, Head of Support." before "Approves refunds."), else the heading
+    of its section ("Tallyforge 5.3, released 20 January 2026")."""
+    kinds = wanted & {Wants.PERSON, Wants.NUMBER, Wants.DATE, Wants.CODE}
+    if not kinds or any(best.holds(k) for k in kinds):
+        return None
+    same = [u for u in units if u.item is best.item]
+    for unit in reversed(same[: same.index(best)]):
+        if unit.heading or unit.block == best.block:
+            if any(unit.holds(k) for k in kinds):
+                return unit
+            if unit.heading:
+                return None
+    return None
 
 
 def _fields(unit: Unit) -> tuple[str, ...]:
@@ -173,11 +202,12 @@ def _fields(unit: Unit) -> tuple[str, ...]:
 def run_around(units: list[Unit], best: Unit) -> list[Unit]:
     """The run of one-unit blocks ``best`` belongs to, in order: the items of a list, the steps
     of a procedure, or the rows of a table (records with the same fields)."""
-    if not best.whole_block:
+    if not best.whole_block or best.heading:
         return [best]
 
     def kin(unit: Unit) -> bool:
-        return unit.whole_block and unit.record == best.record and (not best.record or _fields(unit) == _fields(best))
+        return (unit.whole_block and not unit.heading and unit.record == best.record
+                and (not best.record or _fields(unit) == _fields(best)))
 
     same = [u for u in units if u.item is best.item]
     position = same.index(best)

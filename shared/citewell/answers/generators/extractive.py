@@ -25,6 +25,7 @@ from citewell.answers.units import (
     PERSON,
     Unit,
     Wants,
+    completion,
     identifiers,
     missing_share,
     parts,
@@ -107,7 +108,7 @@ def score_support(
     weights = term_weights(stems(question), terms)
     named = identifiers(question)
     wanted = wants(question)
-    contexts: dict[tuple[int, str], tuple[set[str], str]] = {}
+    contexts: dict[tuple[tuple[int, str], str], tuple[set[str], str]] = {}
     specific = specific_terms(question)
     rows = []
     for unit, cosine, unit_terms, text in zip(units, cosines, terms, texts):
@@ -115,10 +116,11 @@ def score_support(
         matches = _holds_wanted(unit, wanted, units)
         span = unit.item.span_at(unit.start)
         where = (id(unit.item), span.chunk_id)
-        if where not in contexts:  # the title and headings the unit sits under
-            heading = " ".join([unit.item.title, *span.section_path])
-            contexts[where] = (stems(heading), heading.lower())
-        context_terms, context_text = contexts[where]
+        around = (where, unit.asked)
+        if around not in contexts:  # the title and headings it sits under, the question it follows
+            heading = " ".join([unit.item.title, *span.section_path, unit.asked])
+            contexts[around] = (stems(heading), heading.lower())
+        context_terms, context_text = contexts[around]
         rows.append({
             "cosine": float(cosine),
             "coverage": coverage(weights, unit_terms),
@@ -130,6 +132,7 @@ def score_support(
             "type_match": 1.0 if wanted and matches else 0.0,
             "type_mismatch": 1.0 if wanted and not matches else 0.0,
             "record": 1.0 if unit.record else 0.0,
+            "heading": 1.0 if unit.heading else 0.0,
             "direct": 1.0 if direct_answer(question, unit, frozenset(wanted)) else 0.0,
         })
     probabilities = np.array([model.unit.probability(r) for r in rows])
@@ -190,8 +193,8 @@ def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[Evid
     chosen: list[Unit] = []
     for ask in asks:
         support = score_support(embed, ask, evidence, model)
-        if support is not None and all(support.units[0].text != u.text for u in chosen):
-            chosen.append(support.units[0])
+        if support is not None:
+            chosen.extend([u for u in support.units if all(u.text != c.text for c in chosen)][:1])
     return chosen
 
 
@@ -222,11 +225,23 @@ class ExtractiveGenerator:
         if len(asks) > 1:  # two asks: the best unit of each, quoted in the order asked
             chosen, direct = best_of_each(self.embed, asks, evidence, self.model)[:MAX_UNITS] or [best], None
         else:
-            chosen, direct = [best], direct_answer(question, best, support.wanted)
-        quotes: dict[str, str] = {}
+            companion = completion(support.in_order, best, set(support.wanted))
+            chosen = [companion, best] if companion else [best]
+            direct = direct_answer(question, companion or best, support.wanted)
         pieces = [f"{direct}."] if direct else []
-        for unit in chosen:
-            raw = unit.item.text[unit.start : unit.end].strip()
-            quotes[unit.item.ref] = " ".join(filter(None, [quotes.get(unit.item.ref), raw]))
-            pieces.append(f"{unit.text} [{unit.item.ref}]")
-        return Draft(text=" ".join(pieces), refused=False, quotes=quotes)
+        pieces += [f"{unit.text} [{unit.item.ref}]" for unit in chosen]
+        return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of(chosen))
+
+
+def quotes_of(units: Sequence[Unit]) -> dict[str, str]:
+    """Each source's quote: its units in source order, an ellipsis where text between them is left out."""
+    quotes: dict[str, str] = {}
+    for ref in dict.fromkeys(u.item.ref for u in units):
+        mine = sorted((u for u in units if u.item.ref == ref), key=lambda u: u.start)
+        text = mine[0].item.text
+        quote = text[mine[0].start : mine[0].end].strip()
+        for before, unit in zip(mine, mine[1:]):
+            gap = text[before.end : unit.start]
+            quote += (gap if not gap.strip() else " … ") + text[unit.start : unit.end].strip()
+        quotes[ref] = " ".join(quote.split()) if "…" in quote else quote
+    return quotes
