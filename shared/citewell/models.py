@@ -8,7 +8,7 @@ import uuid
 from datetime import datetime, timezone
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from citewell.leases import Lease
 
@@ -130,6 +130,10 @@ class AccessFields(BaseModel):
         if not v:
             raise ValueError("a document needs at least one allowed role")
         return frozenset(validate_name(r, "role") for r in v)
+
+    @field_serializer("allowed_roles", when_used="json")
+    def _sorted_roles(self, v: frozenset[str]) -> list[str]:
+        return sorted(v)  # a set's order changes from process to process; what is written and shown should not
 
 
 class Upload(AccessFields):

@@ -145,6 +145,11 @@ def _visible(document: Document | None, caller: Identity) -> Document:
     return document
 
 
+def shown(document: Document) -> dict[str, Any]:
+    """A record as callers see it: which process holds it in flight is the server's business."""
+    return document.model_dump(mode="json", exclude={"lease"})
+
+
 def _error(status: int, code: str, message: str) -> Response:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
                     body={"error": {"code": code, "message": message}})
@@ -196,7 +201,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
     def list_documents() -> dict[str, Any]:
         found, who = caller()
         documents = [d for d in found.services.metadata.list_documents(who.tenant) if who.can_see(d.tenant, d.allowed_roles)]
-        return {"documents": [d.model_dump(mode="json") for d in documents]}
+        return {"documents": [shown(d) for d in documents]}
 
     @app.get("/documents/<document_id>")
     def get_document(document_id: str) -> dict[str, Any]:
@@ -214,7 +219,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         if section is not None:
             chunks = [c for c in chunks if c.section_index == int(section)]
         text = "".join(c.text[max(0, c.body_start - c.start):] for c in chunks)
-        return {"document": document.model_dump(mode="json"), "text": text}
+        return {"document": shown(document), "text": text}
 
     @app.delete("/documents/<document_id>")
     def remove_document(document_id: str) -> dict[str, Any]:

@@ -179,9 +179,8 @@ class Server:
             Route("/static/{name:path}", self.static, methods=["GET", "HEAD"]),
             Route("/openapi.json", self.openapi_json, methods=["GET"]),
             Route(UPLOAD_PATH, self.upload, methods=["POST"]),
+            Route("/demo/identities", self.identities, methods=["GET"]),
         ]
-        if self.demo:
-            routes.append(Route("/demo/identities", self.identities, methods=["GET"]))
         routes.append(Route("/{path:path}", self.api, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
         return SecurityHeaders(Starlette(routes=routes, lifespan=lifespan))
 
@@ -206,7 +205,8 @@ class Server:
         return Response(self.openapi, media_type="application/json")
 
     async def identities(self, request: Request) -> Response:
-        assert self.key is not None
+        if self.key is None:
+            return error(404, "NotFoundError", "demo identities exist only when the server runs with --demo")
         settings = self.settings
         listed = [
             {"label": label, "tenant": tenant, "roles": roles,

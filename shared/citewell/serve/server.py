@@ -69,7 +69,8 @@ class TimedH11Protocol(H11Protocol):
 
 def serve(home: Path, *, host: str = "127.0.0.1", port: int = 8000, demo: bool = False,
           settings: ServeSettings | None = None, log_level: str = "info") -> None:
-    """Serve ``home`` until SIGTERM or Ctrl-C."""
+    """Serve ``home`` until SIGTERM or Ctrl-C. After a clean shutdown uvicorn raises the signal
+    again, so the process ends as killed by it (what a supervisor expects of a stopped service)."""
     settings = settings or ServeSettings.from_env()
     server = Server(home, settings, demo=demo)
     protocol = type("Protocol", (TimedH11Protocol,), {"header_seconds": settings.read_seconds})
@@ -78,8 +79,13 @@ def serve(home: Path, *, host: str = "127.0.0.1", port: int = 8000, demo: bool =
         timeout_keep_alive=5, timeout_graceful_shutdown=int(settings.grace_seconds) or 1,
         limit_concurrency=MAX_CONNECTIONS, proxy_headers=False, server_header=False, date_header=True,
     )
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
+    ours = logging.getLogger("citewell.serve")  # the worker's outcomes, beside uvicorn's access log
+    ours.setLevel(log_level.upper())
+    if not ours.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+        ours.addHandler(handler)
     if demo:
-        logging.getLogger("citewell.serve").warning(
+        ours.warning(
             "--demo: anyone who can reach this server can take a demo identity's token (GET /demo/identities)")
     uvicorn.Server(config).run()

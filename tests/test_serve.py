@@ -1,0 +1,283 @@
+"""``citewell serve`` as an attacker and a clumsy client meet it: a real server process on 127.0.0.1,
+real HTTP, real tokens. Identity comes only from a verified bearer token; the page and its
+files are served without a way out of their folder; every limit answers with the one error
+shape, and a slow client holds nothing but its own connection."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from citewell.api.routes import openapi_document
+from citewell.serve.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, home_key, key_id
+from tests.serving import CLEAN_EXIT, WRITE, Served, load_corpus
+
+MAX_BYTES = 100_000
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    home = tmp_path_factory.mktemp("serve") / "home"
+    server = Served(home, env={"CITEWELL_MAX_BYTES": str(MAX_BYTES), "CITEWELL_READ_SECONDS": "2"})
+    try:
+        load_corpus(server)
+        yield server
+    finally:
+        assert server.stop() in CLEAN_EXIT, server.log.read_text()
+
+
+def refused(reply: httpx.Response, status: int) -> str:
+    assert reply.status_code == status, reply.text
+    body = reply.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+    assert body["error"]["message"] and "Traceback" not in reply.text
+    return body["error"]["message"]
+
+
+def texts(reply: httpx.Response) -> str:
+    return json.dumps(reply.json())
+
+
+# -- who the caller is -----------------------------------------------------------------------
+
+
+def test_me_says_who_the_token_names_and_whether_they_may_write(served):
+    assert served.call("GET", "/me", served.token("northpier", ["staff"])).json() == {
+        "tenant": "northpier", "roles": ["staff"], "can_write": False}
+    assert served.call("GET", "/me", served.token("bluefen", ["staff", WRITE])).json() == {
+        "tenant": "bluefen", "roles": ["citewell:write", "staff"], "can_write": True}
+    assert "no tenant or no roles" in refused(served.call("GET", "/me", served.token("northpier", [])), 403)
+    assert "not a valid tenant" in refused(served.call("GET", "/me", served.token("../northpier", ["staff"])), 403)
+
+
+def _signed(served: Served, **claims) -> str:
+    now = int(time.time())
+    payload = {"iss": LOCAL_ISSUER, "aud": LOCAL_AUDIENCE, "iat": now, "exp": now + 600,
+               "custom:tenant": "northpier", "cognito:groups": ["staff", "hr"], **claims}
+    payload = {k: v for k, v in payload.items() if v is not None}
+    key = home_key(served.home)
+    return jwt.encode(payload, key, algorithm="ES256", headers={"kid": key_id(key.public_key())})
+
+
+def _unsigned(header: dict, payload: dict, sign=None) -> str:
+    def part(value: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    head = f"{part(header)}.{part(payload)}"
+    signature = sign(head.encode()) if sign else b""
+    return f"{head}.{base64.urlsafe_b64encode(signature).rstrip(b'=').decode()}"
+
+
+def test_every_token_that_does_not_verify_is_a_401(served):
+    now = int(time.time())
+    claims = {"iss": LOCAL_ISSUER, "aud": LOCAL_AUDIENCE, "iat": now, "exp": now + 600,
+              "custom:tenant": "northpier", "cognito:groups": ["staff", "hr"]}
+    public_pem = home_key(served.home).public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    stranger = ec.generate_private_key(ec.SECP256R1())
+    forged = {
+        "no token": None,
+        "not bearer": "Basic bm9ydGhwaWVyOnN0YWZm",
+        "not a jwt": "Bearer not.a.token",
+        "another key": "Bearer " + jwt.encode(claims, stranger, algorithm="ES256"),
+        "expired": "Bearer " + _signed(served, iat=now - 7200, exp=now - 3600),
+        "wrong audience": "Bearer " + _signed(served, aud="someone-else"),
+        "wrong issuer": "Bearer " + _signed(served, iss="https://issuer.example"),
+        "no expiry": "Bearer " + _signed(served, exp=None),
+        "alg none": "Bearer " + _unsigned({"alg": "none", "typ": "JWT"}, claims),
+        "alg None": "Bearer " + _unsigned({"alg": "None", "typ": "JWT"}, claims),
+        "HS256 with the public key": "Bearer " + _unsigned(
+            {"alg": "HS256", "typ": "JWT"}, claims, lambda data: hmac.new(public_pem, data, hashlib.sha256).digest()),
+        "payload swapped": "Bearer " + ".".join([
+            served.token("bluefen", ["staff"]).split(".")[0],
+            _unsigned({}, claims).split(".")[1],
+            served.token("bluefen", ["staff"]).split(".")[2],
+        ]),
+    }
+    for name, authorization in forged.items():
+        headers = {"Authorization": authorization} if authorization else {}
+        for method, path, body in (("GET", "/me", None), ("POST", "/search", {"question": "annual leave"}),
+                                   ("GET", "/documents/hr%2Fsalaries.md", None)):
+            reply = served.client.request(method, path, headers=headers, json=body)
+            refused(reply, 401)
+            assert reply.headers["www-authenticate"].startswith("Bearer"), name
+            assert "salary" not in reply.text and "27 days" not in reply.text, name
+    assert served.call("GET", "/me", _signed(served)).status_code == 200  # the control: the same claims, signed
+
+
+def test_identity_in_query_body_or_headers_is_ignored(served):
+    bluefen = served.token("bluefen", ["staff"])
+    refused(served.call("GET", "/me?access_token=" + served.token("northpier", ["hr"])), 401)
+    smuggled = {"X-Tenant": "northpier", "X-Roles": "hr,staff", "X-Amzn-Oidc-Identity": "northpier",
+                "X-Forwarded-User": "northpier", "X-Custom-Tenant": "northpier"}
+    body = {"question": "How many days of annual leave?", "k": 10, "tenant": "northpier", "roles": ["hr", "staff"],
+            "custom:tenant": "northpier", "requestContext": {"authorizer": {"jwt": {"claims": {"custom:tenant": "northpier"}}}}}
+    found = served.call("POST", "/search?tenant=northpier&roles=hr", bluefen, body, headers=smuggled)
+    assert found.status_code == 200
+    assert {h["document_id"] for h in found.json()["hits"]} == {"guide.md"}
+    answer = served.call("POST", "/query", bluefen, {"question": "How many days of annual leave do staff get?",
+                                                     "tenant": "northpier"}, headers=smuggled).json()
+    assert "27 days" not in json.dumps(answer) and "Northpier" not in json.dumps(answer) and "guide.md" in json.dumps(answer)
+    assert served.call("GET", "/me", bluefen, headers=smuggled).json()["tenant"] == "bluefen"
+
+
+def test_another_tenant_or_role_sees_nothing_of_a_document(served):
+    northpier_hr, bluefen = served.token("northpier", ["hr", "staff"]), served.token("bluefen", ["staff", WRITE])
+    staff = served.token("northpier", ["staff"])
+    for token, path in ((bluefen, "/documents/handbook.md"), (staff, "/documents/hr%2Fsalaries.md"),
+                        (staff, "/documents/engineering/errors.md")):
+        refused(served.call("GET", path, token), 404)
+    refused(served.call("DELETE", "/documents/handbook.md", bluefen), 404)  # a writer of another tenant
+    assert [d["document_id"] for d in served.call("GET", "/documents", bluefen).json()["documents"]] == ["guide.md"]
+    hits = served.call("POST", "/search", staff, {"question": "error E1027 crane salary band shift lead", "k": 50}).json()["hits"]
+    assert "E1027" not in json.dumps(hits) and "41,000" not in json.dumps(hits)
+    asked = served.call("POST", "/query", northpier_hr, {"question": "What is the salary band of a shift lead?"}).json()
+    assert not asked["refused"] and "41,000" in asked["answer"]
+    for token in (bluefen, staff):  # an answer shows only to a reader of everything it cites
+        refused(served.call("GET", f"/answers/{asked['answer_id']}/citations", token), 404)
+    assert served.call("GET", f"/answers/{asked['answer_id']}/citations", northpier_hr).status_code == 200
+
+
+def test_changing_documents_needs_the_write_role(served):
+    staff = served.token("northpier", ["staff"])
+    new = {"document_id": "notes.md", "allowed_roles": ["staff"]}
+    assert WRITE in refused(served.call("POST", "/documents", staff, new), 403)
+    assert WRITE in refused(served.call("DELETE", "/documents/handbook.md", staff), 403)
+    writer = served.token("northpier", ["staff", WRITE])
+    assert "roles the caller holds" in refused(served.call("POST", "/documents", writer, {**new, "allowed_roles": ["hr"]}), 403)
+    assert served.call("GET", "/documents/handbook.md", staff).json()["document"]["status"] == "published"
+
+
+# -- the upload form ---------------------------------------------------------------------------
+
+
+def test_the_upload_form_is_the_presigned_post_shape_and_cannot_be_bent(served):
+    writer = served.token("northpier", ["staff", WRITE])
+    created = served.call("POST", "/documents", writer, {"document_id": "forms.md", "allowed_roles": ["staff"]}).json()
+    form = created["upload"]
+    assert set(created) == {"document_id", "upload_id", "upload", "max_bytes", "expires_in"}
+    assert form["url"] == f"{served.url}/uploads" and form["fields"]["key"].startswith("raw/northpier/forms.md/")
+    fields = form["fields"]
+    other = dict(fields, key=fields["key"].replace("northpier", "bluefen"))
+    assert "signed" in refused(httpx.post(form["url"], data=other, files={"file": ("f", b"# x\n\ny\n")}), 403)
+    policy = json.loads(base64.b64decode(fields["policy"]))
+    bigger = base64.b64encode(json.dumps({**policy, "max_bytes": 10**9}).encode()).decode()
+    assert "signature" in refused(httpx.post(form["url"], data=dict(fields, policy=bigger), files={"file": ("f", b"x")}), 403)
+    refused(httpx.post(form["url"], data=fields), 400)  # no file
+    assert "limit" in refused(httpx.post(form["url"], data=fields, files={"file": ("f", b"x" * (MAX_BYTES + 1))}), 413)
+    too_big = httpx.post(form["url"], data=fields, files={"file": ("f", b"x" * (MAX_BYTES * 3))})
+    refused(too_big, 413)
+    assert httpx.post(form["url"], data=fields, files={"file": ("forms.md", b"# Forms\n\nForm 7 is for leave.\n")}).status_code == 204
+    assert "used already" in refused(httpx.post(form["url"], data=fields, files={"file": ("f", b"# Other\n\ntext\n")}), 409)
+    assert served.settled(writer, "forms.md")["status"] == "published"
+    assert "Form 7" in served.call("GET", "/documents/forms.md", writer).json()["text"]
+
+
+# -- the page and its files ---------------------------------------------------------------------
+
+
+def raw_get(served: Served, target: str) -> tuple[int, bytes]:
+    """A request line sent exactly as written: no client normalises the dots away."""
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as connection:
+        connection.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := connection.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def test_the_page_and_its_files_with_their_types_and_a_policy_against_other_origins(served):
+    page = served.client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    policy = page.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "script-src 'self'" in policy and "connect-src 'self'" in policy
+    assert "http" not in policy and "*" not in policy and "unsafe" not in policy
+    assert page.headers["x-content-type-options"] == "nosniff"
+    web = Path(__file__).resolve().parents[1] / "shared" / "citewell" / "web"
+    for name, kind in (("app.js", "text/javascript"), ("app.css", "text/css"), ("favicon.svg", "image/svg+xml")):
+        if (web / name).exists():
+            reply = served.client.get(f"/static/{name}")
+            assert reply.status_code == 200 and reply.headers["content-type"].startswith(kind), name
+            assert reply.content == (web / name).read_bytes()
+    assert "content-security-policy" in served.call("GET", "/me").headers  # API replies carry it too
+
+
+@pytest.mark.parametrize("target", [
+    "/static/../serve/app.py", "/static/%2e%2e/serve/app.py", "/static/..%2fserve%2fapp.py", "/static/%2e%2e%2f%2e%2e%2fREADME.md",
+    "/static//etc/passwd", "/static/%2Fetc%2Fpasswd", "/static/.hidden", "/static/app.js%00.png", "/static/",
+    "/static/..", "/static/../../../../etc/passwd", "/static/%252e%252e/serve/app.py", "/static/./app.js",
+])
+def test_static_files_never_leave_their_folder(served, target):
+    status, body = raw_get(served, target)
+    assert status in (400, 404), (target, status)
+    assert b"import" not in body and b"root:" not in body and b"citewell" not in body.lower().replace(b"citewell serve", b"")
+
+
+def test_openapi_is_the_lambdas_document(served):
+    printed = subprocess.run([sys.executable, "-m", "citewell.aws.api"], capture_output=True, text=True, check=True,
+                             env={"PATH": "", "POWERTOOLS_TRACE_DISABLED": "1"}).stdout
+    served_document = served.client.get("/openapi.json")
+    assert served_document.status_code == 200
+    assert served_document.json() == json.loads(printed) == json.loads(openapi_document())
+    assert "/me" in served_document.json()["paths"]
+
+
+def test_demo_identities_exist_only_with_demo(served):
+    refused(served.client.get("/demo/identities"), 404)
+
+
+# -- limits ---------------------------------------------------------------------------------------
+
+
+def test_bodies_questions_and_k_are_bounded(served):
+    staff = served.token("northpier", ["staff"])
+    padded = json.dumps({"question": "annual leave"}) + " " * (64 * 1024)
+    assert "64 KiB" in refused(served.call("POST", "/search", staff, content=padded,
+                                           headers={"content-type": "application/json"}), 413)
+
+    def chunked():
+        yield json.dumps({"question": "annual leave"}).encode()
+        for _ in range(80):
+            yield b" " * 1024
+
+    assert "64 KiB" in refused(served.call("POST", "/search", staff, content=chunked(),
+                                           headers={"content-type": "application/json"}), 413)
+    assert "question" in refused(served.call("POST", "/search", staff, {"question": "x" * 2001}), 422)
+    assert "question" in refused(served.call("POST", "/query", staff, {"question": "x" * 2001}), 422)
+    for k in (0, 101, "ten"):
+        assert "k" in refused(served.call("POST", "/search", staff, {"question": "leave", "k": k}), 422)
+    refused(served.call("POST", "/search", staff, content=b'{"question": "\xff"}', headers={"content-type": "application/json"}), 400)
+    refused(served.call("POST", "/search", staff, content="[" * 5000 + "]" * 5000, headers={"content-type": "application/json"}), 400)
+
+
+def test_a_slow_client_is_cut_off_and_holds_nothing_meanwhile(served):
+    staff = served.token("northpier", ["staff"])
+    silent = socket.create_connection(("127.0.0.1", served.port), timeout=15)
+    trickle = socket.create_connection(("127.0.0.1", served.port), timeout=15)
+    trickle.sendall(b"GET /me HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the headers never end
+    slow_body = socket.create_connection(("127.0.0.1", served.port), timeout=15)
+    slow_body.sendall(f"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {staff}\r\n"
+                      "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"question\"".encode())
+    started = time.monotonic()
+    assert served.call("GET", "/me", staff).status_code == 200  # served while three clients stall
+    for connection in (silent, trickle):
+        assert connection.recv(1024) == b""  # closed by the server
+        connection.close()
+    reply = slow_body.recv(65536)
+    slow_body.close()
+    assert b" 408 " in reply.split(b"\r\n")[0] and b"did not arrive" in reply
+    assert time.monotonic() - started < 12
