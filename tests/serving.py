@@ -18,6 +18,7 @@ import httpx
 from citewell.serve.tokens import home_key, mint
 
 WRITE = "citewell:write"
+EVENTS_DIR = Path(__file__).resolve().parents[1] / "events"
 CLEAN_EXIT = (0, -signal.SIGTERM)  # uvicorn raises SIGTERM again once it has shut down cleanly
 HANDBOOK = (b"# Northpier Staff Handbook\n\n## Annual leave\n\nFull-time staff receive 27 days of paid annual leave per "
             b"calendar year, plus public holidays.\n\n## Sick leave\n\nReport sickness to your shift lead before your shift "
