@@ -164,3 +164,12 @@ def test_eval_answers_reports_per_category(tmp_path, capsys):
     path.write_text('{"id": "x", "question": ""}\n')
     assert cli(["--home", str(home), "eval-answers", str(path), "--json"]) == 2
     assert "questions.jsonl:1" in json.loads(capsys.readouterr().out)["error"]["message"]
+
+
+def test_a_question_about_one_row_is_answered_from_that_row_and_a_question_for_rows_gets_the_table(services):
+    add(services, CODES, "error-codes.csv")
+    answer = ask(services, SUPPORT, "What should the operator do for error E1027?")
+    assert not answer.refused, answer
+    assert "E1027" in answer.answer and "E1043" not in answer.answer
+    rows = units_of(item("code: E1027; meaning: Twistlock\n\ncode: E1043; meaning: Hoist hot\n\nA closing sentence."))
+    assert [u.text for u in run_around(rows, rows[1])] == ["code: E1027; meaning: Twistlock", "code: E1043; meaning: Hoist hot"]

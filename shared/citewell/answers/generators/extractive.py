@@ -188,6 +188,11 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
     return None
 
 
+def _singles_out(question: str, row: Unit, rows: list[Unit]) -> bool:
+    """Whether the question names a code or number that this row holds and the others do not."""
+    return any(n in row.text.lower() and not all(n in r.text.lower() for r in rows) for n in identifiers(question))
+
+
 def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> list[Unit]:
     """The best unit for each ask of a question, in the order asked, each once."""
     chosen: list[Unit] = []
@@ -216,6 +221,8 @@ class ExtractiveGenerator:
             return Draft(text=None, refused=True)
         best = support.units[0]
         run = run_around(support.in_order, best) if support.wanted & {Wants.STEPS, Wants.LIST} else [best]
+        if best.record and (Wants.LIST not in support.wanted or _singles_out(question, best, run)):
+            run = [best]  # the rows of a table answer "what are the budgets?", not "what should I do for E1027?"
         if len(run) > 1:
             run = run[:MAX_RUN]
             quote = best.item.text[run[0].start : run[-1].end]
