@@ -173,22 +173,11 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
-def _progress(wanted: bool):  # type: ignore[no-untyped-def]
-    """A progress bar on stderr, shown only when wanted and stderr is a terminal."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(stderr=True)
-    return Progress(
-        TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=console, transient=True, disable=not (wanted and console.is_terminal),
-    )
-
-
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.ingest.runner import ingest
     from citewell.ingest.stages import IngestRequest
     from citewell.ingest.walk import walk
+    from citewell.progress import IngestDisplay
     from citewell.services import open_local
 
     found = walk(args.paths)
@@ -209,9 +198,8 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         )
         for (file, _), doc_id in zip(files, ids)
     )
-    with _progress(len(files) > 1) as progress:
-        task = progress.add_task("ingest", total=len(files))
-        outcomes = missing + ingest(services, requests, on_done=lambda _: progress.advance(task))
+    with IngestDisplay(len(files), enabled=not args.json) as display:
+        outcomes = missing + ingest(services, requests, progress=display)
     payload = {"documents": [o.model_dump(mode="json") for o in outcomes]}
     return payload, EXIT_FAILED if any(o.status in ("failed", "superseded") for o in outcomes) else EXIT_OK
 
@@ -286,6 +274,7 @@ def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.evaluation import document_run, ingest_corpus, load_qrels, load_queries, score
+    from citewell.progress import IngestDisplay
     from citewell.search import LANE_CHOICES
     from citewell.services import default_home, open_local
 
@@ -294,9 +283,8 @@ def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     queries = load_queries(args.dataset, qrels)
     home = args.home or default_home() / "eval" / args.dataset.resolve().name
     services = open_local(home)
-    with _progress(True) as progress:
-        task = progress.add_task("ingest", total=None)
-        stats = ingest_corpus(services, args.dataset, on_done=lambda _: progress.advance(task))
+    with IngestDisplay(None, enabled=not args.json) as display:
+        stats = ingest_corpus(services, args.dataset, progress=display)
     results = [score(qrels, document_run(services, queries, LANE_CHOICES[lane]), lane) for lane in lanes]
     payload = {
         "dataset": str(args.dataset), "split": args.split, "home": str(home),

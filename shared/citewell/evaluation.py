@@ -9,13 +9,13 @@ import csv
 import gzip
 import json
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from citewell.errors import InvalidInput
-from citewell.ingest.runner import IngestOutcome, StageClock, ingest
+from citewell.ingest.runner import IngestProgress, StageClock, ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Identity
 from citewell.search import search
@@ -88,7 +88,7 @@ def load_qrels(folder: Path, split: str) -> dict[str, dict[str, int]]:
 def ingest_corpus(
     services: Services,
     folder: Path,
-    on_done: Callable[[IngestOutcome], None] | None = None,
+    progress: IngestProgress | None = None,
     only: Collection[str] | None = None,
 ) -> IngestStats:
     """Every corpus row (or those whose id is in ``only``) becomes a plain-text document titled
@@ -108,7 +108,7 @@ def ingest_corpus(
     )
     clock = StageClock()
     started = time.perf_counter()
-    outcomes = ingest(services, requests, on_done=on_done, clock=clock)
+    outcomes = ingest(services, requests, progress=progress, clock=clock)
     seconds = time.perf_counter() - started
     return IngestStats(
         documents=len(outcomes),

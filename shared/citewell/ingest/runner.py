@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -46,6 +46,19 @@ class IngestOutcome(BaseModel):
     status: Literal["published", "unchanged", "failed", "superseded", "skipped"]
     chunks: int
     error: ErrorInfo | None = None
+
+
+class IngestProgress(Protocol):
+    """What a run reports while it works, for a display that moves with the work."""
+
+    def step(self, stage: str, document_id: str) -> None:
+        """A document enters ``parse``, ``chunk`` or ``publish``."""
+
+    def embedding(self, done: int, total: int) -> None:
+        """Chunks embedded so far, of those known to need the model so far (both grow batch by batch)."""
+
+    def finished(self, outcome: IngestOutcome) -> None:
+        """One document's outcome is settled."""
 
 
 class IngestInterrupted(KeyboardInterrupt):
@@ -83,12 +96,13 @@ def check_embedder(services: Services) -> None:
 def ingest(
     services: Services,
     requests: Iterable[IngestRequest],
-    on_done: Callable[[IngestOutcome], None] | None = None,
+    progress: IngestProgress | None = None,
     batch_documents: int = BATCH_DOCUMENTS,
     clock: StageClock | None = None,
 ) -> list[IngestOutcome]:
     check_embedder(services)
     clock = clock or StageClock()
+    report = _Reporter(progress)
     outcomes: list[IngestOutcome] = []
     removed: list[str] = []  # documents whose text was replaced or abandoned somewhere in the stores
     in_flight: dict[str, Upload] = {}  # registered uploads without an outcome yet
@@ -98,10 +112,10 @@ def ingest(
         for request in requests:
             batch.append(request)
             if len(batch) >= batch_documents:
-                outcomes.extend(_run_batch(services, batch, done, on_done, clock, removed, in_flight))
+                outcomes.extend(_run_batch(services, batch, done, report, clock, removed, in_flight))
                 batch, done = [], {}
         if batch:
-            outcomes.extend(_run_batch(services, batch, done, on_done, clock, removed, in_flight))
+            outcomes.extend(_run_batch(services, batch, done, report, clock, removed, in_flight))
     except KeyboardInterrupt:
         with deferred(deliver=False):  # a second Ctrl-C does not cut the clean-up short
             outcomes.extend(done[i] for i in sorted(done))
@@ -112,6 +126,29 @@ def ingest(
         with clock.stage("compact"):  # replaced and abandoned revisions leave nothing in segments or logs
             compact(services)
     return outcomes
+
+
+class _Reporter:
+    """Feeds an :class:`IngestProgress`, if any, with totals across batches."""
+
+    def __init__(self, progress: IngestProgress | None) -> None:
+        self.progress = progress
+        self.embedded_before = self.planned_before = 0  # of the batches already embedded
+
+    def step(self, stage: str, document_id: str) -> None:
+        if self.progress:
+            self.progress.step(stage, document_id)
+
+    def embedding(self, done: int, total: int) -> None:
+        if self.progress:
+            self.progress.embedding(self.embedded_before + done, self.planned_before + total)
+        if done == total:
+            self.embedded_before += done
+            self.planned_before += total
+
+    def finished(self, outcome: IngestOutcome) -> None:
+        if self.progress:
+            self.progress.finished(outcome)
 
 
 def _stop(services: Services, uploads: Iterable[Upload]) -> list[IngestOutcome]:
@@ -143,7 +180,7 @@ def _run_batch(
     services: Services,
     batch: list[IngestRequest],
     done: dict[int, IngestOutcome],
-    on_done: Callable[[IngestOutcome], None] | None,
+    report: _Reporter,
     clock: StageClock,
     removed: list[str],
     in_flight: dict[str, Upload],
@@ -154,8 +191,10 @@ def _run_batch(
         done[position] = outcome
         if upload is not None:
             in_flight.pop(upload.upload_id, None)
+        report.finished(outcome)
 
     for position, request in enumerate(batch):
+        report.step("parse", request.document_id)
         try:
             with clock.stage("parse"), deferred():  # the intent, the record and the raw bytes, or none of them
                 upload = register(services, request)
@@ -173,6 +212,7 @@ def _run_batch(
                     status="unchanged", chunks=document.chunk_count if document else 0,
                 ), upload)
                 continue
+            report.step("chunk", request.document_id)
             with clock.stage("chunk"):
                 chunked = chunk_stage(services, upload)
             if chunked is None:
@@ -183,11 +223,12 @@ def _run_batch(
             settle(position, _failed(services, upload, error), upload)
     try:
         with clock.stage("embed"):
-            embed_stage(services, [c for _, _, chunked in pending for c in chunked.chunks])
+            embed_stage(services, [c for _, _, chunked in pending for c in chunked.chunks], report.embedding)
         embed_error: CitewellError | None = None
     except CitewellError as error:
         embed_error = error
     for position, upload, chunked in pending:
+        report.step("publish", upload.document_id)
         with deferred():  # indexed, switched and the old revision removed, or the previous one still served
             try:
                 if embed_error is not None:
@@ -207,11 +248,7 @@ def _run_batch(
             except CitewellError as error:
                 settle(position, _failed(services, upload, error, chunked.revision), upload)
                 release_embeddings(services, chunked.chunks)
-    outcomes = [done[i] for i in range(len(batch))]
-    if on_done:
-        for outcome in outcomes:
-            on_done(outcome)
-    return outcomes
+    return [done[i] for i in range(len(batch))]
 
 
 def _refused(request: IngestRequest, error: CitewellError | ValidationError) -> IngestOutcome:

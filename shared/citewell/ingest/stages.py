@@ -14,7 +14,7 @@ least once, so every stage is idempotent on its upload.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -150,15 +150,26 @@ def chunk_stage(services: Services, upload: Upload) -> ChunksArtifact | None:
     return result
 
 
-def embed_stage(services: Services, chunks: Sequence[Chunk]) -> int:
-    """Embed only what the cache lacks under this embedder identity. Returns how many were embedded."""
+EMBED_SLICE = 128  # chunks embedded and stored per step: progress moves, and a stop keeps what was done
+
+
+def embed_stage(
+    services: Services, chunks: Sequence[Chunk], on_embedded: Callable[[int, int], None] | None = None
+) -> int:
+    """Embed only what the cache lacks under this embedder identity. Returns how many were embedded;
+    ``on_embedded(done, total)`` hears of each slice, and of the total first."""
     identity = services.embedder.identity
     wanted = {c.content_hash: c.embedding_text for c in chunks}
     cached = services.metadata.get_embeddings(identity, wanted)
     missing = [h for h in wanted if h not in cached]
-    if missing:
-        vectors = services.embedder.embed([wanted[h] for h in missing])
-        services.metadata.put_embeddings(identity, dict(zip(missing, vectors)))
+    if on_embedded:
+        on_embedded(0, len(missing))
+    for start in range(0, len(missing), EMBED_SLICE):
+        hashes = missing[start : start + EMBED_SLICE]
+        vectors = services.embedder.embed([wanted[h] for h in hashes])
+        services.metadata.put_embeddings(identity, dict(zip(hashes, vectors)))
+        if on_embedded:
+            on_embedded(start + len(hashes), len(missing))
     return len(missing)
 
 

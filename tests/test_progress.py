@@ -1,0 +1,108 @@
+"""Ingest progress on a terminal moves with the work (chunks embedded, a rate, an estimate), also
+inside one large file; a pipe or --json gets no bar. Real processes on a pseudo-terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from citewell.ingest.runner import IngestOutcome, ingest
+from citewell.ingest.stages import IngestRequest
+
+
+def large_text(sentences: int = 3000) -> str:
+    """One file of a few hundred chunks: enough to embed over several steps."""
+    topics = ["crane", "quay", "reefer", "gantry", "berth", "lashing", "spreader", "twistlock"]
+    return " ".join(f"Report {n} says the {topics[n % 8]} crew checked item {n * 7 % 1000} in shift {n % 3}."
+                    for n in range(sentences))
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def on_a_terminal(argv: list[str]) -> tuple[int, str, str]:
+    """Run with stderr on a pseudo-terminal; returns the exit code, stdout and what the terminal showed."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=secondary,
+                               env={**os.environ, "COLUMNS": "160", "TERM": "xterm"})
+    os.close(secondary)
+    shown = b""
+    while True:
+        try:
+            data = os.read(primary, 65536)
+        except OSError:  # the other end closed
+            break
+        if not data:
+            break
+        shown += data
+    os.close(primary)
+    out = process.stdout.read().decode()
+    return process.wait(), out, _ANSI.sub("", shown.decode(errors="replace"))
+
+
+@pytest.fixture
+def big_file(tmp_path: Path) -> Path:
+    path = tmp_path / "shift-reports.txt"
+    path.write_text(large_text())
+    return path
+
+
+def command(home: Path, *argv: str) -> list[str]:
+    return [sys.executable, "-m", "citewell.cli", "--home", str(home), *argv]
+
+
+def test_one_large_file_shows_chunks_embedded_moving_with_a_rate(tmp_path, big_file):
+    code, _, shown = on_a_terminal(command(tmp_path / "home", "ingest", str(big_file), "--tenant", "t", "--allow-roles", "r"))
+    assert code == 0
+    counts = {(int(done), int(total)) for done, total in re.findall(r"(\d+)/(\d+) chunks", shown)}
+    total = max(t for _, t in counts)
+    assert total > 256  # three steps of 128
+    moving = sorted(done for done, t in counts if t == total)
+    assert len([d for d in moving if 0 < d < total]) >= 2, counts  # seen part-way, more than once
+    assert re.search(r"\d+ chunks/s", shown) and re.search(r"\d+:\d\d:\d\d", shown)  # a rate and an estimate
+
+
+def test_no_bar_with_json_or_without_a_terminal(tmp_path, big_file):
+    big_file.write_text(large_text(600))
+    argv = command(tmp_path / "home", "ingest", str(big_file), "--tenant", "t", "--allow-roles", "r", "--json")
+    code, out, shown = on_a_terminal(argv)
+    assert code == 0 and json.loads(out)["documents"][0]["status"] == "published"
+    assert "chunks" not in shown and "files" not in shown
+    big_file.write_text(large_text(700))  # new text, so there is work to show
+    piped = subprocess.run(argv[:-1], capture_output=True, text=True, check=True)
+    assert piped.stderr == "" and "published" in piped.stdout
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def step(self, stage: str, document_id: str) -> None:
+        self.events.append(("step", stage, document_id))
+
+    def embedding(self, done: int, total: int) -> None:
+        self.events.append(("embedding", done, total))
+
+    def finished(self, outcome: IngestOutcome) -> None:
+        self.events.append(("finished", outcome.document_id, outcome.status))
+
+
+def test_progress_is_reported_as_each_document_settles_and_across_batches(services):
+    requests = [IngestRequest(document_id=f"memo-{n}.md", tenant="t", allowed_roles=frozenset({"r"}),
+                              data=f"# Memo {n}\n\nThe quillaby count for memo {n} is {n * 3}.\n".encode(), filename="m.md")
+                for n in range(5)]
+    recorder = Recorder()
+    ingest(services, requests, progress=recorder, batch_documents=2)
+    finished = [e for e in recorder.events if e[0] == "finished"]
+    assert [e[1] for e in finished] == [f"memo-{n}.md" for n in range(5)]
+    embedding = [e[1:] for e in recorder.events if e[0] == "embedding"]
+    assert embedding[-1] == (5, 5) and embedding == sorted(embedding)  # cumulative over the three batches
+    first_finish = recorder.events.index(finished[0])
+    assert any(e[0] == "step" and e[2] == "memo-4.md" for e in recorder.events[first_finish:])  # not all at the end
