@@ -13,6 +13,7 @@
 
   const state = {
     token: sessionStorage.getItem(TOKEN_KEY),
+    session: 0,  // moves on at every sign-in and sign-out: a reply for an earlier caller is dropped
     me: null,
     documents: [],
     refreshTimer: null,
@@ -37,7 +38,7 @@
   }
 
   function append(node, children) {
-    for (const child of children.flat()) {
+    for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
       node.append(child instanceof Node ? child : document.createTextNode(String(child)));
     }
@@ -79,7 +80,11 @@
     return new ApiError(response.status, `http_${response.status}`, response.statusText || "the server refused the request");
   }
 
-  async function api(method, path, body) {
+  /** A JSON request as the signed-in caller. A reply that arrives after the caller changed
+   *  (signed out, or in as someone else) is dropped as `stale`, never shown to the next one. */
+  async function api(method, path, body, session = state.session) {
+    const stale = () => new ApiError(0, "stale", "the caller changed while this request ran");
+    if (session !== state.session) throw stale();
     const headers = { Accept: "application/json" };
     if (state.token) headers.Authorization = `Bearer ${state.token}`;
     const init = { method, headers, cache: "no-store" };
@@ -93,6 +98,7 @@
     } catch (_) {
       throw new ApiError(0, "unreachable", "The server could not be reached. Is citewell serve still running?");
     }
+    if (session !== state.session) throw stale();
     if (!response.ok) {
       const error = await readError(response);
       if (response.status === 401 && state.token) {
@@ -100,7 +106,9 @@
       }
       throw error;
     }
-    return response.status === 204 ? null : response.json();
+    const data = response.status === 204 ? null : await response.json();
+    if (session !== state.session) throw stale();
+    return data;
   }
 
   /** One path segment for a document id: ids may hold '/', which must not split the path. */
@@ -133,8 +141,14 @@
     return parts.join(", ");
   }
 
-  function snippet(text) {
-    const flat = String(text || "").replace(/\s+/g, " ").trim();
+  /** A passage's text for a list: flattened, without the title and headings the line above it
+   *  shows already (chunks begin with them), cut at a word near SNIPPET_CHARS. */
+  function snippet(text, item) {
+    let flat = String(text || "").replace(/\s+/g, " ").trim();
+    for (const heading of item ? [item.title, ...(item.section_path || [])] : []) {
+      const words = String(heading || "").replace(/\s+/g, " ").trim();
+      if (words && flat.startsWith(`${words} `)) flat = flat.slice(words.length + 1);
+    }
     if (flat.length <= SNIPPET_CHARS) return flat;
     const cut = flat.lastIndexOf(" ", SNIPPET_CHARS);
     return `${flat.slice(0, cut > SNIPPET_CHARS / 2 ? cut : SNIPPET_CHARS)} …`;
@@ -179,6 +193,11 @@
     show(node, Boolean(message));
   }
 
+  /** An error where the user is looking; a stale reply is no one's business any more. */
+  function report(id, error, prefix) {
+    if (error.code !== "stale") status(id, `${prefix || ""}${error.text}`, "error");
+  }
+
   function status(id, message, kind) {
     const node = $(id);
     node.textContent = message || "";
@@ -195,10 +214,12 @@
   /* ---------- sign in ---------- */
 
   async function signIn(token) {
+    state.session += 1;
     state.token = token.trim();
     try {
       state.me = await api("GET", "/me");
     } catch (error) {
+      if (error.code === "stale") return false;  // another sign-in (or a sign-out) came after this one
       state.token = null;
       state.me = null;
       sessionStorage.removeItem(TOKEN_KEY);
@@ -219,13 +240,16 @@
   }
 
   function signOut(message) {
+    state.session += 1;
     state.token = null;
     state.me = null;
     state.documents = [];
     sessionStorage.removeItem(TOKEN_KEY);
     stopRefresh();
-    for (const id of ["answer", "search-results"]) clear($(id));
-    for (const id of ["documents", "upload-list"]) clear($(id));
+    // Nothing the last caller could read may stay in the page, shown or hidden.
+    for (const id of ["answer", "search-results", "documents", "upload-list", "upload-role-list", "source-body"]) clear($(id));
+    for (const id of ["source-title", "confirm-title", "confirm-text"]) $(id).textContent = "";
+    delete $("answer").dataset.answerId;
     for (const id of ["ask-status", "search-status", "documents-status"]) status(id, "");
     show($("answer"), false);
     show($("search-results"), false);
@@ -237,6 +261,14 @@
     route();
   }
 
+  /** The caller's roles without the write role (`…:write`), which grants editing, not reading;
+   *  all of them if that leaves none. */
+  function readingRoles() {
+    const roles = [...((state.me && state.me.roles) || [])].sort();
+    const reading = roles.filter((role) => !/(^|[:_.-])write$/.test(role));
+    return reading.length ? reading : roles;
+  }
+
   function renderIdentity() {
     const me = state.me;
     show($("nav"), Boolean(me));
@@ -246,7 +278,7 @@
     append(who, [
       el("span", { class: "tenant", text: me.tenant }),
       " ",
-      (me.roles || []).map((role) => el("span", { class: "role", text: role })),
+      readingRoles().map((role) => el("span", { class: "role", text: role })),
       me.can_write ? el("span", { class: "can-write", text: "can edit documents" }) : null,
     ]);
   }
@@ -311,7 +343,7 @@
       renderAnswer(answer);
     } catch (error) {
       show($("answer"), false);
-      status("ask-status", error.text, "error");
+      report("ask-status", error);
     } finally {
       button.disabled = false;
     }
@@ -421,7 +453,7 @@
     return el("li", { class: "passage" },
       el("div", { class: "source-head" }, el("span", { class: "title", text: item.title || item.document_id })),
       meta(item),
-      el("p", { class: "snippet", text: snippet(item.text) }),
+      el("p", { class: "snippet", text: snippet(item.text, item) }),
       el("button", {
         type: "button", class: "open-source", "aria-label": `Open this passage of ${item.title || item.document_id} in its document`,
         onclick: (event) => openSource(item, item.text, event.currentTarget),
@@ -443,6 +475,7 @@
     try {
       result = await api("GET", path);
     } catch (error) {
+      if (error.code === "stale") return;
       clear(body).append(el("p", { class: "error", role: "alert", text: error.status === 404
         ? "This document is gone, or you may no longer read it."
         : error.text }));
@@ -491,7 +524,7 @@
       renderHits(result);
     } catch (error) {
       show($("search-results"), false);
-      status("search-status", error.text, "error");
+      report("search-status", error);
     } finally {
       button.disabled = false;
     }
@@ -502,6 +535,7 @@
     const ranks = hit.lanes || {};
     if (ranks.bm25 != null) found.push(el("span", { class: "lane", text: `words #${ranks.bm25}` }));
     if (ranks.vector != null) found.push(el("span", { class: "lane", text: `meaning #${ranks.vector}` }));
+    if (hit.weak) found.push(el("span", { class: "lane weak", text: "weak: near in meaning only" }));
     return el("p", { class: "lanes" }, el("span", { class: "visually-hidden", text: "Found by: " }), found);
   }
 
@@ -513,12 +547,13 @@
     if (!hits.length) {
       append(box, [el("p", { class: "empty", text: "Nothing you may read matches this." })]);
     } else {
-      append(box, [el("ol", { class: "hits", id: "hits" }, hits.map((hit) => el("li", { class: "hit", "data-document-id": hit.document_id },
+      append(box, [el("ol", { class: "hits", id: "hits" }, hits.map((hit) => el("li", {
+        class: hit.weak ? "hit weak" : "hit", "data-document-id": hit.document_id },
         el("div", { class: "source-head" },
           el("span", { class: "rank", text: String(hit.rank) }),
           el("span", { class: "title", text: hit.title || hit.document_id })),
         meta(hit),
-        el("p", { class: "snippet", text: snippet(hit.text) }),
+        el("p", { class: "snippet", text: snippet(hit.text, hit) }),
         el("div", { class: "hit-foot" },
           lanes(hit),
           el("button", {
@@ -537,8 +572,10 @@
       const result = await api("GET", "/documents");
       state.documents = result.documents || [];
       renderDocuments();
+      const list = $("documents");
+      list.dataset.loads = String(Number(list.dataset.loads || 0) + 1);  // how many lists it has shown: a hook for tests
     } catch (error) {
-      status("documents-status", error.text, "error");
+      report("documents-status", error);
     }
   }
 
@@ -619,20 +656,19 @@
       renderDocuments();
       status("documents-status", `Deleted ${title}.${pending}`, pending ? "warn" : "ok");
     } catch (error) {
-      status("documents-status", `Could not delete ${title}: ${error.text}`, "error");
+      report("documents-status", error, `Could not delete ${title}: `);
     }
   }
 
   /* ---------- uploads ---------- */
 
+  /** The roles a new document may be readable by: all the caller holds, checked by default. */
   function renderRoleChoices() {
     const box = clear($("upload-role-list"));
-    const roles = [...(state.me.roles || [])].sort();
-    const readers = roles.filter((role) => !/(^|[:_.-])write$/.test(role));
-    for (const role of roles) {
+    for (const role of readingRoles()) {
       const id = `role-${role.replace(/[^A-Za-z0-9_-]/g, "_")}`;
       box.append(el("label", { class: "check", for: id },
-        el("input", { type: "checkbox", id, value: role, checked: readers.length ? readers.includes(role) : true }),
+        el("input", { type: "checkbox", id, value: role, checked: true }),
         el("span", { text: role })));
     }
   }
@@ -676,10 +712,11 @@
   }
 
   async function uploadOne(file, roles, row) {
+    const session = state.session;
     let created;
     try {
       row.set("registering", "registering…");
-      created = await api("POST", "/documents", { document_id: file.name, filename: file.name, allowed_roles: roles });
+      created = await api("POST", "/documents", { document_id: file.name, filename: file.name, allowed_roles: roles }, session);
     } catch (error) {
       return failed(row, error.code, error.message);
     }
@@ -695,11 +732,11 @@
     row.set("processing", "processing: reading, splitting and indexing…");
     refreshSoon();
     const started = Date.now();
-    while (Date.now() - started < POLL_LIMIT_MS) {
+    while (Date.now() - started < POLL_LIMIT_MS && session === state.session) {
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       let doc;
       try {
-        doc = (await api("GET", documentPath(created.document_id))).document;
+        doc = (await api("GET", documentPath(created.document_id), undefined, session)).document;
       } catch (error) {
         return failed(row, error.code, error.message);
       }
@@ -727,10 +764,8 @@
       const form = new FormData();
       for (const [name, value] of Object.entries(upload.fields || {})) form.append(name, value);
       form.append("file", file, file.name);
-      const request = new XMLHttpRequest();
-      const url = new URL(upload.url, location.href);
-      request.open("POST", url.href);
-      if (url.origin === location.origin && state.token) request.setRequestHeader("Authorization", `Bearer ${state.token}`);
+      const request = new XMLHttpRequest();  // fetch() reports no upload progress
+      request.open("POST", new URL(upload.url, location.href).href);  // the signed form is the credential: no token
       request.upload.onprogress = (event) => { if (event.lengthComputable) onProgress(event.loaded / event.total); };
       request.onload = async () => {
         if (request.status >= 200 && request.status < 300) return resolve();

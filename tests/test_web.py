@@ -1,0 +1,509 @@
+"""The web page in a real browser against a real ``citewell serve``: signing in, asking and
+opening sources, refusals, search, uploads that publish or fail with their reason, deletion,
+and that no identity ever sees another's documents anywhere on the page.
+
+One server per module over a home this module ingests; one headless Chromium for all of it.
+Each test signs in afresh, so none depends on another's order. The ask, source, documents
+and phone-width views are written to docs/screenshots/.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web_browser import DESKTOP, PHONE, browser_paths, ingest, mint, screenshot, serving, start_browser, wait_for
+
+if isinstance(browser_paths(), str):
+    pytest.skip(str(browser_paths()), allow_module_level=True)
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+WRITE = "citewell:write"
+
+HANDBOOK = """# Northpier Staff Handbook
+
+## Annual leave
+
+Full-time staff receive 27 days of paid annual leave per calendar year, plus public holidays.
+Part-time staff receive leave in proportion to their contracted hours.
+
+Up to five unused days may be carried into the next year. Carried days expire on 31 March.
+
+## Working hours
+
+The standard working week is 37.5 hours, Monday to Friday. Core hours are 10:00 to 15:00.
+
+## Expenses
+
+Expense claims are submitted through the finance portal within 30 days of the expense.
+"""
+
+ERROR_CODES = """code,meaning,action
+E1027,Ballast pump pressure low,Restart the ballast pump controller and log the event in the bridge journal.
+E2040,Hatch sensor offline,Check the hatch sensor cable and reseat the connector.
+"""
+
+BLUEFEN_GUIDE = """# Bluefen Employee Guide
+
+## Holidays
+
+Every Bluefen employee receives 31 days of holiday each year, booked through the Kestrel rota.
+
+## Bicycles
+
+Bluefen lends folding bicycles to staff who commute by train.
+"""
+
+# Attacker-controlled text: a document is whatever its uploader wrote.
+HOSTILE_TITLE = '<img src=x onerror="window.__pwned=\'title\'"> Tide notes'
+HOSTILE_TEXT = """Tide notes for the harbour office.
+
+The tide table is posted at <img src=x onerror="window.__pwned='img'"> the harbour gate every Monday morning.
+<script>window.__pwned = 'script'</script> Pilots collect the tide table from the harbour gate.
+"""
+
+# Text only support may read: staff of the same tenant and everyone of bluefen must never see it.
+SUPPORT_ONLY = ("Ballast pump", "bridge journal", "error-codes.csv")
+NORTHPIER_ONLY = ("Northpier Staff Handbook", "27 days", "Tide notes", *SUPPORT_ONLY)
+BLUEFEN_ONLY = ("Bluefen Employee Guide", "Kestrel rota", "folding bicycles")
+
+
+@dataclass
+class Site:
+    base: str
+    home: Path
+    files: Path
+    tokens: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    root = tmp_path_factory.mktemp("web")
+    home, files = root / "home", root / "files"
+    for path, text in {
+        "northpier/staff/handbook.md": HANDBOOK,
+        "northpier/support/error-codes.csv": ERROR_CODES,
+        "bluefen/staff/guide.md": BLUEFEN_GUIDE,
+        "northpier/hostile/tide.txt": HOSTILE_TEXT,
+    }.items():
+        (files / path).parent.mkdir(parents=True, exist_ok=True)
+        (files / path).write_text(text, encoding="utf-8")
+    ingest(home, files / "northpier/staff/handbook.md", "northpier", "staff")
+    ingest(home, files / "northpier/support/error-codes.csv", "northpier", "support")
+    ingest(home, files / "bluefen/staff/guide.md", "bluefen", "staff")
+    ingest(home, files / "northpier/hostile/tide.txt", "northpier", "staff", "--title", HOSTILE_TITLE)
+    tokens = {
+        "staff": mint(home, "northpier", "staff"),
+        "support": mint(home, "northpier", "support"),
+        "writer": mint(home, "northpier", f"staff,{WRITE}"),
+        "bluefen": mint(home, "bluefen", "staff"),
+    }
+    with serving(home, "--demo") as base:
+        yield Site(base, home, files, tokens)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = start_browser()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def page(browser: Any, site: Site) -> Iterator[Any]:
+    """A signed-out page at desktop size."""
+    browser.set_window_size(*DESKTOP)
+    browser.get(site.base + "/openapi.json")  # same origin, not the page: nothing signs in from storage here
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(site.base + "/")
+    wait_for(browser, lambda b: b.find_element(By.ID, "view-signin").is_displayed(), 20, "the sign-in view")
+    yield browser
+    assert "[object " not in everything(browser), "something was rendered that is not text"
+    errors = [entry for entry in browser.get_log("browser")
+              if entry["level"] == "SEVERE" and "/demo/identities" not in entry["message"]
+              and "the server responded with a status of 4" not in entry["message"]]
+    assert not errors, f"the page logged errors: {errors}"
+
+
+# ---------- helpers that act as a person would ----------
+
+
+def sign_in(browser: Any, token: str) -> None:
+    field = browser.find_element(By.ID, "token")
+    field.clear()
+    browser.execute_script("arguments[0].value = arguments[1]", field, token)  # a paste, without typing 600 keys
+    browser.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+    wait_for(browser, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "signed in")
+
+
+def sign_out(browser: Any) -> None:
+    browser.find_element(By.ID, "sign-out").click()
+    wait_for(browser, lambda b: b.find_element(By.ID, "view-signin").is_displayed(), 10, "signed out")
+
+
+def go(browser: Any, view: str) -> None:
+    browser.find_element(By.CSS_SELECTOR, f'#nav a[data-view="{view}"]').click()
+    wait_for(browser, lambda b: b.find_element(By.ID, f"view-{view}").is_displayed(), 10, view)
+
+
+def ask(browser: Any, question: str) -> Any:
+    go(browser, "ask")
+    field = browser.find_element(By.ID, "question")
+    field.clear()
+    field.send_keys(question, Keys.ENTER)
+    return wait_for(browser, lambda b: b.find_element(By.ID, "answer") if b.find_element(By.ID, "answer").is_displayed()
+                    and not b.find_element(By.ID, "ask-status").text else None, 60, f"an answer to {question!r}")
+
+
+def search(browser: Any, question: str) -> Any:
+    go(browser, "search")
+    field = browser.find_element(By.ID, "search-question")
+    field.clear()
+    field.send_keys(question, Keys.ENTER)
+    return wait_for(browser, lambda b: b.find_element(By.ID, "search-results")
+                    if b.find_element(By.ID, "search-results").is_displayed()
+                    and "Searching" not in b.find_element(By.ID, "search-status").text else None, 60, "search results")
+
+
+def documents(browser: Any) -> dict[str, dict[str, str]]:
+    """The Documents view freshly loaded (the view opened, or Refresh pressed): each item's
+    status, title and text by document id, read at once while the list stands still."""
+    loads = browser.find_element(By.ID, "documents").get_attribute("data-loads")
+    if browser.find_element(By.ID, "view-documents").is_displayed():
+        browser.find_element(By.ID, "documents-refresh").click()
+    else:
+        go(browser, "documents")
+    wait_for(browser, lambda b: b.find_element(By.ID, "documents").get_attribute("data-loads") != loads, 20, "the documents list")
+    return browser.execute_script("""
+        const found = {};
+        for (const item of document.querySelectorAll('#documents li.doc'))
+          found[item.dataset.documentId] = {status: item.dataset.status, title: item.querySelector('.title').textContent,
+                                            text: item.innerText};
+        return found;""")
+
+
+def delete_button(browser: Any, document_id: str) -> Any:
+    return browser.find_element(By.CSS_SELECTOR, f'#documents li.doc[data-document-id="{document_id}"] button.delete')
+
+
+def everything(browser: Any) -> str:
+    """All text in the document, shown or hidden, and every attribute value: what 'anywhere on the page' means."""
+    return browser.execute_script("""
+        const parts = [document.documentElement.textContent];
+        for (const node of document.querySelectorAll('*')) {
+          for (const attribute of node.attributes) parts.push(attribute.value);
+          if ('value' in node && typeof node.value === 'string') parts.push(node.value);
+        }
+        return parts.join('\\n');""")
+
+
+def upload(browser: Any, *paths: Path) -> None:
+    browser.find_element(By.ID, "files").send_keys("\n".join(str(p) for p in paths))
+
+
+def upload_state(browser: Any, name: str) -> Any:
+    return browser.find_element(By.CSS_SELECTOR, f'#upload-list li[data-name="{name}"]')
+
+
+def settled(browser: Any, name: str) -> Any:
+    """The upload row of ``name`` once it is published or failed."""
+    return wait_for(browser, lambda b: upload_state(b, name) if upload_state(b, name).get_attribute("data-state")
+                    in ("published", "failed") else None, 120, f"the upload of {name} to finish")
+
+
+# ---------- signing in ----------
+
+
+def test_sign_in_with_a_token_shows_who_you_are_and_survives_a_reload(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["support"])
+    who = page.find_element(By.ID, "who").text
+    assert "northpier" in who and "support" in who and "can edit" not in who
+    assert page.execute_script("return sessionStorage.getItem('citewell.token')") == site.tokens["support"]
+    page.refresh()
+    wait_for(page, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "still signed in after a reload")
+    sign_out(page)
+    assert page.execute_script("return sessionStorage.getItem('citewell.token')") is None
+    assert "northpier" not in page.find_element(By.ID, "who").text
+
+
+def test_a_bad_token_is_refused_with_the_servers_reason(page: Any, site: Site) -> None:
+    forged = site.tokens["staff"][:-6] + ("AAAAAA" if not site.tokens["staff"].endswith("AAAAAA") else "BBBBBB")
+    page.find_element(By.ID, "token").send_keys(forged)
+    page.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+    error = wait_for(page, lambda b: b.find_element(By.ID, "signin-error") if b.find_element(By.ID, "signin-error").is_displayed() else None,
+                     10, "the refusal")
+    assert "not accepted" in error.text
+    assert not page.find_element(By.ID, "nav").is_displayed()
+    assert page.execute_script("return sessionStorage.getItem('citewell.token')") is None
+
+
+def test_demo_identities_sign_in_with_one_click(page: Any, site: Site) -> None:
+    buttons = wait_for(page, lambda b: b.find_elements(By.CSS_SELECTOR, "#demo-list button.identity"), 10, "demo identities")
+    tenants = {button.get_attribute("data-tenant") for button in buttons}
+    assert {"northpier", "bluefen"} <= tenants
+    next(b for b in buttons if b.get_attribute("data-tenant") == "bluefen").click()
+    wait_for(page, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "signed in as a demo identity")
+    assert "bluefen" in page.find_element(By.ID, "who").text
+
+
+# ---------- asking ----------
+
+
+def test_an_answer_links_its_sources_and_opens_the_quote_highlighted_in_its_section(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["staff"])
+    answer = ask(page, "How many days of annual leave do full-time staff get?")
+    text = answer.find_element(By.ID, "answer-text").text
+    assert "27 days" in text
+    markers = answer.find_elements(By.CSS_SELECTOR, "#answer-text a.marker")
+    assert markers, "the answer's [S1] markers are links"
+    source = answer.find_element(By.CSS_SELECTOR, "#sources li.source")
+    assert "Northpier Staff Handbook" in source.find_element(By.CSS_SELECTOR, ".title").text
+    assert "Annual leave" in source.find_element(By.CSS_SELECTOR, ".meta").text
+    quote = source.find_element(By.CSS_SELECTOR, "blockquote.quote").text
+    assert "27 days" in quote
+    screenshot(page, "ask")
+
+    markers[0].click()  # a marker takes you (and keyboard focus) to its source
+    ref = markers[0].get_attribute("data-ref")
+    assert page.switch_to.active_element.get_attribute("id") == f"cite-{ref}"
+
+    page.find_element(By.CSS_SELECTOR, f"#cite-{ref} button.open-source").click()
+    mark = wait_for(page, lambda b: b.find_element(By.ID, "quote-mark"), 20, "the highlighted quote")
+    assert page.find_element(By.ID, "source-dialog").get_attribute("open") is not None
+    assert " ".join(mark.text.split()) == " ".join(quote.split())
+    section = page.find_element(By.ID, "section-text").text
+    assert "Carried days expire on 31 March" in section  # the section around the quote
+    assert "37.5 hours" not in section  # and not the next section
+    screenshot(page, "source")
+    page.find_element(By.ID, "source-close").click()
+    assert page.find_element(By.ID, "source-dialog").get_attribute("open") is None
+
+
+def test_the_ask_flow_works_from_the_keyboard_alone(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["staff"])
+    answer = ask(page, "When do carried days of leave expire?")  # typed, then Enter
+    marker = answer.find_element(By.CSS_SELECTOR, "#answer-text a.marker")
+    page.execute_script("arguments[0].focus()", page.find_element(By.ID, "question"))
+    for _ in range(30):  # Tab from the question to the first marker
+        page.switch_to.active_element.send_keys(Keys.TAB)
+        if page.switch_to.active_element == marker:
+            break
+    assert page.switch_to.active_element == marker, "the marker is reachable with Tab"
+    outline = page.execute_script("return getComputedStyle(arguments[0]).outlineStyle", marker)
+    assert outline != "none", "focus is visible"
+    marker.send_keys(Keys.ENTER)
+    source = page.switch_to.active_element
+    assert source.get_attribute("id") == f"cite-{marker.get_attribute('data-ref')}"
+    source.send_keys(Keys.TAB)
+    opener = page.switch_to.active_element
+    assert "open-source" in opener.get_attribute("class")
+    opener.send_keys(Keys.ENTER)
+    wait_for(page, lambda b: b.find_element(By.ID, "quote-mark"), 20, "the source")
+    page.switch_to.active_element.send_keys(Keys.ESCAPE)
+    wait_for(page, lambda b: b.find_element(By.ID, "source-dialog").get_attribute("open") is None, 5, "Escape closes")
+    assert page.switch_to.active_element == opener, "focus goes back to where it was"
+
+
+def test_a_refusal_says_so_and_lists_the_closest_passages_as_passages(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["staff"])
+    answer = ask(page, "Who is the chief executive of Northpier?")
+    refusal = answer.find_element(By.ID, "refusal")
+    assert "The documents you can read do not answer this" in refusal.text
+    assert not answer.find_elements(By.ID, "answer-text")
+    assert not answer.find_elements(By.CSS_SELECTOR, "#sources")
+    passages = refusal.find_elements(By.CSS_SELECTOR, "#closest li.passage")
+    assert passages, "the closest passages are listed"
+    assert "not an answer" in refusal.text
+    for passage in passages:
+        assert passage.find_element(By.CSS_SELECTOR, ".title").text
+        assert passage.find_element(By.CSS_SELECTOR, ".snippet").text
+    screenshot(page, "refusal")
+
+
+# ---------- search ----------
+
+
+def test_search_shows_title_section_snippet_and_lanes(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["support"])
+    results = search(page, "What does error E1027 mean?")
+    hits = results.find_elements(By.CSS_SELECTOR, "#hits li.hit")
+    assert hits and hits[0].get_attribute("data-document-id") == "error-codes.csv"
+    first = hits[0]
+    assert "Ballast pump pressure low" in first.find_element(By.CSS_SELECTOR, ".snippet").text
+    lanes = first.find_element(By.CSS_SELECTOR, ".lanes").text
+    assert "words #" in lanes or "meaning #" in lanes
+    assert first.find_element(By.CSS_SELECTOR, ".title").text
+    screenshot(page, "search")
+
+
+def test_document_text_is_shown_as_text_never_run_as_markup(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["writer"])
+    results = search(page, "Where is the tide table posted?")
+    hit = next(h for h in results.find_elements(By.CSS_SELECTOR, "#hits li.hit") if h.get_attribute("data-document-id") == "tide.txt")
+    assert hit.find_element(By.CSS_SELECTOR, ".title").text == HOSTILE_TITLE
+    assert "<img src=x onerror=" in hit.find_element(By.CSS_SELECTOR, ".snippet").text
+    hit.find_element(By.CSS_SELECTOR, "button.open-source").click()
+    section = wait_for(page, lambda b: b.find_element(By.ID, "section-text"), 20, "the hostile section")
+    assert "<script>window.__pwned = 'script'</script>" in section.text
+    page.find_element(By.ID, "source-close").click()
+    ask(page, "Where is the tide table posted?")
+    items = documents(page)
+    assert items["tide.txt"]["title"] == HOSTILE_TITLE
+    assert page.execute_script("return window.__pwned") is None
+    assert not page.find_elements(By.CSS_SELECTOR, "main img, dialog img, main script, dialog script")
+
+
+# ---------- documents ----------
+
+
+def test_uploads_publish_and_a_broken_file_fails_with_its_reason(page: Any, site: Site, tmp_path: Path) -> None:
+    good = tmp_path / "moorings.md"
+    good.write_text("# Mooring rules\n\n## Night berths\n\nNight berths at the east quay cost 14 euros and are booked "
+                    "at the harbour master's window.\n", encoding="utf-8")
+    broken = tmp_path / "manifest.pdf"
+    broken.write_text("this is plain text wearing a PDF name\n", encoding="utf-8")
+    sign_in(page, site.tokens["writer"])
+    assert "can edit documents" in page.find_element(By.ID, "who").text
+    documents(page)
+    assert page.find_element(By.ID, "upload").is_displayed()
+    roles = {box.get_attribute("value"): box.is_selected() for box in page.find_elements(By.CSS_SELECTOR, "#upload-role-list input")}
+    assert roles == {"staff": True}, "the roles the caller reads by, checked; the write role is no reading role"
+    upload(page, good, broken)
+    published = settled(page, "moorings.md")
+    assert published.get_attribute("data-state") == "published", published.text
+    assert "revision" in published.text
+    failed = settled(page, "manifest.pdf")
+    assert failed.get_attribute("data-state") == "failed"
+    assert "type_mismatch" in failed.text
+    items = documents(page)
+    assert items["moorings.md"]["status"] == "published"
+    revision = published.text.rsplit("revision ", 1)[1].strip()
+    assert f"Revision\n{revision}" in items["moorings.md"]["text"] and "Readable by\nstaff" in items["moorings.md"]["text"]
+    assert items["manifest.pdf"]["status"] == "failed" and "type_mismatch" in items["manifest.pdf"]["text"]
+    screenshot(page, "documents")
+
+
+def test_a_file_dropped_on_the_zone_is_uploaded(page: Any, site: Site, tmp_path: Path) -> None:
+    dropped = tmp_path / "ferries.md"
+    dropped.write_text("# Ferry timetable\n\nThe first ferry to Gullholm leaves at 06:40 on weekdays.\n", encoding="utf-8")
+    sign_in(page, site.tokens["writer"])
+    documents(page)
+    # Selenium cannot drag from the desktop: a real File from a file input is dropped with a real DataTransfer.
+    carrier = page.execute_script("""
+        const input = document.createElement('input'); input.type = 'file'; input.id = 'carrier';
+        document.body.append(input); return input;""")
+    carrier.send_keys(str(dropped))
+    page.execute_script("""
+        const transfer = new DataTransfer(); transfer.items.add(arguments[0].files[0]);
+        const zone = document.getElementById('dropzone');
+        for (const type of ['dragenter', 'dragover', 'drop'])
+          zone.dispatchEvent(new DragEvent(type, {dataTransfer: transfer, bubbles: true, cancelable: true}));
+        arguments[0].remove();""", carrier)
+    assert settled(page, "ferries.md").get_attribute("data-state") == "published"
+
+
+def test_readers_without_the_write_role_get_no_upload_or_delete(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["staff"])
+    items = documents(page)
+    assert "handbook.md" in items
+    assert not page.find_element(By.ID, "upload").is_displayed()
+    assert not page.find_elements(By.CSS_SELECTOR, "#documents button.delete")
+
+
+def test_a_deleted_document_is_gone_from_the_list_and_from_answers(page: Any, site: Site, tmp_path: Path) -> None:
+    doomed = tmp_path / "ferry-pass.md"
+    doomed.write_text("# Ferry pass\n\n## Price\n\nThe Quillmoor ferry pass costs 41 euros per month for staff.\n",
+                      encoding="utf-8")
+    question = "How much does the Quillmoor ferry pass cost per month?"
+    sign_in(page, site.tokens["writer"])
+    documents(page)
+    upload(page, doomed)
+    assert settled(page, "ferry-pass.md").get_attribute("data-state") == "published"
+    answer = ask(page, question)
+    assert "41 euros" in answer.text
+
+    documents(page)
+    delete_button(page, "ferry-pass.md").click()
+    dialog = page.find_element(By.ID, "confirm-dialog")
+    assert dialog.get_attribute("open") is not None and "Ferry pass" in dialog.text
+    dialog.find_element(By.CSS_SELECTOR, 'button[value="cancel"]').click()  # a cancel deletes nothing
+    assert "ferry-pass.md" in documents(page)
+
+    documents(page)
+    delete_button(page, "ferry-pass.md").click()
+    page.find_element(By.ID, "confirm-delete").click()
+    wait_for(page, lambda b: "Deleted" in b.find_element(By.ID, "documents-status").text, 30, "the delete")
+    assert "ferry-pass.md" not in documents(page)
+    answer = ask(page, question)
+    assert "41 euros" not in answer.text and "Quillmoor ferry pass costs" not in everything(page)
+    assert answer.find_elements(By.ID, "refusal") or "ferry-pass.md" not in answer.text
+
+
+# ---------- nobody sees anyone else's documents ----------
+
+
+def visit_everything(browser: Any, questions: list[str]) -> str:
+    """Every view with every question asked and searched, sources opened: all the page then holds."""
+    seen = []
+    for question in questions:
+        answer = ask(browser, question)
+        for opener in answer.find_elements(By.CSS_SELECTOR, "button.open-source")[:3]:
+            opener.click()
+            wait_for(browser, lambda b: b.find_elements(By.ID, "section-text") or b.find_elements(By.CSS_SELECTOR, "#source-body .error"), 20)
+            seen.append(everything(browser))
+            browser.find_element(By.ID, "source-close").click()
+        seen.append(everything(browser))
+        search(browser, question)
+        seen.append(everything(browser))
+    documents(browser)
+    time.sleep(0.3)
+    seen.append(everything(browser))
+    return "\n".join(seen)
+
+
+QUESTIONS = ["What should I do for error E1027?", "How many days of annual leave or holiday do I get?",
+             "Where is the tide table posted?", "Who lends bicycles?"]
+
+
+def test_another_tenant_never_sees_the_first_ones_documents(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["support"])
+    first = visit_everything(page, QUESTIONS[:1])
+    assert "Ballast pump" in first  # the first identity does see its own
+    sign_out(page)
+    left = [secret for secret in NORTHPIER_ONLY if secret in everything(page)]
+    assert not left, f"{left} stayed in the page after signing out"
+    sign_in(page, site.tokens["bluefen"])
+    seen = visit_everything(page, QUESTIONS)
+    assert "Kestrel rota" in seen
+    leaked = [secret for secret in NORTHPIER_ONLY if secret in seen]
+    assert not leaked, f"bluefen saw northpier's {leaked}"
+
+
+def test_fewer_roles_in_the_same_tenant_never_see_the_restricted_documents(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["staff"])
+    seen = visit_everything(page, QUESTIONS)
+    assert "27 days" in seen
+    leaked = [secret for secret in (*SUPPORT_ONLY, *BLUEFEN_ONLY) if secret in seen]
+    assert not leaked, f"northpier staff saw {leaked}"
+
+
+# ---------- phone width ----------
+
+
+def test_the_page_reads_at_phone_width(page: Any, site: Site) -> None:
+    page.set_window_size(*PHONE)
+    sign_in(page, site.tokens["staff"])
+    ask(page, "How many days of annual leave do full-time staff get?")
+    overflow = page.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at 375 px"
+    for element in page.find_elements(By.CSS_SELECTOR, "#nav a, #question, #ask-form button, .open-source"):
+        box = element.rect
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE[0] + 1, element.text
+    screenshot(page, "phone")
