@@ -77,3 +77,15 @@ def test_deletes_are_not_merged_inline_and_the_expunge_is_asked_for_without_wait
     assert not [path for _, _, path in knn_proxy.calls if "_forcemerge" in path]
     index.expunge()
     assert [path for _, _, path in knn_proxy.calls if "_forcemerge" in path] == ["/citewell-chunks/_forcemerge"]
+
+
+def test_the_vector_lane_reports_cosine_as_the_local_index_does(knn_proxy):
+    """OpenSearch's cosinesimil score is (1 + cosine) / 2; the port speaks cosine, so the weak-hit
+    threshold means the same on AWS as on one machine."""
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    vectors = unit(2, 1024)
+    index.upsert([chunk(0, "Staff get 27 days of leave."), chunk(1, "Report sickness early.")], vectors, TITAN)
+    caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    found = index.lanes(None, vectors[1], TITAN, caller, 5)["vector"]
+    assert [h.score for h in found] == pytest.approx([1.0, float(vectors[0] @ vectors[1])], abs=1e-5)
+    assert [h.score for h in index.vector(vectors[1], TITAN, caller, 5)] == pytest.approx([h.score for h in found])

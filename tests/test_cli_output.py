@@ -116,3 +116,24 @@ def test_the_cli_answer_and_its_sources_agree(home):
     assert refs == [f"S{n}" for n in range(1, len(refs) + 1)]
     if answer["answer"]:
         assert all(f"[{ref}]" in answer["answer"] for ref in refs)
+
+
+def test_a_removed_unique_word_comes_back_only_as_a_weak_match(tmp_path):
+    """After a revision replaces a unique word, nearest neighbours still bring the document back
+    at rank 1; the hit says it is weak, in JSON and in the CLI, so no one takes it for the old text."""
+    home, folder = tmp_path / "home", tmp_path / "parts"
+    folder.mkdir()
+    (folder / "gaskets.md").write_text("# Gaskets\n\nThe zorblatt gasket seals the hydraulic pump of crane 4.\n")
+    cli(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
+    before = json.loads(cli(home, "search", "zorblatt", "--tenant", "northpier", "--roles", "staff", "--json"))["hits"][0]
+    assert before["lanes"]["bm25"] == 1 and before["weak"] is False
+    (folder / "gaskets.md").write_text("# Gaskets\n\nThe nitrile gasket seals the hydraulic pump of crane 4.\n")
+    cli(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
+    after = json.loads(cli(home, "search", "zorblatt", "--tenant", "northpier", "--roles", "staff", "--json"))["hits"]
+    assert after[0]["document_id"] == "parts/gaskets.md" and after[0]["lanes"] == {"bm25": None, "vector": 1}
+    assert after[0]["weak"] is True and after[0]["similarity"] < 0.43
+    shown = cli(home, "search", "zorblatt", "--tenant", "northpier", "--roles", "staff")
+    assert shown.startswith("No passage holds these words") and "weak: found by meaning only" in shown
+    meant = json.loads(cli(home, "search", "which gasket seals the pump of crane 4", "--tenant", "northpier",
+                           "--roles", "staff", "--json"))["hits"][0]
+    assert meant["weak"] is False and meant["similarity"] > 0.43

@@ -298,6 +298,11 @@ class LaneRanks(BaseModel):
 
 
 class SearchHit(BaseModel):
+    """``score`` is the fused rank score; ``similarity`` the vector lane's cosine, when it ranked
+    the chunk. ``weak``: only the vector lane found it, at a similarity that relevant passages
+    seldom have (:data:`citewell.search.WEAK_SIMILARITY`): near in meaning, and not holding
+    the words asked for, so not evidence that they are in the documents."""
+
     rank: int
     chunk_id: str
     document_id: str
@@ -307,6 +312,8 @@ class SearchHit(BaseModel):
     text: str
     score: float
     lanes: LaneRanks
+    similarity: float | None = None
+    weak: bool = False
 
 
 class SearchResult(BaseModel):
@@ -314,8 +321,18 @@ class SearchResult(BaseModel):
     degraded: list[str] = Field(default_factory=list)
 
 
-class Citation(BaseModel):
-    """One source an answer rests on: a real chunk of the revision that was active when it was cited.
+class Place(BaseModel):
+    """Where a passage sits in its file, besides its headings: the PDF pages, or the sheet and
+    rows of a spreadsheet (rows also for CSV records). Empty for formats without either."""
+
+    pages: list[int] = Field(default_factory=list)
+    sheet: str | None = None
+    rows: list[int] = Field(default_factory=list)
+
+
+class Citation(Place):
+    """One source an answer rests on: a real chunk of the revision that was active when it was cited,
+    and the place in its file of that chunk.
 
     When that source is deleted (or its revision replaced) the citation keeps only its ref and
     says so: nothing of the removed text or its ids stays behind.
@@ -387,8 +404,8 @@ class AnswerRecord(BaseModel):
         return cited | {(s.document_id, s.revision) for s in self.considered}
 
 
-class EvidenceSpan(BaseModel):
-    """The part of an evidence text that came from one chunk (offsets into that evidence text)."""
+class EvidenceSpan(Place):
+    """The part of an evidence text that came from one chunk (offsets into that evidence text), and that chunk's place."""
 
     chunk_id: str
     section_path: list[str]

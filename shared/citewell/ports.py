@@ -25,7 +25,7 @@ class LaneHit:
     title: str
     section_path: list[str]
     text: str
-    score: float
+    score: float  # bm25: the engine's relevance; vector: the cosine similarity to the query
     rank: int
 
 

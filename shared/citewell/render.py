@@ -85,12 +85,17 @@ def _search(payload: dict[str, Any]) -> None:
         _wrapped(f"degraded: {note}", 0, "yellow")
     if not payload["hits"]:
         console.print("no results")
+    elif all(hit.get("weak") for hit in payload["hits"]):
+        _wrapped("No passage holds these words: the nearest in meaning follow, marked weak.", 0, "yellow")
     for number, hit in enumerate(payload["hits"]):
         if number:
             console.print()
         head = f"{hit['rank']}. "
         _wrapped(f"{head}{where(hit['title'], hit['section_path'])}", 0, "bold")
         _id_line(" " * len(head), hit["chunk_id"], (f"  ({_hit_lanes(hit['lanes'])})", "dim"))
+        if hit.get("weak"):
+            _wrapped(f"weak: found by meaning only, similarity {hit['similarity']:.2f}; "
+                     "it need not hold the words asked for", len(head), "yellow")
         _wrapped(snippet(hit["text"], hit["section_path"]), len(head))
 
 

@@ -13,6 +13,11 @@ from citewell.services import Services
 LANES = ("bm25", "vector")
 LANE_CHOICES = {"bm25": ("bm25",), "vector": ("vector",), "hybrid": LANES}  # what a user names: hybrid is both, fused
 MIN_DEPTH = 50
+# Below this cosine a hit that only the vector lane found is marked weak: one relevant hit in
+# twenty on SciFact and Cranfield falls below it, and every made-up word's nearest passage does
+# (docs/measurements.md, `python -m citewell.benchmarks.vector_support`). For all-MiniLM-L6-v2;
+# another embedding model needs it measured again.
+WEAK_SIMILARITY = 0.43
 
 
 def lane_depth(k: int) -> int:
@@ -41,6 +46,7 @@ def search(
     text = question if "bm25" in lanes else None
     results = _lanes(lambda: services.index.lanes(text, vector, services.embedder.identity, identity, depth))
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
+    similarity = {(h.chunk_id, h.revision): h.score for h in results.get("vector", [])}  # cosine
     fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
     documents = services.metadata.get_documents(identity.tenant, {h.document_id for h in by_key.values()})
     hits: list[SearchHit] = []
@@ -54,12 +60,17 @@ def search(
             SearchHit(
                 rank=len(hits) + 1, chunk_id=hit.chunk_id, document_id=hit.document_id, revision=hit.revision,
                 title=document.title, section_path=hit.section_path, text=hit.text, score=score,
-                lanes=LaneRanks(**ranks),
+                lanes=LaneRanks(**ranks), similarity=similarity.get(key), weak=_weak(ranks, similarity.get(key)),
             )
         )
         if len(hits) == k:
             break
     return SearchResult(hits=hits, degraded=degraded)
+
+
+def _weak(ranks: dict[str, int | None], similarity: float | None) -> bool:
+    """Found by meaning alone, and not by much: the lexical lane did not rank it (or did not run)."""
+    return ranks.get("bm25") is None and similarity is not None and similarity < WEAK_SIMILARITY
 
 
 def _lanes(run: Callable[[], dict[str, list[LaneHit]]]) -> dict[str, list[LaneHit]]:

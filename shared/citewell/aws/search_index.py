@@ -284,7 +284,7 @@ class OpenSearchIndex:
     def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
         if not self._check(embedder_identity) or identity.is_empty or k <= 0:
             return []
-        return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k)))
+        return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k)), cosine=True)
 
     def lanes(
         self, text: str | None, vector: np.ndarray | None, embedder_identity: str, identity: Identity, k: int
@@ -299,16 +299,17 @@ class OpenSearchIndex:
         for (lane, _), reply in zip(wanted, replies):
             if "error" in reply:
                 raise RetrievalUnavailable(f"the {lane} lane failed: {reply['error']}")
-            found[lane] = self._hits(reply)
+            found[lane] = self._hits(reply, cosine=lane == "vector")
         return found
 
     @staticmethod
-    def _hits(reply: dict[str, Any]) -> list[LaneHit]:
+    def _hits(reply: dict[str, Any], cosine: bool = False) -> list[LaneHit]:
+        """``cosine``: a kNN reply, whose ``cosinesimil`` score is ``(1 + cosine) / 2``; the port speaks cosine."""
         return [
             LaneHit(
                 chunk_id=h["_source"]["chunk_id"], document_id=h["_source"]["document_id"], revision=h["_source"]["revision"],
                 title=h["_source"]["title"], section_path=list(h["_source"]["section_path"]), text=h["_source"]["body"],
-                score=float(h["_score"] or 0.0), rank=rank,
+                score=2.0 * float(h["_score"] or 0.0) - 1.0 if cosine else float(h["_score"] or 0.0), rank=rank,
             )
             for rank, h in enumerate(reply["hits"]["hits"], start=1)
         ]
