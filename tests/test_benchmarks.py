@@ -96,7 +96,7 @@ def test_make_bench_runs_end_to_end_and_writes_every_section(tmp_path):
     readme.write_text("intro\n<!-- bench:headline:start -->\nold\n<!-- bench:headline:end -->\nrest\n")
     done = subprocess.run(
         [sys.executable, "-m", "citewell.benchmarks.run", "--data", str(data), "--work", str(work), "--out", str(out),
-         "--readme", str(readme), "--sizes", "12,30", "--import-runs", "1"],
+         "--readme", str(readme), "--sizes", "12,30", "--import-runs", "1", "--serve-seconds", "5"],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -105,10 +105,12 @@ def test_make_bench_runs_end_to_end_and_writes_every_section(tmp_path):
     assert scifact["citewell"]["hybrid"]["ndcg_at_10"] == 1.0 and scifact["peer_lanes"]["vector"]["queries"] == 2
     assert [s["chunks"] >= 12 for s in results["speed"] if s["system"] == "citewell"] == [True, True]
     assert results["honesty"]["questions"] == 2 and set(results["imports"]) >= {"api", "parse"}
+    assert results["serve"]["load"]["server_errors"] == 0 and results["serve"]["load"]["leaks"] == 0
+    assert results["serve"]["search"]["queries"] == 2 and results["serve"]["load"]["requests"] > 0
     text = out.read_text()
     assert results["answers"]["splits"]["held_out"]["overall"]["questions"] >= 60
     for heading in ("## Targets", "## Retrieval quality", "## Answers", "## Honesty", "## Search and answer latency",
-                    "## Ingestion throughput", "## Cold import", "## Scale on paper", "## Commands"):
+                    "## Serving over HTTP", "## Ingestion throughput", "## Cold import", "## Scale on paper", "## Commands"):
         assert heading in text
     headline = readme.read_text()
     assert headline.startswith("intro\n<!-- bench:headline:start -->") and headline.endswith("<!-- bench:headline:end -->\nrest\n")

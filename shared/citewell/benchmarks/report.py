@@ -18,6 +18,7 @@ HYBRID_NDCG_TARGET = 0.69
 SEARCH_P50_TARGET_MS = 50.0
 PIPELINE_SHARE_TARGET = 0.80
 TARGET_SIZE = 50_000
+SERVE_P50_SLACK = 0.10
 
 # Scale on paper: the assumptions, stated once; every figure below is computed from them.
 PAPER = {
@@ -105,6 +106,17 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
         leaks = sum(s["by_category"].get(c, {}).get("forbidden_text", 0) for s in splits for c in ("forbidden", "revision"))
         out.append(("answer set, both splits: no text the caller may not read, no replaced revision's value",
                     f"{leaks} answers or passages", leaks == 0))
+    serve = results.get("serve", {})
+    if "search" in serve:
+        found = serve["search"]
+        out.append((f"search through citewell serve at ~50k chunks: p50 within {SERVE_P50_SLACK:.0%} of in-process",
+                    f"{found['served']['p50_ms']:.1f} ms vs {found['in_process']['p50_ms']:.1f} ms "
+                    f"({found['p50_ratio']:.2f}x) at {found['chunks']:,} chunks", found["p50_ratio"] <= 1 + SERVE_P50_SLACK))
+    if "load" in serve:
+        load = serve["load"]
+        out.append(("citewell serve under load: no 5xx, no reply with another tenant's or role's text",
+                    f"{load['server_errors']} 5xx, {load['leaks']} leaks in {load['requests']:,} replies",
+                    load["server_errors"] == 0 and load["leaks"] == 0))
     h = results["honesty"]
     margin = h["accuracy"] - h["always_refuse_accuracy"]
     out.append(("SQuAD 2.0 held-out half: accuracy >= always refusing + 0.08, answer precision >= 0.7",
@@ -279,6 +291,44 @@ def _latency(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _serving(serve: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    if "load" in serve:
+        load = serve["load"]
+        lines += [
+            f"A real `citewell serve` process on 127.0.0.1, {load['clients']} concurrent clients for {load['seconds']:.0f} s "
+            f"(searches, questions, and look-ups of answers any identity got) under random identities of two tenants "
+            f"and their roles, while one ingest after another ran ({load['ingests_completed']} revisions of a long "
+            f"document published). The corpus ({serve['corpus_chunks']:,} chunks) plants a marker word per tenant and "
+            "role; every reply was checked for markers its caller may not read. Clients and server share the machine.",
+            "",
+            f"**{load['requests']:,} replies, {load['requests_per_second']:.1f} per second; {load['server_errors']} 5xx; "
+            f"{load['leaks']} replies holding another tenant's or role's text.**",
+            "",
+            "| request | replies | p50 ms | p95 ms | p99 ms |",
+            "|---|---|---|---|---|",
+        ]
+        for kind, t in load["latency_ms"].items():
+            lines.append(f"| {kind} | {t['n']:,} | {t['p50_ms']:.1f} | {t['p95_ms']:.1f} | {t['p99_ms']:.1f} |")
+        statuses = ", ".join(f"{name}: {count:,}" for name, count in load["statuses"].items())
+        lines += ["", f"Replies by status: {statuses}. (A look-up of someone else's answer is a 404 by design.)", ""]
+    if "search" in serve:
+        found = serve["search"]
+        lines += [
+            f"Search at {found['chunks']:,} chunks, {found['queries']} SciFact queries one at a time, k=10, hybrid with the "
+            "query embedding, in-process and over HTTP through a server on the same home, alternately:",
+            "",
+            "| path | p50 ms | p95 ms | p99 ms |",
+            "|---|---|---|---|",
+            f"| in-process (`citewell.search.search`) | {found['in_process']['p50_ms']:.1f} | {found['in_process']['p95_ms']:.1f} | "
+            f"{found['in_process']['p99_ms']:.1f} |",
+            f"| through `citewell serve` (HTTP, token, API) | {found['served']['p50_ms']:.1f} | {found['served']['p95_ms']:.1f} | "
+            f"{found['served']['p99_ms']:.1f} |",
+            "",
+        ]
+    return lines
+
+
 def _ingest(i: dict[str, Any]) -> list[str]:
     lines = [
         f"{i['documents']:,} SciFact documents (every k-th), {i['chunks']:,} chunks, an empty vector cache, the model "
@@ -394,6 +444,9 @@ def render(results: dict[str, Any], data: Path) -> str:
         "## Search and answer latency",
         "",
         *_latency(results),
+        "## Serving over HTTP: `citewell serve`",
+        "",
+        *(_serving(results["serve"]) if "serve" in results else ["Not run."]),
         "## Ingestion throughput",
         "",
         *_ingest(results["ingest"]),

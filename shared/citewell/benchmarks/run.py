@@ -32,11 +32,13 @@ class Plan:
     ingest_documents: int
     sizes: tuple[tuple[int, int, int, int], ...]  # (chunks, queries, asks, peer queries; 0: peer not run)
     import_runs: int
+    serve_seconds: int = 60  # the load on citewell serve: 16 clients for this long
+    serve_queries: int = 300  # searched one at a time in-process and through the server at ~50k chunks
 
 
 # The peer runs fewer queries as the corpus grows: its in-memory BM25 scores in Python.
 FULL = Plan(0, 0, 0, 600, ((5_000, 300, 100, 50), (50_000, 300, 100, 30), (200_000, 100, 50, 10)), 5)
-QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1)
+QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1, serve_seconds=20, serve_queries=60)
 
 
 class Phases:
@@ -71,6 +73,7 @@ def main() -> None:
     parser.add_argument("--readme", type=Path, default=Path("README.md"))
     parser.add_argument("--sizes", help="corpus sizes for the speed phase, e.g. 5000,50000 (default: the mode's)")
     parser.add_argument("--import-runs", type=int, help="fresh interpreters per handler (default: the mode's)")
+    parser.add_argument("--serve-seconds", type=int, help="how long the load on citewell serve runs (default: the mode's)")
     args = parser.parse_args()
     for name in ("scifact", "cranfield", "squad2-dev"):
         if not (args.data / name).is_dir():
@@ -81,6 +84,8 @@ def main() -> None:
         plan = replace(plan, sizes=tuple((int(n), queries, asks, peer_queries) for n in args.sizes.split(",")))
     if args.import_runs:
         plan = replace(plan, import_runs=args.import_runs)
+    if args.serve_seconds:
+        plan = replace(plan, serve_seconds=args.serve_seconds)
     work, data = args.work, args.data
     homes, cache = work / "homes", work / "embeddings.sqlite"
     phases = Phases(work)
@@ -109,6 +114,10 @@ def main() -> None:
             speed.append(phases.run(f"speed-{chunks}-peer", "speed", home, "--peer", "--queries", data / "scifact",
                                     "--cache", cache, "--limit", peer_queries))
     results["speed"] = speed
+    near = min((chunks for chunks, *_ in plan.sizes), key=lambda chunks: abs(chunks - 50_000))
+    results["serve"] = phases.run("serve", "serve_load", "--work", work, "--cache", cache, "--clients", 16,
+                                  "--seconds", plan.serve_seconds, "--search-home", homes / f"size-{near}",
+                                  "--queries", data / "scifact", "--limit", plan.serve_queries)
     results["imports"] = phases.run("imports", "imports", "--runs", plan.import_runs)
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["commands"] = phases.commands
