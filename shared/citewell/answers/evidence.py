@@ -91,7 +91,8 @@ def _text_of(chunks: list[Chunk]) -> tuple[str, list[EvidenceSpan]]:
     text, spans, end = "", [], chunks[0].start
     for chunk in chunks:
         fresh = chunk.text[max(0, end - chunk.start):]
-        spans.append(EvidenceSpan(chunk_id=chunk.chunk_id, section_path=chunk.heading_path, start=len(text), end=len(text) + len(fresh)))
+        spans.append(EvidenceSpan(chunk_id=chunk.chunk_id, section_path=chunk.heading_path, start=len(text),
+                                  end=len(text) + len(fresh), pages=chunk.pages, sheet=chunk.sheet, rows=chunk.rows))
         text += fresh
         end = chunk.end
     return text, [s for s in spans if s.end > s.start]

@@ -122,6 +122,7 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -
             Citation(
                 ref=shown[item.ref], chunk_id=span.chunk_id, document_id=item.document_id, revision=item.revision,
                 title=item.title, section_path=span.section_path, quote=quote,
+                pages=span.pages, sheet=span.sheet, rows=span.rows,
             )
         )
     return Verdict(text, citations)
