@@ -17,7 +17,28 @@ from typing import Any
 
 import pytest
 
-from tests.web_browser import DESKTOP, PHONE, browser_paths, ingest, mint, screenshot, serving, start_browser, wait_for
+from tests.web_browser import (
+    PHONE,
+    ask,
+    assert_clean,
+    browser_paths,
+    delete_button,
+    documents,
+    everything,
+    go,
+    ingest,
+    mint,
+    screenshot,
+    search,
+    serving,
+    settled,
+    sign_in,
+    sign_out,
+    signed_out,
+    start_browser,
+    upload,
+    wait_for,
+)
 
 if isinstance(browser_paths(), str):
     pytest.skip(str(browser_paths()), allow_module_level=True)
@@ -118,104 +139,9 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, site: Site) -> Iterator[Any]:
-    """A signed-out page at desktop size."""
-    browser.set_window_size(*DESKTOP)
-    browser.get(site.base + "/openapi.json")  # same origin, not the page: nothing signs in from storage here
-    browser.execute_script("sessionStorage.clear()")
-    browser.get(site.base + "/")
-    wait_for(browser, lambda b: b.find_element(By.ID, "view-signin").is_displayed(), 20, "the sign-in view")
-    yield browser
-    assert "[object " not in everything(browser), "something was rendered that is not text"
-    errors = [entry for entry in browser.get_log("browser")
-              if entry["level"] == "SEVERE" and "/demo/identities" not in entry["message"]
-              and "the server responded with a status of 4" not in entry["message"]]
-    assert not errors, f"the page logged errors: {errors}"
-
-
-# ---------- helpers that act as a person would ----------
-
-
-def sign_in(browser: Any, token: str) -> None:
-    field = browser.find_element(By.ID, "token")
-    field.clear()
-    browser.execute_script("arguments[0].value = arguments[1]", field, token)  # a paste, without typing 600 keys
-    browser.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
-    wait_for(browser, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "signed in")
-
-
-def sign_out(browser: Any) -> None:
-    browser.find_element(By.ID, "sign-out").click()
-    wait_for(browser, lambda b: b.find_element(By.ID, "view-signin").is_displayed(), 10, "signed out")
-
-
-def go(browser: Any, view: str) -> None:
-    browser.find_element(By.CSS_SELECTOR, f'#nav a[data-view="{view}"]').click()
-    wait_for(browser, lambda b: b.find_element(By.ID, f"view-{view}").is_displayed(), 10, view)
-
-
-def ask(browser: Any, question: str) -> Any:
-    go(browser, "ask")
-    field = browser.find_element(By.ID, "question")
-    field.clear()
-    field.send_keys(question, Keys.ENTER)
-    return wait_for(browser, lambda b: b.find_element(By.ID, "answer") if b.find_element(By.ID, "answer").is_displayed()
-                    and not b.find_element(By.ID, "ask-status").text else None, 60, f"an answer to {question!r}")
-
-
-def search(browser: Any, question: str) -> Any:
-    go(browser, "search")
-    field = browser.find_element(By.ID, "search-question")
-    field.clear()
-    field.send_keys(question, Keys.ENTER)
-    return wait_for(browser, lambda b: b.find_element(By.ID, "search-results")
-                    if b.find_element(By.ID, "search-results").is_displayed()
-                    and "Searching" not in b.find_element(By.ID, "search-status").text else None, 60, "search results")
-
-
-def documents(browser: Any) -> dict[str, dict[str, str]]:
-    """The Documents view freshly loaded (the view opened, or Refresh pressed): each item's
-    status, title and text by document id, read at once while the list stands still."""
-    loads = browser.find_element(By.ID, "documents").get_attribute("data-loads")
-    if browser.find_element(By.ID, "view-documents").is_displayed():
-        browser.find_element(By.ID, "documents-refresh").click()
-    else:
-        go(browser, "documents")
-    wait_for(browser, lambda b: b.find_element(By.ID, "documents").get_attribute("data-loads") != loads, 20, "the documents list")
-    return browser.execute_script("""
-        const found = {};
-        for (const item of document.querySelectorAll('#documents li.doc'))
-          found[item.dataset.documentId] = {status: item.dataset.status, title: item.querySelector('.title').textContent,
-                                            text: item.innerText};
-        return found;""")
-
-
-def delete_button(browser: Any, document_id: str) -> Any:
-    return browser.find_element(By.CSS_SELECTOR, f'#documents li.doc[data-document-id="{document_id}"] button.delete')
-
-
-def everything(browser: Any) -> str:
-    """All text in the document, shown or hidden, and every attribute value: what 'anywhere on the page' means."""
-    return browser.execute_script("""
-        const parts = [document.documentElement.textContent];
-        for (const node of document.querySelectorAll('*')) {
-          for (const attribute of node.attributes) parts.push(attribute.value);
-          if ('value' in node && typeof node.value === 'string') parts.push(node.value);
-        }
-        return parts.join('\\n');""")
-
-
-def upload(browser: Any, *paths: Path) -> None:
-    browser.find_element(By.ID, "files").send_keys("\n".join(str(p) for p in paths))
-
-
-def upload_state(browser: Any, name: str) -> Any:
-    return browser.find_element(By.CSS_SELECTOR, f'#upload-list li[data-name="{name}"]')
-
-
-def settled(browser: Any, name: str) -> Any:
-    """The upload row of ``name`` once it is published or failed."""
-    return wait_for(browser, lambda b: upload_state(b, name) if upload_state(b, name).get_attribute("data-state")
-                    in ("published", "failed") else None, 120, f"the upload of {name} to finish")
+    """A signed-out page at desktop size; afterwards, the page must have logged no error."""
+    yield signed_out(browser, site.base)
+    assert_clean(browser)
 
 
 # ---------- signing in ----------
@@ -328,6 +254,14 @@ def test_a_refusal_says_so_and_lists_the_closest_passages_as_passages(page: Any,
 
 
 # ---------- search ----------
+
+
+def test_a_source_says_where_it_sits_in_its_file(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["support"])
+    answer = ask(page, "What should the operator do for error E1027?")
+    source = answer.find_element(By.CSS_SELECTOR, "#sources li.source")
+    assert "error-codes.csv" in source.text and "Ballast pump" in source.find_element(By.CSS_SELECTOR, "blockquote").text
+    assert "rows 2–3" in source.find_element(By.CSS_SELECTOR, ".meta .where").text  # the CSV records of the passage
 
 
 def test_search_shows_title_section_snippet_and_lanes(page: Any, site: Site) -> None:

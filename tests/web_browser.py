@@ -25,6 +25,12 @@ from typing import Any
 
 import pytest
 
+try:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+except ImportError:  # the tests skip with the reason browser_paths() gives
+    pass
+
 CITEWELL = [sys.executable, "-m", "citewell.cli"]
 SCREENSHOTS = Path(os.environ.get("CITEWELL_SCREENSHOTS") or Path(__file__).resolve().parent.parent / "docs" / "screenshots")
 DESKTOP = (1280, 900)
@@ -90,13 +96,14 @@ def mint(home: Path, tenant: str, roles: str) -> str:
 
 
 @contextmanager
-def serving(home: Path, *extra: str) -> Iterator[str]:
-    """``citewell serve`` on a free loopback port; yields its base URL, stops it with SIGTERM."""
+def serving(home: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """``citewell serve`` on a free loopback port (``env`` added to this environment); yields its
+    base URL, stops it with SIGTERM."""
     port = free_port()
     log = home.parent / f"serve-{port}.log"
     with open(log, "w") as out:
         process = subprocess.Popen([*CITEWELL, "--home", str(home), "serve", "--host", "127.0.0.1", "--port", str(port),
-                                    *extra], stdout=out, stderr=subprocess.STDOUT)
+                                    *extra], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -144,3 +151,109 @@ def screenshot(browser: Any, name: str) -> Path:
         "clip": {"x": 0, "y": 0, "width": width, "height": min(height, 2400), "scale": 1}})
     path.write_bytes(base64.b64decode(shot["data"]))
     return path
+
+
+def signed_out(browser: Any, base: str) -> Any:
+    """The page at desktop size with nobody signed in (this tab's storage cleared)."""
+    browser.set_window_size(*DESKTOP)
+    browser.get(base + "/openapi.json")  # same origin, not the page: nothing signs in from storage here
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(base + "/")
+    wait_for(browser, lambda b: b.find_element(By.ID, "view-signin").is_displayed(), 20, "the sign-in view")
+    return browser
+
+
+def assert_clean(browser: Any) -> None:
+    """Nothing was rendered as anything but text, and the page logged no error (the expected
+    4xx of a refused request and the 404 of /demo/identities without --demo aside)."""
+    assert "[object " not in everything(browser), "something was rendered that is not text"
+    errors = [entry for entry in browser.get_log("browser")
+              if entry["level"] == "SEVERE" and "/demo/identities" not in entry["message"]
+              and "the server responded with a status of 4" not in entry["message"]]
+    assert not errors, f"the page logged errors: {errors}"
+
+
+# ---------- acting as a person would ----------
+
+
+def sign_in(browser: Any, token: str) -> None:
+    field = browser.find_element(By.ID, "token")
+    field.clear()
+    browser.execute_script("arguments[0].value = arguments[1]", field, token)  # a paste, without typing 600 keys
+    browser.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+    wait_for(browser, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "signed in")
+
+
+def sign_out(browser: Any) -> None:
+    browser.find_element(By.ID, "sign-out").click()
+    wait_for(browser, lambda b: b.find_element(By.ID, "view-signin").is_displayed(), 10, "signed out")
+
+
+def go(browser: Any, view: str) -> None:
+    browser.find_element(By.CSS_SELECTOR, f'#nav a[data-view="{view}"]').click()
+    wait_for(browser, lambda b: b.find_element(By.ID, f"view-{view}").is_displayed(), 10, view)
+
+
+def ask(browser: Any, question: str) -> Any:
+    go(browser, "ask")
+    field = browser.find_element(By.ID, "question")
+    field.clear()
+    field.send_keys(question, Keys.ENTER)
+    return wait_for(browser, lambda b: b.find_element(By.ID, "answer") if b.find_element(By.ID, "answer").is_displayed()
+                    and not b.find_element(By.ID, "ask-status").text else None, 60, f"an answer to {question!r}")
+
+
+def search(browser: Any, question: str) -> Any:
+    go(browser, "search")
+    field = browser.find_element(By.ID, "search-question")
+    field.clear()
+    field.send_keys(question, Keys.ENTER)
+    return wait_for(browser, lambda b: b.find_element(By.ID, "search-results")
+                    if b.find_element(By.ID, "search-results").is_displayed()
+                    and "Searching" not in b.find_element(By.ID, "search-status").text else None, 60, "search results")
+
+
+def documents(browser: Any) -> dict[str, dict[str, str]]:
+    """The Documents view freshly loaded (the view opened, or Refresh pressed): each item's
+    status, title and text by document id, read at once while the list stands still."""
+    loads = browser.find_element(By.ID, "documents").get_attribute("data-loads")
+    if browser.find_element(By.ID, "view-documents").is_displayed():
+        browser.find_element(By.ID, "documents-refresh").click()
+    else:
+        go(browser, "documents")
+    wait_for(browser, lambda b: b.find_element(By.ID, "documents").get_attribute("data-loads") != loads, 20, "the documents list")
+    return browser.execute_script("""
+        const found = {};
+        for (const item of document.querySelectorAll('#documents li.doc'))
+          found[item.dataset.documentId] = {status: item.dataset.status, title: item.querySelector('.title').textContent,
+                                            text: item.innerText};
+        return found;""")
+
+
+def delete_button(browser: Any, document_id: str) -> Any:
+    return browser.find_element(By.CSS_SELECTOR, f'#documents li.doc[data-document-id="{document_id}"] button.delete')
+
+
+def everything(browser: Any) -> str:
+    """All text in the document, shown or hidden, and every attribute value: what 'anywhere on the page' means."""
+    return browser.execute_script("""
+        const parts = [document.documentElement.textContent];
+        for (const node of document.querySelectorAll('*')) {
+          for (const attribute of node.attributes) parts.push(attribute.value);
+          if ('value' in node && typeof node.value === 'string') parts.push(node.value);
+        }
+        return parts.join('\\n');""")
+
+
+def upload(browser: Any, *paths: Path) -> None:
+    browser.find_element(By.ID, "files").send_keys("\n".join(str(p) for p in paths))
+
+
+def upload_state(browser: Any, name: str) -> Any:
+    return browser.find_element(By.CSS_SELECTOR, f'#upload-list li[data-name="{name}"]')
+
+
+def settled(browser: Any, name: str) -> Any:
+    """The upload row of ``name`` once it is published or failed."""
+    return wait_for(browser, lambda b: upload_state(b, name) if upload_state(b, name).get_attribute("data-state")
+                    in ("published", "failed") else None, 120, f"the upload of {name} to finish")
