@@ -174,6 +174,7 @@ def test_demo_identities_sign_in_with_one_click(page: Any, site: Site) -> None:
     buttons = wait_for(page, lambda b: b.find_elements(By.CSS_SELECTOR, "#demo-list button.identity"), 10, "demo identities")
     tenants = {button.get_attribute("data-tenant") for button in buttons}
     assert {"northpier", "bluefen"} <= tenants
+    screenshot(page, "signin")
     next(b for b in buttons if b.get_attribute("data-tenant") == "bluefen").click()
     wait_for(page, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "signed in as a demo identity")
     assert "bluefen" in page.find_element(By.ID, "who").text
@@ -441,3 +442,8 @@ def test_the_page_reads_at_phone_width(page: Any, site: Site) -> None:
         box = element.rect
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE[0] + 1, element.text
     screenshot(page, "phone")
+    page.find_element(By.CSS_SELECTOR, "#sources button.open-source").click()
+    wait_for(page, lambda b: b.find_element(By.ID, "quote-mark"), 20, "the source at phone width")
+    box = page.find_element(By.ID, "source-dialog").rect
+    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE[0] + 1, "the source fills the screen, no wider"
+    screenshot(page, "phone-source")
