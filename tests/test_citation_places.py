@@ -1,4 +1,5 @@
-"""A citation says where its quote sits in the file: the PDF page, or the spreadsheet's sheet and row."""
+"""A citation, and a refusal's closest passage, say where they sit in the file: the PDF pages, or a
+spreadsheet's sheet and rows."""
 
 from __future__ import annotations
 
@@ -47,3 +48,11 @@ def test_a_spreadsheet_citation_names_its_sheet_and_rows(services):
     (citation,) = answer.citations
     assert "Shift lead" in citation.quote
     assert citation.sheet == "Bands" and 3 in citation.rows and citation.pages == []
+
+
+def test_a_refusals_closest_passages_name_their_place(services):
+    add(services, xlsx_bytes({"Bands": [["level", "title", "minimum (EUR)", "maximum (EUR)"],
+                                        ["L3", "Shift lead", 44000, 54000]]}), "bands.xlsx")
+    refusal = ask(services, STAFF, "Which football team won the national cup in 1998?")
+    assert refusal.refused and refusal.closest
+    assert all(p.sheet == "Bands" and 2 in p.rows for p in refusal.closest)

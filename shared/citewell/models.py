@@ -348,9 +348,9 @@ class Citation(Place):
     deleted: bool = False
 
 
-class Passage(BaseModel):
+class Passage(Place):
     """A passage shown beside a refusal: the closest the caller may read, offered as a passage,
-    not as an answer."""
+    not as an answer, with its place in its file."""
 
     chunk_id: str
     document_id: str

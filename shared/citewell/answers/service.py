@@ -103,11 +103,16 @@ def ask(
         services.metadata.put_cached_answer(key, identity.tenant, epoch, record.answer_id)
     answer = _answer(record)
     if record.refused:  # read back and visible to this caller, like every hit
-        answer.closest = [
-            Passage(chunk_id=h.chunk_id, document_id=h.document_id, revision=h.revision, title=h.title,
-                    section_path=h.section_path, text=h.text)
-            for h in result.hits[:CLOSEST]
-        ]
+        closest = result.hits[:CLOSEST]
+        places = services.metadata.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in closest])
+        answer.closest = []
+        for h in closest:
+            chunk = places.get((h.document_id, h.revision, h.chunk_id))
+            answer.closest.append(Passage(
+                chunk_id=h.chunk_id, document_id=h.document_id, revision=h.revision, title=h.title,
+                section_path=h.section_path, text=h.text,
+                **({"pages": chunk.pages, "sheet": chunk.sheet, "rows": chunk.rows} if chunk else {}),
+            ))
     return answer
 
 
