@@ -166,6 +166,7 @@ def test_a_bad_token_is_refused_with_the_servers_reason(page: Any, site: Site) -
     error = wait_for(page, lambda b: b.find_element(By.ID, "signin-error") if b.find_element(By.ID, "signin-error").is_displayed() else None,
                      10, "the refusal")
     assert "not accepted" in error.text
+    assert not page.find_element(By.ID, "notice").is_displayed(), "no word of a sign-out that never was"
     assert not page.find_element(By.ID, "nav").is_displayed()
     assert page.execute_script("return sessionStorage.getItem('citewell.token')") is None
 

@@ -101,7 +101,7 @@
     if (session !== state.session) throw stale();
     if (!response.ok) {
       const error = await readError(response);
-      if (response.status === 401 && state.token) {
+      if (response.status === 401 && state.me) {  // signed in, and the token stopped working (it expired)
         signOut(`You were signed out: ${error.message}`);
       }
       throw error;
@@ -687,7 +687,7 @@
     const jobs = [...files].map((file) => ({ file, row: uploadRow(file) }));
     for (const job of jobs) $("upload-list").prepend(job.row.item);
     for (const job of jobs) {
-      await uploadOne(job.file, roles, job.row);  // one at a time: each upload is a whole-file write on the server
+      await uploadOne(job.file, roles, job.row);  // the bytes one file at a time; processing overlaps
     }
   }
 
@@ -731,12 +731,17 @@
     row.progress.value = 100;
     row.set("processing", "processing: reading, splitting and indexing…");
     refreshSoon();
+    watch(created.document_id, row, session);  // not awaited: the next file's bytes go up while this one is processed
+  }
+
+  /** Follow an uploaded document until it is published or failed, on its upload row. */
+  async function watch(documentId, row, session) {
     const started = Date.now();
     while (Date.now() - started < POLL_LIMIT_MS && session === state.session) {
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       let doc;
       try {
-        doc = (await api("GET", documentPath(created.document_id), undefined, session)).document;
+        doc = (await api("GET", documentPath(documentId), undefined, session)).document;
       } catch (error) {
         return failed(row, error.code, error.message);
       }
