@@ -151,7 +151,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("audit", parents=[common], help="check records, artifacts, index and caches agree")
     p.add_argument("--repair", action="store_true", help="fix what can safely be fixed")
 
-    p = sub.add_parser("serve", help="the HTTP API and the web page on this machine")
+    p = sub.add_parser("serve", parents=[common], help="the HTTP API and the web page on this machine")
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only)")
     p.add_argument("--port", type=_port, default=8000)
     p.add_argument("--demo", action="store_true", help="hand out tokens of the demo's identities at /demo/identities")

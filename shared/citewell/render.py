@@ -198,6 +198,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "ingest": _ingest, "search": _search, "ask": lambda p: _answer(p, "ask"),
     "citations": lambda p: _answer(p, "citations"), "eval-answers": _eval_answers, "delete": _delete,
     "audit": _audit, "docs": _docs, "eval": _eval,
+    "token": lambda p: print(p["token"]),  # alone on stdout, unwrapped: TOKEN=$(citewell token ...)
 }
 
 
