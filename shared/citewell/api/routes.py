@@ -64,32 +64,32 @@ class IsolatedHttpResolver(APIGatewayHttpResolver):
     process; a server resolving requests in several threads would hand one request's claims to
     another. Here the event and context live on the instance, and each thread uses its own."""
 
-    _event: APIGatewayProxyEventV2 | None = None
-    _context: Any = None
+    _resolving: APIGatewayProxyEventV2 | None = None
+    _resolving_context: Any = None
 
     @property  # type: ignore[override]
     def current_event(self) -> APIGatewayProxyEventV2:
-        assert self._event is not None, "no event is being resolved"
-        return self._event
+        assert self._resolving is not None, "no event is being resolved"
+        return self._resolving
 
     @current_event.setter
     def current_event(self, value: APIGatewayProxyEventV2) -> None:
-        self._event = value
+        self._resolving = value
 
     @property  # type: ignore[override]
     def lambda_context(self) -> Any:
-        return self._context
+        return self._resolving_context
 
     @lambda_context.setter
     def lambda_context(self, value: Any) -> None:
-        self._context = value
+        self._resolving_context = value
 
     def resolve(self, event: Any, context: Any) -> dict[str, Any]:
-        self._event, self._context = self._to_proxy_event(dict(event)), context
+        self._resolving, self._resolving_context = self._to_proxy_event(dict(event)), context
         try:
             return super().resolve(event, context)
         finally:
-            self._event = self._context = None
+            self._resolving = self._resolving_context = None
 
 
 def _roles(value: Any) -> frozenset[str]:

@@ -44,7 +44,7 @@ from citewell.serve.tokens import (
     load_public_key,
     mint,
 )
-from citewell.serve.transport import LocalContext, build_event, host_of, response_parts
+from citewell.serve.transport import LocalContext, build_event, response_parts
 from citewell.serve.uploads import UPLOAD_PATH, FormRefused, UploadSigner
 from citewell.serve.worker import IngestWorker
 from citewell.services import Services, open_local
@@ -258,8 +258,10 @@ class Server:
             if not isinstance(file, UploadFile):
                 raise Refused(400, "InvalidArgument", "the form has no file: send it as the field 'file', after the others")
             key, max_bytes = self.signer.check(fields)
-            data = await file.read(max_bytes + 1)
-            await form.close()
+            try:
+                data = await file.read(max_bytes + 1)
+            finally:
+                await form.close()
             if len(data) > max_bytes:
                 raise Refused(413, "EntityTooLarge", f"the file is over the limit of {max_bytes:,} bytes")
             if not data:
@@ -341,4 +343,4 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-__all__ = ["Server", "demo_identities", "host_of"]
+__all__ = ["Server", "demo_identities"]
