@@ -180,6 +180,12 @@ def test_the_upload_form_is_the_presigned_post_shape_and_cannot_be_bent(served):
     assert "limit" in refused(httpx.post(form["url"], data=fields, files={"file": ("f", b"x" * (MAX_BYTES + 1))}), 413)
     too_big = httpx.post(form["url"], data=fields, files={"file": ("f", b"x" * (MAX_BYTES * 3))})
     refused(too_big, 413)
+    unsized = httpx.Request("POST", form["url"], data=fields, files={"file": ("f", b"x" * (MAX_BYTES * 3))})
+    body = unsized.read()  # sent chunked, with no Content-Length to refuse it by: counted as it arrives
+    streamed = httpx.post(form["url"], content=iter([body[i:i + 65536] for i in range(0, len(body), 65536)]),
+                          headers={"content-type": unsized.headers["content-type"]})
+    assert "content-length" not in streamed.request.headers
+    refused(streamed, 413)
     assert httpx.post(form["url"], data=fields, files={"file": ("forms.md", b"# Forms\n\nForm 7 is for leave.\n")}).status_code == 204
     assert "used already" in refused(httpx.post(form["url"], data=fields, files={"file": ("f", b"# Other\n\ntext\n")}), 409)
     assert served.settled(writer, "forms.md")["status"] == "published"
