@@ -125,6 +125,7 @@ class Server:
                                    lease=leases.current())
         self.openapi = openapi_document()
         self._local = threading.local()
+        self._accepting = threading.Lock()
         self.limiter: anyio.CapacityLimiter | None = None
 
     # -- the API, in a pool thread ----------------------------------------------------------
@@ -151,10 +152,11 @@ class Server:
         upload = self.services.metadata.get_upload(found.tenant, found.document_id, found.upload_id)
         if upload is None:
             raise Conflict("this upload is no longer current: a newer upload or a delete of the document came first")
-        if self.services.objects.exists(key):
-            raise Conflict("this upload form was used already: create the document again to send another file")
-        self.services.objects.put(key, data)
-        self.worker.submit(upload)
+        with self._accepting:  # two posts of one form at once: one stores and queues, the other is refused
+            if self.services.objects.exists(key):
+                raise Conflict("this upload form was used already: create the document again to send another file")
+            self.services.objects.put(key, data)
+            self.worker.submit(upload)
 
     def warm(self) -> None:
         """Load the model and the access mask before the first request pays for them."""
