@@ -1,17 +1,22 @@
-"""SearchIndex on SQLite: FTS5 BM25 (Porter stemming) and an exact cosine vector lane.
+"""SearchIndex on SQLite and tantivy: BM25 (Porter stemming) and an exact cosine vector lane.
 
-Both lanes select candidates with the same SQL access predicate before anything is
-ranked: tenant equal, one of the caller's roles allowed, status live. Vectors live in the
-same rows as the text, so a revision's text and vectors are written in one transaction.
+The rows (text, vectors, access fields) live in ``index.db``, written in one transaction per
+revision. The lexical lane ranks in a tantivy index derived from them (``lexical/``, see
+``citewell.local.lexical``), written inside the same write transaction; the vector lane scores
+the rows' vectors in memory. Both lanes select the caller's rows (tenant equal, one of the
+caller's roles allowed, status live) inside the ranking, and every returned row is checked
+against the table again.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,7 +24,9 @@ from citewell.errors import EmbedderMismatch
 from citewell.local.sqlite import Connection, PerThread, Transaction, checkpoint, ensure_schema
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit
-from citewell.terms import FUNCTION_WORDS, words
+
+if TYPE_CHECKING:
+    from citewell.local.lexical import LexicalRow, TantivyLexicon
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -45,16 +52,10 @@ CREATE TABLE IF NOT EXISTS chunk_roles (
     PRIMARY KEY (role, chunk_rowid)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunk_roles_by_chunk ON chunk_roles (chunk_rowid);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    context, body, content='chunks', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts (rowid, context, body) VALUES (new.rowid, new.context, new.body);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts (chunks_fts, rowid, context, body) VALUES ('delete', old.rowid, old.context, old.body);
-END;
 """
+# Homes written before the lexical lane moved to tantivy: these go when its index is built.
+_FTS5_OBJECTS = ("DROP TRIGGER IF EXISTS chunks_ai", "DROP TRIGGER IF EXISTS chunks_ad", "DROP TABLE IF EXISTS chunks_fts")
+REBUILD_BATCH = 20_000
 
 # The one access predicate, shared by both lanes. ``c`` is the chunks table. The unary plus
 # keeps the planner on the rowid lookup: given a bound tenant it would otherwise walk the
@@ -69,21 +70,6 @@ def _access(identity: Identity) -> tuple[str, dict[str, str]]:
     roles = sorted(identity.roles)
     params = {"tenant": identity.tenant, **{f"role{i}": r for i, r in enumerate(roles)}}
     return _ACCESS.format(roles=", ".join(f":role{i}" for i in range(len(roles)))), params
-
-
-def fts_query(text: str) -> str | None:
-    """Any-term FTS5 query of the question's content words (all words if it has no other),
-    each quoted so none is read as syntax."""
-    every = list(dict.fromkeys(words(text)))
-    terms = [t for t in every if t not in FUNCTION_WORDS] or every
-    return " OR ".join(f'"{t}"' for t in terms) or None
-
-
-def _settled(scores: np.ndarray, keep: np.ndarray, k: int) -> bool:
-    """Whether a window of the best matches (``scores`` descending) already holds the allowed
-    top k: k allowed rows, the k-th scoring strictly above the window's last row."""
-    allowed = scores[keep]
-    return allowed.size >= k and allowed[k - 1] > scores[-1]
 
 
 class _VectorMatrix:
@@ -116,13 +102,13 @@ class _VectorMatrix:
 
 
 class SqliteSearchIndex:
-    lexical_window = 1000  # best matches ranked before the access mask; see ``lexical``
-
     def __init__(self, path: Path) -> None:
         self._connections = PerThread(path)
         ensure_schema(self.conn, _SCHEMA, SCHEMA_VERSION, path)
         self._vectors = _VectorMatrix()
         self._lock = threading.Lock()
+        self._lexical_folder = path.parent / "lexical"
+        self._lexicon_instance: TantivyLexicon | None = None
 
     @property
     def conn(self) -> Connection:
@@ -138,11 +124,15 @@ class SqliteSearchIndex:
     def embedder_identity(self) -> str | None:
         return self._meta("embedder_identity")
 
-    def _bump_epoch(self) -> None:
+    def _bump_epoch(self) -> int:
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES ('epoch', '1') "
             "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
+        return self._epoch()
+
+    def _epoch(self) -> int:
+        return int(self._meta("epoch") or 0)
 
     def _check_identity(self, embedder_identity: str, *, claim: bool) -> None:
         current = self.embedder_identity()
@@ -156,12 +146,17 @@ class SqliteSearchIndex:
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str) -> int:
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
+        from citewell.local.lexical import LexicalRow
+
         with Transaction(self.conn):
             self._check_identity(embedder_identity, claim=True)
-            self.conn.executemany(
-                "DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?",
-                sorted({(c.tenant, c.document_id, c.revision) for c in chunks}),
-            )
+            lexicon = self._synced_lexicon()
+            keys = sorted({(c.tenant, c.document_id, c.revision) for c in chunks})
+            again = [  # a rerun of the same revision: the same text, replaced in place
+                rowid for key in keys for rowid in self._rowids("tenant = ? AND document_id = ? AND revision = ?", key)
+            ]
+            self.conn.executemany("DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", keys)
+            added = []
             for chunk, vector in zip(chunks, vectors):
                 cursor = self.conn.execute(
                     "INSERT INTO chunks (tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
@@ -172,11 +167,16 @@ class SqliteSearchIndex:
                         np.asarray(vector, dtype=np.float32).tobytes(),
                     ),
                 )
+                rowid = int(cursor.lastrowid or 0)
                 self.conn.executemany(
                     "INSERT INTO chunk_roles (role, chunk_rowid) VALUES (?, ?)",
-                    [(role, cursor.lastrowid) for role in sorted(chunk.allowed_roles)],
+                    [(role, rowid) for role in sorted(chunk.allowed_roles)],
                 )
-            self._bump_epoch()
+                added.append(LexicalRow(rowid, chunk.tenant, "live", frozenset(chunk.allowed_roles), chunk.context, chunk.text))
+            epoch = self._bump_epoch()
+            self._mark_lexicon(None)
+            lexicon.write(added, removed=again)
+        self._mark_lexicon(epoch)
         return len(chunks)
 
     def count(self, tenant: str, document_id: str, revision: str) -> int:
@@ -187,17 +187,24 @@ class SqliteSearchIndex:
         return int(row["n"])
 
     def delete_revision(self, tenant: str, document_id: str, revision: str) -> int:
-        with Transaction(self.conn):
-            cursor = self.conn.execute(
-                "DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", (tenant, document_id, revision)
-            )
-            self._bump_epoch()
-        return cursor.rowcount
+        return self._delete("tenant = ? AND document_id = ? AND revision = ?", (tenant, document_id, revision))
 
     def delete_document(self, tenant: str, document_id: str) -> int:
+        return self._delete("tenant = ? AND document_id = ?", (tenant, document_id))
+
+    def _delete(self, where: str, params: Sequence[str]) -> int:
+        """Remove rows from the table and from the lexical index, physically: every lexical
+        segment that held one of them is rewritten from the table without it."""
         with Transaction(self.conn):
-            cursor = self.conn.execute("DELETE FROM chunks WHERE tenant = ? AND document_id = ?", (tenant, document_id))
-            self._bump_epoch()
+            lexicon = self._synced_lexicon()
+            removed = self._rowids(where, params)
+            segments = lexicon.segments_holding(removed)
+            survivors = sorted(set(lexicon.rows_in_segments(segments)) - set(removed))
+            cursor = self.conn.execute(f"DELETE FROM chunks WHERE {where}", params)
+            epoch = self._bump_epoch()
+            self._mark_lexicon(None)
+            lexicon.write(self._lexical_rows(survivors), removed=removed + survivors)
+        self._mark_lexicon(epoch)
         return cursor.rowcount
 
     def revisions(self, tenant: str, document_id: str) -> list[str]:
@@ -223,57 +230,102 @@ class SqliteSearchIndex:
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
     def compact(self) -> bool:
-        """Merge the FTS5 segments (dropping deleted entries for good) and truncate the WAL.
+        """Delete the lexical index's dropped segment files and truncate the WAL.
 
-        With ``secure_delete`` on, the freed pages are zeroed, so deleted text leaves the file.
-        False when a reader in another connection kept the log from being truncated: deleted
-        text may still sit there until a later compact returns True.
+        Deleted rows' lexical segments were already rewritten by the delete; with
+        ``secure_delete`` on, the table's freed pages are zeroed, so deleted text leaves the
+        files. False when a reader in another connection kept the log from being truncated:
+        deleted text may still sit there until a later compact returns True.
         """
-        with Transaction(self.conn):
-            self.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+        with Transaction(self.conn):  # the write lock: tantivy allows one writer per folder
+            self._lexicon().collect_garbage()
         return checkpoint(self.conn)
+
+    # -- the lexical index ---------------------------------------------------------------
+
+    def _lexicon(self) -> TantivyLexicon:
+        if self._lexicon_instance is None:
+            from citewell.local.lexical import TantivyLexicon  # imported on first use: the CLI starts without it
+
+            with self._lock:
+                if self._lexicon_instance is None:
+                    self._lexicon_instance = TantivyLexicon(self._lexical_folder / "tantivy")
+        return self._lexicon_instance
+
+    @property
+    def _synced_path(self) -> Path:
+        return self._lexical_folder / "synced"
+
+    def _lexicon_state(self) -> str | None:
+        """The table epoch the lexical index was last brought to, ``dirty`` while a write is
+        under way (or died), None if it was never built."""
+        try:
+            return self._synced_path.read_text().strip()
+        except FileNotFoundError:
+            return None
+
+    def _mark_lexicon(self, epoch: int | None) -> None:
+        self._lexical_folder.mkdir(parents=True, exist_ok=True)
+        temporary = self._synced_path.with_suffix(".tmp")
+        temporary.write_text("dirty" if epoch is None else str(epoch))
+        os.replace(temporary, self._synced_path)
+
+    def _synced_lexicon(self) -> TantivyLexicon:
+        """Inside a write transaction: the lexical index, rebuilt from the table if the last write
+        to it did not finish (or it was never built, or the home still has its FTS5 table)."""
+        lexicon = self._lexicon()
+        lexicon.refresh()
+        fts5 = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone() is not None
+        if fts5 or self._lexicon_state() != str(self._epoch()):
+            self._mark_lexicon(None)
+            lexicon.clear()
+            ids = self._rowids("1", ())
+            for start in range(0, len(ids), REBUILD_BATCH):
+                lexicon.write(self._lexical_rows(ids[start : start + REBUILD_BATCH]))
+            lexicon.collect_garbage()
+            for statement in _FTS5_OBJECTS:
+                self.conn.execute(statement)
+            self._bump_epoch()  # other processes reload their view of the lexical index
+            self._mark_lexicon(self._epoch())  # the transaction is still open: a crash leaves the mark behind
+        return lexicon
+
+    def _rowids(self, where: str, params: Sequence[str]) -> list[int]:
+        return [r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {where} ORDER BY rowid", params)]
+
+    def _lexical_rows(self, rowids: Sequence[int]) -> list[LexicalRow]:
+        from citewell.local.lexical import LexicalRow
+
+        if not rowids:
+            return []
+        roles: dict[int, set[str]] = {}
+        found = []
+        for start in range(0, len(rowids), 500):
+            part = list(rowids[start : start + 500])
+            marks = ", ".join("?" * len(part))
+            for role, rowid in self.conn.execute(f"SELECT role, chunk_rowid FROM chunk_roles WHERE chunk_rowid IN ({marks})", part):
+                roles.setdefault(rowid, set()).add(role)
+            found += self.conn.execute(f"SELECT rowid, tenant, status, context, body FROM chunks WHERE rowid IN ({marks})", part).fetchall()
+        return [LexicalRow(r[0], r[1], r[2], frozenset(roles.get(r[0], ())), r[3], r[4]) for r in found]
 
     # -- lanes ---------------------------------------------------------------------------
 
     def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]:
-        match = fts_query(query)
-        if identity.is_empty or match is None or k <= 0:
+        if identity.is_empty or k <= 0:
             return []
-        cache = self._matrix()
-        allowed = cache.mask(identity)
-        if not allowed.any():
+        if self._lexicon_state() is None or self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'"
+        ).fetchone():  # a home from before this engine (or a new one): build it once
+            with Transaction(self.conn):
+                self._synced_lexicon()
+        lexicon = self._lexicon()
+        terms = lexicon.terms(query)
+        if not terms:
             return []
-        # The allowed matches' top k, exactly. FTS5 sorts a window of the best matches of all
-        # tenants in C (no Python row per match) and the access mask picks the caller's rows
-        # from it. When the window holds fewer than k of them, or the k-th ties with the
-        # window's edge, an allowed row could lie beyond it: then every match is scored and
-        # masked, as if there were no window.
-        window = max(self.lexical_window, 4 * k)
-        ids, scores = self._matches(match, window)
-        keep = self._allowed(cache, allowed, ids)
-        if ids.size == window and not _settled(scores, keep, k):
-            ids, scores = self._matches(match, None)
-            keep = self._allowed(cache, allowed, ids)
-        return self._top(ids[keep], scores[keep], identity, k)
-
-    def _matches(self, match: str, limit: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """Matching rowids and their BM25 scores (higher is better), best first when limited."""
-        if limit is None:
-            rows = self.conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
-        else:
-            rows = self.conn.execute(
-                "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?", (match, limit)
-            ).fetchall()
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        scores = -np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))  # FTS5: lower is better
-        return ids, scores
-
-    @staticmethod
-    def _allowed(cache: _VectorMatrix, allowed: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        if ids.size == 0 or cache.rowids.size == 0:
-            return np.zeros(ids.size, dtype=bool)
-        positions = np.minimum(np.searchsorted(cache.rowids, ids), cache.rowids.size - 1)
-        return (cache.rowids[positions] == ids) & allowed[positions]
+        lexicon.refresh()
+        # The access terms are required clauses of the ranked query itself: tantivy's top k is
+        # the caller's top k. The rows are checked against the table once more in ``_top``.
+        ids, scores = lexicon.search(terms, identity.tenant, identity.roles, k)
+        return self._top(ids, scores, identity, k)
 
     def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
         self._check_identity(embedder_identity, claim=False)
