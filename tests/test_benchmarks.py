@@ -96,7 +96,8 @@ def test_make_bench_runs_end_to_end_and_writes_every_section(tmp_path):
     readme.write_text("intro\n<!-- bench:headline:start -->\nold\n<!-- bench:headline:end -->\nrest\n")
     done = subprocess.run(
         [sys.executable, "-m", "citewell.benchmarks.run", "--data", str(data), "--work", str(work), "--out", str(out),
-         "--readme", str(readme), "--sizes", "12,30", "--import-runs", "1", "--serve-seconds", "5"],
+         "--readme", str(readme), "--sizes", "12,30", "--import-runs", "1", "--serve-seconds", "5",
+         "--large-files", "0.02,3"],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -109,6 +110,9 @@ def test_make_bench_runs_end_to_end_and_writes_every_section(tmp_path):
     assert results["serve"]["search"]["queries"] == 2 and results["serve"]["load"]["requests"] > 0
     text = out.read_text()
     assert results["answers"]["splits"]["held_out"]["overall"]["questions"] >= 60
+    large = results["large_files"]
+    assert large["pdf"]["pages"] == 3 and large["pdf"]["chunks"] > 0 and large["one_line_text"]["megabytes"] >= 0.02
+    assert "### Large files" in text and "3-page PDF" in text
     for heading in ("## Targets", "## Retrieval quality", "## Answers", "## Honesty", "## Search and answer latency",
                     "## Serving over HTTP", "## Ingestion throughput", "## Cold import", "## Scale on paper", "## Commands"):
         assert heading in text

@@ -355,6 +355,29 @@ def _ingest(i: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _large_files(large: dict[str, Any]) -> list[str]:
+    text, pdf = large["one_line_text"], large["pdf"]
+    lines = [
+        "### Large files",
+        "",
+        "Written at bench time from SciFact's and Cranfield's text (`citewell.benchmarks.large_files`): one line of "
+        "their sentences, reshuffled on each pass so no chunk repeats, and a manual of pages with chapter bookmarks. "
+        "Each goes through the `citewell ingest` runner into an empty home with no cached vectors, the model loaded "
+        "before the clock.",
+        "",
+        "| file | size | chunks | total s | parse s | chunk s | embed s | publish s | MB/s | chunks/s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, row in ((f"{text['megabytes']:g} MB on one line", text), (f"{pdf['pages']}-page PDF", pdf)):
+        stages = row["stages"]
+        lines.append(
+            f"| {label} | {row['megabytes']:.2f} MB | {row['chunks']:,} | {row['seconds']:,.1f} | "
+            + " | ".join(f"{stages.get(name, 0):,.1f}" for name in ("parse", "chunk", "embed", "publish"))
+            + f" | {row['megabytes_per_second']:.3f} | {row['chunks_per_second']:.1f} |"
+        )
+    return [*lines, "", f"Peak RSS {large['peak_rss_mb']:.0f} MB.", ""]
+
+
 def _imports(imports: dict[str, Any]) -> list[str]:
     lines = ["| handler | median ms | slowest imports (ms) |", "|---|---|---|"]
     for name, entry in imports.items():
@@ -450,6 +473,7 @@ def render(results: dict[str, Any], data: Path) -> str:
         "## Ingestion throughput",
         "",
         *_ingest(results["ingest"]),
+        *(_large_files(results["large_files"]) if "large_files" in results else []),
         "## Cold import of the Lambda handlers",
         "",
         "Median of fresh interpreters importing `functions/NAME/app.py` (`-X importtime`), X-Ray off.",

@@ -32,13 +32,16 @@ class Plan:
     ingest_documents: int
     sizes: tuple[tuple[int, int, int, int], ...]  # (chunks, queries, asks, peer queries; 0: peer not run)
     import_runs: int
+    large_megabytes: float = 20  # the one-line text file of the large-files phase
+    large_pages: int = 300  # and its PDF
     serve_seconds: int = 60  # the load on citewell serve: 16 clients for this long
     serve_queries: int = 300  # searched one at a time in-process and through the server at ~50k chunks
 
 
 # The peer runs fewer queries as the corpus grows: its in-memory BM25 scores in Python.
 FULL = Plan(0, 0, 0, 600, ((5_000, 300, 100, 50), (50_000, 300, 100, 30), (200_000, 100, 50, 10)), 5)
-QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1, serve_seconds=20, serve_queries=60)
+QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1, large_megabytes=1, large_pages=30,
+             serve_seconds=20, serve_queries=60)
 
 
 class Phases:
@@ -74,6 +77,8 @@ def main() -> None:
     parser.add_argument("--sizes", help="corpus sizes for the speed phase, e.g. 5000,50000 (default: the mode's)")
     parser.add_argument("--import-runs", type=int, help="fresh interpreters per handler (default: the mode's)")
     parser.add_argument("--serve-seconds", type=int, help="how long the load on citewell serve runs (default: the mode's)")
+    parser.add_argument("--large-files", help="megabytes of the one-line text and pages of the PDF, e.g. 20,300 "
+                        "(default: the mode's)")
     args = parser.parse_args()
     for name in ("scifact", "cranfield", "squad2-dev"):
         if not (args.data / name).is_dir():
@@ -86,6 +91,9 @@ def main() -> None:
         plan = replace(plan, import_runs=args.import_runs)
     if args.serve_seconds:
         plan = replace(plan, serve_seconds=args.serve_seconds)
+    if args.large_files:
+        megabytes, pages = args.large_files.split(",")
+        plan = replace(plan, large_megabytes=float(megabytes), large_pages=int(pages))
     work, data = args.work, args.data
     homes, cache = work / "homes", work / "embeddings.sqlite"
     phases = Phases(work)
@@ -104,6 +112,8 @@ def main() -> None:
                                     "--cache", cache, "--questions", plan.squad_questions)
     results["ingest"] = phases.run("ingest", "ingest", data / "scifact", "--home", homes / "ingest",
                                    "--documents", plan.ingest_documents)
+    results["large_files"] = phases.run("large-files", "large_files", "--data", data, "--work", homes,
+                                        "--megabytes", plan.large_megabytes, "--pages", plan.large_pages)
     sources = [homes / "scifact", homes / "cranfield", homes / "squad2-dev"]
     speed = []
     for chunks, queries, asks, peer_queries in plan.sizes:
