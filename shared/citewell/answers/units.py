@@ -44,14 +44,17 @@ class Wants(StrEnum):
 
 
 _WANTS = {
-    Wants.STEPS: re.compile(r"\bhow (?:do|can|should|to)\b|\bsteps?\b|\bprocedure\b|\bwhat should\b.*\bdo\b|\bprocess\b", re.I),
+    # "What should I do if chlorine is above 1.0 mg/l?" wants one instruction, not a procedure.
+    Wants.STEPS: re.compile(r"\bhow (?:do|can|should|to)\b|\bsteps?\b|\bprocedure\b|\bprocess\b", re.I),
     Wants.LIST: re.compile(
         r"\b(?:which|what) (?:are|were)\b|\blist\b|\b(?:types|kinds|options)\b|"
         r"\b(?:which|what) (?:\w+ )?\w+[^s\W]s (?:are|were|can|do|does|did|have|must|should)\b", re.I),
     Wants.NUMBER: re.compile(
         r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
         r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b", re.I),
-    Wants.DATE: re.compile(r"\bwhen\b|\b(?:date|deadline|expire|expires|due|until|what time|which day)\b", re.I),
+    # "when" asks for a time where it opens an ask, not in "the code used when the endpoint fails".
+    Wants.DATE: re.compile(r"^\W*when\b|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time|which day)\b",
+                           re.I),
     Wants.PERSON: re.compile(r"\bwho(?:m|se)?\b|\b(?:contact|owner|owns|responsible|in charge)\b", re.I),
     Wants.CODE: re.compile(r"\b(?:code|command|error|flag|setting|parameter|key)\b", re.I),
 }
