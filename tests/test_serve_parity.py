@@ -84,6 +84,8 @@ def masked(value: Any) -> Any:
     """The body with every per-run value replaced by its kind, and hits as a set."""
     if isinstance(value, dict):
         out = {k: ("<set>" if v is not None else None) if k in RANDOM else masked(v) for k, v in value.items()}
+        if isinstance(out.get("similarity"), float):  # a cosine in float32 (local) or as the search engine reports it
+            out["similarity"] = round(out["similarity"], 5)
         if isinstance(out.get("upload"), dict):
             out["upload"] = {"url": "<form url>", "fields": "<form fields>"}
         if isinstance(out.get("hits"), list):
