@@ -173,3 +173,13 @@ def test_a_question_about_one_row_is_answered_from_that_row_and_a_question_for_r
     assert "E1027" in answer.answer and "E1043" not in answer.answer
     rows = units_of(item("code: E1027; meaning: Twistlock\n\ncode: E1043; meaning: Hoist hot\n\nA closing sentence."))
     assert [u.text for u in run_around(rows, rows[1])] == ["code: E1027; meaning: Twistlock", "code: E1043; meaning: Hoist hot"]
+
+
+def test_a_two_part_question_is_answered_when_each_part_is(services):
+    policy = (b"# Security Policy\n\n## Data retention\n\nApplication logs are kept for 30 days. Audit logs are kept for "
+              b"400 days by default.\n\n## Backups\n\nBackups are encrypted and stored in a second region. Deleted customer "
+              b"accounts are purged from backups after 35 days.\n")
+    add(services, policy, "security-policy.md")
+    answer = ask(services, SUPPORT, "How long are application logs kept, and when are deleted accounts purged from backups?")
+    assert not answer.refused, answer
+    assert "30 days" in answer.answer and "35 days" in answer.answer

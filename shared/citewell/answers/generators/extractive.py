@@ -193,14 +193,18 @@ def _singles_out(question: str, row: Unit, rows: list[Unit]) -> bool:
     return any(n in row.text.lower() and not all(n in r.text.lower() for r in rows) for n in identifiers(question))
 
 
-def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> list[Unit]:
-    """The best unit for each ask of a question, in the order asked, each once."""
+def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> tuple[list[Unit], bool]:
+    """The best unit for each ask of a question, in the order asked, each once; and whether the
+    answer model would answer every ask on its own."""
     chosen: list[Unit] = []
+    every = True
     for ask in asks:
         support = score_support(embed, ask, evidence, model)
-        if support is not None:
-            chosen.extend([u for u in support.units if all(u.text != c.text for c in chosen)][:1])
-    return chosen
+        if support is None:
+            return chosen, False
+        every = every and model.answers(support.features)
+        chosen.extend([u for u in support.units if all(u.text != c.text for c in chosen)][:1])
+    return chosen, every
 
 
 class ExtractiveGenerator:
@@ -217,7 +221,11 @@ class ExtractiveGenerator:
             support = score_support(self.embed, question, evidence, self.model)
         except EmbedderUnavailable as error:
             raise GeneratorUnavailable(f"sentences cannot be scored: {error.message}") from error
-        if support is None or not self.model.answers(support.features):
+        if support is None:
+            return Draft(text=None, refused=True)
+        asks = parts(question)
+        each, every = best_of_each(self.embed, asks, evidence, self.model) if len(asks) > 1 else ([], False)
+        if not (self.model.answers(support.features) or every):  # the whole question, or each of its asks
             return Draft(text=None, refused=True)
         best = support.units[0]
         run = run_around(support.in_order, best) if support.wanted & {Wants.STEPS, Wants.LIST} else [best]
@@ -228,9 +236,8 @@ class ExtractiveGenerator:
             quote = best.item.text[run[0].start : run[-1].end]
             listed = "\n".join(f"{n}. {u.text}" for n, u in enumerate(run, start=1))
             return Draft(text=f"{listed} [{best.item.ref}]", refused=False, quotes={best.item.ref: quote})
-        asks = parts(question)
         if len(asks) > 1:  # two asks: the best unit of each, quoted in the order asked
-            chosen, direct = best_of_each(self.embed, asks, evidence, self.model)[:MAX_UNITS] or [best], None
+            chosen, direct = each[:MAX_UNITS] or [best], None
         else:
             companion = completion(support.in_order, best, set(support.wanted))
             chosen = [companion, best] if companion else [best]
