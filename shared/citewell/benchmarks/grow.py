@@ -19,7 +19,7 @@ import numpy as np
 from citewell.benchmarks.homes import fresh_home, published
 from citewell.services import open_local
 
-BATCH = 2000
+BATCH = 20_000  # chunks per index write: each is one commit of the lexical index
 
 
 def grow(target: Path, sources: Sequence[Path], chunks: int) -> dict[str, int]:

@@ -95,9 +95,11 @@ class TantivyLexicon:
         matching = Query.boolean_query(
             [(Occur.Should, Query.term_query(schema, field, term)) for term in terms for field in ("context", "body")]
         )
+        # Roles as a disjunction of term queries, not a term-set query: the term set scores
+        # through a bitset of every row and halves the lane's speed at 200k chunks.
         allowed = [
             Query.term_query(schema, "tenant", tenant),
-            Query.term_set_query(schema, "role", roles),
+            Query.boolean_query([(Occur.Should, Query.term_query(schema, "role", role)) for role in roles]),
             Query.term_query(schema, "status", "live"),
         ]
         query = Query.boolean_query(
