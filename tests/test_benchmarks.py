@@ -119,3 +119,13 @@ def test_make_bench_runs_end_to_end_and_writes_every_section(tmp_path):
     headline = readme.read_text()
     assert headline.startswith("intro\n<!-- bench:headline:start -->") and headline.endswith("<!-- bench:headline:end -->\nrest\n")
     assert "old" not in headline and "hybrid nDCG@10" in headline
+
+
+def test_a_bench_run_keeps_the_blocks_measured_by_their_own_commands(tmp_path):
+    from citewell.benchmarks.report import COLD_END, COLD_START, FUZZ_END, FUZZ_START, keep_blocks
+
+    out = tmp_path / "BENCHMARKS.md"
+    assert keep_blocks(out, "# new\n") == "# new\n"
+    out.write_text(f"# old\n\n{COLD_START}\ncold figures\n{COLD_END}\n\n{FUZZ_START}\nfuzz figures\n{FUZZ_END}\n")
+    kept = keep_blocks(out, "# new\n")
+    assert kept == f"# new\n\n{FUZZ_START}\nfuzz figures\n{FUZZ_END}\n\n{COLD_START}\ncold figures\n{COLD_END}\n"

@@ -3,7 +3,8 @@
     python -m citewell.benchmarks.cold_cli --home HOME --tenant T --roles R [--runs 7]
 
 For each command it reports the median wall time of the real command run ``--runs`` times
-(each a new interpreter, as a person typing it gets), and the median of the same path split
+(each a new interpreter, as a person typing it gets) and its CPU time (less moved by other
+processes on a busy machine), and the median of the same path split
 into steps, timed inside fresh interpreters: importing the CLI, importing the engine, opening
 the stores, the first call of the index (which loads its access mask and vectors), and the
 search or answer itself, which loads the model for its first embedding. Interpreter
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -57,10 +59,16 @@ print(json.dumps(steps))
 """
 
 
-def _wall(argv: list[str]) -> float:
+def _wall(argv: list[str], cpu: list[float] | None = None) -> float:
+    """Wall milliseconds of one run; its CPU milliseconds (user and system, all threads) go to ``cpu``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return (time.perf_counter() - started) * 1000
+    wall = (time.perf_counter() - started) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpu is not None:
+        cpu.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
+    return wall
 
 
 def measure(home: Path, tenant: str, roles: str, runs: int) -> dict[str, object]:
@@ -70,12 +78,14 @@ def measure(home: Path, tenant: str, roles: str, runs: int) -> dict[str, object]
     for command in ("search", "ask"):
         # A new wording each run, so no answer comes from the cache.
         questions = [f"{QUESTION} ({time.time_ns()})" for _ in range(runs)]
+        cpu: list[float] = []
         walls = [_wall([python, "-m", "citewell.cli", "--home", str(home), command, q, "--tenant", tenant, "--roles", roles,
-                        "--json"]) for q in questions]
+                        "--json"], cpu) for q in questions]
         steps = [json.loads(subprocess.run([python, "-c", _STEPS, str(home), command, tenant, roles, q],
                                            capture_output=True, text=True, check=True).stdout) for q in questions]
         report[command] = {
             "wall_ms_median": round(statistics.median(walls), 1),
+            "cpu_ms_median": round(statistics.median(cpu), 1),
             "steps_ms_median": {name: round(statistics.median(s[name] for s in steps), 1) for name in steps[0]},
         }
     return report

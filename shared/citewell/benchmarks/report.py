@@ -544,13 +544,20 @@ def headline(results: dict[str, Any]) -> str:
 FUZZ_START, FUZZ_END = "<!-- fuzz:start -->", "<!-- fuzz:end -->"
 
 
-def keep_fuzz_block(path: Path, rendered: str) -> str:
-    """`make fuzz` writes its own section into BENCHMARKS.md; a bench run keeps it as it was."""
+COLD_START, COLD_END = "<!-- cold-cli:start -->", "<!-- cold-cli:end -->"
+KEPT_BLOCKS = ((FUZZ_START, FUZZ_END), (COLD_START, COLD_END))
+
+
+def keep_blocks(path: Path, rendered: str) -> str:
+    """Sections measured by their own commands (`make fuzz`, the cold CLI before and after a
+    change) live in BENCHMARKS.md between markers; a bench run keeps them as they were."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    start, end = old.find(FUZZ_START), old.find(FUZZ_END)
-    if start < 0 or end < 0:
-        return rendered
-    return rendered.rstrip("\n") + "\n\n" + old[start : end + len(FUZZ_END)] + "\n"
+    out = rendered
+    for marker_start, marker_end in KEPT_BLOCKS:
+        start, end = old.find(marker_start), old.find(marker_end)
+        if start >= 0 and end >= 0:
+            out = out.rstrip("\n") + "\n\n" + old[start : end + len(marker_end)] + "\n"
+    return out
 
 
 def update_readme(readme: Path, results: dict[str, Any]) -> None:

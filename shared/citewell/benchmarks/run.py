@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from citewell.benchmarks.report import keep_fuzz_block, machine, render, update_readme
+from citewell.benchmarks.report import keep_blocks, machine, render, update_readme
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def main() -> None:
     results["commands"] = phases.commands
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     out = args.out or (work / "BENCHMARKS-quick.md" if args.quick else Path("BENCHMARKS.md"))
-    out.write_text(keep_fuzz_block(out, render(results, data)))
+    out.write_text(keep_blocks(out, render(results, data)))
     if not args.quick and args.readme.exists():
         update_readme(args.readme, results)
     print(f"[bench] done in {results['seconds']:.0f} s: {out}", flush=True)
