@@ -137,3 +137,23 @@ def test_a_removed_unique_word_comes_back_only_as_a_weak_match(tmp_path):
     meant = json.loads(cli(home, "search", "which gasket seals the pump of crane 4", "--tenant", "northpier",
                            "--roles", "staff", "--json"))["hits"][0]
     assert meant["weak"] is False and meant["similarity"] > 0.43
+
+
+def test_citations_say_the_pages_and_rows_to_find_them_by_hand():
+    from citewell.render import place
+
+    assert place({"pages": [3]}) == "p. 3" and place({"pages": [3, 4, 5]}) == "pp. 3-5"
+    assert place({"sheet": "Bands", "rows": [4]}) == "sheet Bands, row 4" and place({"rows": [2, 3]}) == "rows 2-3"
+    assert place({"pages": [], "sheet": None, "rows": []}) == ""
+
+
+def test_an_answer_from_a_pdf_shows_its_page(tmp_path):
+    from citewell.samples.writer import pdf_bytes
+
+    home, folder = tmp_path / "home", tmp_path / "manual"
+    folder.mkdir()
+    (folder / "cranes.pdf").write_bytes(pdf_bytes([("Intro", ["This manual covers the quay cranes of the north terminal."]),
+                                                    ("Storm pins", ["Engage both storm pins when the wind exceeds 72 km/h."])]))
+    cli(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
+    out = cli(home, "ask", "When must both storm pins be engaged?", "--tenant", "northpier", "--roles", "staff")
+    assert "manual/cranes.pdf#" in out and (", p. 2" in out or ", pp. 1-2" in out), out  # the chunk's pages

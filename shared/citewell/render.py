@@ -99,11 +99,28 @@ def _search(payload: dict[str, Any]) -> None:
         _wrapped(snippet(hit["text"], hit["section_path"]), len(head))
 
 
+def _span(numbers: Sequence[int]) -> str:
+    return str(numbers[0]) if len(numbers) == 1 else f"{numbers[0]}-{numbers[-1]}"
+
+
+def place(item: dict[str, Any]) -> str:
+    """Where the passage sits in its file, to find it by hand: pages, or sheet and rows."""
+    parts = []
+    if item.get("pages"):
+        parts.append(("p. " if len(item["pages"]) == 1 else "pp. ") + _span(item["pages"]))
+    if item.get("sheet"):
+        parts.append(f"sheet {item['sheet']}")
+    if item.get("rows"):
+        parts.append(("row " if len(item["rows"]) == 1 else "rows ") + _span(item["rows"]))
+    return ", ".join(parts)
+
+
 def _passage(ref: str, item: dict[str, Any], quote: str) -> None:
     _wrapped(f"{ref}{where(item['title'], item['section_path'])}", 2)
     indent = 2 + len(ref)
+    found = place(item)
     revision = f" @ {_short(item['revision'])}" if item.get("revision") else ""
-    _id_line(" " * indent, item["chunk_id"], (revision, "dim"))
+    _id_line(" " * indent, item["chunk_id"], (revision + (f", {found}" if found else ""), "dim"))
     _wrapped(quote, indent)
 
 
