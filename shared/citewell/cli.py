@@ -1,4 +1,4 @@
-"""The ``citewell`` command: ingest, search, list documents and evaluate, on the embedded stores.
+"""The ``citewell`` command on the embedded stores; ``citewell --help`` lists every subcommand.
 
 Tenant and roles come from the operator's flags: the only trusted identity on one machine.
 ``--json`` prints machine-readable output on stdout; progress and errors go to stderr.
@@ -153,13 +153,13 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", parents=[common], help="the HTTP API and the web page on this machine")
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only)")
-    p.add_argument("--port", type=_port, default=8000)
+    p.add_argument("--port", type=_port, default=8000, help="the port to listen on (default: 8000)")
     p.add_argument("--demo", action="store_true", help="hand out tokens of the demo's identities at /demo/identities")
     p.add_argument("--grace", type=float, help="seconds uploads in flight may take to finish on SIGTERM "
                    "(default: $CITEWELL_GRACE_SECONDS or 30)")
 
     p = sub.add_parser("token", parents=[common], help="a bearer token for citewell serve, signed with the home's key")
-    p.add_argument("--tenant", required=True, type=_tenant)
+    p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
     p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
     p.add_argument("--ttl", type=_ttl, default="8h", help="lifetime: 90s, 15m, 8h, 7d (at most 30d)")
 
