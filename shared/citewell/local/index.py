@@ -266,7 +266,8 @@ class SqliteSearchIndex:
 
     def _mark_lexicon(self, epoch: int | None) -> None:
         self._lexical_folder.mkdir(parents=True, exist_ok=True)
-        temporary = self._synced_path.with_suffix(".tmp")
+        # A name of this writer's own: two writers never share (and remove) one temporary file.
+        temporary = self._synced_path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         temporary.write_text("dirty" if epoch is None else str(epoch))
         os.replace(temporary, self._synced_path)
 
