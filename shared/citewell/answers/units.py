@@ -170,14 +170,13 @@ def units_of(item: EvidenceItem) -> list[Unit]:
             found.append(Unit(item, start, end, number, record=True, whole_block=True, asked=asked))
             continue
         unwrapped = block.replace("\n", " ")  # same length: offsets still hold
-        spans = [(s, e) for s, e in sentence_spans(unwrapped) if unwrapped[s:e].strip()]
-        answers = [(s, e) for s, e in spans if not unwrapped[s:e].rstrip().endswith("?")]
-        for s, e in spans:
-            sentence = " ".join(unwrapped[s:e].split())
+        sentences = [(s, e, " ".join(unwrapped[s:e].split())) for s, e in sentence_spans(unwrapped) if unwrapped[s:e].strip()]
+        answers = sum(not sentence.endswith("?") for _, _, sentence in sentences)
+        for s, e, sentence in sentences:
             if sentence.endswith("?"):
                 asked = sentence
                 continue
-            found.append(Unit(item, start + s, start + e, number, whole_block=len(answers) == 1, asked=asked))
+            found.append(Unit(item, start + s, start + e, number, whole_block=answers == 1, asked=asked))
     return found
 
 
