@@ -7,7 +7,7 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo serve test browser eval bench bench-quick fuzz layer synth clean
+.PHONY: demo serve test browser screenshots eval bench bench-quick fuzz layer synth clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,13 @@ browser:
 			|| echo "browser tests will be skipped: apt-get could not install chromium and chromium-driver"; \
 		fi; \
 	fi
+
+# docs/screenshots/*.png, rewritten from the browser tests on purpose (a plain `make test` writes
+# them into its temporary folder only); fails rather than skips when there is no browser.
+screenshots: $(VENV)/.dev browser
+	@{ command -v chromium || command -v chromium-browser; } >/dev/null && command -v chromedriver >/dev/null \
+		|| { echo "make screenshots needs chromium and chromedriver (see make browser)"; exit 2; }
+	CITEWELL_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest tests/test_web.py tests/test_web_degraded.py
 
 # Retrieval quality on SciFact (needs ../shared/data; not part of the tests).
 eval: $(VENV)/.local

@@ -72,3 +72,12 @@ def services(
     with moto_dynamodb(monkeypatch) as store:
         services.metadata = store
         yield services
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the browser tests write their screenshots: this run's temporary folder, or the
+    folder ``CITEWELL_SCREENSHOTS`` names (``make screenshots``: docs/screenshots)."""
+    from tests.web_browser import screenshot_folder
+
+    return screenshot_folder(tmp_path_factory)

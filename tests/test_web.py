@@ -4,7 +4,8 @@ and that no identity ever sees another's documents anywhere on the page.
 
 One server per module over a home this module ingests; one headless Chromium for all of it.
 Each test signs in afresh, so none depends on another's order. The ask, source, documents
-and phone-width views are written to docs/screenshots/.
+and phone-width views are photographed into this run's temporary folder, or into
+docs/screenshots/ when ``make screenshots`` asks for them (``CITEWELL_SCREENSHOTS``).
 """
 
 from __future__ import annotations
@@ -171,11 +172,11 @@ def test_a_bad_token_is_refused_with_the_servers_reason(page: Any, site: Site) -
     assert page.execute_script("return sessionStorage.getItem('citewell.token')") is None
 
 
-def test_demo_identities_sign_in_with_one_click(page: Any, site: Site) -> None:
+def test_demo_identities_sign_in_with_one_click(page: Any, site: Site, screenshots: Path) -> None:
     buttons = wait_for(page, lambda b: b.find_elements(By.CSS_SELECTOR, "#demo-list button.identity"), 10, "demo identities")
     tenants = {button.get_attribute("data-tenant") for button in buttons}
     assert {"northpier", "bluefen"} <= tenants
-    screenshot(page, "signin")
+    screenshot(page, "signin", screenshots)
     next(b for b in buttons if b.get_attribute("data-tenant") == "bluefen").click()
     wait_for(page, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "signed in as a demo identity")
     assert "bluefen" in page.find_element(By.ID, "who").text
@@ -184,7 +185,8 @@ def test_demo_identities_sign_in_with_one_click(page: Any, site: Site) -> None:
 # ---------- asking ----------
 
 
-def test_an_answer_links_its_sources_and_opens_the_quote_highlighted_in_its_section(page: Any, site: Site) -> None:
+def test_an_answer_links_its_sources_and_opens_the_quote_highlighted_in_its_section(
+        page: Any, site: Site, screenshots: Path) -> None:
     sign_in(page, site.tokens["staff"])
     answer = ask(page, "How many days of annual leave do full-time staff get?")
     text = answer.find_element(By.ID, "answer-text").text
@@ -196,7 +198,7 @@ def test_an_answer_links_its_sources_and_opens_the_quote_highlighted_in_its_sect
     assert "Annual leave" in source.find_element(By.CSS_SELECTOR, ".meta").text
     quote = source.find_element(By.CSS_SELECTOR, "blockquote.quote").text
     assert "27 days" in quote
-    screenshot(page, "ask")
+    screenshot(page, "ask", screenshots)
 
     markers[0].click()  # a marker takes you (and keyboard focus) to its source
     ref = markers[0].get_attribute("data-ref")
@@ -209,7 +211,7 @@ def test_an_answer_links_its_sources_and_opens_the_quote_highlighted_in_its_sect
     section = page.find_element(By.ID, "section-text").text
     assert "Carried days expire on 31 March" in section  # the section around the quote
     assert "37.5 hours" not in section  # and not the next section
-    screenshot(page, "source")
+    screenshot(page, "source", screenshots)
     page.find_element(By.ID, "source-close").click()
     assert page.find_element(By.ID, "source-dialog").get_attribute("open") is None
 
@@ -239,7 +241,7 @@ def test_the_ask_flow_works_from_the_keyboard_alone(page: Any, site: Site) -> No
     assert page.switch_to.active_element == opener, "focus goes back to where it was"
 
 
-def test_a_refusal_says_so_and_lists_the_closest_passages_as_passages(page: Any, site: Site) -> None:
+def test_a_refusal_says_so_and_lists_the_closest_passages_as_passages(page: Any, site: Site, screenshots: Path) -> None:
     sign_in(page, site.tokens["staff"])
     answer = ask(page, "Who is the chief executive of Northpier?")
     refusal = answer.find_element(By.ID, "refusal")
@@ -252,7 +254,7 @@ def test_a_refusal_says_so_and_lists_the_closest_passages_as_passages(page: Any,
     for passage in passages:
         assert passage.find_element(By.CSS_SELECTOR, ".title").text
         assert passage.find_element(By.CSS_SELECTOR, ".snippet").text
-    screenshot(page, "refusal")
+    screenshot(page, "refusal", screenshots)
 
 
 # ---------- search ----------
@@ -266,7 +268,7 @@ def test_a_source_says_where_it_sits_in_its_file(page: Any, site: Site) -> None:
     assert "rows 2–3" in source.find_element(By.CSS_SELECTOR, ".meta .where").text  # the CSV records of the passage
 
 
-def test_search_shows_title_section_snippet_and_lanes(page: Any, site: Site) -> None:
+def test_search_shows_title_section_snippet_and_lanes(page: Any, site: Site, screenshots: Path) -> None:
     sign_in(page, site.tokens["support"])
     results = search(page, "What does error E1027 mean?")
     hits = results.find_elements(By.CSS_SELECTOR, "#hits li.hit")
@@ -276,7 +278,7 @@ def test_search_shows_title_section_snippet_and_lanes(page: Any, site: Site) -> 
     lanes = first.find_element(By.CSS_SELECTOR, ".lanes").text
     assert "words #" in lanes or "meaning #" in lanes
     assert first.find_element(By.CSS_SELECTOR, ".title").text
-    screenshot(page, "search")
+    screenshot(page, "search", screenshots)
 
 
 def test_document_text_is_shown_as_text_never_run_as_markup(page: Any, site: Site) -> None:
@@ -299,7 +301,8 @@ def test_document_text_is_shown_as_text_never_run_as_markup(page: Any, site: Sit
 # ---------- documents ----------
 
 
-def test_uploads_publish_and_a_broken_file_fails_with_its_reason(page: Any, site: Site, tmp_path: Path) -> None:
+def test_uploads_publish_and_a_broken_file_fails_with_its_reason(
+        page: Any, site: Site, tmp_path: Path, screenshots: Path) -> None:
     good = tmp_path / "moorings.md"
     good.write_text("# Mooring rules\n\n## Night berths\n\nNight berths at the east quay cost 14 euros and are booked "
                     "at the harbour master's window.\n", encoding="utf-8")
@@ -323,7 +326,7 @@ def test_uploads_publish_and_a_broken_file_fails_with_its_reason(page: Any, site
     revision = published.text.rsplit("revision ", 1)[1].strip()
     assert f"Revision\n{revision}" in items["moorings.md"]["text"] and "Readable by\nstaff" in items["moorings.md"]["text"]
     assert items["manifest.pdf"]["status"] == "failed" and "type_mismatch" in items["manifest.pdf"]["text"]
-    screenshot(page, "documents")
+    screenshot(page, "documents", screenshots)
 
 
 def test_a_file_dropped_on_the_zone_is_uploaded(page: Any, site: Site, tmp_path: Path) -> None:
@@ -433,7 +436,7 @@ def test_fewer_roles_in_the_same_tenant_never_see_the_restricted_documents(page:
 # ---------- phone width ----------
 
 
-def test_the_page_reads_at_phone_width(page: Any, site: Site) -> None:
+def test_the_page_reads_at_phone_width(page: Any, site: Site, screenshots: Path) -> None:
     page.set_window_size(*PHONE)
     sign_in(page, site.tokens["staff"])
     ask(page, "How many days of annual leave do full-time staff get?")
@@ -442,9 +445,9 @@ def test_the_page_reads_at_phone_width(page: Any, site: Site) -> None:
     for element in page.find_elements(By.CSS_SELECTOR, "#nav a, #question, #ask-form button, .open-source"):
         box = element.rect
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE[0] + 1, element.text
-    screenshot(page, "phone")
+    screenshot(page, "phone", screenshots)
     page.find_element(By.CSS_SELECTOR, "#sources button.open-source").click()
     wait_for(page, lambda b: b.find_element(By.ID, "quote-mark"), 20, "the source at phone width")
     box = page.find_element(By.ID, "source-dialog").rect
     assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE[0] + 1, "the source fills the screen, no wider"
-    screenshot(page, "phone-source")
+    screenshot(page, "phone-source", screenshots)

@@ -52,7 +52,7 @@ def browser() -> Iterator[Any]:
     driver.quit()
 
 
-def test_an_answer_given_in_a_reduced_mode_says_so(browser: Any, site: tuple[str, str], tmp_path: Path) -> None:
+def test_an_answer_given_in_a_reduced_mode_says_so(browser: Any, site: tuple[str, str], screenshots: Path) -> None:
     base, token = site
     page = signed_out(browser, base)
     sign_in(page, token)
@@ -61,5 +61,5 @@ def test_an_answer_given_in_a_reduced_mode_says_so(browser: Any, site: tuple[str
     assert "reduced mode" in note.text and "generator unavailable" in note.text
     assert "27 days" in answer.find_element(By.ID, "answer-text").text  # the extractive answer, still cited
     assert answer.find_elements(By.CSS_SELECTOR, "#sources li.source")
-    screenshot(page, "degraded")
+    screenshot(page, "degraded", screenshots)
     assert_clean(page)

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -32,7 +33,6 @@ except ImportError:  # the tests skip with the reason browser_paths() gives
     pass
 
 CITEWELL = [sys.executable, "-m", "citewell.cli"]
-SCREENSHOTS = Path(os.environ.get("CITEWELL_SCREENSHOTS") or Path(__file__).resolve().parent.parent / "docs" / "screenshots")
 DESKTOP = (1280, 900)
 PHONE = (375, 812)
 
@@ -135,21 +135,35 @@ def wait_for(browser: Any, condition: Callable[[Any], Any], timeout: float = 60,
     return WebDriverWait(browser, timeout, poll_frequency=0.1).until(condition, message)
 
 
-def screenshot(browser: Any, name: str) -> Path:
-    """docs/screenshots/NAME.png: the whole page at the window's width (up to 2,400 px tall), or
-    what the window shows while a dialog is open (a modal covers the window, not the page)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+def screenshot_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the tests' screenshots go: the folder named by ``CITEWELL_SCREENSHOTS`` when one is
+    asked for on purpose (``make screenshots`` names docs/screenshots), else a folder of this test
+    run, so that a test run leaves the working tree as it found it."""
+    asked = os.environ.get("CITEWELL_SCREENSHOTS")
+    return Path(asked).resolve() if asked else tmp_path_factory.mktemp("screenshots")
+
+
+def screenshot(browser: Any, name: str, folder: Path) -> Path:
+    """FOLDER/NAME.png: the whole page at the window's width (up to 2,400 px tall), or what the
+    window shows while a dialog is open (a modal covers the window, not the page). The file is
+    read back: a PNG as wide as the page."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
     time.sleep(0.3)  # transitions (the flash of a source, a spinner) settle
     if browser.execute_script("return !!document.querySelector('dialog[open]')"):
+        width = browser.execute_script("return window.innerWidth")
         browser.save_screenshot(str(path))
-        return path
-    width = browser.execute_script("return document.documentElement.clientWidth")
-    height = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]["height"]
-    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": width, "height": min(height, 2400), "scale": 1}})
-    path.write_bytes(base64.b64decode(shot["data"]))
+    else:
+        width = browser.execute_script("return document.documentElement.clientWidth")
+        height = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]["height"]
+        shot = browser.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": min(height, 2400), "scale": 1}})
+        path.write_bytes(base64.b64decode(shot["data"]))
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", f"{path} is not a PNG"
+    shot_width, shot_height = struct.unpack(">II", head[16:24])
+    assert shot_width == width and shot_height > 0, f"{path} is {shot_width}x{shot_height}, the page {width} wide"
     return path
 
 
