@@ -43,14 +43,17 @@ def free_port() -> int:
 
 
 class Served:
-    """``citewell serve`` on ``home`` in its own process; ``stop`` sends SIGTERM and waits."""
+    """``citewell serve`` on ``home`` in its own process (``--home`` typed before the command, or
+    after it with ``home_after``); ``stop`` sends SIGTERM and waits."""
 
-    def __init__(self, home: Path, *, demo: bool = False, env: dict[str, str] | None = None, args: Iterable[str] = ()) -> None:
+    def __init__(self, home: Path, *, demo: bool = False, env: dict[str, str] | None = None, args: Iterable[str] = (),
+                 home_after: bool = False) -> None:
         self.home = home
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home.parent / f"serve-{self.port}.log"
-        command = [sys.executable, "-m", "citewell.cli", "--home", str(home), "serve", "--port", str(self.port), *args]
+        where = ["serve", "--home", str(home)] if home_after else ["--home", str(home), "serve"]
+        command = [sys.executable, "-m", "citewell.cli", *where, "--port", str(self.port), *args]
         if demo:
             command.append("--demo")
         environment = {**os.environ, "CITEWELL_EMBED_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})}

@@ -2,6 +2,8 @@
 
 Tenant and roles come from the operator's flags: the only trusted identity on one machine.
 ``--json`` prints machine-readable output on stdout; progress and errors go to stderr.
+``--home`` and ``--json`` may come before or after the command; given in both places, the value
+after the command wins.
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ def _question(value: str) -> str:
     return value
 
 
+ANYWHERE_DEFAULTS = {"home": None, "json": False}  # the options taken before or after the command, when given nowhere
+
+
 def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     class Parser(argparse.ArgumentParser):
         """Usage errors as the other errors are: one line on stderr, and JSON on stdout with --json."""
@@ -100,12 +105,17 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
                 print(json.dumps({"error": {"code": "usage", "message": message}}))
             self.exit(EXIT_ERROR, f"{self.prog}: {message}\n")
 
+    # The options a person may type before or after the command, defined once for both places. Each
+    # place sets one only when it is given (SUPPRESS): the command's own parse comes last, so a value
+    # after the command wins, and main() starts from ANYWHERE_DEFAULTS for the ones given nowhere.
     common = Parser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print JSON on stdout")
+    common.add_argument("--home", type=Path, metavar="DIR", default=argparse.SUPPRESS,
+                        help="data folder (default: $CITEWELL_HOME or the per-user data folder); before or after "
+                             "the command, and after it wins when both are given")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON on stdout")
 
-    parser = Parser(prog="citewell", description=DESCRIPTION)
+    parser = Parser(prog="citewell", description=DESCRIPTION, parents=[common])
     parser.add_argument("--version", action="version", version=f"citewell {__version__}")
-    parser.add_argument("--home", type=Path, help="data folder (default: $CITEWELL_HOME or the per-user data folder)")
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     p = sub.add_parser("ingest", parents=[common], help="add or update documents")
@@ -328,7 +338,7 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser(json_errors="--json" in argv).parse_args(argv)
+    args = _parser(json_errors="--json" in argv).parse_args(argv, argparse.Namespace(**ANYWHERE_DEFAULTS))
     try:
         payload, code = COMMANDS[args.command](args)
         if args.json:
