@@ -98,8 +98,9 @@ eval: $(VENV)/.local
 	$(BIN)/citewell --home .eval/scifact eval $(DATA)/scifact
 
 # Benchmarks beside the Haystack peer; writes BENCHMARKS.md and the README headline (needs $(DATA)).
+# BENCH_ARGS=--resume keeps the phases an earlier run of the same clean commit finished.
 bench: $(VENV)/.bench
-	$(BIN)/python -m citewell.benchmarks.run --data $(DATA)
+	$(BIN)/python -m citewell.benchmarks.run --data $(DATA) $(BENCH_ARGS)
 
 # A smaller sample in under five minutes; writes .bench/BENCHMARKS-quick.md.
 bench-quick: $(VENV)/.bench

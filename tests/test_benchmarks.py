@@ -129,3 +129,19 @@ def test_a_bench_run_keeps_the_blocks_measured_by_their_own_commands(tmp_path):
     out.write_text(f"# old\n\n{COLD_START}\ncold figures\n{COLD_END}\n\n{FUZZ_START}\nfuzz figures\n{FUZZ_END}\n")
     kept = keep_blocks(out, "# new\n")
     assert kept == f"# new\n\n{FUZZ_START}\nfuzz figures\n{FUZZ_END}\n\n{COLD_START}\ncold figures\n{COLD_END}\n"
+
+
+def test_a_resumed_bench_keeps_a_phase_only_from_the_same_clean_commit_and_command(tmp_path):
+    from citewell.benchmarks.run import Phases
+
+    shown = f"python -m citewell.benchmarks.no_such_phase --home {tmp_path}"
+    kept = {"commit": "abc1234", "command": shown, "report": {"ndcg": 0.7}}
+    (tmp_path / "phases").mkdir()
+    (tmp_path / "phases" / "quality.json").write_text(json.dumps(kept))
+
+    assert Phases(tmp_path, resume="abc1234").run("quality", "no_such_phase", "--home", tmp_path) == {"ndcg": 0.7}
+    for phases, args in ((Phases(tmp_path, resume="abc1234-dirty"), ("--home", tmp_path)),  # a dirty tree
+                         (Phases(tmp_path, resume="def5678"), ("--home", tmp_path)),  # another commit
+                         (Phases(tmp_path, resume="abc1234"), ("--home", tmp_path / "other"))):  # another command
+        with pytest.raises(SystemExit, match="no_such_phase failed|quality failed"):
+            phases.run("quality", "no_such_phase", *args)

@@ -47,15 +47,33 @@ QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1, lar
 
 
 class Phases:
-    def __init__(self, work: Path) -> None:
+    """Runs each phase in a process of its own and keeps its report in WORK/phases/NAME.json.
+
+    With ``resume`` set to the current commit, a phase whose kept report came from that commit and
+    the same command is not run again: a run that failed late (a missing package, a full disk)
+    goes on from where it stopped instead of paying the earlier phases twice. A dirty tree never
+    resumes, since its commit does not say what ran.
+    """
+
+    def __init__(self, work: Path, resume: str | None = None) -> None:
         self.work = work
         self.logs = work / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
+        self.kept = work / "phases"
+        self.kept.mkdir(exist_ok=True)
+        self.resume = resume if resume and not resume.endswith("-dirty") else None
         self.commands: list[str] = []
 
     def run(self, name: str, module: str, *args: object) -> dict:
         command = [sys.executable, "-m", f"citewell.benchmarks.{module}", *map(str, args)]
-        self.commands.append(" ".join(["python", *command[1:]]))
+        shown = " ".join(["python", *command[1:]])
+        self.commands.append(shown)
+        kept = self.kept / f"{name}.json"
+        if self.resume and kept.exists():
+            stored = json.loads(kept.read_text())
+            if stored.get("commit") == self.resume and stored.get("command") == shown:
+                print(f"[bench] {name}: kept from an earlier run of {self.resume}", flush=True)
+                return stored["report"]
         print(f"[bench] {name} ...", flush=True)
         started = time.perf_counter()
         with (self.logs / f"{name}.log").open("w") as log:
@@ -66,6 +84,7 @@ class Phases:
         print(f"[bench] {name}: {seconds:.0f} s", flush=True)
         report = json.loads(done.stdout)
         report["wall_seconds"] = round(seconds, 1)
+        kept.write_text(json.dumps({"commit": machine()["commit"], "command": shown, "report": report}))
         return report
 
 
@@ -79,6 +98,8 @@ def main() -> None:
     parser.add_argument("--sizes", help="corpus sizes for the speed phase, e.g. 5000,50000 (default: the mode's)")
     parser.add_argument("--import-runs", type=int, help="fresh interpreters per handler (default: the mode's)")
     parser.add_argument("--serve-seconds", type=int, help="how long the load on citewell serve runs (default: the mode's)")
+    parser.add_argument("--resume", action="store_true", help="keep the reports of phases that an earlier run "
+                        "of this same commit finished (a clean tree only)")
     parser.add_argument("--large-files", help="megabytes of the one-line text and pages of the PDF, e.g. 20,300 "
                         "(default: the mode's)")
     args = parser.parse_args()
@@ -98,13 +119,14 @@ def main() -> None:
         plan = replace(plan, large_megabytes=float(megabytes), large_pages=int(pages))
     work, data = args.work, args.data
     homes, cache = work / "homes", work / "embeddings.sqlite"
-    phases = Phases(work)
-    started = time.perf_counter()
+    host = machine()  # and the commit, before anything is written
     results: dict[str, object] = {
         "mode": "quick" if args.quick else "full",
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),  # and the commit, before anything is written
+        "machine": host,
     }
+    phases = Phases(work, resume=host["commit"] if args.resume else None)
+    started = time.perf_counter()
     results["quality"] = [
         phases.run(f"quality-{name}", "quality", data / name, "--home", homes / name, "--cache", cache, "--queries", limit)
         for name, limit in (("scifact", plan.scifact_queries), ("cranfield", plan.cranfield_queries))
