@@ -1,0 +1,61 @@
+"""Uploads left in flight by a process that ended (kill -9, a power cut), taken over by one that can finish them.
+
+A document stays ``processing`` when the process holding its lease dies (see
+:mod:`citewell.leases`): nothing else moves it on. When its latest upload's bytes were stored,
+the upload can simply be run again, since every stage is idempotent on its upload. When they
+were not, nobody can send them any more (a server's upload forms die with its secret) and
+the upload fails with that reason, so the record does not wait for the audit's time limit.
+
+Taking over is a compare-and-set of the record's lease from the dead owner to the new one:
+of two processes starting at once, exactly one runs each upload, and an upload whose owner
+still runs (another server, a ``citewell ingest`` in a terminal) is never touched. Only a dead
+lease on this host is proof; uploads without a lease, or with one from elsewhere, stay the
+audit's to judge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from citewell import leases
+from citewell.errors import UploadMissing
+from citewell.ingest.stages import record_failure
+from citewell.keys import raw_key
+from citewell.leases import Lease
+from citewell.models import Document, DocumentStatus, Upload
+from citewell.records import is_current, update_document
+from citewell.services import Services
+
+
+@dataclass
+class Adopted:
+    resumed: list[Upload] = field(default_factory=list)  # stored: the new owner runs their stages now
+    failed: list[Upload] = field(default_factory=list)  # their file never arrived: recorded as failed
+
+
+def adopt_orphans(services: Services, lease: Lease) -> Adopted:
+    """Take over every current upload whose owner is gone; the caller runs ``Adopted.resumed``."""
+    adopted = Adopted()
+    for document in services.metadata.all_documents():
+        if document.status is not DocumentStatus.PROCESSING or document.lease is None or not leases.is_dead(document.lease):
+            continue
+        upload = next((u for u in services.metadata.list_uploads(document.tenant, document.document_id)
+                       if is_current(document, u)), None)
+        if upload is None or not _take(services, document, upload, lease):
+            continue  # no intent to run (the audit reports it), or another process took it first
+        if services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id)):
+            adopted.resumed.append(upload)
+        else:
+            record_failure(services, upload, UploadMissing(
+                f"the file never arrived before {document.lease.describe()} ended; upload it again"))
+            adopted.failed.append(upload)
+    return adopted
+
+
+def _take(services: Services, seen: Document, upload: Upload, lease: Lease) -> bool:
+    """Move the lease from the dead owner ``seen`` names to ``lease``, if the record is still as seen."""
+    def take(current: Document) -> Document | None:
+        unchanged = current.lease == seen.lease and current.status is DocumentStatus.PROCESSING and is_current(current, upload)
+        return current.model_copy(update={"lease": lease}) if unchanged else None
+
+    return update_document(services.metadata, upload.tenant, upload.document_id, take) is not None

@@ -1,0 +1,159 @@
+"""Uploads left behind by a killed server: started again on the same home, ``citewell serve``
+publishes an upload that was stored but not yet published, once, and never runs a finished one
+again; uploads of processes still running, or of another host, are left to their owners.
+
+The kill lands mid-ingest for certain: the test holds the home's write lock (as another
+process's long write would), so the worker, once it has parsed the file, waits to write its
+chunk records and cannot publish before ``kill -9``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from citewell import leases
+from citewell.embedders.minilm import MiniLMEmbedder
+from citewell.ingest.orphans import _take, adopt_orphans
+from citewell.ingest.registration import register_upload
+from citewell.keys import parsed_key, raw_key
+from citewell.leases import Lease
+from citewell.local.metadata import SqliteMetadataStore
+from citewell.local.objects import FolderObjectStore
+from citewell.models import DocumentStatus
+from citewell.serve.worker import IngestWorker
+from tests.conftest import make_services
+from tests.serving import WRITE, Served
+
+MOORINGS = (b"# Mooring rules\n\n## Night berths\n\nNight berths at the east quay cost 14 euros a night and are booked at "
+            b"the harbour master's window.\n")
+ENV = {"CITEWELL_BUSY_SECONDS": "600"}  # the blocked write waits for the lock, it does not give up first
+
+
+@contextmanager
+def write_lock(home: Path) -> Iterator[None]:
+    """The home's record store held by a writer in another process: reads go on, writes wait."""
+    conn = sqlite3.connect(home / "metadata.db", isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+
+
+def audit(home: Path) -> dict:
+    done = subprocess.run([sys.executable, "-m", "citewell.cli", "audit", "--home", str(home), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    return json.loads(done.stdout)
+
+
+def test_an_upload_stored_before_a_kill_is_published_once_after_a_restart(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    first = Served(home, env=ENV)
+    writer, reader = first.token("northpier", ["staff", WRITE]), first.token("northpier", ["staff"])
+    created = first.call("POST", "/documents", writer, {"document_id": "moorings.md", "allowed_roles": ["staff"],
+                                                        "filename": "moorings.md"})
+    assert created.status_code == 201, created.text
+    upload_id, form = created.json()["upload_id"], created.json()["upload"]
+    objects = FolderObjectStore(home / "objects")
+    try:
+        with write_lock(home):
+            sent = httpx.post(form["url"], data=form["fields"], files={"file": ("moorings.md", MOORINGS)}, timeout=60)
+            assert sent.status_code == 204, sent.text
+            deadline = time.monotonic() + 60
+            while not objects.exists(parsed_key("northpier", "moorings.md", upload_id)):  # parsed; now it waits to write
+                assert time.monotonic() < deadline, first.log.read_text()
+                time.sleep(0.05)
+            assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+    finally:
+        first.stop()
+
+    left = SqliteMetadataStore(home / "metadata.db").get_document("northpier", "moorings.md")
+    assert left is not None and left.status is DocumentStatus.PROCESSING and left.active_revision is None
+    assert left.lease is not None and left.lease.pid == first.process.pid and leases.is_dead(left.lease)
+    assert objects.exists(raw_key("northpier", "moorings.md", upload_id))  # stored, never published
+
+    second = Served(home, env=ENV)
+    try:
+        document = second.settled(reader, "moorings.md")
+        assert document["status"] == "published", document
+        found = second.call("POST", "/search", reader, {"question": "How much is a night berth at the east quay?", "k": 10})
+        hits = [hit for hit in found.json()["hits"] if hit["document_id"] == "moorings.md"]
+        assert hits and "14 euros" in hits[0]["text"]
+        assert {hit["revision"] for hit in hits} == {document["active_revision"]}
+        assert len({hit["chunk_id"] for hit in hits}) == len(hits)  # indexed once, not once per attempt
+        log = second.log.read_text()
+        assert log.count("resuming the upload of moorings.md") == 1, log
+        assert log.count("ingest moorings.md: published") == 1, log
+        assert second.stop(signal.SIGKILL) == -signal.SIGKILL  # now killed with nothing in flight
+    finally:
+        second.stop()
+
+    third = Served(home, env=ENV)
+    try:
+        again = third.call("GET", "/documents/moorings.md", reader).json()["document"]
+        assert again == document  # the record was not touched: not one more write, let alone an ingest
+        assert "resuming" not in third.log.read_text() and "ingest moorings.md" not in third.log.read_text()
+    finally:
+        third.stop()
+    report = audit(home)
+    assert report["ok"], report  # the interrupted attempt left nothing behind
+
+
+def ended_process_lease() -> Lease:
+    """The lease of a process that has run and ended on this host."""
+    done = subprocess.run([sys.executable, "-c", "from citewell import leases; print(leases.current().model_dump_json())"],
+                          capture_output=True, text=True, check=True, timeout=120)
+    return Lease.model_validate_json(done.stdout)
+
+
+def test_only_uploads_of_ended_processes_are_taken_and_each_once(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    services = make_services(tmp_path, embedder)
+    metadata, objects = services.metadata, services.objects
+    dead, alive = ended_process_lease(), leases.current()
+    assert leases.is_dead(dead) and not leases.is_dead(alive)
+    owners = {"stored.md": dead, "never-sent.md": dead, "running.md": alive,
+              "elsewhere.md": dead.model_copy(update={"host": dead.host + "-elsewhere"})}
+    uploads = {}
+    for document_id, owner in owners.items():
+        upload = register_upload(services, document_id=document_id, tenant="northpier", allowed_roles=frozenset({"staff"}),
+                                 filename=document_id, lease=owner)
+        if document_id != "never-sent.md":
+            objects.put(raw_key("northpier", document_id, upload.upload_id), MOORINGS)
+        uploads[document_id] = upload
+    before = {document_id: metadata.get_document("northpier", document_id) for document_id in owners}
+    other_adopter = before["stored.md"]  # what a second server read before the first took the upload over
+
+    adopted = adopt_orphans(services, alive)
+    assert [u.document_id for u in adopted.resumed] == ["stored.md"]
+    assert [u.document_id for u in adopted.failed] == ["never-sent.md"]
+    taken = metadata.get_document("northpier", "stored.md")
+    assert taken is not None and taken.lease == alive and taken.status is DocumentStatus.PROCESSING
+    failed = metadata.get_document("northpier", "never-sent.md")
+    assert failed is not None and failed.status is DocumentStatus.FAILED and failed.error is not None
+    assert failed.error.code == "upload_missing" and "ended" in failed.error.message
+    for document_id in ("running.md", "elsewhere.md"):  # their owners may still finish them
+        assert metadata.get_document("northpier", document_id) == before[document_id]
+
+    assert not _take(services, other_adopter, uploads["stored.md"], ended_process_lease())  # a second taker loses
+    again = adopt_orphans(services, alive)
+    assert again.resumed == [] and again.failed == []
+
+    worker = IngestWorker(services)
+    worker.start()
+    worker.submit(adopted.resumed[0])
+    worker.stop(120)
+    assert [(o.document_id, o.status) for o in worker.outcomes] == [("stored.md", "published")]
+    published = metadata.get_document("northpier", "stored.md")
+    assert published is not None and published.status is DocumentStatus.PUBLISHED
+    assert adopt_orphans(services, alive).resumed == []  # finished: never run again
