@@ -32,7 +32,6 @@ from citewell import leases
 from citewell.api.events import MAX_BODY_BYTES, handle
 from citewell.api.routes import ApiBackend, IsolatedHttpResolver, build_resolver, openapi_document
 from citewell.errors import CitewellError, Conflict, ServerStopped
-from citewell.ingest.orphans import adopt_orphans
 from citewell.keys import parse_key
 from citewell.serve.settings import ServeSettings
 from citewell.serve.tokens import (
@@ -120,11 +119,11 @@ class Server:
         self.key = home_key(home) if demo else None
         self.services = services or open_local(home)
         self.signer = UploadSigner()
-        self.worker = IngestWorker(self.services)
-        # This process runs the stages of the uploads it registers, so it holds their documents' lease.
-        self.lease = leases.current()
-        self._backend = ApiBackend(settings=settings, services=self.services, upload_form=self.upload_form,
-                                   lease=self.lease)
+        # This process runs the stages of the uploads it registers, so it holds their documents' lease;
+        # its worker first takes over the uploads a process that ended left unfinished.
+        lease = leases.current()
+        self.worker = IngestWorker(self.services, lease)
+        self._backend = ApiBackend(settings=settings, services=self.services, upload_form=self.upload_form, lease=lease)
         self.openapi = openapi_document()
         self._local = threading.local()
         self._accepting = threading.Lock()
@@ -160,18 +159,6 @@ class Server:
             self.services.objects.put(key, data)
             self.worker.submit(upload)
 
-    def resume(self) -> None:
-        """Queue the uploads a process that ended (kill -9, a power cut) stored but never
-        published, once each; those whose file never arrived are recorded as failed."""
-        adopted = adopt_orphans(self.services, self.lease)
-        for upload in adopted.resumed:
-            logger.warning("resuming the upload of %s (%s/%s): the process that took it ended before publishing it",
-                           upload.document_id, upload.tenant, upload.upload_id)
-            self.worker.submit(upload)
-        for upload in adopted.failed:
-            logger.warning("the upload of %s (%s/%s) failed: the process that took it ended before its file arrived",
-                           upload.document_id, upload.tenant, upload.upload_id)
-
     def warm(self) -> None:
         """Load the model and the access mask before the first request pays for them."""
         from citewell.models import Identity
@@ -186,7 +173,6 @@ class Server:
         async def lifespan(_: Starlette) -> AsyncIterator[None]:
             self.limiter = anyio.CapacityLimiter(self.settings.threads)
             await anyio.to_thread.run_sync(self.warm)
-            await anyio.to_thread.run_sync(self.resume)
             self.worker.start()
             yield
             await anyio.to_thread.run_sync(self.worker.stop, self.settings.grace_seconds)

@@ -9,6 +9,10 @@ Stopping (SIGTERM) gives the uploads in flight until a deadline: the worker goes
 stages (and between embedding batches) until then, after which the upload being worked on
 and every queued one are recorded as failed (``server_stopped``) and what they wrote is
 removed, so each document is published whole or keeps serving what it served before.
+
+Killed outright (kill -9, a power cut), a server can do none of that. The next one started on
+the home finishes the job: its worker's first work is to take over the uploads whose process
+has ended (:mod:`citewell.ingest.orphans`) and run the stored ones, each once.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from dataclasses import dataclass
 
 from citewell.deletion import compact
 from citewell.errors import CitewellError, IngestError, ServerStopped
+from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, record_failure, release_embeddings
+from citewell.leases import Lease
 from citewell.models import Chunk, Upload
 from citewell.services import Services
 
@@ -43,8 +49,9 @@ class Outcome:
 
 
 class IngestWorker:
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, lease: Lease | None = None) -> None:
         self.services = services
+        self.lease = lease  # this process's: given, the worker first takes over what ended processes left unfinished
         self._queue: queue.Queue[Upload | None] = queue.Queue()
         self._deadline: float | None = None  # set when stopping
         self._thread = threading.Thread(target=self._run, name="citewell-ingest", daemon=True)
@@ -71,6 +78,8 @@ class IngestWorker:
             raise ServerStopped("the server was stopped before this upload was published; upload the file again")
 
     def _run(self) -> None:
+        if self.lease is not None:
+            self._resume(self.lease)
         while True:
             upload = self._queue.get()
             if upload is None:
@@ -84,6 +93,25 @@ class IngestWorker:
             if upload is not None:
                 self._record(self._fail(upload, ServerStopped(
                     "the server was stopped before this upload was published; upload the file again")))
+
+    def _resume(self, lease: Lease) -> None:
+        """Queue the uploads a process that ended stored but never published, each once (behind
+        a stop, if one came already, they fail as the queued ones do); record as failed those
+        whose file never arrived."""
+        try:
+            adopted = adopt_orphans(self.services, lease)
+        except Exception:
+            logger.exception("looking for uploads left unfinished failed; the audit reports them")
+            return
+        for upload in adopted.resumed:
+            logger.warning("resuming the upload of %s (%s): the process that took it ended before publishing it",
+                           upload.document_id, upload.tenant)
+            self._queue.put(upload)
+        for upload in adopted.failed:
+            logger.warning("the upload of %s (%s) failed: the process that took it ended before its file arrived",
+                           upload.document_id, upload.tenant)
+        logger.info("uploads left unfinished by ended processes: %d resumed, %d failed",
+                    len(adopted.resumed), len(adopted.failed))
 
     def _record(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
