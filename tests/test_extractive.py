@@ -10,8 +10,10 @@ from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.refusal import LogisticModel, RefusalModel, shipped_model
 from citewell.answers.service import ask
 from citewell.search import search
-from citewell.answers.units import Wants, identifiers, missing_share, parts, run_around, specific_terms, units_of, wants
-from citewell.answers.generators.extractive import direct_answer
+from citewell.answers.units import (
+    Wants, companions, identifiers, missing_share, parts, run_around, specific_terms, stems, units_of, wants,
+)
+from citewell.answers.generators.extractive import UnitEmbeddings, _list_at, _who_is, direct_answer, quoted_by, score_support
 from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
@@ -90,6 +92,47 @@ def test_what_a_question_asks_for():
     assert Wants.STEPS in wants("What are the first response steps?")
     assert identifiers("What does error E1027 mean?") == {"e1027"}
     assert identifiers("What buffer size does the zlib example use for CHUNK?") == set()
+    assert identifiers("When was Tallyforge 5.5 released?") == {"5.5"}  # a release, not a word
+    assert "5.5" in stems("When was Tallyforge 5.5 released?") and "5.5" not in stems("Tallyforge 5.2, released 2025.")
+    assert identifiers("Which code means the endpoint returned a non-2xx status?") == {"2xx"}  # "non-" is English
+    assert identifiers("What is WX-4012?") >= {"wx-4012"}
+
+
+def test_a_plain_text_list_is_a_run_of_items_after_its_lead_in():
+    text = ("How do I set up a payment plan?\n1. Check the balance and\nthe history.\n2. Agree the amount.\n"
+            "3. Send the letter.\n\nA later paragraph. It has two sentences.")
+    units = units_of(item(text))
+    assert [u.text for u in units] == ["1. Check the balance and the history.", "2. Agree the amount.",
+                                       "3. Send the letter.", "A later paragraph.", "It has two sentences."]
+    assert all(u.asked == "How do I set up a payment plan?" for u in units[:3])
+    assert [u.text for u in run_around(units, units[1])] == [u.text for u in units[:3]]
+
+
+def test_a_sentence_or_heading_that_introduces_a_list_leads_it():
+    text = "Customers in arrears can agree a plan. It lasts 24 months.\n\n1. Check the balance.\n2. Agree the amount."
+    units = units_of(item(text))
+    intro, run = _list_at(units, units[1])
+    assert intro is units[1] and [u.text for u in run] == ["1. Check the balance.", "2. Agree the amount."]
+    assert _list_at(units, units[0]) == (None, [units[0]])  # not the sentence right before the list
+
+
+def test_a_unit_is_scored_with_the_sentence_or_heading_that_holds_what_it_lacks():
+    text = "Tallyforge 5.3, released 20 January 2026\n\nAdded SEPA mandates.\n\nRafael Moutinho, Head of Support.\nApproves refunds."
+    units = units_of(item(text, ("Release notes", "Tallyforge 5.3, released 20 January 2026")))
+    beside = companions(units, {Wants.DATE})
+    assert beside[1] is units[0] and beside[0] is None  # the heading dates the release
+    beside = companions(units, {Wants.PERSON})
+    assert beside[3] is units[2] and beside[2] is None  # the sentence before names who approves
+    assert companions(units, {Wants.LIST}) == [None] * len(units)
+
+
+def test_who_a_team_is_comes_from_the_unit_that_names_its_person_first():
+    rule, = units_of(item("Working abroad needs the approval of People Operations."))
+    directory = units_of(item("Solene Marchetti, People Operations Manager.\n\nPeople Operations sends the form to Owen Hale."))
+    assert direct_answer("Who approves working abroad?", rule, frozenset({Wants.PERSON})) == "People Operations"
+    hop = _who_is("People Operations", [rule], [rule, *directory])
+    assert hop == ("Solene Marchetti", directory[0])
+    assert _who_is("People Operations", [rule], [rule, directory[1]]) is None  # the name after it is someone else
 
 
 def test_a_direct_answer_is_read_off_a_record_or_the_only_value_of_the_kind_asked():
@@ -98,6 +141,8 @@ def test_a_direct_answer_is_read_off_a_record_or_the_only_value_of_the_kind_aske
     assert direct_answer("What should the operator do for E1027?", record, frozenset()) == "Stop the move"
     (sentence,) = units_of(item("Carried days expire on 31 March."))
     assert direct_answer("When do carried days expire?", sentence, frozenset({Wants.DATE})) == "31 March"
+    (person,) = units_of(item("Name: Aisha Brennock; Role: HR Business Partner; Responsible for: Parental leave"))
+    assert direct_answer("who do i talk to about parental leave", person, frozenset({Wants.PERSON})) == "Aisha Brennock"
     (two,) = units_of(item("Staff get 27 days, part-time staff 14 days."))
     assert direct_answer("How many days?", two, frozenset({Wants.NUMBER})) is None  # which one is asked is unclear
 
@@ -183,3 +228,18 @@ def test_a_two_part_question_is_answered_when_each_part_is(services):
     answer = ask(services, SUPPORT, "How long are application logs kept, and when are deleted accounts purged from backups?")
     assert not answer.refused, answer
     assert "30 days" in answer.answer and "35 days" in answer.answer
+
+
+def test_the_answer_model_is_fitted_on_what_an_answer_would_quote(embedder):
+    """A heading holds no added feature, yet an answer built on it quotes the list it heads:
+    that answer is right, and the fit labels it so."""
+    heading = "Tallyforge 5.4, released 3 March 2026"
+    text = f"{heading}\n\nAdded bulk credit notes.\n\nAdded Polish invoice templates."
+    question = "What was added in Tallyforge 5.4?"
+    support = score_support(UnitEmbeddings(embedder), question, [item(text, ("Release notes", heading))])
+    rank = next(r for r, u in enumerate(support.units) if u.heading)
+    assert [u.text for u in quoted_by(question, support, rank)] == [
+        heading, "Added bulk credit notes.", "Added Polish invoice templates."]
+    dated = score_support(UnitEmbeddings(embedder), "When was bulk crediting added?", [item(text, ("Release notes", heading))])
+    rank = next(r for r, u in enumerate(dated.units) if u.text == "Added bulk credit notes.")
+    assert [u.text for u in quoted_by("When was bulk crediting added?", dated, rank)] == [heading, "Added bulk credit notes."]

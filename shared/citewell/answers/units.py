@@ -74,9 +74,18 @@ def _stemmer():  # type: ignore[no-untyped-def]
     return snowballstemmer.stemmer("english")
 
 
+_DECIMAL = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w]|\.\d)")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:  # the same words come back in every passage and question
+    return str(_stemmer().stemWord(word))
+
+
 def stems(text: str) -> set[str]:
-    """Content words reduced to their stems: "meaning" answers "mean", "restarting" "restart"."""
-    return set(_stemmer().stemWords(sorted(content_terms(text))))
+    """Content words reduced to their stems: "meaning" answers "mean", "restarting" "restart";
+    and each decimal whole, so "5.5" is a term that "5.2" does not hold."""
+    return {_stem(w) for w in content_terms(text)} | set(_DECIMAL.findall(text))
 
 
 def wants(question: str) -> set[Wants]:
@@ -100,9 +109,19 @@ def parts(question: str) -> list[str]:
     return [asks[0] + "?", *(f"{a} ({subject})?" if _PRONOUN.search(a) and subject else f"{a}?" for a in asks[1:])] if asks else []
 
 
+# A word-forming prefix before a code ("non-2xx", "pre-v2") is English, not part of the code.
+_AFFIX = re.compile(r"^(?:non|pre|post|re|un|anti|sub|multi|semi)-(?=\S*\d)")
+
+
+def _bare(code: str) -> str:
+    return _AFFIX.sub("", code)
+
+
 def identifiers(text: str) -> set[str]:
-    """Codes and numbers named in a question (E1027, WX-4012, 16384): an answer must hold them."""
-    return {m.group(0).strip("`").lower() for m in CODE.finditer(text)} | {m for m in re.findall(r"\b\d{2,}\b", text)}
+    """Codes and numbers named in a question (E1027, WX-4012, 16384, release 5.5): an answer
+    must hold them."""
+    codes = {_bare(m.group(0).strip("`").lower()) for m in CODE.finditer(text)}
+    return codes | set(re.findall(r"\b\d{2,}\b", text)) | set(_DECIMAL.findall(text))
 
 
 def specific_terms(question: str) -> set[str]:
@@ -110,7 +129,7 @@ def specific_terms(question: str) -> set[str]:
     that lacks one answers a neighbouring question, not this one. The first word is capitalised
     by grammar, not by meaning, and is left out."""
     tokens = _TOKEN.findall(question)
-    return {t.lower() for t in tokens[1:] if (t[0].isupper() or any(c.isdigit() for c in t)) and t != "I"
+    return {_bare(t.lower()) for t in tokens[1:] if (t[0].isupper() or any(c.isdigit() for c in t)) and t != "I"
             and t.lower() not in FUNCTION_WORDS}
 
 
@@ -143,13 +162,27 @@ class Unit:
         return bool(pattern and pattern.search(self.text))
 
 
+_ITEM = re.compile(r"[ \t]*(?:\d{1,2}[.)]|[-*•])[ \t]+\S", re.MULTILINE)
+
+
+def _items(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """A block whose lines are list items ("1. Check ...", "- Check ...", as a plain text file
+    writes a list without blank lines): the lines before the first item, then each item with
+    the lines that wrap it."""
+    starts = [m.start() for m in _ITEM.finditer(text, start, end) if m.start() == start or text[m.start() - 1] == "\n"]
+    if len(starts) < 2:
+        return [(start, end)]
+    bounds = [start, *starts, end] if starts[0] > start else [*starts, end]
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if text[a:b].strip()]
+
+
 def _blocks(text: str) -> list[tuple[int, int]]:
     spans, start = [], 0
     for gap in _BLOCK_GAP.finditer(text):
         spans.append((start, gap.start()))
         start = gap.end()
     spans.append((start, len(text)))
-    return [(s, e) for s, e in spans if text[s:e].strip()]
+    return [piece for s, e in spans if text[s:e].strip() for piece in _items(text, s, e)]
 
 
 def units_of(item: EvidenceItem) -> list[Unit]:
@@ -180,21 +213,39 @@ def units_of(item: EvidenceItem) -> list[Unit]:
     return found
 
 
+FILLABLE = frozenset({Wants.PERSON, Wants.NUMBER, Wants.DATE, Wants.CODE})
+
+
+def companions(units: list[Unit], wanted: set[Wants]) -> list[Unit | None]:
+    """For each unit (in evidence order), the unit that holds what the question wants when it
+    does not: the nearest earlier sentence of its block that holds it ("Rafael Moutinho, Head
+    of Support." before "Approves refunds."), else the heading of its section when that holds
+    it ("Tallyforge 5.3, released 20 January 2026"). One pass, so every unit can be scored with
+    what its answer would quote."""
+    kinds = wanted & FILLABLE
+    found: list[Unit | None] = [None] * len(units)
+    if not kinds:
+        return found
+    item, block, holder, heading = None, -1, None, None
+    for position, unit in enumerate(units):
+        if unit.item is not item:
+            item, block, holder, heading = unit.item, -1, None, None
+        if unit.block != block:
+            block, holder = unit.block, None
+        holds = any(unit.holds(k) for k in kinds)
+        if not holds and not unit.heading:
+            found[position] = holder or heading
+        if unit.heading:
+            heading = unit if holds else None
+        elif holds:
+            holder = unit
+    return found
+
+
 def completion(units: list[Unit], best: Unit, wanted: set[Wants]) -> Unit | None:
-    """The unit that holds what the question wants when ``best`` does not: an earlier sentence of
-    its block ("Rafael Moutinho, Head of Support." before "Approves refunds."), else the heading
-    of its section ("Tallyforge 5.3, released 20 January 2026")."""
-    kinds = wanted & {Wants.PERSON, Wants.NUMBER, Wants.DATE, Wants.CODE}
-    if not kinds or any(best.holds(k) for k in kinds):
-        return None
-    same = [u for u in units if u.item is best.item]
-    for unit in reversed(same[: same.index(best)]):
-        if unit.heading or unit.block == best.block:
-            if any(unit.holds(k) for k in kinds):
-                return unit
-            if unit.heading:
-                return None
-    return None
+    """The companion (see ``companions``) of ``best``, which is one of ``units``."""
+    position = next(i for i, u in enumerate(units) if u is best)
+    return companions(units, wanted)[position]
 
 
 def _fields(unit: Unit) -> tuple[str, ...]:

@@ -7,7 +7,8 @@ callers: SQuAD 2.0 (its paragraphs ingested as documents; half of the articles f
 and citewell's own answer set (a knowledge base in every supported format, with revisions,
 restricted documents and questions that must be refused; its ``tune`` split for fitting).
 Each evidence unit is labelled by whether it holds a gold fact; the unit model is fitted on
-those, then the answer model on whether the best unit holds one, for answerable questions.
+those, then the answer model on whether the answer built on the best unit (its list, or the
+unit with the sentence or heading quoted beside it) holds one, for answerable questions.
 The two sources weigh the same in both fits. Held-out figures: the other SQuAD articles and
 the answer set's ``held_out`` split. ``--write`` replaces the shipped ``refusal_model.json``.
 """
@@ -25,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.generators.extractive import UnitEmbeddings, answer_features, score_support
+from citewell.answers.generators.extractive import UnitEmbeddings, answer_features, quoted_by, score_support
 from citewell.answers.refusal import ANSWER_FEATURES, MODEL_FILE, UNIT_FEATURES, LogisticModel, RefusalModel
+from citewell.answers.units import Unit
 from citewell.models import Identity
 from citewell.search import search
 from citewell.services import Services
@@ -51,8 +53,9 @@ class Question:
 class Observed:
     question: Question
     unit_rows: list[dict[str, float]]
-    unit_labels: list[bool]
+    unit_labels: list[bool]  # the unit holds a gold fact
     evidence: dict[str, float]  # the evidence-wide values the answer model reads
+    answer_labels: list[bool]  # an answer built on the unit (its list, or it and its companion) holds one
 
 
 def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
@@ -65,13 +68,19 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
         support = score_support(embed, question.text, evidence, neutral) if evidence else None
         if support is not None:
             facts = [f.lower() for f in question.facts]
+
+            def holds(units: Sequence[Unit]) -> bool:
+                text = " ".join(u.text for u in units).lower()
+                return question.answerable and any(f in text for f in facts)
+
             observed.append(Observed(
                 question=question, unit_rows=support.unit_features,
-                unit_labels=[question.answerable and any(f in u.text.lower() for f in facts) for u in support.units],
+                unit_labels=[holds([u]) for u in support.units],
                 evidence={k: support.features[k] for k in ("evidence_coverage", "absent_terms")},
+                answer_labels=[holds(quoted_by(question.text, support, rank)) for rank in range(len(support.units))],
             ))
         else:
-            observed.append(Observed(question, [], [], {}))
+            observed.append(Observed(question, [], [], {}, []))
         if number % 250 == 0:
             print(f"{number}/{len(questions)} questions", flush=True)
     return observed
@@ -81,7 +90,7 @@ def _answer_row(o: Observed, unit: LogisticModel) -> tuple[dict[str, float], boo
     if not o.unit_rows:
         return None
     p = np.array([unit.probability(r) for r in o.unit_rows])
-    return answer_features(o.unit_rows, p, o.evidence), o.unit_labels[int(np.argmax(p))]
+    return answer_features(o.unit_rows, p, o.evidence), o.answer_labels[int(np.argmax(p))]
 
 
 def _weights(sources: list[str], answerset_weight: float) -> np.ndarray:
@@ -113,7 +122,7 @@ def fit(observed: list[Observed], answerset_weight: float = 1.0) -> RefusalModel
 
 
 def measure(observed: list[Observed], model: RefusalModel) -> dict[str, float]:
-    """Right answers (the best unit holds a gold fact) and right refusals, on these questions."""
+    """Right answers (the answer built on the best unit holds a gold fact) and right refusals, on these questions."""
     answered = correct = answerable = answered_right = refused_right = unanswerable = 0
     for o in observed:
         row = _answer_row(o, model.unit)

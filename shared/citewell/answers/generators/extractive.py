@@ -21,10 +21,12 @@ import numpy as np
 from citewell.answers.refusal import RefusalModel, coverage, shipped_model, term_weights
 from citewell.answers.units import (
     DATE,
+    FILLABLE,
     NUMBER,
     PERSON,
     Unit,
     Wants,
+    companions,
     completion,
     identifiers,
     missing_share,
@@ -41,7 +43,9 @@ from citewell.models import Draft, EvidenceItem, sha256_text
 from citewell.ports import Embedder, MetadataStore
 
 MAX_UNITS = 2
+_NAME_FIELDS = frozenset({"name", "contact", "owner", "person"})  # stems of the fields that name someone
 MAX_RUN = 12  # list items quoted at most
+_ORDINAL = re.compile(r"^\d+[.)]\s+")  # a list item's own number: the answer numbers the items again
 
 
 class UnitEmbeddings:
@@ -111,14 +115,16 @@ def score_support(
     contexts: dict[tuple[tuple[int, str], str], tuple[set[str], str]] = {}
     specific = specific_terms(question)
     rows = []
-    for unit, cosine, unit_terms, text in zip(units, cosines, terms, texts):
+    # A unit is scored with the sentence or heading its answer would quote beside it.
+    beside = companions(units, wanted)
+    for unit, companion, cosine, unit_terms, text in zip(units, beside, cosines, terms, texts):
         lowered = text.lower()
-        matches = _holds_wanted(unit, wanted, units)
+        matches = companion is not None or _holds_wanted(unit, wanted, units)
         span = unit.item.span_at(unit.start)
         where = (id(unit.item), span.chunk_id)
-        around = (where, unit.asked)
+        around = (where, unit.asked, companion.start if companion else -1)
         if around not in contexts:  # the title and headings it sits under, the question it follows
-            heading = " ".join([unit.item.title, *span.section_path, unit.asked])
+            heading = " ".join([unit.item.title, *span.section_path, unit.asked, companion.text if companion else ""])
             contexts[around] = (stems(heading), heading.lower())
         context_terms, context_text = contexts[around]
         rows.append({
@@ -133,7 +139,7 @@ def score_support(
             "type_mismatch": 1.0 if wanted and not matches else 0.0,
             "record": 1.0 if unit.record else 0.0,
             "heading": 1.0 if unit.heading else 0.0,
-            "direct": 1.0 if direct_answer(question, unit, frozenset(wanted)) else 0.0,
+            "direct": 1.0 if direct_answer(question, companion or unit, frozenset(wanted)) else 0.0,
         })
     probabilities = np.array([model.unit.probability(r) for r in rows])
     order = np.argsort(-probabilities, kind="stable")
@@ -175,10 +181,12 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
     question names, or the only number, date or name of the kind asked for."""
     if unit.record:
         asked = stems(question)
-        for field in unit.text.split("; "):
-            name, _, value = field.partition(": ")
-            if stems(name) & asked and value.strip() and value.lower() not in question.lower():
-                return value.strip()
+        fields = [(stems(name), value.strip()) for name, _, value in (f.partition(": ") for f in unit.text.split("; "))]
+        for named, value in fields:
+            if named & asked and value and value.lower() not in question.lower():
+                return value
+        if Wants.PERSON in wanted:  # "who ...?" is answered by the row's name
+            return next((value for named, value in fields if named & _NAME_FIELDS and value), None)
         return None
     for kind, pattern in ((Wants.DATE, DATE), (Wants.NUMBER, NUMBER), (Wants.PERSON, PERSON)):
         if kind in wanted:
@@ -228,23 +236,102 @@ class ExtractiveGenerator:
         if not (self.model.answers(support.features) or every):  # the whole question, or each of its asks
             return Draft(text=None, refused=True)
         best = support.units[0]
-        run = run_around(support.in_order, best) if support.wanted & {Wants.STEPS, Wants.LIST} else [best]
-        if best.record and (Wants.LIST not in support.wanted or _singles_out(question, best, run)):
-            run = [best]  # the rows of a table answer "what are the budgets?", not "what should I do for E1027?"
+        intro, run = list_of(question, support, 0)
         if len(run) > 1:
-            run = run[:MAX_RUN]
-            quote = best.item.text[run[0].start : run[-1].end]
-            listed = "\n".join(f"{n}. {u.text}" for n, u in enumerate(run, start=1))
-            return Draft(text=f"{listed} [{best.item.ref}]", refused=False, quotes={best.item.ref: quote})
-        if len(asks) > 1:  # two asks: the best unit of each, quoted in the order asked
+            quote = best.item.text[(intro or run[0]).start : run[-1].end]
+            listed = "\n".join(f"{n}. {_ORDINAL.sub('', u.text)}" for n, u in enumerate(run, start=1))
+            lead = f"{intro.text}\n" if intro else ""
+            return Draft(text=f"{lead}{listed} [{best.item.ref}]", refused=False, quotes={best.item.ref: quote})
+        companion = completion(support.in_order, best, set(support.wanted))
+        if len(asks) > 1 and not companion:  # two asks: the best unit of each, quoted in the order asked
             chosen, direct = each[:MAX_UNITS] or [best], None
-        else:
-            companion = completion(support.in_order, best, set(support.wanted))
-            chosen = [companion, best] if companion else [best]
+        else:  # one ask, or two that the best unit and the sentence or heading it needs answer together
+            chosen = [companion, best] if companion else [best, *_next_to(support, question)]
             direct = direct_answer(question, companion or best, support.wanted)
+            if direct and Wants.PERSON in support.wanted and not best.record:
+                hop = _who_is(direct, chosen, support.units)
+                if hop is not None:  # "People Operations" approves it; the directory says who that is
+                    direct, chosen = hop[0], [*chosen, hop[1]]
         pieces = [f"{direct}."] if direct else []
         pieces += [f"{unit.text} [{unit.item.ref}]" for unit in chosen]
         return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of(chosen))
+
+
+def list_of(question: str, support: Support, rank: int) -> tuple[Unit | None, list[Unit]]:
+    """The list an answer built on the unit at ``rank`` quotes, with the unit that introduces
+    it, if any; a run of one unit is no list. A question wants a list when it asks for steps or
+    several things, when it is about the unit's section rather than the unit ("What was added
+    in Tallyforge 5.4?": the section's headings hold more of it than the unit does), or when
+    the unit is a heading (it answers no "what ...?" by itself, only by what it heads)."""
+    unit, row = support.units[rank], support.unit_features[rank]
+    single = bool(support.wanted & FILLABLE)
+    listing = (bool(support.wanted & {Wants.STEPS, Wants.LIST})
+               or (not single and not unit.asked and row["context_coverage"] > row["coverage"])  # a FAQ's question is no section
+               or (unit.heading and not single))
+    intro, run = _list_at(support.in_order, unit) if listing else (None, [unit])
+    if unit.record and (Wants.LIST not in support.wanted or _singles_out(question, unit, run)):
+        return None, [unit]  # the rows of a table answer "what are the budgets?", not "what should I do for E1027?"
+    return intro, run[:MAX_RUN]
+
+
+def quoted_by(question: str, support: Support, rank: int) -> list[Unit]:
+    """What an answer built on the unit at ``rank`` quotes before any second hop or neighbouring
+    sentence: its list, or the unit with the sentence or heading that holds what it lacks. The
+    answer model's fit labels an answer right when these hold a gold fact."""
+    intro, run = list_of(question, support, rank)
+    if len(run) > 1:
+        return [intro, *run] if intro else run
+    companion = completion(support.in_order, support.units[rank], set(support.wanted))
+    return [companion, support.units[rank]] if companion else [support.units[rank]]
+
+
+def _list_at(units: list[Unit], best: Unit) -> tuple[Unit | None, list[Unit]]:
+    """The list ``best`` belongs to; or, when ``best`` introduces the list that follows it
+    (a section's heading, or "Customers in arrears can agree a payment plan." before the
+    steps), ``best`` as its introduction and that list."""
+    run = run_around(units, best)
+    if len(run) > 1 or best.record:
+        return None, run
+    position = next(i for i, u in enumerate(units) if u is best)
+    after = units[position + 1] if position + 1 < len(units) else None
+    if after is not None and after.item is best.item and after.block == best.block + 1 and not after.record:
+        following = run_around(units, after)
+        if len(following) > 1 and following[0] is after:
+            return best, following
+    return None, run
+
+
+def _next_to(support: Support, question: str) -> list[Unit]:
+    """The runner-up unit, when it is the sentence next to the best one in the same paragraph
+    and holds words of the question that the best unit and its headings lack: an answer spread
+    over two sentences ("Employees receive 20 weeks ... Partners receive 4 weeks ...")."""
+    if len(support.units) < 2:
+        return []
+    best, second = support.units[0], support.units[1]
+    if second.item is not best.item or second.block != best.block or second.heading:
+        return []
+    order = {id(u): i for i, u in enumerate(support.in_order) if u.item is best.item}
+    if abs(order[id(second)] - order[id(best)]) != 1:
+        return []
+    span = best.item.span_at(best.start)
+    known = stems(" ".join([best.text, best.item.title, *span.section_path, best.asked]))
+    return [second] if (stems(question) & stems(second.text)) - known else []
+
+
+def _who_is(named: str, chosen: list[Unit], ranked: list[Unit]) -> tuple[str, Unit] | None:
+    """Who the team or role an answer names is, when another unit of the evidence says so with
+    the person first ("Solene Marchetti, People Operations Manager.", "Name: Nadia Okonkwo-Hart;
+    Role: Records Manager"): the second hop of a "who" question."""
+    for unit in ranked:
+        if any(unit is c for c in chosen):
+            continue
+        at = unit.text.find(named)
+        if at <= 0:
+            continue
+        before = [m.group(0) for m in PERSON.finditer(unit.text[:at]) if m.group(0) != named]
+        if before:
+            return before[0], unit
+    return None
 
 
 def quotes_of(units: Sequence[Unit]) -> dict[str, str]:
