@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from citewell.chunking import Chunker, ChunkingConfig
 from citewell.models import BlockKind, Document
 from citewell.parsers.builder import TextBuilder
@@ -99,3 +100,55 @@ def test_long_paragraphs_are_segmented_window_by_window_without_losing_boundarie
     spans = sentence_spans(text)
     assert "".join(text[a:b] for a, b in spans) == text
     assert [text[a:b].strip() for a, b in spans] == sentences
+
+
+def _one_line_text(sentence_count: int) -> str:
+    words = ["crane", "berth", "reefer", "gantry", "quay", "spreader", "hoist", "twistlock"]
+    return " ".join(f"The {words[i % 8]} at bay {i} stopped after the {words[(i * 3) % 8]} alarm." for i in range(sentence_count))
+
+
+def test_a_document_on_one_line_is_counted_a_window_at_a_time(embedder):
+    """Memory: the tokenizer holds about 150 bytes per character it encodes at once, so no
+    call may be handed more than a window, however long the line (issue: 20 MB on one line
+    took 3.2 GB)."""
+    from citewell.chunking import MEASURE_WINDOW
+
+    calls: list[int] = []
+
+    def counting(texts):
+        calls.append(sum(len(t) for t in texts))
+        return embedder.count_tokens(texts)
+
+    parsed = build([(1, "Log", [_one_line_text(3000)])])
+    assert len(parsed.text) > 10 * MEASURE_WINDOW
+    chunks = Chunker(counting).chunk(parsed, DOC, REVISION)
+    assert len(chunks) > 100
+    assert max(calls) <= MEASURE_WINDOW
+
+
+LONG_TEXTS = {
+    "prose on one line": _one_line_text(400),
+    "words without punctuation": " ".join(f"berth{i % 97} crane{i % 13}" for i in range(6000)),
+    "a run without whitespace": "ab" * 4000 + " then words " * 50 + "x" * 3000,
+    "whitespace runs": ("quay " + " " * 3000 + "end. ") * 6,
+    "paragraphs of every length": "\n\n".join(_one_line_text(n) for n in (1, 5, 40, 120, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_TEXTS))
+@pytest.mark.parametrize("budget", [24, 200])
+def test_windowed_counting_makes_the_same_chunks_as_counting_whole(embedder, monkeypatch, name, budget):
+    """A span longer than the window is over budget once a prefix cut after whitespace is:
+    the chunks are the same as when every span is counted whole."""
+    from citewell import chunking
+
+    builder = TextBuilder()
+    for paragraph in LONG_TEXTS[name].split("\n\n"):
+        builder.block(BlockKind.CODE, paragraph)  # as plain text is read: spaces kept
+    parsed = builder.build("text/plain")
+    config = ChunkingConfig(max_tokens=budget, overlap_tokens=budget // 4)
+    monkeypatch.setattr(chunking, "MEASURE_WINDOW", 10**9)
+    whole = Chunker(embedder.count_tokens, config).chunk(parsed, DOC, REVISION)
+    monkeypatch.setattr(chunking, "MEASURE_WINDOW", 256)  # far below the spans, so every path is taken
+    windowed = Chunker(embedder.count_tokens, config).chunk(parsed, DOC, REVISION)
+    assert [c.model_dump() for c in windowed] == [c.model_dump() for c in whole]

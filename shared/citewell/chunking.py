@@ -21,6 +21,10 @@ from citewell.ports import TokenCounter
 DEFAULT_MAX_TOKENS = 200
 DEFAULT_OVERLAP_TOKENS = 40
 _WORD_BREAK = re.compile(r"\S+\s*")
+# Characters handed to the token counter per call. A tokenizer holds about 150 bytes per
+# character it encodes at once, so a document on one line, counted whole, cost 150 times
+# its size in memory; in windows, the cost no longer grows with the document.
+MEASURE_WINDOW = 16_384
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,9 @@ class ChunkingConfig:
 
 @dataclass(frozen=True)
 class _Span:
+    """``tokens`` is exact within the budget; over it, a lower bound still over it (see
+    :meth:`Chunker._measure`), since a span over budget is split and its count not used again."""
+
     start: int
     end: int
     tokens: int
@@ -75,6 +82,19 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
             starts.extend(found)
             position = stop
     return _tile(starts, start, end)
+
+
+def _cut_after_space(text: str, start: int, end: int) -> int:
+    """Where the window from ``start`` ends: after its last space or line break, else after
+    the first one past it (a run without whitespace is not cut), else at ``end``."""
+    if end - start <= MEASURE_WINDOW:
+        return end
+    high = start + MEASURE_WINDOW
+    cut = max(text.rfind(" ", start, high), text.rfind("\n", start, high))
+    if cut < 0:
+        ahead = [i for i in (text.find(" ", high, end), text.find("\n", high, end)) if i >= 0]
+        cut = min(ahead) if ahead else end - 1
+    return cut + 1
 
 
 def _space_before(text: str, low: int, high: int) -> int:
@@ -184,8 +204,42 @@ class Chunker:
     # -- splitting: every span ends up within budget --------------------------------------
 
     def _measure(self, text: str, bounds: Sequence[tuple[int, int]]) -> list[_Span]:
-        counts = self.count_tokens([text[s:e] for s, e in bounds]) if bounds else []
-        return [_Span(s, e, n) for (s, e), n in zip(bounds, counts)]
+        """Token counts of the spans, a window of characters per call to the counter; a span
+        longer than the window is counted by :meth:`_count_long`."""
+        out: list[_Span] = []
+        group: list[tuple[int, int]] = []  # spans counted in the next call, together within the window
+
+        def flush() -> None:
+            counts = self.count_tokens([text[s:e] for s, e in group]) if group else []
+            out.extend(_Span(s, e, n) for (s, e), n in zip(group, counts))
+            group.clear()
+
+        for start, end in bounds:
+            if end - start > MEASURE_WINDOW:
+                flush()
+                out.append(_Span(start, end, self._count_long(text, start, end)))
+                continue
+            if group and end - group[0][0] > MEASURE_WINDOW:  # spans come in text order: this covers their lengths
+                flush()
+            group.append((start, end))
+        flush()
+        return out
+
+    def _count_long(self, text: str, start: int, end: int) -> int:
+        """Counts a window at a time, cut after a space or line break, until past the budget.
+
+        The tokenizer splits words at whitespace and encodes each word alone, so what a cut
+        after whitespace leaves before it never counts more than the whole: past the budget
+        there, the span is over budget, and that is all the caller needs. A span that stays
+        within it is counted again whole, exactly."""
+        limit, total, position = self.config.max_tokens, 0, start
+        while position < end:
+            stop = _cut_after_space(text, position, end)
+            total += self.count_tokens([text[position:stop]])[0]
+            if total > limit:
+                return total
+            position = stop
+        return self.count_tokens([text[start:end]])[0]
 
     def _bounded(self, text: str, bounds: list[tuple[int, int]]) -> list[_Span]:
         limit = self.config.max_tokens
