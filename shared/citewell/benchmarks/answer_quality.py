@@ -1,6 +1,6 @@
 """Answer quality on citewell's own answer set, both splits, as ``citewell eval-answers`` measures it.
 
-``python -m citewell.benchmarks.answer_quality --home DIR [--cache FILE] [--no-models]`` builds
+``python -m citewell.benchmarks.answer_quality --home DIR [--cache FILE] [--no-models] [--split tune]`` builds
 the answer set's knowledge base (every supported format, two tenants, restricted documents, a
 revised document ingested twice) into a fresh home and asks every question as its caller. The
 ``held_out`` split was never used to fit or tune anything. Then the model generators
@@ -52,6 +52,8 @@ def main() -> None:
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--cache", type=Path)
     parser.add_argument("--no-models", action="store_true", help="the extractive generator only")
+    parser.add_argument("--split", choices=("tune", "held_out"), action="append",
+                        help="only this split (repeatable; default both): tune while choosing, held_out to report")
     args = parser.parse_args()
     services = fresh_home(args.home, args.cache)
     with tempfile.TemporaryDirectory() as folder:
@@ -66,12 +68,12 @@ def main() -> None:
         return answer
 
     reports = {}
-    for split in ("tune", "held_out"):
+    for split in args.split or ("tune", "held_out"):
         report = evaluate([c for c in cases if c.split == split], timed)
         reports[split] = json.loads(report.model_dump_json(exclude={"judgements"}))
         reports[split]["wrong"] = [j.model_dump() for j in report.judgements if not j.correct][:40]
     result: dict[str, object] = {"splits": reports, "ask": percentiles(milliseconds)}
-    if not args.no_models:
+    if not args.no_models and "held_out" in (args.split or ("held_out",)):
         from citewell.benchmarks import model_generators
 
         result["models"] = model_generators.run(args.home, answerset.QUESTIONS, answerset.questions(), "held_out", args.home.parent)

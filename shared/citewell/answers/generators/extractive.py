@@ -7,7 +7,9 @@ and whether it holds the kind of answer the question asks for (a number, a date,
 code, a list of steps). A second fitted model decides whether the best unit answers at all.
 The answer states the direct answer first when one can be read off the unit (a record's
 field, the one number or date it holds), then quotes the unit (or the whole list) with its
-``[Sn]``.
+``[Sn]``. A unit is scored and quoted with its companion, the sentence or heading that holds
+the kind of answer it lacks; a "who" answer that names a team is followed to the person the
+evidence names for it.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ from citewell.models import Draft, EvidenceItem, sha256_text
 from citewell.ports import Embedder, MetadataStore
 
 MAX_UNITS = 2
-_NAME_FIELDS = frozenset({"name", "contact", "owner", "person"})  # stems of the fields that name someone
 MAX_RUN = 12  # list items quoted at most
+_NAME_FIELDS = frozenset({"name", "contact", "owner", "person"})  # stems of the fields that name someone
 _ORDINAL = re.compile(r"^\d+[.)]\s+")  # a list item's own number: the answer numbers the items again
 
 
