@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -245,11 +246,11 @@ class SqliteSearchIndex:
 
     def _lexicon(self) -> TantivyLexicon:
         if self._lexicon_instance is None:
-            from citewell.local.lexical import TantivyLexicon  # imported on first use: the CLI starts without it
+            from citewell.local.lexical import LAYOUT, TantivyLexicon  # on first use: the CLI starts without it
 
             with self._lock:
                 if self._lexicon_instance is None:
-                    self._lexicon_instance = TantivyLexicon(self._lexical_folder / "tantivy")
+                    self._lexicon_instance = TantivyLexicon(self._lexical_folder / LAYOUT)
         return self._lexicon_instance
 
     @property
@@ -257,28 +258,39 @@ class SqliteSearchIndex:
         return self._lexical_folder / "synced"
 
     def _lexicon_state(self) -> str | None:
-        """The table epoch the lexical index was last brought to, ``dirty`` while a write is
-        under way (or died), None if it was never built."""
+        """``LAYOUT:epoch``: the table epoch the lexical index was last brought to, ``dirty``
+        while a write is under way (or died), None if it was never built in this layout."""
+        from citewell.local.lexical import LAYOUT
+
         try:
-            return self._synced_path.read_text().strip()
+            state = self._synced_path.read_text().strip()
         except FileNotFoundError:
             return None
+        return state if state == "dirty" or state.startswith(f"{LAYOUT}:") else None
 
     def _mark_lexicon(self, epoch: int | None) -> None:
+        from citewell.local.lexical import LAYOUT
+
         self._lexical_folder.mkdir(parents=True, exist_ok=True)
         # A name of this writer's own: two writers never share (and remove) one temporary file.
         temporary = self._synced_path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        temporary.write_text("dirty" if epoch is None else str(epoch))
+        temporary.write_text("dirty" if epoch is None else f"{LAYOUT}:{epoch}")
         os.replace(temporary, self._synced_path)
 
     def _synced_lexicon(self) -> TantivyLexicon:
         """Inside a write transaction: the lexical index, rebuilt from the table if the last write
-        to it did not finish (or it was never built, or the home still has its FTS5 table)."""
+        to it did not finish (or it was never built in this layout, or the home still has its FTS5
+        table)."""
+        from citewell.local.lexical import LAYOUT
+
         lexicon = self._lexicon()
         lexicon.refresh()
         fts5 = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone() is not None
-        if fts5 or self._lexicon_state() != str(self._epoch()):
+        if fts5 or self._lexicon_state() != f"{LAYOUT}:{self._epoch()}":
             self._mark_lexicon(None)
+            for folder in self._lexical_folder.iterdir():  # an earlier layout's index holds text terms too
+                if folder.is_dir() and folder.name != LAYOUT:
+                    shutil.rmtree(folder)
             lexicon.clear()
             ids = self._rowids("1", ())
             for start in range(0, len(ids), REBUILD_BATCH):
