@@ -1,15 +1,22 @@
-"""The embedded lexical lane's index layout: a chunk's context and body are one field (as FTS5's
-bm25 scored a row), and a home written in an earlier layout is rebuilt, its old folder gone."""
+"""The embedded lexical lane's index: a chunk's context and body are one field (as FTS5's bm25
+scored a row); a home written in an earlier layout is rebuilt, its old folder gone; and new rows
+go into it together (one commit per ingest batch), never at the cost of what a search finds or
+of what a delete removes."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import numpy as np
-from citewell.local.index import SqliteSearchIndex
+from citewell.ingest.runner import ingest
+from citewell.ingest.stages import IngestRequest
+from citewell.local.index import FLUSH_ROWS, SqliteSearchIndex
 from citewell.local.lexical import LAYOUT
 from citewell.models import Chunk, Identity
+
+from tests.conftest import make_services
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))
@@ -45,6 +52,7 @@ def test_a_word_in_title_and_body_counts_once_per_chunk_not_once_per_field(tmp_p
 def test_a_home_in_an_earlier_layout_is_rebuilt_and_its_old_folder_removed(tmp_path: Path) -> None:
     index = SqliteSearchIndex(tmp_path / "index.db")
     load(index, [*FILLER, chunk("moorings.md", "Moorings", "Berth 4 takes vessels up to 120 metres.")])
+    index.flush()
     lexical = tmp_path / "lexical"
     # The earlier layout: its folder name and a mark without the layout in it.
     os.replace(lexical / LAYOUT, lexical / "tantivy")
@@ -59,3 +67,60 @@ def test_a_home_in_an_earlier_layout_is_rebuilt_and_its_old_folder_removed(tmp_p
     # Written again after the rebuild: still one index, and a deleted document leaves it.
     reopened.delete_document("northpier", "moorings.md")
     assert reopened.lexical("berth vessels", STAFF, 3) == []
+
+
+def lexical_writes(home: Path) -> int:
+    """How many commits the lexical index has had: counted in index.db's own meta table."""
+    row = sqlite3.connect(home / "index.db").execute("SELECT value FROM meta WHERE key = 'lexicon'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_an_ingest_batch_writes_the_lexical_index_once_and_a_search_finds_every_document(tmp_path: Path, embedder) -> None:
+    services = make_services(tmp_path, embedder)
+    requests = [IngestRequest(document_id=f"berth-{n}.md", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                              data=f"# Berth {n}\n\nBerth {n} takes tankers up to {100 + n} metres.\n".encode(),
+                              filename=f"berth-{n}.md") for n in range(12)]
+
+    outcomes = ingest(services, requests)
+
+    assert {o.status for o in outcomes} == {"published"}
+    assert lexical_writes(tmp_path) == 1  # one commit for twelve documents, not twelve
+    for n in (0, 7, 11):
+        assert services.index.lexical(f"{100 + n} metres", STAFF, 1)[0].document_id == f"berth-{n}.md"
+
+
+def test_rows_not_yet_in_the_lexical_index_are_written_by_the_next_search(tmp_path: Path) -> None:
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    load(index, FILLER)
+    before = lexical_writes(tmp_path)
+
+    load(index, [chunk("moorings.md", "Moorings", "Berth 4 takes vessels up to 120 metres.")])
+    assert lexical_writes(tmp_path) == before  # published to the table, waiting for the index
+
+    assert [h.document_id for h in SqliteSearchIndex(tmp_path / "index.db").lexical("berth vessels", STAFF, 3)] == [
+        "moorings.md"]
+    assert lexical_writes(tmp_path) == before + 1
+
+
+def test_the_lexical_index_is_written_once_enough_rows_wait(tmp_path: Path) -> None:
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    rows = [chunk(f"note-{n}.md", "Notes", f"Note {n} on the tide tables.") for n in range(FLUSH_ROWS)]
+    load(index, rows[: FLUSH_ROWS - 1])
+    assert lexical_writes(tmp_path) == 0
+    load(index, rows[FLUSH_ROWS - 1 :])
+    assert lexical_writes(tmp_path) == 1
+
+
+def test_a_document_deleted_before_it_reached_the_lexical_index_leaves_no_byte_behind(tmp_path: Path) -> None:
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    load(index, FILLER)
+    index.lexical("leave", STAFF, 1)  # the filler is in the lexical index
+    load(index, [chunk("secret.md", "Secret", "The quillaby codeword opens the east gate.")])
+
+    index.delete_document("northpier", "secret.md")
+    index.compact()
+
+    assert index.lexical("quillaby codeword", STAFF, 3) == []
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert b"quillaby" not in path.read_bytes(), path

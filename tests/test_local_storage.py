@@ -78,6 +78,7 @@ def chunk(n: int, text: str, doc: str = "handbook.md") -> Chunk:
 def load(index: SqliteSearchIndex) -> None:
     rows = [chunk(0, "Staff receive 27 days of annual leave."), chunk(1, "Carried days expire in March.")]
     index.upsert(rows, np.eye(len(rows), 384, dtype=np.float32), MODEL)
+    index.flush()  # as an ingest does at the end of its batch
 
 
 # -- 1. reads never write -------------------------------------------------------------------
@@ -94,6 +95,23 @@ def test_a_search_opens_and_reads_behind_a_long_writer(tmp_path: Path, monkeypat
         assert index.vector(np.eye(1, 384, dtype=np.float32)[0], MODEL, STAFF, 1)[0].chunk_id == "handbook.md#0#0"
         assert SqliteMetadataStore(tmp_path / "metadata.db").get_document("northpier", "handbook.md") is None
         assert time.monotonic() - start < 2  # WAL readers do not queue behind the writer
+
+
+def test_rows_waiting_for_the_lexical_index_never_make_a_search_wait_for_a_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITEWELL_BUSY_SECONDS", "5")
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    load(index)
+    moorings = chunk(0, "Moorings at berth 4 are booked a week ahead.", doc="moorings.md")
+    index.upsert([moorings], np.eye(1, 384, 5, dtype=np.float32), MODEL)  # published, not yet in the lexical index
+    reader = SqliteSearchIndex(tmp_path / "index.db")
+    with write_lock(tmp_path / "index.db"):
+        start = time.monotonic()
+        assert reader.lexical("annual leave", STAFF, 5)[0].chunk_id == "handbook.md#0#0"
+        assert reader.vector(np.eye(1, 384, 5, dtype=np.float32)[0], MODEL, STAFF, 1)[0].document_id == "moorings.md"
+        assert time.monotonic() - start < 2  # it could not write the waiting row, and did not wait to
+    assert reader.lexical("moorings berth", STAFF, 1)[0].document_id == "moorings.md"  # the writer let go
 
 
 @pytest.mark.parametrize("round_", range(20))  # the race is narrow: many rounds make a miss rare

@@ -182,6 +182,9 @@ class OpenSearchIndex:
             self.delete_revision(tenant, document_id, revision)
         return self._bulk(self.alias, chunks, vectors)
 
+    def flush(self) -> None:
+        """Nothing to do: each bulk write is refreshed before it returns."""
+
     def _bulk(self, target: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
         from opensearchpy import helpers
 

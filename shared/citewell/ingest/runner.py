@@ -16,7 +16,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from citewell.errors import CitewellError, EmbedderMismatch, Interrupted, InvalidInput, readable
+from citewell.errors import Busy, CitewellError, EmbedderMismatch, Interrupted, InvalidInput, readable
 from citewell.deletion import compact
 from citewell.interrupts import deferred
 from citewell.ingest.stages import (
@@ -248,6 +248,12 @@ def _run_batch(
             except CitewellError as error:
                 settle(position, _failed(services, upload, error, chunked.revision), upload)
                 release_embeddings(services, chunked.chunks)
+    if pending:
+        try:
+            with clock.stage("publish"):
+                services.index.flush()  # one commit of the lexical index for the batch, not one per document
+        except Busy:
+            pass  # the rows are published; the next search or ingest writes them
     return [done[i] for i in range(len(batch))]
 
 

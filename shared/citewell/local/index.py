@@ -2,7 +2,11 @@
 
 The rows (text, vectors, access fields) live in ``index.db``, written in one transaction per
 revision. The lexical lane ranks in a tantivy index derived from them (``lexical/``, see
-``citewell.local.lexical``), written inside the same write transaction; the vector lane scores
+``citewell.local.lexical``). A tantivy commit costs about 0.1 s (it syncs its files), so new
+rows wait in ``lexical_pending`` and go into the index together: when ``FLUSH_ROWS`` wait,
+when a delete runs, when an ingest batch ends (``flush``) or when a search finds some waiting
+and the write lock free. Each of those writes runs inside a write transaction of the table, so
+the index and the pending list agree after a crash. The vector lane scores
 the rows' vectors in memory. Both lanes select the caller's rows (tenant equal, one of the
 caller's roles allowed, status live) inside the ranking, and every returned row is checked
 against the table again.
@@ -21,8 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from citewell.errors import EmbedderMismatch
-from citewell.local.sqlite import Connection, PerThread, Transaction, checkpoint, ensure_schema
+from citewell.errors import Busy, EmbedderMismatch
+from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, checkpoint, ensure_schema
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit
 
@@ -53,10 +57,12 @@ CREATE TABLE IF NOT EXISTS chunk_roles (
     PRIMARY KEY (role, chunk_rowid)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunk_roles_by_chunk ON chunk_roles (chunk_rowid);
+CREATE TABLE IF NOT EXISTS lexical_pending (rowid INTEGER PRIMARY KEY);
 """
 # Homes written before the lexical lane moved to tantivy: these go when its index is built.
 _FTS5_OBJECTS = ("DROP TRIGGER IF EXISTS chunks_ai", "DROP TRIGGER IF EXISTS chunks_ad", "DROP TABLE IF EXISTS chunks_fts")
 REBUILD_BATCH = 20_000
+FLUSH_ROWS = 2_000  # rows that wait for the lexical index: one commit per this many, not one per document
 
 # The one access predicate, shared by both lanes. ``c`` is the chunks table. The unary plus
 # keeps the planner on the rowid lookup: given a bound tenant it would otherwise walk the
@@ -147,17 +153,17 @@ class SqliteSearchIndex:
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str) -> int:
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
-        from citewell.local.lexical import LexicalRow
-
+        version = None
         with Transaction(self.conn):
             self._check_identity(embedder_identity, claim=True)
-            lexicon = self._synced_lexicon()
             keys = sorted({(c.tenant, c.document_id, c.revision) for c in chunks})
             again = [  # a rerun of the same revision: the same text, replaced in place
                 rowid for key in keys for rowid in self._rowids("tenant = ? AND document_id = ? AND revision = ?", key)
             ]
+            if again:  # its rows leave the lexical index now (those still pending leave the list)
+                self.conn.execute(f"DELETE FROM lexical_pending WHERE rowid IN ({', '.join('?' * len(again))})", again)
+                version = self._write_lexicon(removed=again)
             self.conn.executemany("DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", keys)
-            added = []
             for chunk, vector in zip(chunks, vectors):
                 cursor = self.conn.execute(
                     "INSERT INTO chunks (tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
@@ -173,12 +179,33 @@ class SqliteSearchIndex:
                     "INSERT INTO chunk_roles (role, chunk_rowid) VALUES (?, ?)",
                     [(role, rowid) for role in sorted(chunk.allowed_roles)],
                 )
-                added.append(LexicalRow(rowid, chunk.tenant, "live", frozenset(chunk.allowed_roles), chunk.context, chunk.text))
-            epoch = self._bump_epoch()
-            self._mark_lexicon(None)
-            lexicon.write(added, removed=again)
-        self._mark_lexicon(epoch)
+                self.conn.execute("INSERT INTO lexical_pending (rowid) VALUES (?)", (rowid,))
+            self._bump_epoch()
+            if self._pending_rows() >= FLUSH_ROWS:
+                version = self._write_lexicon()
+        if version is not None:
+            self._mark_lexicon(version)
         return len(chunks)
+
+    def _flush_unless_busy(self) -> None:
+        """A search that finds rows waiting writes them, unless another process holds the write
+        lock: a read never waits for a writer, and those rows are found once it lets go."""
+        self.conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            self.flush()
+        except Busy:
+            pass
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_seconds() * 1000)}")
+
+    def flush(self) -> None:
+        """Bring the rows waiting for the lexical index into it (an ingest calls this at the end
+        of each batch, so the next search finds them without paying for the commit)."""
+        if not self._pending_rows() and self._lexicon_current():
+            return
+        with Transaction(self.conn):
+            version = self._write_lexicon()
+        self._mark_lexicon(version)
 
     def count(self, tenant: str, document_id: str, revision: str) -> int:
         row = self.conn.execute(
@@ -199,13 +226,13 @@ class SqliteSearchIndex:
         with Transaction(self.conn):
             lexicon = self._synced_lexicon()
             removed = self._rowids(where, params)
+            self.conn.execute(f"DELETE FROM lexical_pending WHERE rowid IN (SELECT rowid FROM chunks WHERE {where})", params)
             segments = lexicon.segments_holding(removed)
             survivors = sorted(set(lexicon.rows_in_segments(segments)) - set(removed))
             cursor = self.conn.execute(f"DELETE FROM chunks WHERE {where}", params)
-            epoch = self._bump_epoch()
-            self._mark_lexicon(None)
-            lexicon.write(self._lexical_rows(survivors), removed=removed + survivors)
-        self._mark_lexicon(epoch)
+            self._bump_epoch()
+            version = self._write_lexicon(added=survivors, removed=removed + survivors)
+        self._mark_lexicon(version)
         return cursor.rowcount
 
     def revisions(self, tenant: str, document_id: str) -> list[str]:
@@ -258,8 +285,8 @@ class SqliteSearchIndex:
         return self._lexical_folder / "synced"
 
     def _lexicon_state(self) -> str | None:
-        """``LAYOUT:epoch``: the table epoch the lexical index was last brought to, ``dirty``
-        while a write is under way (or died), None if it was never built in this layout."""
+        """``LAYOUT:version``: the lexical write the index was last brought to, ``dirty`` while a
+        write is under way (or died), None if it was never built in this layout."""
         from citewell.local.lexical import LAYOUT
 
         try:
@@ -268,39 +295,82 @@ class SqliteSearchIndex:
             return None
         return state if state == "dirty" or state.startswith(f"{LAYOUT}:") else None
 
-    def _mark_lexicon(self, epoch: int | None) -> None:
+    def _mark_lexicon(self, version: int | None) -> None:
         from citewell.local.lexical import LAYOUT
 
         self._lexical_folder.mkdir(parents=True, exist_ok=True)
         # A name of this writer's own: two writers never share (and remove) one temporary file.
         temporary = self._synced_path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        temporary.write_text("dirty" if epoch is None else f"{LAYOUT}:{epoch}")
+        temporary.write_text("dirty" if version is None else f"{LAYOUT}:{version}")
         os.replace(temporary, self._synced_path)
 
+    def _lexicon_version(self) -> int:
+        """How many writes the lexical index has had, counted in the table's own transactions."""
+        return int(self._meta("lexicon") or 0)
+
+    def _pending_rows(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM lexical_pending").fetchone()[0])
+
+    def _write_lexicon(self, added: Sequence[int] = (), removed: Sequence[int] = ()) -> int:
+        """Inside a write transaction: one lexical commit that adds the waiting rows and ``added``
+        and drops ``removed``; returns the version to mark once the transaction commits."""
+        if not self._lexicon_current():
+            return self._rebuild_lexicon()  # the table as it is now: ``added`` in, ``removed`` out
+        lexicon = self._lexicon()
+        lexicon.refresh()
+        waiting = [r[0] for r in self.conn.execute("SELECT rowid FROM lexical_pending ORDER BY rowid")]
+        self._mark_lexicon(None)
+        lexicon.write(self._lexical_rows(sorted(set(waiting) | set(added))), removed=removed)
+        self.conn.execute("DELETE FROM lexical_pending")
+        return self._bump_lexicon()
+
+    def _bump_lexicon(self) -> int:
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('lexicon', '1') "
+            "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+        self._bump_epoch()  # other processes reload their view of the lexical index
+        return self._lexicon_version()
+
     def _synced_lexicon(self) -> TantivyLexicon:
-        """Inside a write transaction: the lexical index, rebuilt from the table if the last write
-        to it did not finish (or it was never built in this layout, or the home still has its FTS5
-        table)."""
+        """Inside a write transaction: the lexical index, rebuilt from the table first if it is
+        not current."""
+        if not self._lexicon_current():
+            self._rebuild_lexicon()
+        lexicon = self._lexicon()
+        lexicon.refresh()  # another process may have committed since this one last looked
+        return lexicon
+
+    def _lexicon_current(self) -> bool:
+        """False if the last write to the index did not finish, it was never built in this
+        layout, or the home still has its FTS5 table."""
+        from citewell.local.lexical import LAYOUT
+
+        fts5 = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone() is not None
+        return not fts5 and self._lexicon_state() == f"{LAYOUT}:{self._lexicon_version()}"
+
+    def _rebuild_lexicon(self) -> int:
+        """Inside a write transaction: the lexical index made again from every row of the table
+        (the waiting ones included); returns its version, already marked."""
         from citewell.local.lexical import LAYOUT
 
         lexicon = self._lexicon()
         lexicon.refresh()
-        fts5 = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone() is not None
-        if fts5 or self._lexicon_state() != f"{LAYOUT}:{self._epoch()}":
-            self._mark_lexicon(None)
-            for folder in self._lexical_folder.iterdir():  # an earlier layout's index holds text terms too
-                if folder.is_dir() and folder.name != LAYOUT:
-                    shutil.rmtree(folder)
-            lexicon.clear()
-            ids = self._rowids("1", ())
-            for start in range(0, len(ids), REBUILD_BATCH):
-                lexicon.write(self._lexical_rows(ids[start : start + REBUILD_BATCH]))
-            lexicon.collect_garbage()
-            for statement in _FTS5_OBJECTS:
-                self.conn.execute(statement)
-            self._bump_epoch()  # other processes reload their view of the lexical index
-            self._mark_lexicon(self._epoch())  # the transaction is still open: a crash leaves the mark behind
-        return lexicon
+        self._mark_lexicon(None)
+        for folder in self._lexical_folder.iterdir():  # an earlier layout's index holds text terms too
+            if folder.is_dir() and folder.name != LAYOUT:
+                shutil.rmtree(folder)
+        lexicon.clear()
+        ids = self._rowids("1", ())
+        for start in range(0, len(ids), REBUILD_BATCH):
+            lexicon.write(self._lexical_rows(ids[start : start + REBUILD_BATCH]))
+        lexicon.collect_garbage()
+        for statement in _FTS5_OBJECTS:
+            self.conn.execute(statement)
+        self.conn.execute("DELETE FROM lexical_pending")
+        version = self._bump_lexicon()
+        self._mark_lexicon(version)  # the transaction is still open: a crash leaves the mark behind
+        return version
 
     def _rowids(self, where: str, params: Sequence[str]) -> list[int]:
         return [r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {where} ORDER BY rowid", params)]
@@ -325,11 +395,10 @@ class SqliteSearchIndex:
     def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]:
         if identity.is_empty or k <= 0:
             return []
-        if self._lexicon_state() is None or self.conn.execute(
+        if self._pending_rows() or self._lexicon_state() is None or self.conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'"
-        ).fetchone():  # a home from before this engine (or a new one): build it once
-            with Transaction(self.conn):
-                self._synced_lexicon()
+        ).fetchone():  # rows waiting, or a home from before this engine (or a new one) to build once
+            self._flush_unless_busy()
         lexicon = self._lexicon()
         terms = lexicon.terms(query)
         if not terms:
