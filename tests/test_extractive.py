@@ -243,3 +243,21 @@ def test_the_answer_model_is_fitted_on_what_an_answer_would_quote(embedder):
     dated = score_support(UnitEmbeddings(embedder), "When was bulk crediting added?", [item(text, ("Release notes", heading))])
     rank = next(r for r, u in enumerate(dated.units) if u.text == "Added bulk credit notes.")
     assert [u.text for u in quoted_by("When was bulk crediting added?", dated, rank)] == [heading, "Added bulk credit notes."]
+
+
+def test_cached_answers_are_keyed_by_the_answering_code_as_well_as_the_model(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    import citewell.answers
+    from citewell.answers.generators.extractive import answering_code
+
+    package = Path(citewell.answers.__file__).parent
+    same, changed = tmp_path / "same", tmp_path / "changed"
+    for copy in (same, changed):
+        shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    units = changed / "units.py"
+    units.write_text(units.read_text() + "\n# a change to how units are read\n")
+
+    assert answering_code(same) == answering_code(package)
+    assert answering_code(changed) != answering_code(package)

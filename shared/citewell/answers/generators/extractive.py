@@ -14,9 +14,12 @@ evidence names for it.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -217,14 +220,24 @@ def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[Evid
     return chosen, every
 
 
+@functools.cache
+def answering_code(package: Path = Path(__file__).resolve().parents[1]) -> str:
+    """A digest of the answering package's source: an upgrade that changes how answers are made
+    must not serve answers cached before it, even with the same fitted model."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 class ExtractiveGenerator:
     name = "extractive"
 
     def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, model: RefusalModel | None = None) -> None:
         self.embed = UnitEmbeddings(embedder, cache)
         self.model = model or shipped_model()
-        # Cached answers are keyed by it: a refitted model never serves the old model's answers.
-        self.fingerprint = sha256_text(self.model.model_dump_json())[:12]
+        # Cached answers are keyed by it: neither a refitted model nor changed code serves old answers.
+        self.fingerprint = f"{sha256_text(self.model.model_dump_json())[:12]}:{answering_code()}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         try:
