@@ -124,3 +124,21 @@ def test_a_document_deleted_before_it_reached_the_lexical_index_leaves_no_byte_b
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert b"quillaby" not in path.read_bytes(), path
+
+
+def test_a_revision_indexed_again_replaces_its_rows_in_the_lexical_index_even_when_it_must_be_rebuilt(tmp_path: Path) -> None:
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    moorings = chunk("moorings.md", "Moorings", "Berth 4 takes vessels up to 120 metres.")
+    load(index, [*FILLER, moorings])
+    index.flush()
+    (tmp_path / "lexical" / "synced").write_text("dirty")  # a write died: the next one rebuilds first
+
+    load(index, [moorings])  # the same revision again (a redelivered message)
+
+    hits = index.lexical("berth vessels metres", STAFF, 5)
+    assert [h.document_id for h in hits] == ["moorings.md"]
+    from citewell.local.lexical import TantivyLexicon
+
+    lexicon = TantivyLexicon(tmp_path / "lexical" / LAYOUT)
+    lexicon.refresh()
+    assert lexicon.index.searcher().num_docs == len(FILLER) + 1  # no row of the first indexing left behind

@@ -160,10 +160,10 @@ class SqliteSearchIndex:
             again = [  # a rerun of the same revision: the same text, replaced in place
                 rowid for key in keys for rowid in self._rowids("tenant = ? AND document_id = ? AND revision = ?", key)
             ]
-            if again:  # its rows leave the lexical index now (those still pending leave the list)
+            self.conn.executemany("DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", keys)
+            if again:  # its old rows leave the lexical index now (those still waiting leave the list)
                 self.conn.execute(f"DELETE FROM lexical_pending WHERE rowid IN ({', '.join('?' * len(again))})", again)
                 version = self._write_lexicon(removed=again)
-            self.conn.executemany("DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", keys)
             for chunk, vector in zip(chunks, vectors):
                 cursor = self.conn.execute(
                     "INSERT INTO chunks (tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
