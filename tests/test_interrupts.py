@@ -59,14 +59,21 @@ def test_ctrl_c_during_ingest_stops_in_one_line_with_130_and_leaves_every_docume
     full = time.monotonic() - started
     interrupted = 0
     for fraction in (0.1, 0.25, 0.4, 0.55, 0.7, 0.85):
-        write_memos(folder, f"at {fraction}")
-        before = state(home)
-        process = subprocess.Popen(ingest, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(full * fraction)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=300)
-        if process.returncode == 0:
-            continue  # it finished first
+        for attempt in range(3):
+            write_memos(folder, f"at {fraction}, attempt {attempt}")
+            before = state(home)
+            started = time.monotonic()
+            process = subprocess.Popen(ingest, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(full * fraction)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=300)
+            if process.returncode != 0:
+                break
+            # It finished first: the first run was slower (a cold cache, a busier machine), so time
+            # the next try from this one.
+            full = min(full, time.monotonic() - started)
+        else:
+            continue
         interrupted += 1
         assert process.returncode == 130, (fraction, err.decode())
         assert err.decode().startswith("citewell: interrupted") and err.decode().count("\n") == 1, err.decode()
