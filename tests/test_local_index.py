@@ -1,7 +1,8 @@
-"""The embedded lexical lane's index: a chunk's context and body are one field (as FTS5's bm25
-scored a row); a home written in an earlier layout is rebuilt, its old folder gone; and new rows
-go into it together (one commit per ingest batch), never at the cost of what a search finds or
-of what a delete removes."""
+"""The embedded index's own files: a chunk's context and body are one lexical field (as FTS5's
+bm25 scored a row); a home written in an earlier layout is rebuilt, its old folder gone; new
+rows go into the lexical index together (one commit per ingest batch), never at the cost of
+what a search finds or what a delete removes; and vectors are read in slices, each row kept
+with its own access fields."""
 
 from __future__ import annotations
 
@@ -142,3 +143,20 @@ def test_a_revision_indexed_again_replaces_its_rows_in_the_lexical_index_even_wh
     lexicon = TantivyLexicon(tmp_path / "lexical" / LAYOUT)
     lexicon.refresh()
     assert lexicon.index.searcher().num_docs == len(FILLER) + 1  # no row of the first indexing left behind
+
+
+def test_vectors_read_in_slices_keep_each_row_with_its_tenant_roles_and_vector(tmp_path: Path, monkeypatch) -> None:
+    import citewell.local.index as local_index
+
+    monkeypatch.setattr(local_index, "LOAD_SLICE", 3)  # ten rows over four slices
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    rows = [chunk(f"note-{n}.md", "Notes", f"Note {n}.") for n in range(10)]
+    rows = [r.model_copy(update={"tenant": "bluefen"}) if n % 3 == 0 else r for n, r in enumerate(rows)]
+    vectors = np.eye(10, 384, dtype=np.float32)
+    index.upsert(rows, vectors, MODEL)
+    bluefen = Identity(tenant="bluefen", roles=frozenset({"staff"}))
+
+    for n, row in enumerate(rows):
+        caller, other = (bluefen, STAFF) if row.tenant == "bluefen" else (STAFF, bluefen)
+        assert [h.document_id for h in index.vector(vectors[n], MODEL, caller, 1)] == [row.document_id]
+        assert row.document_id not in [h.document_id for h in index.vector(vectors[n], MODEL, other, 10)]
