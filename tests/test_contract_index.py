@@ -1,4 +1,4 @@
-"""One contract for every SearchIndex adapter: SQLite FTS5 and OpenSearch (osmem-server, a real
+"""One contract for every SearchIndex adapter: SQLite with tantivy, and OpenSearch (osmem-server, a real
 HTTP server). osmem cannot run kNN, so the OpenSearch vector request is checked as a golden body."""
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Embedded adapters: a folder, SQLite metadata and an SQLite FTS5 + exact-vector index."""
+"""Embedded adapters: a folder, SQLite metadata, and an SQLite index with tantivy and exact-vector lanes."""
