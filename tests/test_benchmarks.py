@@ -139,7 +139,9 @@ def test_a_resumed_bench_keeps_a_phase_only_from_the_same_clean_commit_and_comma
     (tmp_path / "phases").mkdir()
     (tmp_path / "phases" / "quality.json").write_text(json.dumps(kept))
 
-    assert Phases(tmp_path, resume="abc1234").run("quality", "no_such_phase", "--home", tmp_path) == {"ndcg": 0.7}
+    resumed = Phases(tmp_path, resume="abc1234")
+    assert resumed.run("quality", "no_such_phase", "--home", tmp_path) == {"ndcg": 0.7}
+    assert resumed.kept_names == ["quality"]
     for phases, args in ((Phases(tmp_path, resume="abc1234-dirty"), ("--home", tmp_path)),  # a dirty tree
                          (Phases(tmp_path, resume="def5678"), ("--home", tmp_path)),  # another commit
                          (Phases(tmp_path, resume="abc1234"), ("--home", tmp_path / "other"))):  # another command

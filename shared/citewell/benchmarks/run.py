@@ -63,6 +63,8 @@ class Phases:
         self.kept.mkdir(exist_ok=True)
         self.resume = resume if resume and not resume.endswith("-dirty") else None
         self.commands: list[str] = []
+        self.kept_names: list[str] = []
+        self.seconds = 0.0  # every phase's own time, kept ones included
 
     def run(self, name: str, module: str, *args: object) -> dict:
         command = [sys.executable, "-m", f"citewell.benchmarks.{module}", *map(str, args)]
@@ -73,6 +75,8 @@ class Phases:
             stored = json.loads(kept.read_text())
             if stored.get("commit") == self.resume and stored.get("command") == shown:
                 print(f"[bench] {name}: kept from an earlier run of {self.resume}", flush=True)
+                self.kept_names.append(name)
+                self.seconds += stored["report"].get("wall_seconds", 0.0)
                 return stored["report"]
         print(f"[bench] {name} ...", flush=True)
         started = time.perf_counter()
@@ -84,6 +88,7 @@ class Phases:
         print(f"[bench] {name}: {seconds:.0f} s", flush=True)
         report = json.loads(done.stdout)
         report["wall_seconds"] = round(seconds, 1)
+        self.seconds += seconds
         kept.write_text(json.dumps({"commit": machine()["commit"], "command": shown, "report": report}))
         return report
 
@@ -126,7 +131,6 @@ def main() -> None:
         "machine": host,
     }
     phases = Phases(work, resume=host["commit"] if args.resume else None)
-    started = time.perf_counter()
     results["quality"] = [
         phases.run(f"quality-{name}", "quality", data / name, "--home", homes / name, "--cache", cache, "--queries", limit)
         for name, limit in (("scifact", plan.scifact_queries), ("cranfield", plan.cranfield_queries))
@@ -153,7 +157,8 @@ def main() -> None:
                                   "--seconds", plan.serve_seconds, "--search-home", homes / f"size-{near}",
                                   "--queries", data / "scifact", "--limit", plan.serve_queries)
     results["imports"] = phases.run("imports", "imports", "--runs", plan.import_runs)
-    results["seconds"] = round(time.perf_counter() - started, 1)
+    results["seconds"] = round(phases.seconds, 1)
+    results["kept"] = phases.kept_names
     results["commands"] = phases.commands
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     out = args.out or (work / "BENCHMARKS-quick.md" if args.quick else Path("BENCHMARKS.md"))
