@@ -1,10 +1,12 @@
 """Uploads left behind by a killed server: started again on the same home, ``citewell serve``
 publishes an upload that was stored but not yet published, once, and never runs a finished one
-again; uploads of processes still running, or of another host, are left to their owners.
+again; a deletion it had begun (the document already ``deleting``) is finished, to the last
+byte; uploads and deletions of processes still running, or of another host, are left to their owners.
 
 The kill lands mid-ingest for certain: the test holds the home's write lock (as another
 process's long write would), so the worker, once it has parsed the file, waits to write its
-chunk records and cannot publish before ``kill -9``.
+chunk records and cannot publish before ``kill -9``. A deletion's first write, its tombstone,
+is written as the killed server would have left it, with that server's lease.
 """
 
 from __future__ import annotations
@@ -23,15 +25,17 @@ import httpx
 
 from citewell import leases
 from citewell.embedders.minilm import MiniLMEmbedder
-from citewell.ingest.orphans import _take, adopt_orphans
+from citewell.ingest.orphans import _take, _take_deletion, adopt_orphans
 from citewell.ingest.registration import register_upload
 from citewell.keys import parsed_key, raw_key
 from citewell.leases import Lease
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.objects import FolderObjectStore
-from citewell.models import DocumentStatus
+from citewell.models import Document, DocumentStatus
+from citewell.records import update_document
 from citewell.serve.worker import IngestWorker
 from tests.conftest import make_services
+from tests.test_deletion import traces
 from tests.serving import WRITE, Served
 
 MOORINGS = (b"# Mooring rules\n\n## Night berths\n\nNight berths at the east quay cost 14 euros a night and are booked at "
@@ -168,3 +172,92 @@ def test_only_uploads_of_ended_processes_are_taken_and_each_once(tmp_path: Path,
     published = metadata.get_document("northpier", "stored.md")
     assert published is not None and published.status is DocumentStatus.PUBLISHED
     assert adopt_orphans(services, alive).resumed == []  # finished: never run again
+
+
+TIDES = (b"# Tide table\n\nThe slipway at the west basin floods two hours before high water; launch small boats "
+         b"from the pontoon instead.\n")
+SECRET = b"east quay cost 14 euros"  # only the deleted document holds it
+
+
+def tombstone(home: Path, document_id: str, owner: Lease) -> None:
+    """What ``delete_document`` writes first, before removing anything, as a killed process leaves it."""
+    def mark(d: Document) -> Document:
+        return d.model_copy(update={"status": DocumentStatus.DELETING, "active_revision": None, "error": None, "lease": owner})
+
+    assert update_document(SqliteMetadataStore(home / "metadata.db"), "northpier", document_id, mark) is not None
+
+
+def test_a_deletion_begun_before_a_kill_is_finished_after_a_restart(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    first = Served(home, env=ENV)
+    writer, reader = first.token("northpier", ["staff", WRITE]), first.token("northpier", ["staff"])
+    try:
+        for document_id, data in (("moorings.md", MOORINGS), ("tides.md", TIDES), ("abroad.md", TIDES)):
+            assert first.upload(writer, document_id, data, ["staff"])["status"] == "published"
+        assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+    finally:
+        first.stop()
+    killed = SqliteMetadataStore(home / "metadata.db").get_document("northpier", "tides.md")
+    assert killed is not None and killed.lease is not None and killed.lease.pid == first.process.pid
+    assert leases.is_dead(killed.lease)
+    # The killed server had begun deleting moorings.md; this test process is deleting tides.md (a live owner);
+    # a process on another host abroad.md (its lease proves nothing here).
+    tombstone(home, "moorings.md", killed.lease)
+    tombstone(home, "tides.md", leases.current())
+    tombstone(home, "abroad.md", killed.lease.model_copy(update={"host": killed.lease.host + "-elsewhere"}))
+    assert traces(home, [SECRET])  # the text is still on disk before the restart
+    others = {d: SqliteMetadataStore(home / "metadata.db").get_document("northpier", d) for d in ("tides.md", "abroad.md")}
+
+    second = Served(home, env=ENV)
+    try:
+        log = deletions_scanned(second)
+        assert "deletions left unfinished by ended processes: 1 finished, 0 failed" in log, log
+        assert log.count("finished the deletion of moorings.md") == 1 and "deletion of tides.md" not in log, log
+        gone = second.call("GET", "/documents/moorings.md", reader)
+        assert gone.status_code == 404, gone.text
+        found = second.call("POST", "/search", reader, {"question": "How much is a night berth at the east quay?", "k": 10})
+        assert all(hit["document_id"] != "moorings.md" for hit in found.json()["hits"])
+        for document_id, before in others.items():  # their owners may still finish them
+            assert SqliteMetadataStore(home / "metadata.db").get_document("northpier", document_id) == before
+        assert second.stop(signal.SIGKILL) == -signal.SIGKILL
+    finally:
+        second.stop()
+    assert traces(home, [SECRET, b"moorings"]) == []  # not one byte of its text, nor its name, in any file
+
+    third = Served(home, env=ENV)
+    try:
+        log = deletions_scanned(third)
+        assert "deletions left unfinished by ended processes: 0 finished, 0 failed" in log, log
+    finally:
+        third.stop()
+    report = audit(home)
+    assert report["ok"], report
+
+
+def deletions_scanned(server: Served) -> str:
+    """The server's log once its worker has finished the deletions it took over (its first work, after uploads)."""
+    deadline = time.monotonic() + 60
+    while "deletions left unfinished by ended processes:" not in (log := server.log.read_text()):
+        assert time.monotonic() < deadline, log
+        time.sleep(0.05)
+    return log
+
+
+def test_a_deletion_of_an_ended_process_is_taken_once_and_a_live_ones_never(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    services = make_services(tmp_path, embedder)
+    dead, alive = ended_process_lease(), leases.current()
+    for document_id, owner in (("ended.md", dead), ("running.md", alive)):
+        register_upload(services, document_id=document_id, tenant="northpier", allowed_roles=frozenset({"staff"}),
+                        filename=document_id, lease=owner)
+        assert update_document(services.metadata, "northpier", document_id, lambda d, owner=owner: d.model_copy(
+            update={"status": DocumentStatus.DELETING, "lease": owner})) is not None
+    seen = services.metadata.get_document("northpier", "ended.md")  # what a second server read before the first took it
+    running = services.metadata.get_document("northpier", "running.md")
+
+    adopted = adopt_orphans(services, alive)
+    assert [d.document_id for d in adopted.deleting] == ["ended.md"] and adopted.resumed == adopted.failed == []
+    taken = services.metadata.get_document("northpier", "ended.md")
+    assert taken is not None and taken.lease == alive and taken.status is DocumentStatus.DELETING
+    assert seen is not None and not _take_deletion(services, seen, ended_process_lease())  # a second taker loses
+    assert adopt_orphans(services, alive).deleting == []
+    assert services.metadata.get_document("northpier", "running.md") == running

@@ -1,10 +1,12 @@
-"""Uploads left in flight by a process that ended (kill -9, a power cut), taken over by one that can finish them.
+"""Uploads and deletions left in flight by a process that ended (kill -9, a power cut), taken over by one that can finish them.
 
 A document stays ``processing`` when the process holding its lease dies (see
 :mod:`citewell.leases`): nothing else moves it on. When its latest upload's bytes were stored,
 the upload can simply be run again, since every stage is idempotent on its upload. When they
 were not, nobody can send them any more (a server's upload forms die with its secret) and
 the upload fails with that reason, so the record does not wait for the audit's time limit.
+A document left ``deleting`` (the tombstone :func:`citewell.deletion.delete_document` writes
+first) is no longer served; the new owner runs that same deletion again, which finishes it.
 
 Taking over is a compare-and-set of the record's lease from the dead owner to the new one:
 of two processes starting at once, exactly one runs each upload, and an upload whose owner
@@ -31,13 +33,21 @@ from citewell.services import Services
 class Adopted:
     resumed: list[Upload] = field(default_factory=list)  # stored: the new owner runs their stages now
     failed: list[Upload] = field(default_factory=list)  # their file never arrived: recorded as failed
+    deleting: list[Document] = field(default_factory=list)  # tombstones: the new owner finishes their deletion now
 
 
 def adopt_orphans(services: Services, lease: Lease) -> Adopted:
-    """Take over every current upload whose owner is gone; the caller runs ``Adopted.resumed``."""
+    """Take over every current upload and deletion whose owner is gone; the caller runs
+    ``Adopted.resumed`` and ``Adopted.deleting``."""
     adopted = Adopted()
     for document in services.metadata.all_documents():
-        if document.status is not DocumentStatus.PROCESSING or document.lease is None or not leases.is_dead(document.lease):
+        if document.lease is None or not leases.is_dead(document.lease):
+            continue
+        if document.status is DocumentStatus.DELETING:
+            if _take_deletion(services, document, lease):
+                adopted.deleting.append(document)
+            continue
+        if document.status is not DocumentStatus.PROCESSING:
             continue
         upload = next((u for u in services.metadata.list_uploads(document.tenant, document.document_id)
                        if is_current(document, u)), None)
@@ -59,3 +69,12 @@ def _take(services: Services, seen: Document, upload: Upload, lease: Lease) -> b
         return current.model_copy(update={"lease": lease}) if unchanged else None
 
     return update_document(services.metadata, upload.tenant, upload.document_id, take) is not None
+
+
+def _take_deletion(services: Services, seen: Document, lease: Lease) -> bool:
+    """Move a tombstone's lease from the dead owner ``seen`` names to ``lease``, if the record is still as seen."""
+    def take(current: Document) -> Document | None:
+        unchanged = current.lease == seen.lease and current.status is DocumentStatus.DELETING and current.generation == seen.generation
+        return current.model_copy(update={"lease": lease}) if unchanged else None
+
+    return update_document(services.metadata, seen.tenant, seen.document_id, take) is not None

@@ -12,7 +12,8 @@ removed, so each document is published whole or keeps serving what it served bef
 
 Killed outright (kill -9, a power cut), a server can do none of that. The next one started on
 the home finishes the job: its worker's first work is to take over the uploads whose process
-has ended (:mod:`citewell.ingest.orphans`) and run the stored ones, each once.
+has ended (:mod:`citewell.ingest.orphans`) and run the stored ones, each once, and to finish
+the deletions such a process began.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ import threading
 import time
 from dataclasses import dataclass
 
-from citewell.deletion import compact
+from citewell.deletion import compact, delete_document
 from citewell.errors import CitewellError, IngestError, ServerStopped
 from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, record_failure, release_embeddings
 from citewell.leases import Lease
-from citewell.models import Chunk, Upload
+from citewell.models import Chunk, Document, Upload
 from citewell.services import Services
 
 logger = logging.getLogger("citewell.serve")
@@ -97,7 +98,7 @@ class IngestWorker:
     def _resume(self, lease: Lease) -> None:
         """Queue the uploads a process that ended stored but never published, each once (behind
         a stop, if one came already, they fail as the queued ones do); record as failed those
-        whose file never arrived."""
+        whose file never arrived; finish the deletions it began."""
         try:
             adopted = adopt_orphans(self.services, lease)
         except Exception:
@@ -112,6 +113,23 @@ class IngestWorker:
                            upload.document_id, upload.tenant)
         logger.info("uploads left unfinished by ended processes: %d resumed, %d failed",
                     len(adopted.resumed), len(adopted.failed))
+        self._finish_deletions(adopted.deleting)
+
+    def _finish_deletions(self, documents: list[Document]) -> None:
+        """Run again, to the end, the deletions taken over from ended processes (each is no longer served)."""
+        finished = failed = 0
+        for document in documents:
+            try:
+                report = delete_document(self.services, document.tenant, document.document_id)
+            except Exception:
+                logger.exception("finishing the deletion of %s (%s) failed; `citewell audit --repair` finishes it",
+                                 document.document_id, document.tenant)
+                failed += 1
+                continue
+            logger.warning("finished the deletion of %s (%s): the process that began it ended first%s",
+                           document.document_id, document.tenant, f" ({'; '.join(report.pending)})" if report.pending else "")
+            finished += 1
+        logger.info("deletions left unfinished by ended processes: %d finished, %d failed", finished, failed)
 
     def _record(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
