@@ -160,3 +160,36 @@ def test_vectors_read_in_slices_keep_each_row_with_its_tenant_roles_and_vector(t
         caller, other = (bluefen, STAFF) if row.tenant == "bluefen" else (STAFF, bluefen)
         assert [h.document_id for h in index.vector(vectors[n], MODEL, caller, 1)] == [row.document_id]
         assert row.document_id not in [h.document_id for h in index.vector(vectors[n], MODEL, other, 10)]
+
+
+CRASH_AFTER_LEXICAL_COMMIT = """
+import os, sys
+from pathlib import Path
+from citewell.local import lexical
+from citewell.local.index import SqliteSearchIndex
+
+write = lexical.TantivyLexicon.write
+
+def write_then_die(self, *args, **kwargs):
+    write(self, *args, **kwargs)
+    os._exit(9)  # killed between the lexical commit and the table's commit
+
+lexical.TantivyLexicon.write = write_then_die
+SqliteSearchIndex(Path(sys.argv[1])).delete_document("northpier", "moorings.md")
+"""
+
+
+def test_a_delete_killed_between_the_lexical_commit_and_the_tables_is_repaired_by_the_next_search(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    load(index, [*FILLER, chunk("moorings.md", "Moorings", "Berth 4 takes vessels up to 120 metres.")])
+    index.flush()
+
+    died = subprocess.run([sys.executable, "-c", CRASH_AFTER_LEXICAL_COMMIT, str(tmp_path / "index.db")], check=False)
+    assert died.returncode == 9
+    assert index.count("northpier", "moorings.md", "r1") == 1  # the table's delete never committed
+
+    hits = SqliteSearchIndex(tmp_path / "index.db").lexical("berth vessels", STAFF, 3)
+    assert [h.document_id for h in hits] == ["moorings.md"]

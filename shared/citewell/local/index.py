@@ -396,9 +396,10 @@ class SqliteSearchIndex:
     def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]:
         if identity.is_empty or k <= 0:
             return []
-        if self._pending_rows() or self._lexicon_state() is None or self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'"
-        ).fetchone():  # rows waiting, or a home from before this engine (or a new one) to build once
+        # Rows waiting, or an index not current: a home from before this engine (or a new one),
+        # or a write killed between the lexical commit and the table's, which left the index
+        # disagreeing with the table until rebuilt.
+        if self._pending_rows() or not self._lexicon_current():
             self._flush_unless_busy()
         lexicon = self._lexicon()
         terms = lexicon.terms(query)
