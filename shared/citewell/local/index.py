@@ -154,7 +154,6 @@ class SqliteSearchIndex:
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str) -> int:
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
-        version = None
         with Transaction(self.conn):
             self._check_identity(embedder_identity, claim=True)
             keys = sorted({(c.tenant, c.document_id, c.revision) for c in chunks})
@@ -164,7 +163,7 @@ class SqliteSearchIndex:
             self.conn.executemany("DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", keys)
             if again:  # its old rows leave the lexical index now (those still waiting leave the list)
                 self.conn.execute(f"DELETE FROM lexical_pending WHERE rowid IN ({', '.join('?' * len(again))})", again)
-                version = self._write_lexicon(removed=again)
+                self._write_lexicon(removed=again)
             for chunk, vector in zip(chunks, vectors):
                 cursor = self.conn.execute(
                     "INSERT INTO chunks (tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
@@ -183,9 +182,7 @@ class SqliteSearchIndex:
                 self.conn.execute("INSERT INTO lexical_pending (rowid) VALUES (?)", (rowid,))
             self._bump_epoch()
             if self._pending_rows() >= FLUSH_ROWS:
-                version = self._write_lexicon()
-        if version is not None:
-            self._mark_lexicon(version)
+                self._write_lexicon()
         return len(chunks)
 
     def _flush_unless_busy(self) -> None:
@@ -205,8 +202,7 @@ class SqliteSearchIndex:
         if not self._pending_rows() and self._lexicon_current():
             return
         with Transaction(self.conn):
-            version = self._write_lexicon()
-        self._mark_lexicon(version)
+            self._write_lexicon()
 
     def count(self, tenant: str, document_id: str, revision: str) -> int:
         row = self.conn.execute(
@@ -232,8 +228,7 @@ class SqliteSearchIndex:
             survivors = sorted(set(lexicon.rows_in_segments(segments)) - set(removed))
             cursor = self.conn.execute(f"DELETE FROM chunks WHERE {where}", params)
             self._bump_epoch()
-            version = self._write_lexicon(added=survivors, removed=removed + survivors)
-        self._mark_lexicon(version)
+            self._write_lexicon(added=survivors, removed=removed + survivors)
         return cursor.rowcount
 
     def revisions(self, tenant: str, document_id: str) -> list[str]:
@@ -312,25 +307,27 @@ class SqliteSearchIndex:
     def _pending_rows(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM lexical_pending").fetchone()[0])
 
-    def _write_lexicon(self, added: Sequence[int] = (), removed: Sequence[int] = ()) -> int:
+    def _write_lexicon(self, added: Sequence[int] = (), removed: Sequence[int] = ()) -> None:
         """Inside a write transaction: one lexical commit that adds the waiting rows and ``added``
-        and drops ``removed``; returns the version to mark once the transaction commits."""
+        and drops ``removed``, marked with its version before the transaction commits: a mark
+        written after the commit could land over a later writer's, and a crash before the commit
+        leaves a version the table does not have, which means a rebuild."""
         if not self._lexicon_current():
-            return self._rebuild_lexicon()  # the table as it is now: ``added`` in, ``removed`` out
+            self._rebuild_lexicon()  # the table as it is now: ``added`` in, ``removed`` out
+            return
         lexicon = self._lexicon()
         lexicon.refresh()
         waiting = [r[0] for r in self.conn.execute("SELECT rowid FROM lexical_pending ORDER BY rowid")]
         self._mark_lexicon(None)
         lexicon.write(self._lexical_rows(sorted(set(waiting) | set(added))), removed=removed)
         self.conn.execute("DELETE FROM lexical_pending")
-        return self._bump_lexicon()
+        self._mark_lexicon(self._bump_lexicon())
 
     def _bump_lexicon(self) -> int:
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES ('lexicon', '1') "
             "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-        )
-        self._bump_epoch()  # other processes reload their view of the lexical index
+        )  # not the epoch: that reloads the vector matrix, and every search reloads the lexical index anyway
         return self._lexicon_version()
 
     def _synced_lexicon(self) -> TantivyLexicon:
