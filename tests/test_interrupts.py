@@ -28,6 +28,13 @@ def write_memos(folder: Path, label: str, count: int = 8) -> None:
         (folder / f"memo-{number}.md").write_text("\n".join(paragraphs))
 
 
+def hear_ctrl_c() -> None:
+    """In the child: SIGINT as a terminal delivers it. A shell starts background jobs with SIGINT
+    ignored, and Python leaves an ignored SIGINT ignored, so a test run started with `&` would
+    otherwise send signals nobody hears."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def command(home: Path, *argv: str) -> list[str]:
     return [sys.executable, "-m", "citewell.cli", "--home", str(home), *argv]
 
@@ -63,7 +70,7 @@ def test_ctrl_c_during_ingest_stops_in_one_line_with_130_and_leaves_every_docume
             write_memos(folder, f"at {fraction}, attempt {attempt}")
             before = state(home)
             started = time.monotonic()
-            process = subprocess.Popen(ingest, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            process = subprocess.Popen(ingest, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=hear_ctrl_c)
             time.sleep(full * fraction)
             process.send_signal(signal.SIGINT)
             out, err = process.communicate(timeout=300)
