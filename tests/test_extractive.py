@@ -13,7 +13,9 @@ from citewell.search import search
 from citewell.answers.units import (
     Wants, companions, identifiers, missing_share, parts, run_around, specific_terms, stems, units_of, wants,
 )
-from citewell.answers.generators.extractive import UnitEmbeddings, _list_at, _who_is, direct_answer, quoted_by, score_support
+from citewell.answers.generators.extractive import (
+    UnitEmbeddings, _holds_wanted, _list_at, _who_is, direct_answer, neighbour, quoted_by, score_support,
+)
 from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
@@ -88,6 +90,8 @@ def test_the_names_and_numbers_a_question_is_about_must_be_in_the_passage():
 def test_what_a_question_asks_for():
     assert wants("How many days of annual leave do I get?") == {Wants.NUMBER}
     assert Wants.DATE in wants("When do carried days expire?")
+    assert Wants.DATE in wants("In which months are access reviews done?")  # a time, though it opens with no "when"
+    assert Wants.DATE not in wants("Which code means the endpoint failed?")
     assert Wants.PERSON in wants("Who owns the billing service?")
     assert Wants.STEPS in wants("What are the first response steps?")
     assert identifiers("What does error E1027 mean?") == {"e1027"}
@@ -243,6 +247,47 @@ def test_the_answer_model_is_fitted_on_what_an_answer_would_quote(embedder):
     dated = score_support(UnitEmbeddings(embedder), "When was bulk crediting added?", [item(text, ("Release notes", heading))])
     rank = next(r for r, u in enumerate(dated.units) if u.text == "Added bulk credit notes.")
     assert [u.text for u in quoted_by("When was bulk crediting added?", dated, rank)] == [heading, "Added bulk credit notes."]
+
+
+def test_an_answer_spread_over_two_sentences_quotes_the_neighbour_that_holds_the_rest():
+    text = ("Rail travel is standard class. First class needs the written approval of a director. Taxis are "
+            "reimbursed at cost.\n\nHotels are booked through the travel desk.")
+    units = units_of(item(text, ("Expenses", "Travel")))
+    rail, first, taxis, hotels = units
+    question = "What approval does first class rail travel need?"
+    assert neighbour(question, units, rail) is first  # the sentence after holds "approval" and "first"
+    assert neighbour(question, units, first) is rail  # and from the other side, "rail travel"
+    assert neighbour(question, units, taxis) is first  # the one after is in another paragraph; the one before is taken
+    assert neighbour(question, units, hotels) is None  # alone in its paragraph: nothing is taken from another
+    assert neighbour("Is rail travel standard class?", units, rail) is None  # the unit holds every word of the question
+
+
+def test_the_fit_labels_an_answer_by_the_neighbour_it_quotes_too(embedder):
+    text = "Rail travel is standard class. First class needs the written approval of a director."
+    question = "What approval does first class rail travel need?"
+    support = score_support(UnitEmbeddings(embedder), question, [item(text, ("Expenses",))])
+    for rank in range(len(support.units)):
+        assert [u.text for u in quoted_by(question, support, rank)] == [
+            "Rail travel is standard class.", "First class needs the written approval of a director."]
+    assert all(row["answer_coverage"] == 1.0 for row in support.unit_features)  # the two sentences hold every word asked
+    assert support.features["answer_coverage"] == 1.0 > support.features["best_coverage"]
+
+
+def test_a_list_written_in_one_sentence_is_the_kind_of_answer_a_list_question_wants():
+    inline, plain = units_of(item("Owners can export invoices, customers and payments as CSV or JSON. Exports are kept a week."))
+    assert _holds_wanted(inline, {Wants.LIST}, [inline, plain]) and not _holds_wanted(plain, {Wants.LIST}, [inline, plain])
+    assert not _holds_wanted(inline, {Wants.STEPS}, [inline, plain])  # steps are a run of items, not a sentence
+
+
+def test_an_answer_over_two_sentences_of_a_paragraph_is_given_whole(services):
+    policy = (b"# Expenses policy\n\n## Travel\n\nBook trains through the travel desk at least a week ahead. Rail travel "
+              b"is standard class. First class needs the written approval of a director.\n\n## Meals\n\nMeals on a "
+              b"trip are reimbursed up to 30 pounds a day.\n")
+    add(services, policy, "expenses.md")
+    answer = ask(services, SUPPORT, "What approval does first class rail travel need?")
+    assert not answer.refused, answer
+    assert "written approval of a director" in answer.answer and "30 pounds" not in answer.answer
+    assert answer.citations[0].document_id == "expenses.md"
 
 
 def test_cached_answers_are_keyed_by_the_answering_code_as_well_as_the_model(tmp_path):

@@ -53,11 +53,14 @@ _WANTS = {
         r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
         r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b", re.I),
     # "when" asks for a time where it opens an ask, not in "the code used when the endpoint fails".
-    Wants.DATE: re.compile(r"^\W*when\b|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time|which day)\b",
-                           re.I),
+    # "In which months are reviews done?" asks for a time as much as "when" does.
+    Wants.DATE: re.compile(r"^\W*when\b|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time)\b|"
+                           r"\b(?:which|what) (?:days?|weeks?|months?|years?)\b", re.I),
     Wants.PERSON: re.compile(r"\bwho(?:m|se)?\b|\b(?:contact|owner|owns|responsible|in charge)\b", re.I),
     Wants.CODE: re.compile(r"\b(?:code|command|error|flag|setting|parameter|key)\b", re.I),
 }
+# A list written inside one sentence: "invoices, customers and payments", "CSV, JSON or XML".
+SERIES = re.compile(r"\w[\w/-]*(?: [\w/-]+){0,3}, [\w/-]+(?: [\w/-]+){0,3},? (?:and|or) \w")
 _PATTERNS = {Wants.NUMBER: NUMBER, Wants.DATE: DATE, Wants.PERSON: PERSON, Wants.CODE: CODE}
 
 

@@ -29,6 +29,7 @@ from citewell.answers.units import (
     FILLABLE,
     NUMBER,
     PERSON,
+    SERIES,
     Unit,
     Wants,
     companions,
@@ -98,6 +99,8 @@ def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit]) -> bool:
         if kind in (Wants.STEPS, Wants.LIST):
             if len(run_around(units, unit)) > 1:
                 return True
+            if kind is Wants.LIST and not unit.record and SERIES.search(unit.text):  # the list is in the sentence
+                return True
         elif unit.holds(kind):
             return True
     return False
@@ -119,7 +122,7 @@ def score_support(
     wanted = wants(question)
     contexts: dict[tuple[tuple[int, str], str], tuple[set[str], str]] = {}
     specific = specific_terms(question)
-    rows = []
+    rows, arounds = [], []
     # A unit is scored with the sentence or heading its answer would quote beside it.
     beside = companions(units, wanted)
     for unit, companion, cosine, unit_terms, text in zip(units, beside, cosines, terms, texts):
@@ -132,6 +135,7 @@ def score_support(
             heading = " ".join([unit.item.title, *span.section_path, unit.asked, companion.text if companion else ""])
             contexts[around] = (stems(heading), heading.lower())
         context_terms, context_text = contexts[around]
+        arounds.append(around)
         rows.append({
             "cosine": float(cosine),
             "coverage": coverage(weights, unit_terms),
@@ -146,6 +150,10 @@ def score_support(
             "heading": 1.0 if unit.heading else 0.0,
             "direct": 1.0 if direct_answer(question, companion or unit, frozenset(wanted)) else 0.0,
         })
+    # What an answer built on each unit quotes (its list, companion or neighbouring sentence), and how much of the question that covers.
+    for unit, companion, row, (context_terms, _) in zip(units, beside, rows, (contexts[a] for a in arounds)):
+        quoted = _quoted(question, unit, row, frozenset(wanted), units, companion)
+        row["answer_coverage"] = coverage(weights, context_terms.union(*(stems(u.text) for u in quoted)))
     probabilities = np.array([model.unit.probability(r) for r in rows])
     order = np.argsort(-probabilities, kind="stable")
     everything = set().union(*terms, *(t for t, _ in contexts.values()))
@@ -178,6 +186,7 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
         "type_mismatch": best["type_mismatch"],
         "top_lane_agreement": 1.0 if best["item_rank"] == 1.0 else 0.0,
         "direct": best["direct"],
+        "answer_coverage": best["answer_coverage"],
     }
 
 
@@ -261,7 +270,8 @@ class ExtractiveGenerator:
         if len(asks) > 1 and not companion:  # two asks: the best unit of each, quoted in the order asked
             chosen, direct = each[:MAX_UNITS] or [best], None
         else:  # one ask, or two that the best unit and the sentence or heading it needs answer together
-            chosen = [companion, best] if companion else [best, *_next_to(support, question)]
+            beside = None if companion else neighbour(question, support.in_order, best)
+            chosen = [companion, best] if companion else sorted([best, *([beside] if beside else [])], key=lambda u: u.start)
             direct = direct_answer(question, companion or best, support.wanted)
             if direct and Wants.PERSON in support.wanted and not best.record:
                 hop = _who_is(direct, chosen, support.units)
@@ -273,31 +283,45 @@ class ExtractiveGenerator:
 
 
 def list_of(question: str, support: Support, rank: int) -> tuple[Unit | None, list[Unit]]:
-    """The list an answer built on the unit at ``rank`` quotes, with the unit that introduces
-    it, if any; a run of one unit is no list. A question wants a list when it asks for steps or
-    several things, when it is about the unit's section rather than the unit ("What was added
-    in Tallyforge 5.4?": the section's headings hold more of it than the unit does), or when
-    the unit is a heading (it answers no "what ...?" by itself, only by what it heads)."""
-    unit, row = support.units[rank], support.unit_features[rank]
-    single = bool(support.wanted & FILLABLE)
-    listing = (bool(support.wanted & {Wants.STEPS, Wants.LIST})
+    """The list an answer built on the unit at ``rank`` quotes, with the unit that introduces it, if any."""
+    return _list_for(question, support.units[rank], support.unit_features[rank], support.wanted, support.in_order)
+
+
+def _list_for(question: str, unit: Unit, row: dict[str, float], wanted: frozenset[Wants], in_order: list[Unit]) -> tuple[Unit | None, list[Unit]]:
+    """The list an answer built on ``unit`` quotes, with the unit that introduces it, if any; a
+    run of one unit is no list. A question wants a list when it asks for steps or several
+    things, when it is about the unit's section rather than the unit ("What was added in
+    Tallyforge 5.4?": the section's headings hold more of it than the unit does), or when the
+    unit is a heading (it answers no "what ...?" by itself, only by what it heads)."""
+    single = bool(wanted & FILLABLE)
+    listing = (bool(wanted & {Wants.STEPS, Wants.LIST})
                or (not single and not unit.asked and row["context_coverage"] > row["coverage"])  # a FAQ's question is no section
                or (unit.heading and not single))
-    intro, run = _list_at(support.in_order, unit) if listing else (None, [unit])
-    if unit.record and (Wants.LIST not in support.wanted or _singles_out(question, unit, run)):
+    intro, run = _list_at(in_order, unit) if listing else (None, [unit])
+    if unit.record and (Wants.LIST not in wanted or _singles_out(question, unit, run)):
         return None, [unit]  # the rows of a table answer "what are the budgets?", not "what should I do for E1027?"
     return intro, run[:MAX_RUN]
 
 
 def quoted_by(question: str, support: Support, rank: int) -> list[Unit]:
-    """What an answer built on the unit at ``rank`` quotes before any second hop or neighbouring
-    sentence: its list, or the unit with the sentence or heading that holds what it lacks. The
-    answer model's fit labels an answer right when these hold a gold fact."""
-    intro, run = list_of(question, support, rank)
+    """What an answer built on the unit at ``rank`` quotes before any second hop: its list, or
+    the unit with the sentence or heading that holds what it lacks, or with the neighbouring
+    sentence that holds the rest of the question. The answer model's fit labels an answer
+    right when these hold a gold fact."""
+    unit = support.units[rank]
+    companion = completion(support.in_order, unit, set(support.wanted))
+    return _quoted(question, unit, support.unit_features[rank], support.wanted, support.in_order, companion)
+
+
+def _quoted(question: str, unit: Unit, row: dict[str, float], wanted: frozenset[Wants], in_order: list[Unit],
+            companion: Unit | None) -> list[Unit]:
+    intro, run = _list_for(question, unit, row, wanted, in_order)
     if len(run) > 1:
         return [intro, *run] if intro else run
-    companion = completion(support.in_order, support.units[rank], set(support.wanted))
-    return [companion, support.units[rank]] if companion else [support.units[rank]]
+    if companion is not None:
+        return [companion, unit]
+    beside = neighbour(question, in_order, unit)
+    return sorted([unit, beside], key=lambda u: u.start) if beside else [unit]
 
 
 def _list_at(units: list[Unit], best: Unit) -> tuple[Unit | None, list[Unit]]:
@@ -316,21 +340,25 @@ def _list_at(units: list[Unit], best: Unit) -> tuple[Unit | None, list[Unit]]:
     return None, run
 
 
-def _next_to(support: Support, question: str) -> list[Unit]:
-    """The runner-up unit, when it is the sentence next to the best one in the same paragraph
-    and holds words of the question that the best unit and its headings lack: an answer spread
-    over two sentences ("Employees receive 20 weeks ... Partners receive 4 weeks ...")."""
-    if len(support.units) < 2:
-        return []
-    best, second = support.units[0], support.units[1]
-    if second.item is not best.item or second.block != best.block or second.heading:
-        return []
-    order = {id(u): i for i, u in enumerate(support.in_order) if u.item is best.item}
-    if abs(order[id(second)] - order[id(best)]) != 1:
-        return []
-    span = best.item.span_at(best.start)
-    known = stems(" ".join([best.text, best.item.title, *span.section_path, best.asked]))
-    return [second] if (stems(question) & stems(second.text)) - known else []
+def neighbour(question: str, units: list[Unit], unit: Unit) -> Unit | None:
+    """The sentence next to ``unit`` in its paragraph (the one after it, else the one before)
+    when it holds words of the question that the unit and its headings lack: an answer spread
+    over two sentences ("Rail travel is standard class. First class needs the written approval
+    of a director.")."""
+    if unit.heading or unit.record:
+        return None
+    position = next(i for i, u in enumerate(units) if u is unit)
+    span = unit.item.span_at(unit.start)
+    lacking = stems(question) - stems(" ".join([unit.text, unit.item.title, *span.section_path, unit.asked]))
+    if not lacking:
+        return None
+    for at in (position + 1, position - 1):
+        if 0 <= at < len(units):
+            other = units[at]
+            if (other.item is unit.item and other.block == unit.block and not other.heading and not other.record
+                    and stems(other.text) & lacking):
+                return other
+    return None
 
 
 def _who_is(named: str, chosen: list[Unit], ranked: list[Unit]) -> tuple[str, Unit] | None:
