@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
-from citewell.answers.refusal import LogisticModel, RefusalModel, shipped_model
+from citewell.answers.refusal import UNIT_FEATURES, LogisticModel, RefusalModel, shipped_model
 from citewell.answers.service import ask
 from citewell.search import search
 from citewell.answers.units import (
     Wants, companions, identifiers, missing_share, parts, run_around, specific_terms, stems, units_of, wants,
 )
 from citewell.answers.generators.extractive import (
-    UnitEmbeddings, _holds_wanted, _list_at, _who_is, direct_answer, neighbour, quoted_by, score_support,
+    UnitEmbeddings, _holds_wanted, _list_at, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
 )
 from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
@@ -271,6 +273,18 @@ def test_the_fit_labels_an_answer_by_the_neighbour_it_quotes_too(embedder):
             "Rail travel is standard class.", "First class needs the written approval of a director."]
     assert all(row["answer_coverage"] == 1.0 for row in support.unit_features)  # the two sentences hold every word asked
     assert support.features["answer_coverage"] == 1.0 > support.features["best_coverage"]
+    assert support.quoted == [frozenset({0, 1})] * 2
+    assert support.features["margin"] == support.probabilities[0]  # the sentence it quotes beside it is no rival
+
+
+def test_the_lead_of_the_best_unit_is_over_the_best_unit_its_answer_does_not_quote():
+    rows = [dict.fromkeys((*UNIT_FEATURES, "answer_coverage"), 0.0) for _ in range(3)]
+    evidence = {"evidence_coverage": 1.0, "absent_terms": 0.0}
+    probabilities = np.array([0.6, 0.55, 0.1])
+    together = [frozenset({0, 1}), frozenset({0, 1}), frozenset({2})]  # the first two are one list, or two sentences quoted together
+    apart = [frozenset({0}), frozenset({1}), frozenset({2})]
+    assert answer_features(rows, probabilities, evidence, together)["margin"] == 0.5
+    assert round(answer_features(rows, probabilities, evidence, apart)["margin"], 6) == 0.05
 
 
 def test_a_list_written_in_one_sentence_is_the_kind_of_answer_a_list_question_wants():

@@ -56,6 +56,7 @@ class Observed:
     unit_labels: list[bool]  # the unit holds a gold fact
     evidence: dict[str, float]  # the evidence-wide values the answer model reads
     answer_labels: list[bool]  # an answer built on the unit (its list, or it and its companion) holds one
+    quoted: list[frozenset[int]]  # for each unit, the units an answer built on it quotes
 
 
 def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
@@ -78,9 +79,10 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
                 unit_labels=[holds([u]) for u in support.units],
                 evidence={k: support.features[k] for k in ("evidence_coverage", "absent_terms")},
                 answer_labels=[holds(quoted_by(question.text, support, rank)) for rank in range(len(support.units))],
+                quoted=support.quoted,
             ))
         else:
-            observed.append(Observed(question, [], [], {}, []))
+            observed.append(Observed(question, [], [], {}, [], []))
         if number % 250 == 0:
             print(f"{number}/{len(questions)} questions", flush=True)
     return observed
@@ -90,7 +92,7 @@ def _answer_row(o: Observed, unit: LogisticModel) -> tuple[dict[str, float], boo
     if not o.unit_rows:
         return None
     p = np.array([unit.probability(r) for r in o.unit_rows])
-    return answer_features(o.unit_rows, p, o.evidence), o.answer_labels[int(np.argmax(p))]
+    return answer_features(o.unit_rows, p, o.evidence, o.quoted), o.answer_labels[int(np.argmax(p))]
 
 
 def _weights(sources: list[str], answerset_weight: float) -> np.ndarray:

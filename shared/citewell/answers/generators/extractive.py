@@ -92,6 +92,7 @@ class Support:
     unit_features: list[dict[str, float]]
     features: dict[str, float]
     wanted: frozenset[Wants]
+    quoted: list[frozenset[int]]  # for each unit (ranked), the ranks of the units an answer built on it quotes
 
 
 def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit]) -> bool:
@@ -151,30 +152,40 @@ def score_support(
             "direct": 1.0 if direct_answer(question, companion or unit, frozenset(wanted)) else 0.0,
         })
     # What an answer built on each unit quotes (its list, companion or neighbouring sentence), and how much of the question that covers.
+    position = {id(u): i for i, u in enumerate(units)}
+    quoting: list[frozenset[int]] = []
     for unit, companion, row, (context_terms, _) in zip(units, beside, rows, (contexts[a] for a in arounds)):
         quoted = _quoted(question, unit, row, frozenset(wanted), units, companion)
         row["answer_coverage"] = coverage(weights, context_terms.union(*(stems(u.text) for u in quoted)))
+        quoting.append(frozenset(position[id(u)] for u in quoted))
     probabilities = np.array([model.unit.probability(r) for r in rows])
     order = np.argsort(-probabilities, kind="stable")
+    rank_of = {int(i): r for r, i in enumerate(order)}
+    quoted_ranks = [frozenset(rank_of[j] for j in quoting[int(i)]) for i in order]
     everything = set().union(*terms, *(t for t, _ in contexts.values()))
     evidence = {"evidence_coverage": coverage(weights, set().union(*terms)), "absent_terms": 1.0 - coverage(weights, everything)}
-    features = answer_features(rows, probabilities, evidence)
+    ranked_rows = [rows[int(i)] for i in order]
+    features = answer_features(ranked_rows, probabilities[order], evidence, quoted_ranks)
     return Support(
         in_order=units, units=[units[int(i)] for i in order], probabilities=probabilities[order],
-        unit_features=[rows[int(i)] for i in order], features=features, wanted=frozenset(wanted),
+        unit_features=ranked_rows, features=features, wanted=frozenset(wanted), quoted=quoted_ranks,
     )
 
 
-def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray, evidence: dict[str, float]) -> dict[str, float]:
-    """What the answer model reads: the best unit by the unit model, its lead over the next, and
-    how much of the question the evidence as a whole covers (``evidence``: ``evidence_coverage``,
-    ``absent_terms``). The fit (``calibrate_refusal``) computes its rows with this function too."""
+def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray, evidence: dict[str, float],
+                    quoted: Sequence[frozenset[int]]) -> dict[str, float]:
+    """What the answer model reads: the best unit by the unit model, its lead over the best unit
+    its answer does not quote (the next sentence or list item it quotes beside it is no rival),
+    and how much of the question the evidence as a whole covers (``evidence``:
+    ``evidence_coverage``, ``absent_terms``). ``quoted`` holds, for each row, the rows an answer
+    built on it quotes. The fit (``calibrate_refusal``) computes its rows with this function too."""
     order = np.argsort(-probabilities, kind="stable")
     best = rows[int(order[0])]
     top = float(probabilities[order[0]])
+    rivals = [int(i) for i in order[1:] if int(i) not in quoted[int(order[0])]]
     return {
         "best_unit": top,
-        "margin": top - float(probabilities[order[1]]) if len(order) > 1 else top,
+        "margin": top - float(probabilities[rivals[0]]) if rivals else top,
         "best_cosine": best["cosine"],
         "best_coverage": best["coverage"],
         "best_context_coverage": best["context_coverage"],
