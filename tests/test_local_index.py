@@ -1,5 +1,5 @@
-"""The embedded index's own files: a chunk's context and body are one lexical field (as FTS5's
-bm25 scored a row); a home written in an earlier layout is rebuilt, its old folder gone; new
+"""The embedded index's own files: a chunk's context and body are one lexical field, scored by
+BM25 exactly as FTS5 scored it (SQLite's own FTS5 is the oracle); a home written in an earlier layout is rebuilt, its old folder gone; new
 rows go into the lexical index together (one commit per ingest batch), never at the cost of
 what a search finds or what a delete removes; and vectors are read in slices, each row kept
 with its own access fields."""
@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.index import FLUSH_ROWS, SqliteSearchIndex
-from citewell.local.lexical import LAYOUT
+from citewell.local.lexical import LAYOUT, analyse, term_counter
 from citewell.models import Chunk, Identity
 
 from tests.conftest import make_services
@@ -50,6 +51,64 @@ def test_a_word_in_title_and_body_counts_once_per_chunk_not_once_per_field(tmp_p
     assert [h.document_id for h in hits] == ["repeated.md", "titled.md"]
 
 
+VARIED = [
+    chunk("moorings.md", "Mooring guide", "Check the mooring lines before the tide turns each day."),
+    chunk("fees.md", "Harbour fees", "Mooring fees are charged daily; visiting yachts pay on arrival at the office."),
+    chunk("relations.md", "Relations", "Relational databases hold the berthing records. Conditional bookings expire."),
+    chunk("cafe.md", "Café hours", "The harbour café opens at 07:00 on weekdays and is naïve about tides."),
+    chunk("long.md", "Operations manual",
+          "Tidal windows, mooring assignments, pilotage requirements, berthing days, anchorage rules, "
+          "dredging schedules and the harbour master's standing orders for vessels over 120 metres in length."),
+]
+QUESTIONS = ["mooring fees", "tides days", "relational bookings", "cafe weekdays", "harbour vessels mooring lines",
+             "berths opening"]
+
+
+def fts5_scores(chunks: list[Chunk], question: str) -> dict[str, float]:
+    """What FTS5's bm25 (the engine the lane replaced) gives each chunk for the question's words."""
+    oracle = sqlite3.connect(":memory:")
+    oracle.execute("CREATE VIRTUAL TABLE t USING fts5(words, tokenize='porter unicode61 remove_diacritics 2')")
+    oracle.executemany("INSERT INTO t(rowid, words) VALUES (?, ?)",
+                       [(n, f"{c.context}\n{c.text}") for n, c in enumerate(chunks)])
+    match = " OR ".join(f'"{word}"' for word in question.split())
+    rows = oracle.execute("SELECT rowid, -bm25(t) FROM t WHERE t MATCH ?", (match,)).fetchall()
+    return {chunks[rowid].chunk_id: score for rowid, score in rows}
+
+
+def test_the_lexical_lane_scores_each_chunk_as_fts5s_bm25_did_and_keeps_doing_so_as_rows_are_added(
+        tmp_path: Path) -> None:
+    # tantivy keeps a row's length in one byte; its candidates are scored again with exact lengths,
+    # FTS5's idf and the Porter stemmer FTS5 used, so the ranking is FTS5's to the last digit.
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    loaded: list[Chunk] = []
+    for batch in (VARIED, FILLER):
+        load(index, batch)
+        loaded += batch
+        for question in QUESTIONS:
+            expected = fts5_scores(loaded, question)
+            found = {hit.chunk_id: hit.score for hit in index.lexical(question, STAFF, 50)}
+            assert found.keys() == expected.keys(), question
+            for chunk_id, score in expected.items():
+                assert abs(found[chunk_id] - score) < 1e-9, (question, chunk_id)
+
+
+def test_counting_a_questions_terms_by_their_prefixes_agrees_with_analysing_the_whole_text() -> None:
+    from citewell.samples import texts as samples
+
+    ascii = ("days ays keys ties dies eyes happy happily sensibility ability relational conditional generalization "
+             "hoping hopping agreed feed lying sky oscillators a an at by 6 il-6 p53 elan naive")
+    beyond = "Élan naïve über café x² ﬁle days elan naive cafe"  # folded letters anywhere in a word
+    texts = [ascii, beyond, samples.NORTHPIER_HANDBOOK, samples.BLUEFEN_HANDBOOK, samples.RUNBOOK_HTML, samples.ERROR_CODES_CSV]
+    for text in texts:
+        analysed = analyse(text)
+        every = sorted(set(analysed))
+        for start in range(0, len(every), 7):  # questions of seven terms, long and short ones mixed
+            terms = every[start : start + 7]
+            assert term_counter(terms)(text) == Counter(t for t in analysed if t in terms), terms
+        for term in every:  # and each alone, so no other term's prefix finds its words for it
+            assert term_counter([term])(text)[term] == analysed.count(term), term
+
+
 def test_a_home_in_an_earlier_layout_is_rebuilt_and_its_old_folder_removed(tmp_path: Path) -> None:
     index = SqliteSearchIndex(tmp_path / "index.db")
     load(index, [*FILLER, chunk("moorings.md", "Moorings", "Berth 4 takes vessels up to 120 metres.")])
@@ -74,6 +133,18 @@ def lexical_writes(home: Path) -> int:
     """How many commits the lexical index has had: counted in index.db's own meta table."""
     row = sqlite3.connect(home / "index.db").execute("SELECT value FROM meta WHERE key = 'lexicon'").fetchone()
     return int(row[0]) if row else 0
+
+
+def test_a_lexical_folder_removed_by_hand_is_rebuilt_by_the_next_search(tmp_path: Path) -> None:
+    import shutil
+
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    load(index, [*FILLER, chunk("moorings.md", "Moorings", "Berth 4 takes vessels up to 120 metres.")])
+    index.flush()
+    shutil.rmtree(tmp_path / "lexical" / LAYOUT)  # the mark still says the index is current
+
+    reopened = SqliteSearchIndex(tmp_path / "index.db")
+    assert [h.document_id for h in reopened.lexical("berth vessels", STAFF, 5)] == ["moorings.md"]
 
 
 def test_an_ingest_batch_writes_the_lexical_index_once_and_a_search_finds_every_document(tmp_path: Path, embedder) -> None:

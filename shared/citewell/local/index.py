@@ -341,11 +341,12 @@ class SqliteSearchIndex:
 
     def _lexicon_current(self) -> bool:
         """False if the last write to the index did not finish, it was never built in this
-        layout, or the home still has its FTS5 table."""
+        layout, its folder is gone (removed by hand), or the home still has its FTS5 table."""
         from citewell.local.lexical import LAYOUT
 
         fts5 = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone() is not None
-        return not fts5 and self._lexicon_state() == f"{LAYOUT}:{self._lexicon_version()}"
+        built = (self._lexical_folder / LAYOUT / "meta.json").is_file()
+        return not fts5 and built and self._lexicon_state() == f"{LAYOUT}:{self._lexicon_version()}"
 
     def _rebuild_lexicon(self) -> int:
         """Inside a write transaction: the lexical index made again from every row of the table
@@ -405,8 +406,16 @@ class SqliteSearchIndex:
         lexicon.refresh()
         # The access terms are required clauses of the ranked query itself: tantivy's top k is
         # the caller's top k. The rows are checked against the table once more in ``_top``.
-        ids, scores = lexicon.search(terms, identity.tenant, identity.roles, k)
+        ids, scores = lexicon.search(terms, identity.tenant, identity.roles, k, self._texts)
         return self._top(ids, scores, identity, k)
+
+    def _texts(self, rowids: list[int]) -> dict[int, str]:
+        """The rows' text as the lexical index analyses it, for exact scoring."""
+        from citewell.local.lexical import text_of
+
+        marks = ", ".join("?" * len(rowids))
+        rows = self.conn.execute(f"SELECT rowid, context, body FROM chunks WHERE rowid IN ({marks})", rowids)
+        return {rowid: text_of(context, body) for rowid, context, body in rows}
 
     def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
         self._check_identity(embedder_identity, claim=False)

@@ -4,11 +4,15 @@ FTS5 computes bm25 for every match before it sorts (84 ms at 200k chunks); tanti
 Rust with top-k pruning. The access fields (tenant, roles, status) are indexed terms in the
 same boolean query as the words, so the top k is computed over the caller's rows only.
 
-A chunk's context (title, headings) and body are indexed as one field, as FTS5's bm25 saw a row:
-one term frequency and one length per chunk. Two fields scored apart count a word twice when
-the title and body both hold it, and SciFact's BM25 nDCG@10 fell from 0.694 to 0.656 that way
-(docs/measurements.md). ``LAYOUT`` names the folder of the current layout; a home with another
-layout is rebuilt from the table and the old folder removed.
+A chunk's context (title, headings) and body are analysed as one text, as FTS5's bm25 saw a
+row: one term frequency and one length per chunk (two fields scored apart count a word twice
+when the title and body both hold it; SciFact's BM25 nDCG@10 fell from 0.694 to 0.656 that way).
+Words are analysed here, in Python, as FTS5's ``porter unicode61 remove_diacritics 2`` did
+(lowercased, diacritics folded, Porter-stemmed), and tantivy indexes the result split on
+spaces. Tantivy keeps a chunk's length in one byte, so its BM25 is approximate: its pruned top
+candidates are scored again with exact lengths and FTS5's idf, which gives the ranking the
+SciFact and Cranfield figures were set with (docs/measurements.md). ``LAYOUT`` names the
+folder of the current layout; a home with another layout is rebuilt and the old folder removed.
 
 The rows themselves stay in ``index.db``, the source of truth: this index holds only their
 rowid, access fields and analysed words (no stored text), and every hit is checked against
@@ -22,18 +26,26 @@ so commands that never touch the lane do not pay for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+import os
+import re
+import threading
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import tantivy
 
-from citewell.terms import FUNCTION_WORDS, words
+from citewell.terms import FUNCTION_WORDS, WORD, words
 
-ANALYZER = "citewell_en"
-LAYOUT = "tantivy-2"  # the index folder's name: changed with the schema or the analyser, so old homes rebuild
+ANALYZER = "citewell_words"
+LAYOUT = "tantivy-3"  # the index folder's name: changed with the schema or the analyser, so old homes rebuild
 WRITER_HEAP = 64_000_000  # bytes: fewer, larger segments per write than tantivy's minimum
+LONGEST_TERM = 40  # characters: longer runs (hashes, base64) are not words anyone searches for
+K1, B = 1.2, 0.75  # FTS5's and Lucene's BM25 defaults
 
 
 @dataclass(frozen=True)
@@ -46,16 +58,99 @@ class LexicalRow:
     body: str
 
 
+STEM_CACHE = 200_000  # words: a corpus's vocabulary, so a search stems only the words it has not met
+
+_stemmers = threading.local()
+_stems: dict[str, str] = {}  # a word (lowercased) -> its term, "" when the index skips it
+
+
+def _fold(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def _term(word: str) -> str:
+    """A lowercased word's term: diacritics folded and Porter-stemmed, as FTS5's ``porter
+    unicode61 remove_diacritics 2`` made it (words under three letters are not stemmed)."""
+    term = _stems.get(word)
+    if term is None:
+        folded = word if word.isascii() else _fold(word)
+        if not 0 < len(folded) <= LONGEST_TERM:
+            term = ""
+        elif len(folded) < 3:
+            term = folded
+        else:
+            stemmer = getattr(_stemmers, "porter", None)
+            if stemmer is None:  # a stemmer object is not safe to share between threads
+                import snowballstemmer  # the C stemmer (PyStemmer) when installed
+
+                stemmer = _stemmers.porter = snowballstemmer.stemmer("porter")
+            term = stemmer.stemWord(folded)
+        if len(_stems) < STEM_CACHE:
+            _stems[word] = term
+    return term
+
+
+def analyse(text: str) -> list[str]:
+    """The terms of ``text`` as the index holds them, in order."""
+    return [t for t in map(_term, WORD.findall(text.lower())) if t]
+
+
+def term_counter(terms: Iterable[str]) -> Callable[[str], Counter[str]]:
+    """How often each of ``terms`` occurs in a text, as :func:`analyse` would count it.
+
+    Tokenising every candidate's whole text costs more than tantivy's search; instead each word
+    that could yield a term is found by substring search. Porter stemming rewrites at most the
+    last two letters of what it keeps, and a term of three letters or more begins with its
+    word's first two (checked on the 41,471 words of the SciFact, Cranfield, SQuAD and answer-set
+    texts, and in tests), so such a word starts with the term less two letters, two at least.
+    Shorter terms ("ays" gives "ai"), and texts beyond ASCII (folding changes letters anywhere),
+    take the whole-text path."""
+    wanted = frozenset(terms)
+    prefixes = sorted({term[: max(len(term) - 2, 2)] for term in wanted})
+
+    def everywhere(text: str) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for word, times in Counter(WORD.findall(text.lower())).items():
+            term = _term(word)
+            if term in wanted:
+                counts[term] += times
+        return counts
+
+    def found(text: str) -> Counter[str]:
+        if not text.isascii():
+            return everywhere(text)
+        lowered, started, counts = text.lower(), set(), Counter()
+        for prefix in prefixes:
+            at = lowered.find(prefix)
+            while at != -1:
+                before = lowered[at - 1] if at else " "
+                if before.isalnum() or before == "_":  # inside a word
+                    at = lowered.find(prefix, at + 1)
+                    continue
+                word = WORD.match(lowered, at)
+                assert word is not None  # the prefix is made of word characters
+                if at not in started:  # two prefixes can begin the same word
+                    started.add(at)
+                    term = _term(word.group())
+                    if term in wanted:
+                        counts[term] += 1
+                at = lowered.find(prefix, word.end())
+        return counts
+
+    return found if all(len(term) > 2 for term in wanted) else everywhere
+
+
 def _analyzer() -> tantivy.TextAnalyzer:
-    """Words as FTS5's unicode61 tokenizer sees them, lowercased, diacritics folded, Porter2-stemmed."""
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
+    """Text already analysed by :func:`analyse`: its terms are separated by spaces."""
+    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """What exact BM25 needs of the whole index: its row count and mean length in terms."""
+
+    rows: int
+    mean_length: float
 
 
 def _schema() -> tantivy.Schema:
@@ -64,7 +159,13 @@ def _schema() -> tantivy.Schema:
     for name in ("tenant", "role", "status"):
         builder.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
     builder.add_text_field("words", stored=False, tokenizer_name=ANALYZER, index_option="freq")
+    builder.add_unsigned_field("length", fast=True)  # terms in the row, exactly: the mean length's sum
     return builder.build()
+
+
+def text_of(context: str, body: str) -> str:
+    """The one text of a row that the index analyses and scores."""
+    return f"{context}\n{body}"
 
 
 class TantivyLexicon:
@@ -76,8 +177,9 @@ class TantivyLexicon:
         self.folder = folder
         self.schema = _schema()
         self.index = tantivy.Index(self.schema, path=str(folder), reuse=True)
-        self.analyzer = _analyzer()
-        self.index.register_tokenizer(ANALYZER, self.analyzer)
+        self.index.register_tokenizer(ANALYZER, _analyzer())
+        self._seen: tuple[int, int, int] | None = None
+        self._statistics: Statistics | None = None
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -85,15 +187,28 @@ class TantivyLexicon:
         """The question's content words (all of them if it has no other), analysed as the index is."""
         every = list(dict.fromkeys(words(text)))
         kept = [t for t in every if t not in FUNCTION_WORDS] or every
-        return list(dict.fromkeys(t for w in kept for t in self.analyzer.analyze(w)))
+        return list(dict.fromkeys(analyse(" ".join(kept))))
 
     def refresh(self) -> None:
         """See the last committed state (another process's writes included)."""
+        # Read before the reload: a commit landing in between only makes the next refresh
+        # count again, never keeps figures older than the searcher.
+        try:
+            found = os.stat(self.folder / "meta.json")
+            seen = (found.st_ino, found.st_mtime_ns, found.st_size)
+        except FileNotFoundError:
+            seen = None
         self.index.reload()
+        if seen is None or seen != self._seen:
+            self._seen, self._statistics = seen, None
 
-    def search(self, terms: Sequence[str], tenant: str, roles: Iterable[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, terms: Sequence[str], tenant: str, roles: Iterable[str], k: int,
+        texts: Callable[[list[int]], Mapping[int, str]],
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The best ``k`` rows of the tenant, readable by one of ``roles`` and live: rowids and
-        BM25 scores, best first. The access terms are required clauses of the ranked query."""
+        exact BM25 scores, best first. The access terms are required clauses of the ranked query;
+        ``texts`` gives the candidates' words (context and body) to score them exactly."""
         roles = sorted(roles)
         if not terms or not roles or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
@@ -110,11 +225,41 @@ class TantivyLexicon:
             [(Occur.Must, matching)] + [(Occur.Must, Query.const_score_query(q, 0.0)) for q in allowed]
         )
         searcher = self.index.searcher()
+        # tantivy's own top k, re-scored exactly: its one-byte lengths reorder rows but seldom
+        # change which are in the top k (SciFact and Cranfield gave the same figures from 2k).
         hits = searcher.search(query, limit=k, count=False).hits
         if not hits:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        rowids = searcher.fast_field_values("rowid", [address for _, address in hits])
-        return np.array(rowids, dtype=np.int64), np.array([score for score, _ in hits], dtype=np.float64)
+        addresses = [address for _, address in hits]
+        rowids = [int(r) for r in searcher.fast_field_values("rowid", addresses)]
+        lengths = [int(n) for n in searcher.fast_field_values("length", addresses)]
+        found = texts(rowids)
+        kept = [i for i, rowid in enumerate(rowids) if rowid in found]  # gone from the table since: not a hit
+        scores = self._bm25(searcher, terms, [found[rowids[i]] for i in kept], [lengths[i] for i in kept])
+        ids = np.array([rowids[i] for i in kept], dtype=np.int64)
+        best = np.lexsort((ids, -scores))[:k]
+        return ids[best], scores[best]
+
+    def _bm25(
+        self, searcher: tantivy.Searcher, terms: Sequence[str], texts: Sequence[str], lengths: Sequence[int]
+    ) -> np.ndarray:
+        """Okapi BM25 as FTS5 computes it: idf ln((N - n + 0.5) / (n + 0.5)), at least 1e-6."""
+        statistics = self._statistics
+        if statistics is None:
+            total = searcher.aggregate(tantivy.Query.all_query(), {"terms": {"sum": {"field": "length"}}})
+            rows = searcher.num_docs
+            statistics = self._statistics = Statistics(rows, float(total["terms"]["value"] or 0.0) / max(rows, 1))
+        idf = {}
+        for term in terms:
+            having = searcher.doc_freq("words", term)
+            idf[term] = max(math.log((statistics.rows - having + 0.5) / (having + 0.5)), 1e-6)
+        scores = np.zeros(len(texts), dtype=np.float64)
+        count = term_counter(terms)
+        for i, (text, length) in enumerate(zip(texts, lengths)):
+            counts = count(text)
+            norm = K1 * (1 - B + B * length / max(statistics.mean_length, 1e-9))
+            scores[i] = sum(idf[t] * f * (K1 + 1) / (f + norm) for t in terms if (f := counts.get(t, 0)))
+        return scores
 
     # -- writes --------------------------------------------------------------------------
 
@@ -132,7 +277,7 @@ class TantivyLexicon:
             raise
         finally:
             writer.wait_merging_threads()
-        self.index.reload()
+        self.refresh()
 
     def segments_holding(self, rowids: Sequence[int]) -> set[int]:
         """The searcher's ordinals of the segments that hold any of these rows (live ones)."""
@@ -166,7 +311,7 @@ class TantivyLexicon:
             writer.commit()
         finally:
             writer.wait_merging_threads()
-        self.index.reload()
+        self.refresh()
 
     def _document(self, row: LexicalRow) -> tantivy.Document:
         document = tantivy.Document()
@@ -175,6 +320,7 @@ class TantivyLexicon:
         document.add_text("status", row.status)
         for role in sorted(row.roles):
             document.add_text("role", role)
-        document.add_text("words", row.context)  # two values of one field: one frequency, one length
-        document.add_text("words", row.body)
+        analysed = analyse(text_of(row.context, row.body))
+        document.add_text("words", " ".join(analysed))
+        document.add_unsigned("length", len(analysed))
         return document
