@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -116,3 +121,52 @@ def test_an_empty_question_is_a_usage_error(capsys, tmp_path):
         with pytest.raises(SystemExit) as exited:
             main(["--home", str(tmp_path / "home"), command, "  ", "--tenant", "northpier", "--roles", "staff"])
         assert exited.value.code == 2 and "the question is empty" in capsys.readouterr().err
+
+
+@contextmanager
+def unwritable(folder: Path) -> Iterator[None]:
+    """The folder and everything in it made unwritable: by mode bits for a user, by the immutable
+    attribute for root (whom mode bits do not stop)."""
+    paths = [folder, *folder.rglob("*")]
+    if os.geteuid() != 0:
+        modes = {path: path.stat().st_mode for path in paths}
+        for path in paths:
+            path.chmod(modes[path] & ~0o222)
+        try:
+            yield
+        finally:
+            for path in paths:
+                path.chmod(modes[path])
+        return
+    if subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True).returncode != 0:
+        pytest.skip("this file system does not let root make files immutable")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
+
+
+def test_a_home_the_user_cannot_write_is_refused_with_what_to_do_and_no_traceback(tmp_path: Path, corpus: Path) -> None:
+    home = tmp_path / "home"
+    cli = [sys.executable, "-m", "citewell.cli", "--home", str(home)]
+    ingested = subprocess.run([*cli, "ingest", str(corpus / "codes.csv"), "--tenant", "northpier", "--allow-roles", "support"],
+                              capture_output=True, text=True)
+    assert ingested.returncode == 0, ingested.stderr
+    with unwritable(home):
+        for command in (["search", "E1027", "--tenant", "northpier", "--roles", "support"],
+                        ["ingest", str(corpus / "policies"), "--tenant", "northpier", "--allow-roles", "support"]):
+            refused = subprocess.run([*cli, *command], capture_output=True, text=True)
+            assert refused.returncode == 2, refused.stderr
+            assert "cannot write to" in refused.stderr and "run as the user who owns it" in refused.stderr
+            assert "Traceback" not in refused.stderr
+    found = subprocess.run([*cli, "search", "E1027", "--tenant", "northpier", "--roles", "support"], capture_output=True, text=True)
+    assert found.returncode == 0 and "E1027" in found.stdout  # nothing was lost
+
+
+def test_a_home_that_is_a_file_is_refused_clearly(tmp_path: Path, capsys) -> None:
+    note = tmp_path / "notes.txt"
+    note.write_text("not a home")
+    for home in (note, note / "inside"):
+        assert main(["--home", str(home), "search", "leave", "--tenant", "northpier", "--roles", "staff"]) == 2
+        assert "is not a folder" in capsys.readouterr().err
+    assert note.read_text() == "not a home"

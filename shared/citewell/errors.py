@@ -59,6 +59,12 @@ class Busy(CitewellError):
     code = "busy"
 
 
+class HomeNotWritable(CitewellError):
+    """The home's folder or files cannot be written by this user: SQLite needs that even to read."""
+
+    code = "home_not_writable"
+
+
 class Conflict(CitewellError):
     """The document changed under us in a way that forbids this operation (it is being deleted)."""
 

@@ -30,6 +30,20 @@ def default_home() -> Path:
     return user_data_path("citewell")
 
 
+def home_folder(home: Path) -> Path:
+    """``home``, created if missing; a clear error if it is a file or cannot be created."""
+    from citewell.errors import HomeNotWritable, InvalidInput
+
+    home = home.expanduser()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InvalidInput(f"the home {home} is not a folder (a file has that name or is on its path)") from None
+    except PermissionError:
+        raise HomeNotWritable(f"cannot create the home {home}: no permission to write in {home.parent}") from None
+    return home
+
+
 def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = None) -> Services:
     """Everything under ``home``: ``objects/``, ``metadata.db``, ``index.db``."""
     from citewell.embedders.minilm import MiniLMEmbedder
@@ -37,7 +51,7 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
     from citewell.local.metadata import SqliteMetadataStore
     from citewell.local.objects import FolderObjectStore
 
-    home = (home or default_home()).expanduser()
+    home = home_folder(home or default_home())
     embedder = MiniLMEmbedder()
     max_bytes = int(os.environ.get("CITEWELL_MAX_BYTES", DEFAULT_MAX_BYTES))
     chunking = chunking or ChunkingConfig(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -16,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from citewell.errors import Busy, InvalidInput
+from citewell.errors import Busy, HomeNotWritable, InvalidInput
 
 BUSY_SECONDS = 30.0  # how long a write waits for another process's write lock; CITEWELL_BUSY_SECONDS overrides
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -81,15 +82,26 @@ class Connection(sqlite3.Connection):
 
 
 def connect(path: Path) -> Connection:
-    """A connection that waits ``busy_seconds()`` for another writer, then raises ``Busy``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """A connection that waits ``busy_seconds()`` for another writer, then raises ``Busy``;
+    ``HomeNotWritable`` when the file or its folder cannot be written."""
     seconds = busy_seconds()
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=seconds, factory=Connection)
-    conn.row_factory = sqlite3.Row
-    _use_wal(conn, seconds)
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=seconds, factory=Connection)
+        conn.row_factory = sqlite3.Row
+        _use_wal(conn, seconds)
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+    except (PermissionError, sqlite3.OperationalError) as error:
+        if isinstance(error, sqlite3.OperationalError) and not _READ_ONLY.search(str(error)):
+            raise
+        # Even a search writes: WAL mode keeps a shared-memory index and a log beside the file.
+        raise HomeNotWritable(
+            f"cannot write to {path} ({error}). A home needs write access even to search "
+            "(SQLite keeps its write-ahead log beside the database): run as the user who owns it, "
+            "or copy the folder somewhere you can write."
+        ) from None
     return conn
 
 
@@ -107,6 +119,9 @@ class PerThread:
         if conn is None:
             conn = self._local.conn = connect(self.path)
         return conn
+
+
+_READ_ONLY = re.compile(r"readonly|read-only|unable to open", re.IGNORECASE)
 
 
 def _use_wal(conn: Connection, seconds: float) -> None:
