@@ -155,9 +155,9 @@ def score_support(
     position = {id(u): i for i, u in enumerate(units)}
     quoting: list[frozenset[int]] = []
     for unit, companion, row, (context_terms, _) in zip(units, beside, rows, (contexts[a] for a in arounds)):
-        quoted = _quoted(question, unit, row, frozenset(wanted), units, companion)
-        row["answer_coverage"] = coverage(weights, context_terms.union(*(stems(u.text) for u in quoted)))
-        quoting.append(frozenset(position[id(u)] for u in quoted))
+        quoted = [position[id(u)] for u in _quoted(question, unit, row, frozenset(wanted), units, companion)]
+        row["answer_coverage"] = coverage(weights, context_terms.union(*(terms[i] for i in quoted)))
+        quoting.append(frozenset(quoted))
     probabilities = np.array([model.unit.probability(r) for r in rows])
     order = np.argsort(-probabilities, kind="stable")
     rank_of = {int(i): r for r, i in enumerate(order)}
@@ -356,20 +356,16 @@ def neighbour(question: str, units: list[Unit], unit: Unit) -> Unit | None:
     when it holds words of the question that the unit and its headings lack: an answer spread
     over two sentences ("Rail travel is standard class. First class needs the written approval
     of a director.")."""
-    if unit.heading or unit.record:
+    if unit.heading or unit.record or unit.whole_block:  # alone in its block
         return None
     position = next(i for i, u in enumerate(units) if u is unit)
+    beside = [units[at] for at in (position + 1, position - 1) if 0 <= at < len(units)]
+    beside = [u for u in beside if u.item is unit.item and u.block == unit.block and not u.heading and not u.record]
+    if not beside:
+        return None
     span = unit.item.span_at(unit.start)
     lacking = stems(question) - stems(" ".join([unit.text, unit.item.title, *span.section_path, unit.asked]))
-    if not lacking:
-        return None
-    for at in (position + 1, position - 1):
-        if 0 <= at < len(units):
-            other = units[at]
-            if (other.item is unit.item and other.block == unit.block and not other.heading and not other.record
-                    and stems(other.text) & lacking):
-                return other
-    return None
+    return next((u for u in beside if stems(u.text) & lacking), None)
 
 
 def _who_is(named: str, chosen: list[Unit], ranked: list[Unit]) -> tuple[str, Unit] | None:
