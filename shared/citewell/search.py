@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from citewell.errors import CitewellError, RetrievalUnavailable
 from citewell.fusion import reciprocal_rank_fusion
-from citewell.models import Identity, LaneRanks, SearchHit, SearchResult
+from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
 from citewell.ports import LaneHit
 from citewell.services import Services
 
@@ -48,23 +48,30 @@ def search(
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
     similarity = {(h.chunk_id, h.revision): h.score for h in results.get("vector", [])}  # cosine
     fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
-    documents = services.metadata.get_documents(identity.tenant, {h.document_id for h in by_key.values()})
+    documents: dict[str, Document | None] = {}
     hits: list[SearchHit] = []
-    for key, score, ranks in fused:
-        hit = by_key[key]
-        document = documents.get(hit.document_id)
-        # Read back: the index is a copy; the record decides what is current and who may see it.
-        if document is None or not document.serves(hit.revision, identity):
-            continue
-        hits.append(
-            SearchHit(
-                rank=len(hits) + 1, chunk_id=hit.chunk_id, document_id=hit.document_id, revision=hit.revision,
-                title=document.title, section_path=hit.section_path, text=hit.text, score=score,
-                lanes=LaneRanks(**ranks), similarity=similarity.get(key), weak=_weak(ranks, similarity.get(key)),
+    for start in range(0, len(fused), 2 * k):
+        # Records are read for the next candidates only: most of the first k serve, and reading
+        # every candidate's record (up to two lanes' depth) cost more than the fusion.
+        batch = fused[start : start + 2 * k]
+        wanted = {by_key[key].document_id for key, _, _ in batch} - documents.keys()
+        found = services.metadata.get_documents(identity.tenant, wanted) if wanted else {}
+        documents.update({document_id: found.get(document_id) for document_id in wanted})
+        for key, score, ranks in batch:
+            hit = by_key[key]
+            document = documents[hit.document_id]
+            # Read back: the index is a copy; the record decides what is current and who may see it.
+            if document is None or not document.serves(hit.revision, identity):
+                continue
+            hits.append(
+                SearchHit(
+                    rank=len(hits) + 1, chunk_id=hit.chunk_id, document_id=hit.document_id, revision=hit.revision,
+                    title=document.title, section_path=hit.section_path, text=hit.text, score=score,
+                    lanes=LaneRanks(**ranks), similarity=similarity.get(key), weak=_weak(ranks, similarity.get(key)),
+                )
             )
-        )
-        if len(hits) == k:
-            break
+            if len(hits) == k:
+                return SearchResult(hits=hits, degraded=degraded)
     return SearchResult(hits=hits, degraded=degraded)
 
 
