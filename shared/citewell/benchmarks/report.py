@@ -313,10 +313,13 @@ def _latency(results: dict[str, Any]) -> list[str]:
             f"{_ms(peer['hybrid']) if peer else 'not run'} | {ratio} | {memory} |"
         )
     lines.append("")
-    built = [f"{s['chunks']:,} chunks in {s['build_seconds']:.0f} s" for s in ours if "build_seconds" in s]
+    built = [f"{s['chunks']:,} chunks in {s['build_seconds']:.0f} s"
+             + (f" (peak RSS {s['build_peak_rss_mb']:.0f} MB)" if "build_peak_rss_mb" in s else "")
+             for s in ours if "build_seconds" in s]
     indexed = [f"{p['chunks']:,} chunks in {p['index_seconds']:.1f} s" for p in peers.values()]
     runs = ", ".join(f"{p['hybrid']['n']} queries at {size:,} chunks" for size, p in peers.items())
-    lines.append(f"Building the corpora (copying records and vectors, lexical indexing): {', '.join(built)}. "
+    lines.append(f"Building the corpora (copying records and vectors, lexical indexing; in a process of its own, "
+                 f"so the peak RSS in the table is the search's): {', '.join(built)}. "
                  f"The peer's `write_documents` (its BM25 statistics): {', '.join(indexed) or 'not run'}. "
                  f"The peer's hybrid pipeline, the same query embedding included, ran fewer queries as the "
                  f"corpus grew (its in-memory BM25 scores every document in Python): {runs or 'not run'}.")

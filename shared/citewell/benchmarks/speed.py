@@ -3,7 +3,8 @@
 ``python -m citewell.benchmarks.speed HOME --queries DATASET_DIR [--build SOURCE_HOME ...
 --chunks N] [--peer] [--limit N] [--ask N] --cache FILE``
 
-With ``--build``, HOME is first filled from the source homes to N chunks (``grow``). Then
+With ``--build``, HOME is first filled from the source homes to N chunks (``grow``, in a child
+process, so the peak memory reported is the search's, not the build's). Then
 each judged query of the dataset runs once, one at a time, after a warm-up: the BM25 lane,
 the vector lane and hybrid search, each with the query embedding computed by the model and
 again with the query's vector taken from the cache (the search without the model), and
@@ -14,12 +15,15 @@ the process's, so run one size and one system per process.
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from citewell.benchmarks.cache import CachedEmbedder
-from citewell.benchmarks.grow import grow
 from citewell.benchmarks.measure import emit, percentiles
 from citewell.evaluation import EVAL_IDENTITY, load_qrels, load_queries
 from citewell.search import search
@@ -78,8 +82,12 @@ def main() -> None:
     report: dict[str, object] = {}
     if args.build:
         started = time.perf_counter()
-        report["built"] = grow(args.home, args.build, args.chunks)
+        built = subprocess.run(
+            [sys.executable, "-m", "citewell.benchmarks.grow", args.home, *args.build, "--chunks", str(args.chunks)],
+            check=True, stdout=subprocess.PIPE, text=True)
+        report["built"] = json.loads(built.stdout.strip().splitlines()[-1])
         report["build_seconds"] = round(time.perf_counter() - started, 1)
+        report["build_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
     queries = list(load_queries(args.queries, load_qrels(args.queries, "test")).values())
     queries = queries[: args.limit] if args.limit else queries
     services = open_local(args.home)
