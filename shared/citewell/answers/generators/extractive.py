@@ -151,7 +151,8 @@ def score_support(
             "heading": 1.0 if unit.heading else 0.0,
             "direct": 1.0 if direct_answer(question, companion or unit, frozenset(wanted)) else 0.0,
         })
-    # What an answer built on each unit quotes (its list, companion or neighbouring sentence), and how much of the question that covers.
+    # What an answer built on each unit quotes (its list, companion or neighbouring sentence),
+    # and how much of the question that covers.
     position = {id(u): i for i, u in enumerate(units)}
     quoting: list[frozenset[int]] = []
     for unit, companion, row, (context_terms, _) in zip(units, beside, rows, (contexts[a] for a in arounds)):
@@ -298,7 +299,9 @@ def list_of(question: str, support: Support, rank: int) -> tuple[Unit | None, li
     return _list_for(question, support.units[rank], support.unit_features[rank], support.wanted, support.in_order)
 
 
-def _list_for(question: str, unit: Unit, row: dict[str, float], wanted: frozenset[Wants], in_order: list[Unit]) -> tuple[Unit | None, list[Unit]]:
+def _list_for(
+    question: str, unit: Unit, row: dict[str, float], wanted: frozenset[Wants], in_order: list[Unit]
+) -> tuple[Unit | None, list[Unit]]:
     """The list an answer built on ``unit`` quotes, with the unit that introduces it, if any; a
     run of one unit is no list. A question wants a list when it asks for steps or several
     things, when it is about the unit's section rather than the unit ("What was added in
