@@ -293,7 +293,7 @@ def test_a_list_written_in_one_sentence_is_the_kind_of_answer_a_list_question_wa
     assert not _holds_wanted(inline, {Wants.STEPS}, [inline, plain])  # steps are a run of items, not a sentence
 
 
-def test_an_answer_over_two_sentences_of_a_paragraph_is_given_whole(services):
+def test_an_answer_over_two_sentences_of_a_paragraph_quotes_both_in_the_order_written(services):
     policy = (b"# Expenses policy\n\n## Travel\n\nBook trains through the travel desk at least a week ahead. Rail travel "
               b"is standard class. First class needs the written approval of a director.\n\n## Meals\n\nMeals on a "
               b"trip are reimbursed up to 30 pounds a day.\n")
@@ -301,6 +301,7 @@ def test_an_answer_over_two_sentences_of_a_paragraph_is_given_whole(services):
     answer = ask(services, SUPPORT, "What approval does first class rail travel need?")
     assert not answer.refused, answer
     assert "written approval of a director" in answer.answer and "30 pounds" not in answer.answer
+    assert answer.answer.index("Rail travel is standard class.") < answer.answer.index("First class needs")
     assert answer.citations[0].document_id == "expenses.md"
 
 
