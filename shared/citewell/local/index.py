@@ -163,7 +163,7 @@ class SqliteSearchIndex:
             self.conn.executemany("DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", keys)
             if again:  # its old rows leave the lexical index now (those still waiting leave the list)
                 self.conn.execute(f"DELETE FROM lexical_pending WHERE rowid IN ({', '.join('?' * len(again))})", again)
-                self._write_lexicon(removed=again)
+                self._drop_from_lexicon(again)
             for chunk, vector in zip(chunks, vectors):
                 cursor = self.conn.execute(
                     "INSERT INTO chunks (tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
@@ -221,15 +221,21 @@ class SqliteSearchIndex:
         """Remove rows from the table and from the lexical index, physically: every lexical
         segment that held one of them is rewritten from the table without it."""
         with Transaction(self.conn):
-            lexicon = self._synced_lexicon()
             removed = self._rowids(where, params)
             self.conn.execute(f"DELETE FROM lexical_pending WHERE rowid IN (SELECT rowid FROM chunks WHERE {where})", params)
-            segments = lexicon.segments_holding(removed)
-            survivors = sorted(set(lexicon.rows_in_segments(segments)) - set(removed))
             cursor = self.conn.execute(f"DELETE FROM chunks WHERE {where}", params)
             self._bump_epoch()
-            self._write_lexicon(added=survivors, removed=removed + survivors)
+            self._drop_from_lexicon(removed)
         return cursor.rowcount
+
+    def _drop_from_lexicon(self, removed: Sequence[int]) -> None:
+        """Inside a write transaction, the rows already gone from the table: every lexical segment
+        that held one of them is written again from the table without it. A row tantivy only marks
+        deleted keeps its words on disk and in the document frequencies that exact BM25 reads."""
+        lexicon = self._synced_lexicon()
+        segments = lexicon.segments_holding(removed)
+        survivors = sorted(set(lexicon.rows_in_segments(segments)) - set(removed))
+        self._write_lexicon(added=survivors, removed=[*removed, *survivors])
 
     def revisions(self, tenant: str, document_id: str) -> list[str]:
         rows = self.conn.execute(
