@@ -39,13 +39,16 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
-from citewell.terms import FUNCTION_WORDS, WORD, words
+from citewell.terms import FUNCTION_WORDS, words
 
 ANALYZER = "citewell_words"
-LAYOUT = "tantivy-3"  # the index folder's name: changed with the schema or the analyser, so old homes rebuild
+LAYOUT = "tantivy-4"  # the index folder's name: changed with the schema or the analyser, so old homes rebuild
 WRITER_HEAP = 64_000_000  # bytes: fewer, larger segments per write than tantivy's minimum
 LONGEST_TERM = 40  # characters: longer runs (hashes, base64) are not words anyone searches for
 K1, B = 1.2, 0.75  # FTS5's and Lucene's BM25 defaults
+# A word as FTS5's unicode61 tokenizer cut it: letters and digits; an underscore separates
+# (``max_retry_count`` is three words, found by a search for "retry").
+TOKEN = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def _term(word: str) -> str:
 
 def analyse(text: str) -> list[str]:
     """The terms of ``text`` as the index holds them, in order."""
-    return [t for t in map(_term, WORD.findall(text.lower())) if t]
+    return [t for t in map(_term, TOKEN.findall(text.lower())) if t]
 
 
 def term_counter(terms: Iterable[str]) -> Callable[[str], Counter[str]]:
@@ -110,7 +113,7 @@ def term_counter(terms: Iterable[str]) -> Callable[[str], Counter[str]]:
 
     def everywhere(text: str) -> Counter[str]:
         counts: Counter[str] = Counter()
-        for word, times in Counter(WORD.findall(text.lower())).items():
+        for word, times in Counter(TOKEN.findall(text.lower())).items():
             term = _term(word)
             if term in wanted:
                 counts[term] += times
@@ -124,11 +127,11 @@ def term_counter(terms: Iterable[str]) -> Callable[[str], Counter[str]]:
             at = lowered.find(prefix)
             while at != -1:
                 before = lowered[at - 1] if at else " "
-                if before.isalnum() or before == "_":  # inside a word
+                if before.isalnum():  # inside a word
                     at = lowered.find(prefix, at + 1)
                     continue
-                word = WORD.match(lowered, at)
-                assert word is not None  # the prefix is made of word characters
+                word = TOKEN.match(lowered, at)
+                assert word is not None  # the prefix is made of letters and digits
                 if at not in started:  # two prefixes can begin the same word
                     started.add(at)
                     term = _term(word.group())
