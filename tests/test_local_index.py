@@ -99,6 +99,31 @@ def test_the_lexical_lane_scores_each_chunk_as_fts5s_bm25_did_and_keeps_doing_so
                 assert abs(found[chunk_id] - score) < 1e-9, (question, chunk_id)
 
 
+def test_a_search_overtaken_by_another_threads_reload_leaves_no_stale_statistics_behind(tmp_path: Path) -> None:
+    # One thread's search holds a searcher; rows are committed and another thread reloads before
+    # the first scores its candidates. Figures counted on that older searcher must not be kept
+    # as the newer index's.
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    load(index, VARIED)
+    index.flush()
+    lexicon = index._lexicon()
+    lexicon.refresh()
+
+    def overtaken(rowids: list[int]) -> dict[int, str]:
+        load(SqliteSearchIndex(tmp_path / "index.db"), FILLER)  # another process's write
+        SqliteSearchIndex(tmp_path / "index.db").flush()
+        lexicon.refresh()  # another thread's search starting
+        return index._texts(rowids)
+
+    lexicon.search(lexicon.terms("mooring fees"), "northpier", ["staff"], 10, overtaken)
+
+    expected = fts5_scores(VARIED + FILLER, "mooring fees")
+    found = {hit.chunk_id: hit.score for hit in index.lexical("mooring fees", STAFF, 50)}
+    assert found.keys() == expected.keys()
+    for chunk_id, score in expected.items():
+        assert abs(found[chunk_id] - score) < 1e-9, chunk_id
+
+
 def test_words_are_cut_folded_and_stemmed_as_fts5s_porter_unicode61_tokenizer_did() -> None:
     oracle = sqlite3.connect(":memory:")
     oracle.execute("CREATE VIRTUAL TABLE t USING fts5(words, tokenize='porter unicode61 remove_diacritics 2')")

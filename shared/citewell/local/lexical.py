@@ -183,6 +183,7 @@ class TantivyLexicon:
         self.index.register_tokenizer(ANALYZER, _analyzer())
         self._seen: tuple[int, int, int] | None = None
         self._statistics: Statistics | None = None
+        self._lock = threading.Lock()
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -194,16 +195,28 @@ class TantivyLexicon:
 
     def refresh(self) -> None:
         """See the last committed state (another process's writes included)."""
-        # Read before the reload: a commit landing in between only makes the next refresh
-        # count again, never keeps figures older than the searcher.
-        try:
-            found = os.stat(self.folder / "meta.json")
-            seen = (found.st_ino, found.st_mtime_ns, found.st_size)
-        except FileNotFoundError:
-            seen = None
         self.index.reload()
-        if seen is None or seen != self._seen:
-            self._seen, self._statistics = seen, None
+
+    def _searcher(self) -> tuple[tantivy.Searcher, Statistics]:
+        """The last committed state and its statistics, counted on that state's own searcher.
+
+        One lock orders the stat, the reload and the counting: a thread still holding an older
+        searcher never counts for the newer index. The stat comes before the reload, so a
+        commit landing in between only makes the next search count again."""
+        with self._lock:
+            try:
+                found = os.stat(self.folder / "meta.json")
+                seen = (found.st_ino, found.st_mtime_ns, found.st_size)
+            except FileNotFoundError:
+                seen = None
+            self.index.reload()
+            searcher = self.index.searcher()
+            if seen is None or seen != self._seen or self._statistics is None:
+                total = searcher.aggregate(tantivy.Query.all_query(), {"terms": {"sum": {"field": "length"}}})
+                rows = searcher.num_docs
+                self._statistics = Statistics(rows, float(total["terms"]["value"] or 0.0) / max(rows, 1))
+                self._seen = seen
+            return searcher, self._statistics
 
     def search(
         self, terms: Sequence[str], tenant: str, roles: Iterable[str], k: int,
@@ -227,7 +240,7 @@ class TantivyLexicon:
         query = Query.boolean_query(
             [(Occur.Must, matching)] + [(Occur.Must, Query.const_score_query(q, 0.0)) for q in allowed]
         )
-        searcher = self.index.searcher()
+        searcher, statistics = self._searcher()
         # tantivy's own top k, re-scored exactly: its one-byte lengths reorder rows but seldom
         # change which are in the top k (SciFact and Cranfield gave the same figures from 2k).
         hits = searcher.search(query, limit=k, count=False).hits
@@ -238,31 +251,10 @@ class TantivyLexicon:
         lengths = [int(n) for n in searcher.fast_field_values("length", addresses)]
         found = texts(rowids)
         kept = [i for i, rowid in enumerate(rowids) if rowid in found]  # gone from the table since: not a hit
-        scores = self._bm25(searcher, terms, [found[rowids[i]] for i in kept], [lengths[i] for i in kept])
+        scores = _bm25(searcher, statistics, terms, [found[rowids[i]] for i in kept], [lengths[i] for i in kept])
         ids = np.array([rowids[i] for i in kept], dtype=np.int64)
         best = np.lexsort((ids, -scores))[:k]
         return ids[best], scores[best]
-
-    def _bm25(
-        self, searcher: tantivy.Searcher, terms: Sequence[str], texts: Sequence[str], lengths: Sequence[int]
-    ) -> np.ndarray:
-        """Okapi BM25 as FTS5 computes it: idf ln((N - n + 0.5) / (n + 0.5)), at least 1e-6."""
-        statistics = self._statistics
-        if statistics is None:
-            total = searcher.aggregate(tantivy.Query.all_query(), {"terms": {"sum": {"field": "length"}}})
-            rows = searcher.num_docs
-            statistics = self._statistics = Statistics(rows, float(total["terms"]["value"] or 0.0) / max(rows, 1))
-        idf = {}
-        for term in terms:
-            having = searcher.doc_freq("words", term)
-            idf[term] = max(math.log((statistics.rows - having + 0.5) / (having + 0.5)), 1e-6)
-        scores = np.zeros(len(texts), dtype=np.float64)
-        count = term_counter(terms)
-        for i, (text, length) in enumerate(zip(texts, lengths)):
-            counts = count(text)
-            norm = K1 * (1 - B + B * length / max(statistics.mean_length, 1e-9))
-            scores[i] = sum(idf[t] * f * (K1 + 1) / (f + norm) for t in terms if (f := counts.get(t, 0)))
-        return scores
 
     # -- writes --------------------------------------------------------------------------
 
@@ -327,3 +319,20 @@ class TantivyLexicon:
         document.add_text("words", " ".join(analysed))
         document.add_unsigned("length", len(analysed))
         return document
+
+
+def _bm25(
+    searcher: tantivy.Searcher, statistics: Statistics, terms: Sequence[str], texts: Sequence[str], lengths: Sequence[int]
+) -> np.ndarray:
+    """Okapi BM25 as FTS5 computes it: idf ln((N - n + 0.5) / (n + 0.5)), at least 1e-6."""
+    idf = {}
+    for term in terms:
+        having = searcher.doc_freq("words", term)
+        idf[term] = max(math.log((statistics.rows - having + 0.5) / (having + 0.5)), 1e-6)
+    scores = np.zeros(len(texts), dtype=np.float64)
+    count = term_counter(terms)
+    for i, (text, length) in enumerate(zip(texts, lengths)):
+        counts = count(text)
+        norm = K1 * (1 - B + B * length / max(statistics.mean_length, 1e-9))
+        scores[i] = sum(idf[t] * f * (K1 + 1) / (f + norm) for t in terms if (f := counts.get(t, 0)))
+    return scores
