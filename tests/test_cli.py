@@ -170,3 +170,18 @@ def test_a_home_that_is_a_file_is_refused_clearly(tmp_path: Path, capsys) -> Non
         assert main(["--home", str(home), "search", "leave", "--tenant", "northpier", "--roles", "staff"]) == 2
         assert "is not a folder" in capsys.readouterr().err
     assert note.read_text() == "not a home"
+
+
+def test_a_damaged_database_or_a_folder_in_its_place_is_named_as_such_not_as_a_permission_problem(
+        tmp_path: Path, capsys) -> None:
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    noise = bytes(range(256)) * 64
+    (damaged / "index.db").write_bytes(noise)
+    folder = tmp_path / "folder"
+    (folder / "index.db").mkdir(parents=True)
+    for home, said in ((damaged, "is not a SQLite database"), (folder, "is a folder, not a database file")):
+        assert main(["--home", str(home), "search", "leave", "--tenant", "northpier", "--roles", "staff"]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "run as the user who owns it" not in err, err
+    assert (damaged / "index.db").read_bytes() == noise  # nothing was written over it

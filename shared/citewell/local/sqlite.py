@@ -83,7 +83,8 @@ class Connection(sqlite3.Connection):
 
 def connect(path: Path) -> Connection:
     """A connection that waits ``busy_seconds()`` for another writer, then raises ``Busy``;
-    ``HomeNotWritable`` when the file or its folder cannot be written."""
+    ``HomeNotWritable`` when the file or its folder cannot be written, ``InvalidInput`` when the
+    path holds a folder or a file that is not a database."""
     seconds = busy_seconds()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,16 +94,37 @@ def connect(path: Path) -> Connection:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
-    except (PermissionError, sqlite3.OperationalError) as error:
-        if isinstance(error, sqlite3.OperationalError) and not _READ_ONLY.search(str(error)):
-            raise
-        # Even a search writes: WAL mode keeps a shared-memory index and a log beside the file.
-        raise HomeNotWritable(
-            f"cannot write to {path} ({error}). A home needs write access even to search "
-            "(SQLite keeps its write-ahead log beside the database): run as the user who owns it, "
-            "or copy the folder somewhere you can write."
-        ) from None
+    except PermissionError as error:
+        raise _not_writable(path, error) from None
+    except sqlite3.DatabaseError as error:
+        if path.exists() and not path.is_file():
+            raise InvalidInput(f"{path} is a folder, not a database file: move it out of the home") from None
+        if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            raise InvalidInput(
+                f"{path} is not a SQLite database (damaged, or another program's file): restore it from a "
+                "backup, or move it aside and the home starts again without what it held"
+            ) from None
+        # "unable to open" is also a full file table or a missing folder: a permission problem
+        # only when the files or their folder really cannot be written.
+        if _READ_ONLY.search(str(error)) or not _writable(path):
+            raise _not_writable(path, error) from None
+        raise
     return conn
+
+
+def _writable(path: Path) -> bool:
+    """The folder and the database's files (those that exist) can be written by this process."""
+    files = [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
+    return os.access(path.parent, os.W_OK) and all(os.access(f, os.W_OK) for f in files if f.exists())
+
+
+def _not_writable(path: Path, error: Exception) -> HomeNotWritable:
+    # Even a search writes: WAL mode keeps a shared-memory index and a log beside the file.
+    return HomeNotWritable(
+        f"cannot write to {path} ({error}). A home needs write access even to search "
+        "(SQLite keeps its write-ahead log beside the database): run as the user who owns it, "
+        "or copy the folder somewhere you can write."
+    )
 
 
 class PerThread:
@@ -121,7 +143,7 @@ class PerThread:
         return conn
 
 
-_READ_ONLY = re.compile(r"readonly|read-only|unable to open", re.IGNORECASE)
+_READ_ONLY = re.compile(r"readonly|read-only", re.IGNORECASE)
 
 
 def _use_wal(conn: Connection, seconds: float) -> None:
