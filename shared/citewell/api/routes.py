@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from citewell.api.models import NewDocument, QueryRequest, SearchRequest
 from citewell.api.settings import ApiSettings
-from citewell.errors import Busy, CitewellError, Conflict, NotFound, RetrievalUnavailable, readable
+from citewell.errors import Busy, CitewellError, Conflict, HomeNotWritable, NotFound, RetrievalUnavailable, readable
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
 from citewell.leases import Lease
@@ -268,7 +268,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
     @app.exception_handler(CitewellError)
     def handle_error(error: CitewellError) -> Response:
         status = (404 if isinstance(error, NotFound) else 409 if isinstance(error, Conflict)
-                  else 503 if isinstance(error, RetrievalUnavailable | Busy) else 400)
+                  else 503 if isinstance(error, RetrievalUnavailable | Busy | HomeNotWritable) else 400)
         return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body={"error": error.as_dict()})
 
     @app.exception_handler(ServiceError)

@@ -10,8 +10,10 @@ when the title and body both hold it; SciFact's BM25 nDCG@10 fell from 0.694 to 
 Words are analysed here, in Python, as FTS5's ``porter unicode61 remove_diacritics 2`` did
 (lowercased, diacritics folded, Porter-stemmed), and tantivy indexes the result split on
 spaces. Tantivy keeps a chunk's length in one byte, so its BM25 is approximate: its pruned top
-candidates are scored again with exact lengths and FTS5's idf, which gives the ranking the
-SciFact and Cranfield figures were set with (docs/measurements.md). ``LAYOUT`` names the
+candidates are scored again with exact lengths and FTS5's idf, so every score returned is
+FTS5's; which rows reach the top k at its edge still follows tantivy's order (at the lane's
+depth of 50, SciFact's top 10 matched FTS5's in 191 of 200 queries), and SciFact's and
+Cranfield's figures are FTS5's (docs/measurements.md). ``LAYOUT`` names the
 folder of the current layout; a home with another layout is rebuilt and the old folder removed.
 
 The rows themselves stay in ``index.db``, the source of truth: this index holds only their
