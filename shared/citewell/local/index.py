@@ -409,9 +409,9 @@ class SqliteSearchIndex:
         terms = lexicon.terms(query)
         if not terms:
             return []
-        lexicon.refresh()
-        # The access terms are required clauses of the ranked query itself: tantivy's top k is
-        # the caller's top k. The rows are checked against the table once more in ``_top``.
+        # The search sees the last commit (it reloads). The access terms are required clauses of
+        # the ranked query itself: tantivy's top k is the caller's top k. The rows are checked
+        # against the table once more in ``_top``.
         ids, scores = lexicon.search(terms, identity.tenant, identity.roles, k, self._texts)
         return self._top(ids, scores, identity, k)
 
