@@ -17,6 +17,7 @@ audit's to judge.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from citewell import leases
@@ -63,18 +64,22 @@ def adopt_orphans(services: Services, lease: Lease) -> Adopted:
 
 
 def _take(services: Services, seen: Document, upload: Upload, lease: Lease) -> bool:
-    """Move the lease from the dead owner ``seen`` names to ``lease``, if the record is still as seen."""
-    def take(current: Document) -> Document | None:
-        unchanged = current.lease == seen.lease and current.status is DocumentStatus.PROCESSING and is_current(current, upload)
-        return current.model_copy(update={"lease": lease}) if unchanged else None
-
-    return update_document(services.metadata, upload.tenant, upload.document_id, take) is not None
+    """Take over an upload: still processing, ``upload`` still its current one."""
+    return _move_lease(services, seen, lease,
+                       lambda current: current.status is DocumentStatus.PROCESSING and is_current(current, upload))
 
 
 def _take_deletion(services: Services, seen: Document, lease: Lease) -> bool:
-    """Move a tombstone's lease from the dead owner ``seen`` names to ``lease``, if the record is still as seen."""
+    """Take over a tombstone: still deleting, in the generation ``seen`` holds."""
+    return _move_lease(services, seen, lease,
+                       lambda current: current.status is DocumentStatus.DELETING and current.generation == seen.generation)
+
+
+def _move_lease(services: Services, seen: Document, lease: Lease, still: Callable[[Document], bool]) -> bool:
+    """Move the record's lease from the dead owner ``seen`` names to ``lease``, if the lease is
+    still that one and ``still`` holds of the record (nobody moved it on in between)."""
     def take(current: Document) -> Document | None:
-        unchanged = current.lease == seen.lease and current.status is DocumentStatus.DELETING and current.generation == seen.generation
+        unchanged = current.lease == seen.lease and still(current)
         return current.model_copy(update={"lease": lease}) if unchanged else None
 
     return update_document(services.metadata, seen.tenant, seen.document_id, take) is not None
