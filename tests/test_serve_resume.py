@@ -61,13 +61,18 @@ def audit(home: Path) -> dict:
     return json.loads(done.stdout)
 
 
-def scanned(server: Served) -> str:
-    """The server's log once its worker has looked for uploads left unfinished (its first work)."""
+def logged(server: Served, line: str) -> str:
+    """The server's log once it holds ``line``."""
     deadline = time.monotonic() + 60
-    while "uploads left unfinished by ended processes:" not in (log := server.log.read_text()):
+    while line not in (log := server.log.read_text()):
         assert time.monotonic() < deadline, log
         time.sleep(0.05)
     return log
+
+
+def scanned(server: Served) -> str:
+    """The server's log once its worker has looked for uploads left unfinished (its first work)."""
+    return logged(server, "uploads left unfinished by ended processes:")
 
 
 def test_an_upload_stored_before_a_kill_is_published_once_after_a_restart(tmp_path: Path) -> None:
@@ -236,11 +241,7 @@ def test_a_deletion_begun_before_a_kill_is_finished_after_a_restart(tmp_path: Pa
 
 def deletions_scanned(server: Served) -> str:
     """The server's log once its worker has finished the deletions it took over (its first work, after uploads)."""
-    deadline = time.monotonic() + 60
-    while "deletions left unfinished by ended processes:" not in (log := server.log.read_text()):
-        assert time.monotonic() < deadline, log
-        time.sleep(0.05)
-    return log
+    return logged(server, "deletions left unfinished by ended processes:")
 
 
 def test_a_deletion_of_an_ended_process_is_taken_once_and_a_live_ones_never(tmp_path: Path, embedder: MiniLMEmbedder) -> None:

@@ -1,4 +1,4 @@
-"""SearchIndex on SQLite and tantivy: BM25 (English stemming) and an exact cosine vector lane.
+"""SearchIndex on SQLite and tantivy: BM25 (Porter stemming, scored as FTS5 scored it) and an exact cosine vector lane.
 
 The rows (text, vectors, access fields) live in ``index.db``, written in one transaction per
 revision. The lexical lane ranks in a tantivy index derived from them (``lexical/``, see
