@@ -306,3 +306,9 @@ def test_the_api_has_an_openapi_document():
     assert set(spec["paths"]) == {"/documents", "/documents/{document_id}", "/search", "/query", "/answers/{answer_id}/citations", "/me"}
     body = spec["paths"]["/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body["$ref"].endswith("SearchRequest")
+    replies = {path: spec["paths"][path][method]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+               for path, method in (("/search", "post"), ("/query", "post"), ("/answers/{answer_id}/citations", "get"))}
+    assert replies == {"/search": "#/components/schemas/SearchResult", "/query": "#/components/schemas/Answer",
+                       "/answers/{answer_id}/citations": "#/components/schemas/AnswerRecord"}  # what a client can generate types from
+    hit = spec["components"]["schemas"]["SearchHit"]["properties"]
+    assert {"chunk_id", "document_id", "revision", "section_path", "text", "lanes"} <= set(hit)

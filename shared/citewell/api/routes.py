@@ -33,7 +33,16 @@ from citewell.errors import Busy, CitewellError, Conflict, HomeNotWritable, NotF
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
 from citewell.leases import Lease
-from citewell.models import Document, Identity, validate_document_id, validate_tenant, validate_token
+from citewell.models import (
+    Answer,
+    AnswerRecord,
+    Document,
+    Identity,
+    SearchResult,
+    validate_document_id,
+    validate_tenant,
+    validate_token,
+)
 from citewell.services import Services
 
 logger = Logger(service="citewell-api")
@@ -232,24 +241,23 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         return delete_document(found.services, who.tenant, document_id).model_dump()
 
     @app.post("/search")
-    def search_documents(request: SearchRequest) -> dict[str, Any]:
+    def search_documents(request: SearchRequest) -> SearchResult:
         from citewell.search import search
 
         found, who = caller()
-        return search(found.services, who, request.question, k=request.k, lanes=found.settings.lanes).model_dump(mode="json")
+        return search(found.services, who, request.question, k=request.k, lanes=found.settings.lanes)
 
     @app.post("/query")
-    def query(request: QueryRequest) -> dict[str, Any]:
+    def query(request: QueryRequest) -> Answer:
         from citewell.answers.config import evidence_budget, generator_from_env
         from citewell.answers.service import ask
 
         found, who = caller()
         services = found.services
-        answer = ask(services, who, request.question, generator_from_env(services), evidence_budget(), lanes=found.settings.lanes)
-        return answer.model_dump(mode="json")
+        return ask(services, who, request.question, generator_from_env(services), evidence_budget(), lanes=found.settings.lanes)
 
     @app.get("/answers/<answer_id>/citations")
-    def citations(answer_id: str) -> dict[str, Any]:
+    def citations(answer_id: str) -> AnswerRecord:
         from citewell.answers.service import recorded_citations
 
         found, who = caller()
@@ -257,7 +265,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
             validate_token(answer_id)
         except ValueError:
             raise NotFoundError("no such answer") from None  # no id we issue looks like this
-        return recorded_citations(found.services, who, answer_id).model_dump(mode="json")
+        return recorded_citations(found.services, who, answer_id)
 
     @app.get("/me")
     def me() -> dict[str, Any]:
