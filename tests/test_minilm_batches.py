@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
+from citewell.embedders import minilm
 from citewell.embedders.minilm import MiniLMEmbedder, batches
 
 SHORT = ["Refunds are approved by the Head of Support.", "zorblatt", "Error E1027 means the token expired.",
@@ -19,7 +21,9 @@ def _texts() -> list[str]:
     return SHORT + LONG + numbered
 
 
-def test_a_mixed_batch_gives_each_text_its_own_vector_in_the_callers_order() -> None:
+@pytest.mark.parametrize("window", [minilm.WINDOW, 5])  # 5: a list longer than a window, split across several
+def test_a_mixed_batch_gives_each_text_its_own_vector_in_the_callers_order(window: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(minilm, "WINDOW", window)
     embedder = MiniLMEmbedder()
     texts = _texts()
     alone = {text: embedder.embed([text])[0] for text in texts}

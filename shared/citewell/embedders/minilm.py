@@ -26,6 +26,7 @@ BATCH_SIZE = 16  # measured best on 2 cores among 8/16/32/64
 # 0.17 ms a token (2 cores, batches of 1 to 16 texts of 16 to 64 tokens). A batch is cut where
 # the padding it would save costs more than one more run.
 RUN_TOKENS = 24
+WINDOW = 256  # texts tokenized and batched together: what an ask embeds at once, a bounded part of an ingest
 # Calls served by a session built without graph optimisation (about 45 ms to build instead of
 # about 220, the same vectors to 1e-7 and the same speed on long batches, slower on a single
 # short text): a command that embeds one question does not pay for optimising the graph.
@@ -111,13 +112,14 @@ class MiniLMEmbedder:
         if not texts:
             return out
         distinct = list(dict.fromkeys(texts))
-        encodings = self._tokenizer.encode_batch(distinct)
         vectors = np.zeros((len(distinct), DIMS), dtype=np.float32)
         with self._lock:
             session = self._session_for_call()
-        for batch in batches([len(e.ids) for e in encodings], self.batch_size):
-            with self._lock:  # per batch: a query's embedding waits for one batch of an ingest, not all of it
-                vectors[batch] = self._embed_batch(session, [encodings[i] for i in batch])
+        for offset in range(0, len(distinct), WINDOW):  # a long list is tokenized a window at a time
+            encodings = self._tokenizer.encode_batch(distinct[offset : offset + WINDOW])
+            for batch in batches([len(e.ids) for e in encodings], self.batch_size):
+                with self._lock:  # per batch: a query's embedding waits for one batch of an ingest, not all of it
+                    vectors[[offset + i for i in batch]] = self._embed_batch(session, [encodings[i] for i in batch])
         row = {text: i for i, text in enumerate(distinct)}
         out[:] = vectors[[row[text] for text in texts]]
         return out
