@@ -262,9 +262,9 @@ def test_a_revision_indexed_again_replaces_its_rows_in_the_lexical_index_even_wh
 
 
 def test_vectors_read_in_slices_keep_each_row_with_its_tenant_roles_and_vector(tmp_path: Path, monkeypatch) -> None:
-    import citewell.local.index as local_index
+    from citewell.local import vectors as vector_rows
 
-    monkeypatch.setattr(local_index, "LOAD_SLICE", 3)  # ten rows over four slices
+    monkeypatch.setattr(vector_rows, "LOAD_SLICE", 3)  # ten rows over four slices
     index = SqliteSearchIndex(tmp_path / "index.db")
     rows = [chunk(f"note-{n}.md", "Notes", f"Note {n}.") for n in range(10)]
     rows = [r.model_copy(update={"tenant": "bluefen"}) if n % 3 == 0 else r for n, r in enumerate(rows)]

@@ -7,7 +7,8 @@ rows wait in ``lexical_pending`` and go into the index together: when ``FLUSH_RO
 when a delete runs, when an ingest batch ends (``flush``) or when a search finds some waiting
 and the write lock free. Each of those writes runs inside a write transaction of the table, so
 the index and the pending list agree after a crash. The vector lane scores
-the rows' vectors in memory. Both lanes select the caller's rows (tenant equal, one of the
+the rows' vectors in memory, kept current from a log of the rows each write dropped and added
+(``citewell.local.vectors``). Both lanes select the caller's rows (tenant equal, one of the
 caller's roles allowed, status live) inside the ranking, and every returned row is checked
 against the table again.
 """
@@ -27,6 +28,7 @@ import numpy as np
 
 from citewell.errors import Busy, EmbedderMismatch
 from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, checkpoint, ensure_schema
+from citewell.local.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit
 
@@ -58,11 +60,10 @@ CREATE TABLE IF NOT EXISTS chunk_roles (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunk_roles_by_chunk ON chunk_roles (chunk_rowid);
 CREATE TABLE IF NOT EXISTS lexical_pending (rowid INTEGER PRIMARY KEY);
-"""
+""" + VECTOR_SCHEMA
 # Homes written before the lexical lane moved to tantivy: these go when its index is built.
 _FTS5_OBJECTS = ("DROP TRIGGER IF EXISTS chunks_ai", "DROP TRIGGER IF EXISTS chunks_ad", "DROP TABLE IF EXISTS chunks_fts")
 REBUILD_BATCH = 20_000
-LOAD_SLICE = 20_000  # rows read at a time into the vector matrix
 FLUSH_ROWS = 2_000  # rows that wait for the lexical index: one commit per this many, not one per document
 
 # The one access predicate, shared by both lanes. ``c`` is the chunks table. The unary plus
@@ -80,40 +81,11 @@ def _access(identity: Identity) -> tuple[str, dict[str, str]]:
     return _ACCESS.format(roles=", ".join(f":role{i}" for i in range(len(roles)))), params
 
 
-class _VectorMatrix:
-    """All vectors and their access fields in memory, reloaded when the index's write epoch moves.
-
-    Both lanes filter on these arrays (tenant code, live flag, role postings) before anything
-    is ranked; the rows finally returned are checked again against the table.
-    """
-
-    def __init__(self) -> None:
-        self.epoch = -1
-        self.rowids = np.zeros(0, dtype=np.int64)
-        self.matrix = np.zeros((0, 0), dtype=np.float32)
-        self.tenant_codes: dict[str, int] = {}
-        self.tenants = np.zeros(0, dtype=np.int32)
-        self.live = np.zeros(0, dtype=bool)
-        self.role_positions: dict[str, np.ndarray] = {}
-
-    def mask(self, identity: Identity) -> np.ndarray:
-        """One flag per row: may the identity see it."""
-        code = self.tenant_codes.get(identity.tenant)
-        by_role = np.zeros(self.rowids.size, dtype=bool)
-        if code is None:
-            return by_role
-        for role in identity.roles:
-            positions = self.role_positions.get(role)
-            if positions is not None:
-                by_role[positions] = True
-        return (self.tenants == code) & self.live & by_role
-
-
 class SqliteSearchIndex:
     def __init__(self, path: Path) -> None:
         self._connections = PerThread(path)
         ensure_schema(self.conn, _SCHEMA, SCHEMA_VERSION, path)
-        self._vectors = _VectorMatrix()
+        self._vectors = VectorRows()
         self._lock = threading.Lock()
         self._lexical_folder = path.parent / "lexical"
         self._lexicon_instance: TantivyLexicon | None = None
@@ -164,6 +136,7 @@ class SqliteSearchIndex:
             if again:  # its old rows leave the lexical index now (those still waiting leave the list)
                 self.conn.execute(f"DELETE FROM lexical_pending WHERE rowid IN ({', '.join('?' * len(again))})", again)
                 self._drop_from_lexicon(again)
+            added: list[int] = []
             for chunk, vector in zip(chunks, vectors):
                 cursor = self.conn.execute(
                     "INSERT INTO chunks (tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
@@ -175,12 +148,13 @@ class SqliteSearchIndex:
                     ),
                 )
                 rowid = int(cursor.lastrowid or 0)
+                added.append(rowid)
                 self.conn.executemany(
                     "INSERT INTO chunk_roles (role, chunk_rowid) VALUES (?, ?)",
                     [(role, rowid) for role in sorted(chunk.allowed_roles)],
                 )
                 self.conn.execute("INSERT INTO lexical_pending (rowid) VALUES (?)", (rowid,))
-            self._bump_epoch()
+            log_changes(self.conn, self._bump_epoch(), dropped=again, added=added)
             if self._pending_rows() >= FLUSH_ROWS:
                 self._write_lexicon()
         return len(chunks)
@@ -224,7 +198,7 @@ class SqliteSearchIndex:
             removed = self._rowids(where, params)
             self.conn.execute(f"DELETE FROM lexical_pending WHERE rowid IN (SELECT rowid FROM chunks WHERE {where})", params)
             cursor = self.conn.execute(f"DELETE FROM chunks WHERE {where}", params)
-            self._bump_epoch()
+            log_changes(self.conn, self._bump_epoch(), dropped=removed)
             self._drop_from_lexicon(removed)
         return cursor.rowcount
 
@@ -427,18 +401,8 @@ class SqliteSearchIndex:
         self._check_identity(embedder_identity, claim=False)
         if identity.is_empty or k <= 0:
             return []
-        cache = self._matrix()
-        positions = np.flatnonzero(cache.mask(identity))
-        if positions.size == 0:
-            return []
-        vector = np.asarray(query, dtype=np.float32)
-        # Scoring every row and keeping the allowed ones avoids copying most of the matrix;
-        # a narrow filter is cheaper as a gathered subset.
-        if positions.size * 4 > cache.rowids.size:
-            scores = (cache.matrix @ vector)[positions]
-        else:
-            scores = cache.matrix[positions] @ vector
-        return self._top(cache.rowids[positions], scores, identity, k)
+        rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32))
+        return self._top(rowids, scores, identity, k)
 
     def _top(self, rowids: np.ndarray, scores: np.ndarray, identity: Identity, k: int) -> list[LaneHit]:
         """The best ``k`` allowed rows (ties broken by row), re-checked against the table."""
@@ -471,46 +435,14 @@ class SqliteSearchIndex:
             found["vector"] = self.vector(vector, embedder_identity, identity, k)
         return found
 
-    def _matrix(self) -> _VectorMatrix:
-        epoch = int(self._meta("epoch") or 0)
+    def _rows(self) -> VectorRows:
+        """The vector lane's rows as of the index's last write (see :mod:`citewell.local.vectors`)."""
         with self._lock:
-            if self._vectors.epoch != epoch:
-                self._vectors = self._load(epoch)
+            held = self._vectors
+            if held.epoch != self._epoch():
+                with Transaction(self.conn, immediate=False):  # one snapshot: the epoch, the log and the rows
+                    self._vectors = refresh(self.conn, held, self._epoch())
             return self._vectors
-
-    def _load(self, epoch: int) -> _VectorMatrix:
-        cache = _VectorMatrix()
-        cache.epoch = epoch
-        with Transaction(self.conn, immediate=False):  # one read snapshot for rows and roles
-            count = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-            if not count:
-                return cache
-            width = self.conn.execute("SELECT length(vector) FROM chunks LIMIT 1").fetchone()[0]  # one model per index
-            # Read in slices straight into the matrix: holding every row's vector as Python bytes
-            # and joining them peaked at 2.6 times the matrix (756 MB for 292 MB at 200k chunks).
-            cache.rowids = np.empty(count, dtype=np.int64)
-            cache.matrix = np.empty((count, width // 4), dtype=np.float32)
-            cache.tenants = np.empty(count, dtype=np.int32)
-            cache.live = np.empty(count, dtype=bool)
-            cursor = self.conn.execute("SELECT rowid, tenant, status, vector FROM chunks ORDER BY rowid")
-            start = 0
-            while rows := cursor.fetchmany(LOAD_SLICE):
-                end = start + len(rows)
-                cache.rowids[start:end] = [r[0] for r in rows]
-                cache.matrix[start:end] = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-                names = [r[1] for r in rows]
-                for name in dict.fromkeys(names):
-                    cache.tenant_codes.setdefault(name, len(cache.tenant_codes))
-                cache.tenants[start:end] = [cache.tenant_codes[n] for n in names]
-                cache.live[start:end] = [r[2] == "live" for r in rows]
-                start = end
-            roles = self.conn.execute("SELECT role, chunk_rowid FROM chunk_roles").fetchall()
-        postings: dict[str, list[int]] = {}
-        for role, rowid in roles:
-            postings.setdefault(role, []).append(rowid)
-        for role, ids in postings.items():  # every role row has its chunk (a foreign key, same snapshot)
-            cache.role_positions[role] = np.searchsorted(cache.rowids, np.array(ids, dtype=np.int64))
-        return cache
 
     @staticmethod
     def _hit(row: sqlite3.Row, score: float, rank: int) -> LaneHit:
