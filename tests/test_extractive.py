@@ -13,7 +13,7 @@ from citewell.answers.refusal import UNIT_FEATURES, LogisticModel, RefusalModel,
 from citewell.answers.service import ask
 from citewell.search import search
 from citewell.answers.units import (
-    Wants, companions, identifiers, missing_share, parts, run_around, specific_terms, stems, units_of, wants,
+    Wants, companions, identifiers, missing_share, negates, parts, run_around, specific_terms, stems, units_of, wants,
 )
 from citewell.answers.generators.extractive import (
     UnitEmbeddings, _holds_wanted, _list_at, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
@@ -321,3 +321,20 @@ def test_cached_answers_are_keyed_by_the_answering_code_as_well_as_the_model(tmp
 
     assert answering_code(same) == answering_code(package)
     assert answering_code(changed) != answering_code(package)
+
+
+def test_a_question_that_asks_what_is_not_so_is_not_answered_by_what_is(embedder):
+    """SQuAD 2.0's negated questions ("What did the treaty not cover?") are nearly all unanswerable
+    from a passage that only says what is so: a unit that does not negate is marked for both models."""
+    assert negates("Which port does not accept hazardous cargo?") and negates("Why can't the crane move?")
+    assert not negates("Which port accepts hazardous cargo?") and not negates("Notes on the knot")  # whole words only
+    text = "Harwick accepts hazardous cargo on weekdays. Lowmoor does not accept hazardous cargo."
+    negated = score_support(UnitEmbeddings(embedder), "Which port does not accept hazardous cargo?", [item(text)])
+    by_text = {u.text: row["negation_missing"] for u, row in zip(negated.units, negated.unit_features)}
+    assert by_text == {"Harwick accepts hazardous cargo on weekdays.": 1.0, "Lowmoor does not accept hazardous cargo.": 0.0}
+    assert negated.features["negation_missing"] == by_text[negated.units[0].text]
+    plain = score_support(UnitEmbeddings(embedder), "Which port accepts hazardous cargo?", [item(text)])
+    assert all(row["negation_missing"] == 0.0 for row in plain.unit_features)  # a plain question asks for nothing negated
+    model = shipped_model()
+    assert model.unit.weights[model.unit.features.index("negation_missing")] < 0
+    assert model.answer.weights[model.answer.features.index("negation_missing")] < 0

@@ -16,12 +16,12 @@ from pydantic import BaseModel
 
 # A unit (sentence, record, list item) against the question.
 UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "joint_coverage", "item_rank", "identifiers_found",
-                 "missing_specific", "type_match", "type_mismatch", "record", "heading", "direct")
+                 "missing_specific", "type_match", "type_mismatch", "record", "heading", "direct", "negation_missing")
 # The best unit against the rest of the evidence, and how much of the question the answer built
 # on it quotes (``answer_coverage``): is there an answer at all?
 ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "best_joint_coverage",
                    "evidence_coverage", "absent_terms", "identifiers_found", "missing_specific", "type_mismatch",
-                   "top_lane_agreement", "direct", "answer_coverage")
+                   "top_lane_agreement", "direct", "answer_coverage", "negation_missing")
 
 
 def term_weights(question_terms: set[str], sentences: list[set[str]]) -> dict[str, float]:

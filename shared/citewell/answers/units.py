@@ -136,6 +136,15 @@ def specific_terms(question: str) -> set[str]:
             and t.lower() not in FUNCTION_WORDS}
 
 
+_NEGATION = re.compile(r"\b(?:not|never|no|none|nor|neither|nothing|nobody|cannot)\b|n't\b", re.I)
+
+
+def negates(text: str) -> bool:
+    """Whether the text says that something is not so ("What did the treaty not cover?"): a
+    sentence that only says what is so does not answer it."""
+    return _NEGATION.search(text) is not None
+
+
 def missing_share(terms: set[str], text: str) -> float:
     """The share of ``terms`` that ``text`` (lower case) does not hold as whole words."""
     if not terms:

@@ -36,6 +36,7 @@ from citewell.answers.units import (
     completion,
     identifiers,
     missing_share,
+    negates,
     parts,
     run_around,
     specific_terms,
@@ -123,6 +124,7 @@ def score_support(
     wanted = wants(question)
     contexts: dict[tuple[tuple[int, str], str], tuple[set[str], str]] = {}
     specific = specific_terms(question)
+    negated = negates(question)
     rows, arounds = [], []
     # A unit is scored with the sentence or heading its answer would quote beside it.
     beside = companions(units, wanted)
@@ -150,6 +152,8 @@ def score_support(
             "record": 1.0 if unit.record else 0.0,
             "heading": 1.0 if unit.heading else 0.0,
             "direct": 1.0 if direct_answer(question, companion or unit, frozenset(wanted)) else 0.0,
+            # "Which city did the treaty not name?" is not answered by the sentence naming the cities it did.
+            "negation_missing": 1.0 if negated and not negates(f"{text} {companion.text if companion else ''}") else 0.0,
         })
     # What an answer built on each unit quotes (its list, companion or neighbouring sentence),
     # and how much of the question that covers.
@@ -199,6 +203,7 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
         "top_lane_agreement": 1.0 if best["item_rank"] == 1.0 else 0.0,
         "direct": best["direct"],
         "answer_coverage": best["answer_coverage"],
+        "negation_missing": best["negation_missing"],
     }
 
 
