@@ -15,7 +15,7 @@ import numpy as np
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.index import FLUSH_ROWS, SqliteSearchIndex
-from citewell.local.lexical import LAYOUT, analyse, term_counter
+from citewell.local.lexical import LAYOUT, analyse, term_counter, text_of
 from citewell.models import Chunk, Identity
 
 from tests.conftest import make_services
@@ -113,7 +113,7 @@ def test_a_search_overtaken_by_another_threads_reload_leaves_no_stale_statistics
         load(SqliteSearchIndex(tmp_path / "index.db"), FILLER)  # another process's write
         SqliteSearchIndex(tmp_path / "index.db").flush()
         lexicon.refresh()  # another thread's search starting
-        return index._texts(rowids)
+        return {r: text_of(row["context"], row["body"]) for r, row in index._readable(rowids, STAFF).items()}
 
     lexicon.search(lexicon.terms("mooring fees"), "northpier", ["staff"], 10, overtaken)
 
@@ -309,3 +309,21 @@ def test_a_delete_killed_between_the_lexical_commit_and_the_tables_is_repaired_b
 
     hits = SqliteSearchIndex(tmp_path / "index.db").lexical("berth vessels", STAFF, 3)
     assert [h.document_id for h in hits] == ["moorings.md"]
+
+
+def test_rows_a_lane_still_holds_but_the_table_no_longer_gives_the_caller_are_never_returned(tmp_path: Path) -> None:
+    # The lanes' own copies (tantivy's index, the vector rows in memory) can trail the table: the
+    # table decides. Here the table is changed behind both copies' backs.
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    load(index, VARIED)
+    index.flush()
+    query = np.eye(len(VARIED), 384, dtype=np.float32)[1]  # fees.md's vector
+    assert "fees.md" in {h.document_id for h in index.lexical("mooring fees", STAFF, 10)}
+    assert index.vector(query, MODEL, STAFF, 1)[0].document_id == "fees.md"
+    with sqlite3.connect(tmp_path / "index.db") as table:
+        table.execute("DELETE FROM chunk_roles WHERE chunk_rowid = (SELECT rowid FROM chunks WHERE document_id = 'fees.md')")
+        table.execute("INSERT INTO chunk_roles (role, chunk_rowid) SELECT 'hr', rowid FROM chunks WHERE document_id = 'moorings.md'")
+        table.execute("DELETE FROM chunk_roles WHERE role = 'staff' AND chunk_rowid = (SELECT rowid FROM chunks WHERE document_id = 'moorings.md')")
+    for hits in (index.lexical("mooring fees", STAFF, 10), index.vector(query, MODEL, STAFF, 10)):
+        assert not {"fees.md", "moorings.md"} & {h.document_id for h in hits}
+        assert [h.rank for h in hits] == list(range(1, len(hits) + 1))

@@ -379,23 +379,35 @@ class SqliteSearchIndex:
         # disagreeing with the table until rebuilt.
         if self._pending_rows() or not self._lexicon_current():
             self._flush_unless_busy()
+        from citewell.local.lexical import text_of
+
         lexicon = self._lexicon()
         terms = lexicon.terms(query)
         if not terms:
             return []
         # The search sees the last commit (it reloads). The access terms are required clauses of
-        # the ranked query itself: tantivy's top k is the caller's top k. The rows are checked
-        # against the table once more in ``_top``.
-        ids, scores = lexicon.search(terms, identity.tenant, identity.roles, k, self._texts)
-        return self._top(ids, scores, identity, k)
+        # the ranked query itself: tantivy's top k is the caller's top k. The candidates are read
+        # from the table once, for exact scoring and for the hits, and checked against it again
+        # there: a row gone, or no longer the caller's, is not scored.
+        rows: dict[int, sqlite3.Row] = {}
 
-    def _texts(self, rowids: list[int]) -> dict[int, str]:
-        """The rows' text as the lexical index analyses it, for exact scoring."""
-        from citewell.local.lexical import text_of
+        def texts(rowids: list[int]) -> dict[int, str]:
+            rows.update(self._readable(rowids, identity))
+            return {r: text_of(rows[r]["context"], rows[r]["body"]) for r in rowids if r in rows}
 
-        marks = ", ".join("?" * len(rowids))
-        rows = self.conn.execute(f"SELECT rowid, context, body FROM chunks WHERE rowid IN ({marks})", rowids)
-        return {rowid: text_of(context, body) for rowid, context, body in rows}
+        ids, scores = lexicon.search(terms, identity.tenant, identity.roles, k, texts)
+        return [self._hit(rows[int(rowid)], float(score), rank) for rank, (rowid, score) in enumerate(zip(ids, scores), start=1)]
+
+    def _readable(self, rowids: Sequence[int], identity: Identity) -> dict[int, sqlite3.Row]:
+        """The rows among ``rowids`` the identity may read now, by rowid."""
+        where, params = _access(identity)
+        marks = ", ".join(f":id{i}" for i in range(len(rowids)))
+        found = self.conn.execute(
+            "SELECT c.rowid, c.chunk_id, c.document_id, c.revision, c.title, c.section_path, c.context, c.body FROM chunks c "
+            f"WHERE c.rowid IN ({marks}) AND {where}",
+            {**params, **{f"id{i}": r for i, r in enumerate(rowids)}},
+        )
+        return {row["rowid"]: row for row in found}
 
     def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
         self._check_identity(embedder_identity, claim=False)
@@ -412,16 +424,7 @@ class SqliteSearchIndex:
         best = np.argpartition(-scores, top - 1)[:top]
         best = best[np.lexsort((rowids[best], -scores[best]))]
         chosen = [int(rowids[i]) for i in best]
-        where, params = _access(identity)
-        marks = ", ".join(f":id{i}" for i in range(len(chosen)))
-        by_rowid = {
-            row["rowid"]: row
-            for row in self.conn.execute(
-                "SELECT c.rowid, c.chunk_id, c.document_id, c.revision, c.title, c.section_path, c.body FROM chunks c "
-                f"WHERE c.rowid IN ({marks}) AND {where}",
-                {**params, **{f"id{i}": r for i, r in enumerate(chosen)}},
-            )
-        }
+        by_rowid = self._readable(chosen, identity)
         hits = [(by_rowid[rowid], float(scores[i])) for i, rowid in zip(best, chosen) if rowid in by_rowid]
         return [self._hit(row, score, rank) for rank, (row, score) in enumerate(hits, start=1)]
 
