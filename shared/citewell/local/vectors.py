@@ -235,7 +235,7 @@ def _read(conn: sqlite3.Connection, codes: dict[str, int], rowids: Sequence[int]
     # each part is read in rowid order and the parts follow one another, so ids ascend.
     ids, matrix, tenants, live = ids[:start], matrix[:start], tenants[:start], live[:start]
     role_positions = {  # every role row has its chunk (a foreign key, same snapshot)
-        role: np.searchsorted(ids, np.array(sorted(found), dtype=np.int64)) for role, found in postings.items()
+        role: np.searchsorted(ids, np.array(found, dtype=np.int64)) for role, found in postings.items()
     }
     return Block(ids, matrix, tenants, live, role_positions)
 
