@@ -338,3 +338,18 @@ def test_a_question_that_asks_what_is_not_so_is_not_answered_by_what_is(embedder
     model = shipped_model()
     assert model.unit.weights[model.unit.features.index("negation_missing")] < 0
     assert model.answer.weights[model.answer.features.index("negation_missing")] < 0
+
+
+def test_a_price_asks_for_money_not_any_number(embedder):
+    assert wants("How much does the Growth plan cost?") == {Wants.MONEY}
+    assert wants("What is the fee for a replacement card?") == {Wants.MONEY}
+    assert wants("How much did the city pay for the bridge?") == {Wants.MONEY}
+    assert wants("How much leave do I get?") == {Wants.NUMBER}  # an amount, in no currency
+    text = "The free trial lasts 30 days and includes every Growth feature. Growth: 89 euros per month, 5 users."
+    trial, growth = units_of(item(text))
+    assert growth.holds(Wants.MONEY) and not trial.holds(Wants.MONEY) and trial.holds(Wants.NUMBER)
+    question = "How much does the Growth plan cost?"
+    support = score_support(UnitEmbeddings(embedder), question, [item(text)])
+    rows = {u.text: row for u, row in zip(support.units, support.unit_features)}
+    assert rows[growth.text]["type_match"] == 1.0 and rows[trial.text]["type_mismatch"] == 1.0
+    assert direct_answer(question, growth, frozenset({Wants.MONEY})) == "89 euros"

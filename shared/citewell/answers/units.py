@@ -28,6 +28,10 @@ DATE = re.compile(
     r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(?:19|20)\d{2})\b",
     re.IGNORECASE,
 )
+# An amount of money: "89 euros", "€89", "500 pounds", "$1.2 million".
+_SCALE = r"(?:\s?(?:million|billion|bn|k|m)\b)?"
+MONEY = re.compile(rf"[€$£]\s?\d[\d,.]*{_SCALE}|\b\d[\d,.]*{_SCALE}\s?(?:euros?|eur|pounds?|gbp|dollars?|usd|pence|cents?|"
+                   r"francs?|chf|yen|[€$£])(?!\w)", re.I)
 PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 CODE = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*\b|`[^`]+`|--?[a-z][\w-]+")
 
@@ -36,6 +40,7 @@ class Wants(StrEnum):
     """The kind of answer a question asks for."""
 
     NUMBER = "number"
+    MONEY = "money"  # a number in a currency: what something costs or pays
     DATE = "date"
     PERSON = "person"
     CODE = "code"
@@ -52,6 +57,8 @@ _WANTS = {
     Wants.NUMBER: re.compile(
         r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
         r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b", re.I),
+    Wants.MONEY: re.compile(r"\b(?:costs?|price[sd]?|fees?|salar(?:y|ies)|charges?|charged)\b|"
+                            r"\bhow much (?:\w+ ){0,6}?(?:cost|pay|paid|charge|spend|spent|earn|earned)\b", re.I),
     # "when" asks for a time where it opens an ask, not in "the code used when the endpoint fails".
     # "In which months are reviews done?" asks for a time as much as "when" does.
     Wants.DATE: re.compile(r"^\W*when\b|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time)\b|"
@@ -61,7 +68,7 @@ _WANTS = {
 }
 # A list written inside one sentence: "invoices, customers and payments", "CSV, JSON or XML".
 SERIES = re.compile(r"\w[\w/-]*(?: [\w/-]+){0,3}, [\w/-]+(?: [\w/-]+){0,3},? (?:and|or) \w")
-_PATTERNS = {Wants.NUMBER: NUMBER, Wants.DATE: DATE, Wants.PERSON: PERSON, Wants.CODE: CODE}
+_PATTERNS = {Wants.NUMBER: NUMBER, Wants.MONEY: MONEY, Wants.DATE: DATE, Wants.PERSON: PERSON, Wants.CODE: CODE}
 
 
 def units_identity(embedder_identity: str, revision: str) -> str:
@@ -92,7 +99,10 @@ def stems(text: str) -> set[str]:
 
 
 def wants(question: str) -> set[Wants]:
-    return {kind for kind, pattern in _WANTS.items() if pattern.search(question)}
+    """What the question asks for. A price asks for money, not any number: "How much does the
+    Growth plan cost?" is not answered by "The free trial lasts 30 days"."""
+    kinds = {kind for kind, pattern in _WANTS.items() if pattern.search(question)}
+    return kinds - {Wants.NUMBER} if Wants.MONEY in kinds else kinds
 
 
 _TOKEN = re.compile(r"\w(?:[\w.-]*\w)?")
@@ -225,7 +235,7 @@ def units_of(item: EvidenceItem) -> list[Unit]:
     return found
 
 
-FILLABLE = frozenset({Wants.PERSON, Wants.NUMBER, Wants.DATE, Wants.CODE})
+FILLABLE = frozenset({Wants.PERSON, Wants.NUMBER, Wants.MONEY, Wants.DATE, Wants.CODE})
 
 
 def companions(units: list[Unit], wanted: set[Wants]) -> list[Unit | None]:

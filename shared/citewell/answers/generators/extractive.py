@@ -27,6 +27,7 @@ from citewell.answers.refusal import RefusalModel, coverage, shipped_model, term
 from citewell.answers.units import (
     DATE,
     FILLABLE,
+    MONEY,
     NUMBER,
     PERSON,
     SERIES,
@@ -219,7 +220,7 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
         if Wants.PERSON in wanted:  # "who ...?" is answered by the row's name
             return next((value for named, value in fields if named & _NAME_FIELDS and value), None)
         return None
-    for kind, pattern in ((Wants.DATE, DATE), (Wants.NUMBER, NUMBER), (Wants.PERSON, PERSON)):
+    for kind, pattern in ((Wants.DATE, DATE), (Wants.MONEY, MONEY), (Wants.NUMBER, NUMBER), (Wants.PERSON, PERSON)):
         if kind in wanted:
             found = {m.group(0).strip() for m in pattern.finditer(unit.text)} - {"", *re.findall(r"\S+", question)}
             if len(found) == 1:
