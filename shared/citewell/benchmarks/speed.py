@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from citewell.benchmarks.cache import CachedEmbedder
 from citewell.benchmarks.measure import emit, percentiles
 from citewell.evaluation import EVAL_IDENTITY, load_qrels, load_queries
@@ -47,7 +49,7 @@ def citewell_latency(services: Services, queries: list[str], cache: Path, asks: 
     for name, lanes in (("bm25", ("bm25",)), ("vector", ("vector",)), ("hybrid", ("bm25", "vector"))):
         report[name] = timed(queries, lambda q, lanes=lanes: search(services, EVAL_IDENTITY, q, k=10, lanes=lanes))
     cached = CachedEmbedder(model, cache)
-    cached.embed(queries)  # every query vector in memory: the timings below leave the model out
+    vectors = cached.embed(queries)  # every query vector in memory: the timings below leave the model out
     services.embedder = cached
     for name, lanes in (("vector_no_embed", ("vector",)), ("hybrid_no_embed", ("bm25", "vector"))):
         report[name] = timed(queries, lambda q, lanes=lanes: search(services, EVAL_IDENTITY, q, k=10, lanes=lanes))
@@ -56,7 +58,25 @@ def citewell_latency(services: Services, queries: list[str], cache: Path, asks: 
         from citewell.answers.service import ask
 
         report["ask"] = timed(queries[:asks], lambda q: ask(services, EVAL_IDENTITY, q))  # each once: no answer cache hit
+    report["vector_recall"] = vector_recall(services, vectors)
     return report
+
+
+def vector_recall(services: Services, vectors: np.ndarray) -> dict[str, object]:
+    """recall@10 of the vector lane against every row scored. A hit counts when its cosine
+    reaches the exact tenth one: grown corpora hold copies with equal vectors, so which copy
+    is listed is a tie, not a miss."""
+    exact_lane = getattr(services.index, "exact_vector", None)
+    if exact_lane is None:
+        return {}
+    identity, found, expected = services.embedder.identity, 0, 0
+    for vector in vectors:
+        exact = exact_lane(vector, identity, EVAL_IDENTITY, 10)
+        if exact:
+            lane = services.index.vector(vector, identity, EVAL_IDENTITY, 10)
+            found += sum(1 for hit in lane if hit.score >= exact[-1].score - 1e-6)
+            expected += len(exact)
+    return {"recall_at_10": round(found / expected, 4) if expected else None, "queries": len(vectors)}
 
 
 def peer_latency(services: Services, queries: list[str]) -> dict[str, object]:

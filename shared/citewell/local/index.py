@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from citewell.errors import Busy, EmbedderMismatch
+from citewell.local.clusters import CLUSTER_SCHEMA, cluster_rows
 from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, checkpoint, ensure_schema
 from citewell.local.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
 from citewell.models import Chunk, Identity
@@ -60,7 +61,7 @@ CREATE TABLE IF NOT EXISTS chunk_roles (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunk_roles_by_chunk ON chunk_roles (chunk_rowid);
 CREATE TABLE IF NOT EXISTS lexical_pending (rowid INTEGER PRIMARY KEY);
-""" + VECTOR_SCHEMA
+""" + VECTOR_SCHEMA + CLUSTER_SCHEMA
 # Homes written before the lexical lane moved to tantivy: these go when its index is built.
 _FTS5_OBJECTS = ("DROP TRIGGER IF EXISTS chunks_ai", "DROP TRIGGER IF EXISTS chunks_ad", "DROP TABLE IF EXISTS chunks_fts")
 REBUILD_BATCH = 20_000
@@ -154,6 +155,7 @@ class SqliteSearchIndex:
                     [(role, rowid) for role in sorted(chunk.allowed_roles)],
                 )
                 self.conn.execute("INSERT INTO lexical_pending (rowid) VALUES (?)", (rowid,))
+            cluster_rows(self.conn, added, vectors)
             log_changes(self.conn, self._bump_epoch(), dropped=again, added=added)
             if self._pending_rows() >= FLUSH_ROWS:
                 self._write_lexicon()
@@ -414,6 +416,14 @@ class SqliteSearchIndex:
         if identity.is_empty or k <= 0:
             return []
         rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32))
+        return self._top(rowids, scores, identity, k)
+
+    def exact_vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
+        """The vector lane scoring every row the caller may see: what its clusters are measured against."""
+        self._check_identity(embedder_identity, claim=False)
+        if identity.is_empty or k <= 0:
+            return []
+        rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32), exact=True)
         return self._top(rowids, scores, identity, k)
 
     def _top(self, rowids: np.ndarray, scores: np.ndarray, identity: Identity, k: int) -> list[LaneHit]:

@@ -1,0 +1,183 @@
+"""The vector lane on clusters: once the table has centroids, a caller who sees many rows is
+scored on the clusters nearest the question; only the caller's rows are ever scored, a caller
+who sees few rows is scored exactly, and what a search finds stays close to the exact top k
+through new rows and deletes. Sizes are scaled down (thresholds patched) so the tests run in
+seconds; the bench measures recall at 200k and 1M chunks."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citewell.local import clusters, vectors
+from citewell.local.index import SqliteSearchIndex
+from citewell.models import Chunk, Identity
+
+MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
+EVERYONE = Identity(tenant="northpier", roles=frozenset({"staff", "hr"}))
+STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))
+HR = Identity(tenant="northpier", roles=frozenset({"hr"}))
+BLUEFEN = Identity(tenant="bluefen", roles=frozenset({"staff", "hr"}))
+
+
+@pytest.fixture(autouse=True)
+def small(monkeypatch):
+    monkeypatch.setattr(clusters, "IVF_MIN_ROWS", 2_000)
+    monkeypatch.setattr(clusters, "CLUSTERS", 32)
+    monkeypatch.setattr(clusters, "SAMPLE_PER_CLUSTER", 40)
+    monkeypatch.setattr(vectors, "EXACT_BELOW", 400)
+    monkeypatch.setattr(vectors, "IVF_PROBE", 8)
+
+
+class Corpus:
+    """Rows near 200 topics (more than the 32 clusters, so neighbours straddle clusters), of two
+    tenants and two roles; what each caller may see, kept here too."""
+
+    def __init__(self, path: Path, seed: int = 2) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.topics = self._unit(self.rng.normal(size=(200, 384)))
+        self.index = SqliteSearchIndex(path)
+        self.rows: dict[str, tuple[np.ndarray, str, str]] = {}  # chunk id -> vector, tenant, role
+        self.documents = 0
+
+    @staticmethod
+    def _unit(matrix: np.ndarray) -> np.ndarray:
+        return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+    def near(self, count: int) -> np.ndarray:
+        topics = self.topics[self.rng.integers(len(self.topics), size=count)]
+        return self._unit(topics + 0.05 * self.rng.normal(size=(count, 384)))
+
+    def add(self, count: int, tenant: str = "northpier", role: str | None = None) -> str:
+        document_id = f"{tenant}-{self.documents}"
+        self.documents += 1
+        found = self.near(count)
+        chunks = []
+        for n, vector in enumerate(found):
+            row_role = role or ("staff" if n % 4 else "hr")
+            chunk = Chunk(chunk_id=f"{document_id}#{n}#0", document_id=document_id, tenant=tenant,
+                          allowed_roles=frozenset({row_role}), revision="r1", title=document_id, section_index=n,
+                          index=0, heading_path=[], start=0, end=1, body_start=0, text=f"row {n}")
+            chunks.append(chunk)
+            self.rows[chunk.chunk_id] = (vector, tenant, row_role)
+        self.index.upsert(chunks, found, MODEL)
+        return document_id
+
+    def delete(self, document_id: str) -> None:
+        tenant = document_id.split("-")[0]
+        self.index.delete_document(tenant, document_id)
+        self.rows = {c: r for c, r in self.rows.items() if not c.startswith(f"{document_id}#")}
+
+    def exact(self, query: np.ndarray, caller: Identity, k: int = 10) -> list[str]:
+        allowed = [(c, v) for c, (v, t, r) in self.rows.items() if t == caller.tenant and r in caller.roles]
+        scores = np.array([float(v @ query) for _, v in allowed])
+        return [allowed[i][0] for i in np.argsort(-scores, kind="stable")[:k]]
+
+    def found(self, query: np.ndarray, caller: Identity, k: int = 10) -> list[str]:
+        return [h.chunk_id for h in self.index.vector(query, MODEL, caller, k)]
+
+
+def recall(corpus: Corpus, caller: Identity, queries: np.ndarray) -> float:
+    hits = [len(set(corpus.found(q, caller)) & set(corpus.exact(q, caller))) for q in queries]
+    return sum(hits) / (10 * len(queries))
+
+
+def test_the_write_that_reaches_the_threshold_trains_the_centroids_and_clusters_every_row(tmp_path):
+    corpus = Corpus(tmp_path / "index.db")
+    corpus.add(1_500)
+    corpus.add(490)
+    table = sqlite3.connect(tmp_path / "index.db")
+    assert table.execute("SELECT COUNT(*) FROM vector_centroids").fetchone()[0] == 0
+    corpus.found(corpus.near(1)[0], EVERYONE)
+    assert corpus.index._vectors.blocks[0].starts is None  # no centroids yet: every row scored
+    corpus.add(20)  # 2,010 rows: this write trains
+    assert table.execute("SELECT COUNT(*) FROM vector_centroids").fetchone()[0] == 32
+    corpus.found(corpus.near(1)[0], EVERYONE)
+    assert corpus.index._vectors.blocks[0].starts is not None  # read again, by cluster, once trained
+    corpus.add(140)  # later rows get their cluster as they are written
+    assert table.execute("SELECT COUNT(*) FROM chunk_clusters").fetchone()[0] == 2_150
+    corpus.delete("northpier-1")  # a row's cluster goes with it
+    assert table.execute("SELECT COUNT(*) FROM chunk_clusters").fetchone()[0] == 1_660
+
+    corpus.found(corpus.near(1)[0], EVERYONE)
+    held = corpus.index._vectors
+    block = held.blocks[0]
+    assert block.starts is not None and block.starts[-1] == block.rowids.size == 1_660
+    stored = dict(table.execute("SELECT chunk_rowid, cluster FROM chunk_clusters"))
+    for cluster in range(32):  # laid out cluster by cluster
+        rows = block.rowids[block.starts[cluster] : block.starts[cluster + 1]]
+        assert all(stored[int(r)] == cluster for r in rows)
+
+
+def test_searches_on_clusters_find_nearly_the_exact_top_10_and_only_the_callers_rows(tmp_path, monkeypatch):
+    corpus = Corpus(tmp_path / "index.db")
+    corpus.add(2_400)
+    corpus.add(800, tenant="bluefen")
+    corpus.add(200, role="support")
+    queries = corpus.near(40)
+    assert recall(corpus, EVERYONE, queries) >= 0.9  # 8 of 32 clusters: 0.98 here
+    assert recall(corpus, STAFF, queries) >= 0.9  # sees about half the rows: 16 clusters
+    assert corpus.index._vectors.blocks[0].starts is not None
+    for caller in (HR, BLUEFEN):  # a quarter of the rows or less: every cluster, so exactly the exact top 10
+        assert all(corpus.found(q, caller) == corpus.exact(q, caller) for q in queries), caller
+    support = Identity(tenant="northpier", roles=frozenset({"support"}))  # 200 rows: scored exactly
+    assert all(corpus.found(q, support) == corpus.exact(q, support) for q in queries)
+    for caller in (EVERYONE, STAFF, HR, BLUEFEN, support):
+        for query in queries[:10]:
+            for chunk_id in corpus.found(query, caller):
+                _, tenant, role = corpus.rows[chunk_id]
+                assert tenant == caller.tenant and role in caller.roles
+    monkeypatch.setattr(vectors, "IVF_PROBE", 32)  # every cluster: the layout loses no row
+    assert all(corpus.found(q, EVERYONE) == corpus.exact(q, EVERYONE) for q in queries)
+
+
+def test_rows_written_and_deleted_after_the_clustered_read_are_found_and_gone(tmp_path, monkeypatch):
+    corpus = Corpus(tmp_path / "index.db")
+    first = corpus.add(2_400)
+    queries = corpus.near(30)
+    corpus.found(queries[0], EVERYONE)  # the clustered read
+    assert corpus.index._vectors.blocks[0].starts is not None
+    added = corpus.add(100)  # under a tenth: kept beside the clustered block, scored exactly
+    corpus.delete(first)
+    corpus.add(2_000)  # a fresh document the size of a fifth of the rows: read again, by cluster
+    for query in queries:
+        found = corpus.found(query, EVERYONE)
+        assert not [c for c in found if c.startswith(f"{first}#")]
+    vector, _, _ = corpus.rows[f"{added}#3#0"]
+    assert corpus.found(vector, EVERYONE, 1) == [f"{added}#3#0"]
+    assert corpus.index._vectors.blocks[0].starts is not None and len(corpus.index._vectors.blocks) == 1
+    monkeypatch.setattr(vectors, "IVF_PROBE", 32)
+    assert all(corpus.found(q, EVERYONE) == corpus.exact(q, EVERYONE) for q in queries)
+
+
+def test_a_new_row_beside_the_clustered_block_is_found_first_when_asked_for(tmp_path):
+    corpus = Corpus(tmp_path / "index.db")
+    corpus.add(2_400)
+    corpus.found(corpus.near(1)[0], EVERYONE)
+    held = corpus.index._vectors
+    added = corpus.add(20)
+    corpus.found(corpus.near(1)[0], EVERYONE)
+    assert corpus.index._vectors.blocks[0] is held.blocks[0]  # brought forward from the log, not read again
+    for n in range(20):
+        vector, _, role = corpus.rows[f"{added}#{n}#0"]
+        caller = STAFF if role == "staff" else HR
+        assert corpus.found(vector, caller, 1) == [f"{added}#{n}#0"]
+    corpus.add(400)  # past a tenth of the rows beside the clustered block: all read again, by cluster
+    corpus.found(corpus.near(1)[0], EVERYONE)
+    assert len(corpus.index._vectors.blocks) == 1 and corpus.index._vectors.blocks[0].rowids.size == 2_820
+
+
+def test_a_delete_applied_to_the_clustered_block_removes_its_rows_and_no_other(tmp_path):
+    corpus = Corpus(tmp_path / "index.db")
+    corpus.add(2_000)
+    gone = corpus.add(300)
+    corpus.found(corpus.near(1)[0], EVERYONE)
+    held = corpus.index._vectors.blocks[0]
+    corpus.delete(gone)
+    corpus.found(corpus.near(1)[0], EVERYONE)
+    assert corpus.index._vectors.blocks[0].matrix is held.matrix  # marked dead in place of reading again
+    for chunk_id, (vector, _, role) in corpus.rows.items():
+        assert corpus.found(vector, STAFF if role == "staff" else HR, 1) == [chunk_id]
