@@ -343,6 +343,8 @@ def test_a_question_that_asks_what_is_not_so_is_not_answered_by_what_is(embedder
 def test_a_price_asks_for_money_not_any_number(embedder):
     assert wants("How much does the Growth plan cost?") == {Wants.MONEY}
     assert wants("What is the fee for a replacement card?") == {Wants.MONEY}
+    assert wants("Who is in charge of the billing service?") == {Wants.PERSON}  # a person in charge, not a charge
+    assert wants("Which charges apply to a late payment?") == {Wants.MONEY}
     assert wants("How much did the city pay for the bridge?") == {Wants.MONEY}
     assert wants("How much leave do I get?") == {Wants.NUMBER}  # an amount, in no currency
     text = "The free trial lasts 30 days and includes every Growth feature. Growth: 89 euros per month, 5 users."

@@ -57,7 +57,7 @@ _WANTS = {
     Wants.NUMBER: re.compile(
         r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
         r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b", re.I),
-    Wants.MONEY: re.compile(r"\b(?:costs?|price[sd]?|fees?|salar(?:y|ies)|charges?|charged)\b|"
+    Wants.MONEY: re.compile(r"\b(?:costs?|price[sd]?|fees?|salar(?:y|ies)|(?<!\bin )charges?|charged)\b|"
                             r"\bhow much (?:\w+ ){0,6}?(?:cost|pay|paid|charge|spend|spent|earn|earned)\b", re.I),
     # "when" asks for a time where it opens an ask, not in "the code used when the endpoint fails".
     # "In which months are reviews done?" asks for a time as much as "when" does.
