@@ -147,3 +147,15 @@ def test_a_resumed_bench_keeps_a_phase_only_from_the_same_clean_commit_and_comma
                          (Phases(tmp_path, resume="abc1234"), ("--home", tmp_path / "other"))):  # another command
         with pytest.raises(SystemExit, match="no_such_phase failed|quality failed"):
             phases.run("quality", "no_such_phase", *args)
+
+
+def test_answer_precision_counts_answers_to_questions_that_have_none_as_wrong():
+    from citewell.benchmarks.honesty import summarise
+
+    row = {"answered": True, "cites_paragraph": True, "contains_gold": True, "answerable": True}
+    rows = [row, {**row, "contains_gold": False}, {**row, "answerable": False, "contains_gold": False},
+            {**row, "answerable": False, "answered": False, "contains_gold": False}]
+    found = summarise(rows)
+    assert found["answer_contains_gold_rate"] == 0.5  # of the two answerable questions answered
+    assert found["answer_precision"] == round(1 / 3, 4)  # one right of three answers given
+    assert found["accuracy"] == 0.5 and found["always_refuse_accuracy"] == 0.5

@@ -48,6 +48,9 @@ def summarise(rows: list[dict[str, bool]]) -> dict[str, float | int]:
         "answer_rate_answerable": _rate(len(answered), len(answerable)),
         "citation_hit_rate": _rate(sum(r["cites_paragraph"] for r in answered), len(answered)),
         "answer_contains_gold_rate": _rate(sum(r["contains_gold"] for r in answered), len(answered)),
+        # Of every answer given, how many hold the gold answer: an answer to a question with none is wrong.
+        "answer_precision": _rate(sum(r["contains_gold"] for r in answered),
+                                  len(answered) + sum(r["answered"] for r in unanswerable)),
         "accuracy": _rate(correct, len(rows)),
         "always_refuse_accuracy": _rate(len(unanswerable), len(rows)),
     }

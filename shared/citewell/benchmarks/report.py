@@ -160,8 +160,8 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     h = results["honesty"]
     margin = h["accuracy"] - h["always_refuse_accuracy"]
     out.append(("SQuAD 2.0 held-out half: accuracy >= always refusing + 0.08, answer precision >= 0.7",
-                f"+{margin:.3f}, precision {h['answer_contains_gold_rate']:.3f}",
-                margin >= 0.08 and h["answer_contains_gold_rate"] >= 0.7))
+                f"{margin:+.3f}, precision {h['answer_precision']:.3f}",
+                margin >= 0.08 and h["answer_precision"] >= 0.7))
     return out
 
 
@@ -201,8 +201,9 @@ def _honesty(h: dict[str, Any]) -> list[str]:
         "|---|---|",
         f"| refusals on unanswerable questions | {h['refusal_rate_unanswerable']:.3f} |",
         f"| answers on answerable questions | {h['answer_rate_answerable']:.3f} |",
-        f"| answered: cites the question's own paragraph | {h['citation_hit_rate']:.3f} |",
-        f"| answered: contains a gold answer | {h['answer_contains_gold_rate']:.3f} |",
+        f"| answerable and answered: cites the question's own paragraph | {h['citation_hit_rate']:.3f} |",
+        f"| answerable and answered: contains a gold answer | {h['answer_contains_gold_rate']:.3f} |",
+        f"| answer precision: of every answer given, holds a gold answer | {h['answer_precision']:.3f} |",
         f"| accuracy (right answer or right refusal) | {h['accuracy']:.3f} |",
         f"| accuracy of always refusing, for scale | {h['always_refuse_accuracy']:.3f} |",
         f"| ask p50 / p95 ms (vectors cached) | {_ms(h['ask_cached_embeddings'])} |",
