@@ -39,7 +39,8 @@ def test_a_mixed_batch_gives_each_text_its_own_vector_in_the_callers_order(windo
 
 
 def test_batches_hold_every_text_once_shortest_first_and_at_most_the_batch_size() -> None:
-    lengths = [random.Random(3).randint(3, 256) for _ in range(200)]
+    rng = random.Random(3)
+    lengths = [rng.randint(3, 256) for _ in range(200)]
     found = batches(lengths, 16)
     assert sorted(i for batch in found for i in batch) == list(range(len(lengths)))
     assert all(0 < len(batch) <= 16 for batch in found)

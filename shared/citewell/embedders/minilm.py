@@ -142,7 +142,7 @@ def batches(lengths: Sequence[int], most: int, run_tokens: int = RUN_TOKENS) -> 
     batch padded to its longest text, plus ``run_tokens`` a batch. One long sentence then pads
     only the few texts nearest its length, not fifteen short ones."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    cost = [0] + [0] * len(order)
+    cost = [0] * (len(order) + 1)
     cut = [0] * (len(order) + 1)
     for end in range(1, len(order) + 1):
         longest = lengths[order[end - 1]]
