@@ -32,6 +32,8 @@ DATE = re.compile(
 _SCALE = r"(?:\s?(?:million|billion|bn|k|m)\b)?"
 MONEY = re.compile(rf"[€$£]\s?\d[\d,.]*{_SCALE}|\b\d[\d,.]*{_SCALE}\s?(?:euros?|eur|pounds?|gbp|dollars?|usd|pence|cents?|"
                    r"francs?|chf|yen|[€$£])(?!\w)", re.I)
+# A record's field whose name gives the currency: "maximum (EUR): 54000".
+_CURRENCY_FIELD = re.compile(r"(?:\b(?:euros?|eur|pounds?|gbp|dollars?|usd|chf|yen)\b|[€$£])[^:;]*:\s*[€$£]?\d", re.I)
 PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 CODE = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*\b|`[^`]+`|--?[a-z][\w-]+")
 
@@ -180,6 +182,8 @@ class Unit:
         return " ".join(self.item.text[self.start : self.end].split())
 
     def holds(self, kind: Wants) -> bool:
+        if kind is Wants.MONEY and self.record and _CURRENCY_FIELD.search(self.text):
+            return True  # a spreadsheet's amounts carry their currency in the column's name
         pattern = _PATTERNS.get(kind)
         return bool(pattern and pattern.search(self.text))
 
