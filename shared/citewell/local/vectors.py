@@ -130,14 +130,11 @@ class VectorRows:
         ``exact``: what the clusters are measured against)."""
         found: list[tuple[np.ndarray, np.ndarray]] = []
         for block, mask in zip(self.blocks, self._masks_of(identity)):
-            positions = np.flatnonzero(mask) if exact or block.starts is None or self.centroids is None else None
-            if positions is None:
-                visible = int(np.count_nonzero(mask))
-                if visible < EXACT_BELOW:
-                    positions = np.flatnonzero(mask)
-                else:
-                    found.extend(self._probed(block, mask, visible, vector))
-                    continue
+            clustered = not exact and block.starts is not None and self.centroids is not None
+            if clustered and (visible := int(np.count_nonzero(mask))) >= EXACT_BELOW:
+                found.extend(self._probed(block, mask, visible, vector))
+                continue
+            positions = np.flatnonzero(mask)
             if not positions.size:
                 continue
             # Scoring every row and keeping the allowed ones avoids copying most of the matrix;
