@@ -10,7 +10,8 @@ the index and the pending list agree after a crash. The vector lane scores
 the rows' vectors in memory, kept current from a log of the rows each write dropped and added
 (``citewell.local.vectors``). Both lanes select the caller's rows (tenant equal, one of the
 caller's roles allowed, status live) inside the ranking, and every returned row is checked
-against the table again.
+against the table again. A hybrid search runs the two lanes at once, the lexical one in a pool
+thread.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import shutil
 import sqlite3
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,6 +67,7 @@ CREATE TABLE IF NOT EXISTS lexical_pending (rowid INTEGER PRIMARY KEY);
 # Homes written before the lexical lane moved to tantivy: these go when its index is built.
 _FTS5_OBJECTS = ("DROP TRIGGER IF EXISTS chunks_ai", "DROP TRIGGER IF EXISTS chunks_ad", "DROP TABLE IF EXISTS chunks_fts")
 REBUILD_BATCH = 20_000
+LANE_THREADS = 4  # lexical lanes running beside vector lanes: a server answers several searches at once
 FLUSH_ROWS = 2_000  # rows that wait for the lexical index: one commit per this many, not one per document
 
 # The one access predicate, shared by both lanes. ``c`` is the chunks table. The unary plus
@@ -90,6 +93,7 @@ class SqliteSearchIndex:
         self._lock = threading.Lock()
         self._lexical_folder = path.parent / "lexical"
         self._lexicon_instance: TantivyLexicon | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def conn(self) -> Connection:
@@ -442,11 +446,24 @@ class SqliteSearchIndex:
         self, text: str | None, vector: np.ndarray | None, embedder_identity: str, identity: Identity, k: int
     ) -> dict[str, list[LaneHit]]:
         found: dict[str, list[LaneHit]] = {}
+        if text is not None and vector is not None:
+            # Both lanes at once: tantivy, SQLite and numpy let go of the interpreter lock while
+            # they work, so the lexical lane runs in a pool thread beside the vector lane here.
+            # Should the vector lane raise, the lexical one ends on its own and is dropped.
+            lexical = self._lanes_pool().submit(self.lexical, text, identity, k)
+            vector_hits = self.vector(vector, embedder_identity, identity, k)
+            return {"bm25": lexical.result(), "vector": vector_hits}
         if text is not None:
             found["bm25"] = self.lexical(text, identity, k)
         if vector is not None:
             found["vector"] = self.vector(vector, embedder_identity, identity, k)
         return found
+
+    def _lanes_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="citewell-lexical")
+            return self._pool
 
     def _rows(self) -> VectorRows:
         """The vector lane's rows as of the index's last write (see :mod:`citewell.local.vectors`)."""

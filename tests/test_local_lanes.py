@@ -1,0 +1,59 @@
+"""Both lanes of the embedded index run at once (the lexical one in a pool thread): each caller
+still gets exactly its own lanes, whatever else runs beside it."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from citewell.local.index import SqliteSearchIndex
+from citewell.models import Chunk, Identity
+
+MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
+CALLERS = [
+    Identity(tenant="northpier", roles=frozenset({"staff"})),
+    Identity(tenant="northpier", roles=frozenset({"hr"})),
+    Identity(tenant="northpier", roles=frozenset({"staff", "hr"})),
+    Identity(tenant="bluefen", roles=frozenset({"staff"})),
+]
+GROUPS = [("northpier", "staff"), ("northpier", "hr"), ("bluefen", "staff")]  # row i is in GROUPS[i % 3]
+WORDS = ["leave", "salary", "travel", "hotel", "error", "shift", "band", "policy"]
+
+
+def filled(tmp_path) -> tuple[SqliteSearchIndex, np.ndarray]:
+    rng = np.random.default_rng(7)
+    rows, n = [], 240
+    for i in range(n):
+        tenant, role = GROUPS[i % 3]
+        text = " ".join(rng.choice(WORDS, size=6))
+        rows.append(Chunk(chunk_id=f"doc{i}#0#0", document_id=f"doc{i}", tenant=tenant, allowed_roles=frozenset({role}),
+                          revision="r1", title="t", section_index=0, index=0, heading_path=[], start=0, end=len(text),
+                          body_start=0, text=text))
+    vectors = rng.normal(size=(n, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    index.upsert(rows, vectors, MODEL)
+    return index, vectors
+
+
+def ids(hits) -> list[tuple[str, float]]:
+    return [(h.chunk_id, round(h.score, 5)) for h in hits]
+
+
+def test_both_lanes_at_once_equal_each_lane_alone_for_every_caller_under_concurrency(tmp_path):
+    index, vectors = filled(tmp_path)
+    asks = [(caller, f"{WORDS[i % 8]} {WORDS[(3 * i) % 8]}", vectors[i]) for i in range(40) for caller in CALLERS]
+    alone = [(ids(index.lexical(text, caller, 10)), ids(index.vector(vector, MODEL, caller, 10))) for caller, text, vector in asks]
+    assert all(lexical and vector for lexical, vector in alone)
+
+    def both(ask):
+        caller, text, vector = ask
+        found = index.lanes(text, vector, MODEL, caller, 10)
+        return ids(found["bm25"]), ids(found["vector"])
+
+    with ThreadPoolExecutor(max_workers=8) as callers:
+        together = list(callers.map(both, asks))
+    assert together == alone
+    for (caller, _, _), (lexical, vector) in zip(asks, together):  # never another tenant's or role's row
+        allowed = {f"doc{i}#0#0" for i in range(240) if GROUPS[i % 3][0] == caller.tenant and GROUPS[i % 3][1] in caller.roles}
+        assert {chunk_id for chunk_id, _ in lexical + vector} <= allowed
