@@ -33,6 +33,7 @@ def small(monkeypatch):
     monkeypatch.setattr(clusters, "CLUSTERS", 32)
     monkeypatch.setattr(clusters, "SAMPLE_PER_CLUSTER", 40)
     monkeypatch.setattr(vectors, "EXACT_BELOW", 400)
+    monkeypatch.setattr(vectors, "GATHER_BELOW", 250)
     monkeypatch.setattr(vectors, "IVF_PROBE", 8)
 
 
@@ -140,7 +141,7 @@ def test_searches_on_clusters_find_nearly_the_exact_top_10_and_only_the_callers_
     assert corpus.index._vectors.blocks[0].starts is not None
     for caller in (HR, BLUEFEN):  # a quarter of the rows or less: every cluster, so exactly the exact top 10
         assert all(agrees_with_exact(corpus, q, caller) for q in queries), caller
-    support = Identity(tenant="northpier", roles=frozenset({"support"}))  # 200 rows: scored exactly
+    support = Identity(tenant="northpier", roles=frozenset({"support"}))  # 200 rows: their own rows copied out
     assert all(agrees_with_exact(corpus, q, support) for q in queries)
     for caller in (EVERYONE, STAFF, HR, BLUEFEN, support):
         for query in queries[:10]:
@@ -215,6 +216,9 @@ def test_the_clustered_rows_are_held_as_float16_codes_of_their_own_clusters(tmp_
         expected = np.stack([stored[int(r)] for r in block.rowids[start:end]])
         decoded = block.codes.codes_of(cluster).view(np.float16).astype(np.float32)
         assert np.allclose(decoded, expected, rtol=2**-11, atol=2**-24)  # within half a float16 step
+    some = np.sort(np.random.default_rng(5).choice(block.rowids.size, 300, replace=False))
+    every = np.concatenate([block.codes.codes_of(c) for c in range(32)]).view(np.float16)
+    assert np.array_equal(block.codes.rows(some, block.starts), every[some])  # a few callers' rows, copied out
 
 
 def test_the_callers_rows_are_selected_inside_the_scan_not_after_it(tmp_path):

@@ -59,6 +59,21 @@ class ClusterCodes:
         found = positions[0] >= 0  # fewer than k allowed rows in those clusters: the rest is -1
         return positions[0][found], scores[0][found]
 
+    def rows(self, positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """The float16 rows at ``positions`` (ascending; cluster c holds ``starts[c]:starts[c + 1]``),
+        copied out of the lists: for a caller who sees so few rows that scoring them alone beats
+        scanning every list (1,000 of 1M rows: 2.5 ms a search to scan every list)."""
+        width = self.index.d
+        found = np.empty((positions.size, width), dtype=np.float16)
+        clusters = np.searchsorted(starts, positions, side="right") - 1
+        runs = np.flatnonzero(np.diff(clusters, prepend=-1, append=-1))
+        for first, end in zip(runs[:-1].tolist(), runs[1:].tolist()):
+            cluster = int(clusters[first])
+            size = self._lists.list_size(cluster)
+            held = self._faiss.rev_swig_ptr(self._lists.get_codes(cluster), size * self.index.code_size)
+            found[first:end] = held.view(np.float16).reshape(size, width)[positions[first:end] - starts[cluster]]
+        return found
+
     def codes_of(self, cluster: int) -> np.ndarray:
         """Cluster ``cluster``'s codes, one row of ``code_size`` bytes each (a copy)."""
         size = self._lists.list_size(cluster)
