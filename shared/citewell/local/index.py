@@ -419,7 +419,7 @@ class SqliteSearchIndex:
         self._check_identity(embedder_identity, claim=False)
         if identity.is_empty or k <= 0:
             return []
-        rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32))
+        rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32), k)
         return self._top(rowids, scores, identity, k)
 
     def exact_vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
@@ -427,7 +427,7 @@ class SqliteSearchIndex:
         self._check_identity(embedder_identity, claim=False)
         if identity.is_empty or k <= 0:
             return []
-        rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32), exact=True)
+        rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32), k, exact=True)
         return self._top(rowids, scores, identity, k)
 
     def _top(self, rowids: np.ndarray, scores: np.ndarray, identity: Identity, k: int) -> list[LaneHit]:

@@ -12,11 +12,12 @@ Each snapshot is immutable: a search scores the blocks it was handed while a ref
 the next snapshot beside it.
 
 From ``IVF_MIN_ROWS`` rows on, the table has centroids and each row its nearest one
-(:mod:`citewell.local.clusters`). A full read then lays the rows out cluster by cluster, and
-a caller who may see at least ``EXACT_BELOW`` of them is scored on the clusters nearest the
-question only (more of them the smaller the caller's share), exactly within those and only
-over the caller's rows. A caller who sees fewer rows, and rows added since the last full
-read, are scored exactly.
+(:mod:`citewell.local.clusters`). A full read then holds the rows as float16 codes, cluster by
+cluster (:mod:`citewell.local.codes`: half the memory of float32), and a caller who may see at
+least ``EXACT_BELOW`` of them is scored on the clusters nearest the question only (more of them
+the smaller the caller's share), only over the caller's rows. A caller who sees fewer rows is
+scored on every cluster; rows added since the last full read are held as float32 and scored
+exactly.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from citewell.local.clusters import centroids_of, clusters_version
+from citewell.local.codes import ClusterCodes
 from citewell.models import Identity
 
 LOAD_SLICE = 20_000  # rows read at a time into a block
@@ -36,7 +38,8 @@ LOG_ROWS = 100_000  # log entries kept; a process further behind reads every row
 MAX_BLOCKS = 8  # beyond this, the blocks after the first are merged into one
 MAX_DEAD_SHARE = 0.25  # beyond this share of dead rows held, every row is read again
 MAX_DELTA_SHARE = 0.1  # beyond this share of rows outside the clustered block, every row is read again
-EXACT_BELOW = 50_000  # a caller who may see fewer rows than this is scored exactly
+EXACT_BELOW = 50_000  # a caller who may see fewer rows than this is scored on every cluster
+GATHER_BELOW = 5_000  # one who sees fewer than this, on their own rows copied out as float32 (< 7.7 MB)
 IVF_PROBE = 128  # clusters scored for a caller who sees every row (divided by the share seen): an eighth
 MASKS_KEPT = 16  # callers' row masks kept per snapshot
 _PART = 500  # rowids per IN (...) list
@@ -55,15 +58,17 @@ CREATE INDEX IF NOT EXISTS vector_log_by_epoch ON vector_log (epoch);
 
 @dataclass(frozen=True)
 class Block:
-    """Rows in ascending rowid order: their vectors and access fields (tenant code, live, roles)."""
+    """Rows and their access fields (tenant code, live, roles), with their vectors either as a
+    float32 ``matrix`` in ascending rowid order or as ``codes`` laid out cluster by cluster."""
 
     rowids: np.ndarray
-    matrix: np.ndarray
     tenants: np.ndarray
     live: np.ndarray
     role_positions: Mapping[str, np.ndarray]
-    starts: np.ndarray | None = None  # laid out by cluster: cluster c is rows starts[c]:starts[c + 1]
-    by_rowid: np.ndarray | None = None  # then, the positions in rowid order
+    matrix: np.ndarray | None = None
+    codes: ClusterCodes | None = None
+    starts: np.ndarray | None = None  # with codes: cluster c is rows starts[c]:starts[c + 1]
+    by_rowid: np.ndarray | None = None  # with codes: the positions in rowid order
 
     def mask(self, code: int, roles: Iterable[str]) -> np.ndarray:
         """One flag per row: the tenant's, live, and allowing one of the roles."""
@@ -87,11 +92,11 @@ class Block:
             return self
         live = self.live.copy()
         live[held] = False
-        return Block(self.rowids, self.matrix, self.tenants, live, self.role_positions, self.starts, self.by_rowid)
+        return replace(self, live=live)
 
 
 def merged(blocks: Sequence[Block]) -> Block:
-    """The live rows of ``blocks`` as one block. Concatenated in order they are in rowid order:
+    """The live rows of ``blocks`` (not clustered) as one block. Concatenated in order they are in rowid order:
     SQLite gives a new row the highest rowid in the table plus one, and every live row held
     was in the table when a later block's rows were written."""
     keep = [np.flatnonzero(b.live) for b in blocks]
@@ -106,11 +111,46 @@ def merged(blocks: Sequence[Block]) -> Block:
         offset += kept.size
     return Block(
         rowids=np.concatenate([b.rowids[k] for b, k in zip(blocks, keep)]),
-        matrix=np.concatenate([b.matrix[k] for b, k in zip(blocks, keep)]),
+        matrix=np.concatenate([_matrix(b)[k] for b, k in zip(blocks, keep)]),
         tenants=np.concatenate([b.tenants[k] for b, k in zip(blocks, keep)]),
         live=np.ones(offset, dtype=bool),
         role_positions={role: np.concatenate(parts) for role, parts in roles.items()},
     )
+
+
+class Access:
+    """A caller's rows in one block: a flag per row, and, for a clustered block, the same flags
+    as the bitmap faiss tests each row's position against before scoring it."""
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self.rows = rows
+        self.visible = int(np.count_nonzero(rows))
+        self._bitmap: np.ndarray | None = None
+        self._positions: np.ndarray | None = None
+        self._gathered: np.ndarray | None = None
+
+    def positions(self) -> np.ndarray:
+        if self._positions is None:
+            self._positions = np.flatnonzero(self.rows)
+        return self._positions
+
+    def gathered(self, block: Block) -> np.ndarray:
+        """The caller's rows of a clustered block, copied out once per snapshot as float32 (numpy
+        converts float16 at about 2 ns a value: 3 ms a search for 4,000 rows)."""
+        if self._gathered is None:
+            assert block.codes is not None and block.starts is not None
+            self._gathered = block.codes.rows(self.positions(), block.starts).astype(np.float32)
+        return self._gathered
+
+    def bitmap(self) -> np.ndarray:
+        if self._bitmap is None:
+            self._bitmap = np.packbits(self.rows, bitorder="little")
+        return self._bitmap
+
+
+def _matrix(block: Block) -> np.ndarray:
+    assert block.matrix is not None, "a block without codes holds float32 rows"
+    return block.matrix
 
 
 @dataclass(frozen=True)
@@ -120,29 +160,42 @@ class VectorRows:
     epoch: int = -1
     blocks: tuple[Block, ...] = ()
     tenant_codes: Mapping[str, int] = field(default_factory=dict)
-    centroids: np.ndarray | None = None
     clusters_version: int = 0
-    _masks: dict[tuple[str, frozenset[str]], list[np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
+    _masks: dict[tuple[str, frozenset[str]], list[Access]] = field(default_factory=dict, compare=False, repr=False)
 
-    def scores(self, identity: Identity, vector: np.ndarray, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Rowids the identity may see and their cosines: every such row, or, in a clustered
-        block the caller sees enough of, those in the clusters nearest the question (unless
-        ``exact``: what the clusters are measured against)."""
+    def scores(self, identity: Identity, vector: np.ndarray, k: int,
+               exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Rowids the identity may see and their cosines, among them its best ``k``: in a block of
+        float32 rows every row the caller may see, in the clustered block the caller's best ``k``
+        in the clusters nearest the question, or in every cluster for a caller who sees few rows
+        (and when ``exact``: what the clusters are measured against), or, for a caller who sees
+        very few, every one of their rows."""
         found: list[tuple[np.ndarray, np.ndarray]] = []
-        for block, mask in zip(self.blocks, self._masks_of(identity)):
-            clustered = not exact and block.starts is not None and self.centroids is not None
-            if clustered and (visible := int(np.count_nonzero(mask))) >= EXACT_BELOW:
-                found.extend(self._probed(block, mask, visible, vector))
+        for block, access in zip(self.blocks, self._access_of(identity)):
+            if not access.visible:
                 continue
-            positions = np.flatnonzero(mask)
-            if not positions.size:
+            if block.codes is not None and access.visible < GATHER_BELOW:
+                positions = access.positions()
+                scores = access.gathered(block) @ vector
+                found.append((block.rowids[positions], scores))
                 continue
+            if block.codes is not None:
+                probe = block.codes.clusters
+                if not exact and access.visible >= EXACT_BELOW:
+                    # A caller who sees a share of the rows gets that many more clusters, so about
+                    # as many of their rows are scored.
+                    probe = min(probe, math.ceil(IVF_PROBE * block.rowids.size / access.visible))
+                positions, scores = block.codes.search(vector, k, probe, access.bitmap())
+                found.append((block.rowids[positions], scores))
+                continue
+            matrix = _matrix(block)
+            positions = access.positions()
             # Scoring every row and keeping the allowed ones avoids copying most of the matrix;
             # a narrow filter is cheaper as a gathered subset.
             if positions.size * 4 > block.rowids.size:
-                scores = (block.matrix @ vector)[positions]
+                scores = (matrix @ vector)[positions]
             else:
-                scores = block.matrix[positions] @ vector
+                scores = matrix[positions] @ vector
             found.append((block.rowids[positions], scores))
         if not found:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
@@ -150,37 +203,19 @@ class VectorRows:
             return found[0]
         return np.concatenate([r for r, _ in found]), np.concatenate([s for _, s in found])
 
-    def _probed(self, block: Block, mask: np.ndarray, visible: int, vector: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The caller's rows in the clusters nearest ``vector``: a caller who sees a share of the
-        rows gets that many more clusters, so about as many of their rows are scored."""
-        assert self.centroids is not None and block.starts is not None
-        clusters = self.centroids.shape[0]
-        probe = min(clusters, math.ceil(IVF_PROBE * block.rowids.size / visible))
-        nearest = np.sort(np.argpartition(-(self.centroids @ vector), probe - 1)[:probe])  # in memory order
-        starts, ends = block.starts[nearest], block.starts[nearest + 1]
-        lengths = ends - starts
-        if not lengths.sum():
-            return []
-        # One product per cluster (a slice, no copy); everything else once, over all of them.
-        scores = np.concatenate([block.matrix[s:e] @ vector for s, e in zip(starts.tolist(), ends.tolist()) if e > s])
-        offsets = np.cumsum(lengths) - lengths
-        positions = np.arange(int(lengths.sum())) + np.repeat(starts - offsets, lengths)
-        allowed = mask[positions]
-        return [(block.rowids[positions[allowed]], scores[allowed])]
-
-    def _masks_of(self, identity: Identity) -> list[np.ndarray]:
+    def _access_of(self, identity: Identity) -> list[Access]:
         """Per block, which rows the identity may see; kept for the snapshot's life (a server's
         callers repeat; building one costs a pass over every row)."""
         key = (identity.tenant, frozenset(identity.roles))
-        masks = self._masks.get(key)
-        if masks is None:
+        found = self._masks.get(key)
+        if found is None:
             code = self.tenant_codes.get(identity.tenant)
-            masks = [b.mask(code, identity.roles) if code is not None else np.zeros(b.rowids.size, dtype=bool)
+            found = [Access(b.mask(code, identity.roles) if code is not None else np.zeros(b.rowids.size, dtype=bool))
                      for b in self.blocks]
             if len(self._masks) >= MASKS_KEPT:
                 self._masks.clear()
-            self._masks[key] = masks
-        return masks
+            self._masks[key] = found
+        return found
 
     @property
     def rows(self) -> int:
@@ -237,11 +272,11 @@ def refresh(conn: sqlite3.Connection, held: VectorRows, epoch: int) -> VectorRow
     fresh = _read(conn, codes, rowids=sorted(r for r, added in final.items() if added))
     if fresh.rowids.size:
         blocks.append(fresh)
-    clustered = [b for b in blocks if b.starts is not None]
-    plain = [b for b in blocks if b.starts is None and b.live.any()]
+    clustered = [b for b in blocks if b.codes is not None]
+    plain = [b for b in blocks if b.codes is None and b.live.any()]
     if len(plain) > MAX_BLOCKS:
         plain = [merged(plain)]
-    rows = VectorRows(epoch, tuple(clustered + plain), codes, held.centroids, held.clusters_version)
+    rows = VectorRows(epoch, tuple(clustered + plain), codes, held.clusters_version)
     outside = sum(b.rowids.size for b in plain)
     if rows.dead > MAX_DEAD_SHARE * max(rows.rows, 1) or (clustered and outside > MAX_DELTA_SHARE * rows.rows):
         return load(conn, epoch)
@@ -256,30 +291,29 @@ def load(conn: sqlite3.Connection, epoch: int) -> VectorRows:
     if centroids is None:
         blocks = [_read(conn, codes)]
     else:
-        blocks = list(_read_by_cluster(conn, codes, centroids.shape[0]))
-    return VectorRows(epoch, tuple(b for b in blocks if b.rowids.size), codes, centroids, version)
+        blocks = list(_read_by_cluster(conn, codes, centroids))
+    return VectorRows(epoch, tuple(b for b in blocks if b.rowids.size), codes, version)
 
 
 class _Arrays:
-    """A block's arrays being filled, at given positions, from rows read in rowid order."""
+    """A block's access arrays being filled, at given positions, from rows read in rowid order."""
 
-    def __init__(self, count: int, width: int) -> None:
+    def __init__(self, count: int) -> None:
         self.ids = np.empty(count, dtype=np.int64)
-        self.matrix = np.empty((count, width), dtype=np.float32)
         self.tenants = np.empty(count, dtype=np.int32)
         self.live = np.empty(count, dtype=bool)
 
-    def put(self, at: np.ndarray | slice, found: Sequence[sqlite3.Row], codes: dict[str, int]) -> None:
-        """``found``: (rowid, tenant, status, vector) rows; holding every row's vector as Python
-        bytes and joining them peaked at 2.6 times the matrix (756 MB for 292 MB at 200k chunks),
-        so they are read a slice at a time straight into place."""
+    def put(self, at: np.ndarray | slice, found: Sequence[sqlite3.Row], codes: dict[str, int]) -> np.ndarray:
+        """``found``: (rowid, tenant, status, vector) rows; returns their vectors. Holding every
+        row's vector as Python bytes and joining them peaked at 2.6 times the matrix (756 MB for
+        292 MB at 200k chunks), so they are read a slice at a time and put in place by the caller."""
         self.ids[at] = [r[0] for r in found]
-        self.matrix[at] = np.frombuffer(b"".join(r[3] for r in found), dtype=np.float32).reshape(len(found), -1)
         names = [r[1] for r in found]
         for name in dict.fromkeys(names):
             codes.setdefault(name, len(codes))
         self.tenants[at] = [codes[n] for n in names]
         self.live[at] = [r[2] == "live" for r in found]
+        return np.frombuffer(b"".join(r[3] for r in found), dtype=np.float32).reshape(len(found), -1)
 
 
 def _width(conn: sqlite3.Connection) -> int | None:
@@ -288,8 +322,8 @@ def _width(conn: sqlite3.Connection) -> int | None:
 
 
 def _read(conn: sqlite3.Connection, codes: dict[str, int], rowids: Sequence[int] | None = None) -> Block:
-    """A block of the table's rows in rowid order: all, or those of ``rowids``. New tenants get
-    codes in ``codes``."""
+    """A block of the table's rows in rowid order, as float32: all, or those of ``rowids``. New
+    tenants get codes in ``codes``."""
     if rowids is None:
         count = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         parts: Iterable[list[int] | None] = [None]
@@ -299,14 +333,15 @@ def _read(conn: sqlite3.Connection, codes: dict[str, int], rowids: Sequence[int]
     width = _width(conn)
     if not count or width is None:
         return _empty()
-    arrays = _Arrays(count, width)
+    arrays = _Arrays(count)
+    matrix = np.empty((count, width), dtype=np.float32)
     postings: dict[str, list[int]] = {}
     start = 0
     for part in parts:
         where, params = ("", []) if part is None else (f" WHERE rowid IN ({', '.join('?' * len(part))})", part)
         cursor = conn.execute(f"SELECT rowid, tenant, status, vector FROM chunks{where} ORDER BY rowid", params)
         while found := cursor.fetchmany(LOAD_SLICE):
-            arrays.put(slice(start, start + len(found)), found, codes)
+            matrix[start : start + len(found)] = arrays.put(slice(start, start + len(found)), found, codes)
             start += len(found)
         roles_where = "" if part is None else f" WHERE chunk_rowid IN ({', '.join('?' * len(part))})"
         for role, rowid in conn.execute(f"SELECT role, chunk_rowid FROM chunk_roles{roles_where}", params):
@@ -317,17 +352,17 @@ def _read(conn: sqlite3.Connection, codes: dict[str, int], rowids: Sequence[int]
     role_positions = {  # every role row has its chunk (a foreign key, same snapshot)
         role: np.searchsorted(ids, np.array(found, dtype=np.int64)) for role, found in postings.items()
     }
-    return Block(ids, arrays.matrix[:start], arrays.tenants[:start], arrays.live[:start], role_positions)
+    return Block(ids, arrays.tenants[:start], arrays.live[:start], role_positions, matrix=matrix[:start])
 
 
-def _read_by_cluster(conn: sqlite3.Connection, codes: dict[str, int], clusters: int) -> Iterable[Block]:
-    """The clustered rows as one block laid out cluster by cluster (each row read straight into
-    its place: sorting a loaded matrix would need it twice in memory), and any row without a
-    cluster (written by an older citewell) as a block of its own."""
+def _read_by_cluster(conn: sqlite3.Connection, codes: dict[str, int], centroids: np.ndarray) -> Iterable[Block]:
+    """The clustered rows as one block of float16 codes laid out cluster by cluster (each slice
+    of rows read, encoded and put straight into place: no float32 copy of every row is ever
+    held), and any row without a cluster (written by an older citewell) as a block of its own."""
     count = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-    width = _width(conn)
-    if not count or width is None:
+    if not count or _width(conn) is None:
         return
+    clusters = centroids.shape[0]
     rowids = np.empty(count, dtype=np.int64)
     cluster_of = np.empty(count, dtype=np.int64)
     cursor = conn.execute("SELECT c.rowid, COALESCE(k.cluster, -1) FROM chunks c "
@@ -341,14 +376,25 @@ def _read_by_cluster(conn: sqlite3.Connection, codes: dict[str, int], clusters: 
     order = clustered[np.argsort(cluster_of[clustered], kind="stable")]  # rowid-order indexes, by cluster
     place = np.full(count, -1, dtype=np.int64)
     place[order] = np.arange(order.size)
-    arrays = _Arrays(order.size, width)
+    starts = np.searchsorted(cluster_of[order], np.arange(clusters + 1))
+    arrays = _Arrays(order.size)
+    block_codes = ClusterCodes(centroids, np.diff(starts))
     cursor = conn.execute("SELECT rowid, tenant, status, vector FROM chunks ORDER BY rowid")  # the same rows, in the same order
     start = 0
     while found := cursor.fetchmany(LOAD_SLICE):
         at = place[start : start + len(found)]
-        kept = at >= 0
-        if kept.any():
-            arrays.put(at[kept], [row for row, keep in zip(found, kept.tolist()) if keep], codes)
+        kept = np.flatnonzero(at >= 0)
+        if kept.size:
+            vectors = arrays.put(at[kept], [found[i] for i in kept.tolist()], codes)
+            # Positions ascend with the cluster, and within it with the rowid: sorted, the slice's
+            # rows of one cluster are a run, the next rows of that cluster's list.
+            by_position = np.argsort(at[kept], kind="stable")
+            positions = at[kept][by_position]
+            runs = np.flatnonzero(np.diff(cluster_of[start + kept][by_position], prepend=-1, append=-1))
+            for first, end in zip(runs[:-1].tolist(), runs[1:].tolist()):
+                cluster = int(cluster_of[start + kept[by_position[first]]])
+                block_codes.put(cluster, int(positions[first] - starts[cluster]), positions[first:end],
+                                vectors[by_position[first:end]])
         start += len(found)
     postings: dict[str, list[int]] = {}
     for role, rowid in conn.execute("SELECT role, chunk_rowid FROM chunk_roles"):
@@ -357,13 +403,13 @@ def _read_by_cluster(conn: sqlite3.Connection, codes: dict[str, int], clusters: 
     for role, found in postings.items():
         at = place[np.searchsorted(rowids, np.array(found, dtype=np.int64))]
         role_positions[role] = at[at >= 0]
-    yield Block(arrays.ids, arrays.matrix, arrays.tenants, arrays.live, role_positions,
-                starts=np.searchsorted(cluster_of[order], np.arange(clusters + 1)), by_rowid=np.argsort(arrays.ids))
+    yield Block(arrays.ids, arrays.tenants, arrays.live, role_positions, codes=block_codes, starts=starts,
+                by_rowid=np.argsort(arrays.ids))
     rest = np.flatnonzero(cluster_of < 0)
     if rest.size:
         yield _read(conn, codes, rowids=rowids[rest].tolist())
 
 
 def _empty() -> Block:
-    return Block(np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.int32),
-                 np.zeros(0, dtype=bool), {})
+    return Block(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=bool), {},
+                 matrix=np.zeros((0, 0), dtype=np.float32))
