@@ -144,8 +144,11 @@ class Server:
             resolver = self._local.resolver = build_resolver(self.backend)
         return resolver
 
-    def answer(self, event: dict[str, Any], request_id: str) -> dict[str, Any]:
-        return handle(self._resolver(), event, LocalContext(aws_request_id=request_id))
+    def respond(self, scope: Scope, body: bytes, claims: dict[str, Any], request_id: str) -> tuple[int, bytes, dict[str, str]]:
+        """One API request after its token and body, all in one pool thread: the event, the
+        resolver and the reply's parts (one hop off the loop and back per request)."""
+        event = build_event(scope, body, claims, request_id)
+        return response_parts(handle(self._resolver(), event, LocalContext(aws_request_id=request_id)))
 
     def accept_upload(self, key: str, data: bytes) -> None:
         """Store an upload's bytes under its key and queue it, once, while it is the document's latest."""
@@ -223,9 +226,8 @@ class Server:
         request_id = uuid.uuid4().hex
         authorization = request.headers.get("authorization")
         try:
-            if self.verifier.jwks is None:  # a local key: no I/O, verified on the loop
-                claims = self.verifier.claims(authorization)
-            else:
+            claims = self.verifier.claims_without_fetching(authorization)
+            if claims is None:  # the issuer's keys may have to be fetched: never on the loop
                 claims = await anyio.to_thread.run_sync(self.verifier.claims, authorization, limiter=self.limiter)
         except Unauthorized as refused:
             description = str(refused).replace('"', "'")
@@ -237,9 +239,8 @@ class Server:
             body = await read_body(request, MAX_BODY_BYTES, self.settings.read_seconds)
         except Refused as refused:
             return error(refused.status, refused.code, refused.message)
-        event = build_event(request.scope, body, claims, request_id)
-        reply = await anyio.to_thread.run_sync(self.answer, event, request_id, limiter=self.limiter)
-        status, data, headers = response_parts(reply)
+        status, data, headers = await anyio.to_thread.run_sync(
+            self.respond, request.scope, body, claims, request_id, limiter=self.limiter)
         headers["Cache-Control"] = "no-store"
         headers["X-Request-Id"] = request_id
         return Response(data, status_code=status, headers=headers)
