@@ -63,6 +63,14 @@ def test_me_says_who_the_token_names_and_whether_they_may_write(served):
     assert "not a valid tenant" in refused(served.call("GET", "/me", served.token("../northpier", ["staff"])), 403)
 
 
+def test_a_reply_is_json_in_utf8(served):
+    """Bodies are written by pydantic's JSON serializer (the Lambda's too): text beyond ASCII goes
+    out as UTF-8, not as \\u escapes, and reads back the same."""
+    reply = served.call("GET", "/me", served.token("northpier", ["staff", "équipe"]))
+    assert reply.json()["roles"] == ["staff", "équipe"]
+    assert "équipe".encode() in reply.content
+
+
 def _signed(served: Served, **claims) -> str:
     now = int(time.time())
     payload = {"iss": LOCAL_ISSUER, "aud": LOCAL_AUDIENCE, "iat": now, "exp": now + 600,

@@ -15,9 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from citewell.serve.tokens import KEY_FILE
+from citewell.serve.tokens import KEY_FILE, LOCAL_AUDIENCE, LOCAL_ISSUER, TokenVerifier, Unauthorized, mint
 from tests.serving import CLEAN_EXIT, Served
 
 ISSUER, AUDIENCE = "https://issuer.example/pool", "citewell-web"
@@ -93,13 +93,15 @@ def test_an_external_issuer_by_public_key_file(tmp_path):
 
 @pytest.fixture
 def jwks(tmp_path):
-    """The issuer's JWKS document on 127.0.0.1."""
+    """The issuer's JWKS document on 127.0.0.1, and the paths fetched from it."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    fetched: list[str] = []
     public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
     document = json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
 
     class Keys(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            fetched.append(self.path)
             self.send_response(200 if self.path == "/.well-known/jwks.json" else 404)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -111,12 +113,12 @@ def jwks(tmp_path):
     http = ThreadingHTTPServer(("127.0.0.1", 0), Keys)
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
-    yield key, f"http://127.0.0.1:{http.server_address[1]}/.well-known/jwks.json"
+    yield key, f"http://127.0.0.1:{http.server_address[1]}/.well-known/jwks.json", fetched
     http.shutdown()
 
 
 def test_an_external_issuer_by_jwks_url(tmp_path, jwks):
-    key, url = jwks
+    key, url, _ = jwks
     server = Served(tmp_path / "home", env={"CITEWELL_JWT_JWKS_URL": url, "CITEWELL_JWT_ISSUER": ISSUER,
                                             "CITEWELL_JWT_AUDIENCE": AUDIENCE})
     try:
@@ -128,3 +130,22 @@ def test_an_external_issuer_by_jwks_url(tmp_path, jwks):
         assert "ID token" in server.call("GET", "/me", access).json()["error"]["message"]  # 403, as on AWS
     finally:
         assert server.stop() in CLEAN_EXIT
+
+
+def test_only_a_token_that_may_need_the_issuers_keys_waits_for_them(jwks):
+    """The server verifies a token on its event loop unless that may fetch the issuer's JWKS: then,
+    and only then, in a pool thread. A token of a JWKS issuer is known without fetching once remembered."""
+    key, url, fetched = jwks
+    verifier = TokenVerifier(issuer=ISSUER, audience=AUDIENCE, jwks_url=url)
+    header = f"Bearer {_external(key)}"
+    assert verifier.claims_without_fetching(header) is None and not fetched
+    claims = verifier.claims(header)
+    assert claims["custom:tenant"] == "northpier" and len(fetched) == 1
+    assert verifier.claims_without_fetching(header) == claims and len(fetched) == 1
+    with pytest.raises(Unauthorized):
+        verifier.claims_without_fetching("Basic dXNlcjpwYXNz")
+    own = ec.generate_private_key(ec.SECP256R1())  # a configured key: checked on the spot, nothing to fetch
+    local = TokenVerifier(issuer=LOCAL_ISSUER, audience=LOCAL_AUDIENCE, public_key=own.public_key())
+    token = mint(own, tenant="bluefen", roles=["staff"], ttl_seconds=600, tenant_claim="custom:tenant",
+                 roles_claim="cognito:groups")
+    assert local.claims_without_fetching(f"Bearer {token}")["custom:tenant"] == "bluefen"

@@ -26,6 +26,7 @@ from aws_lambda_powertools.event_handler.exceptions import BadRequestError, Forb
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import ValidationError
+from pydantic_core import to_json
 
 from citewell.api.models import NewDocument, QueryRequest, SearchRequest
 from citewell.api.settings import ApiSettings
@@ -171,9 +172,19 @@ def _problem(error: dict[str, Any]) -> str:
     return f"{where}: {str(error.get('msg', error['type'])).removeprefix('Value error, ')}"
 
 
+def json_text(value: Any) -> str:
+    """A reply body as JSON text, written by pydantic's serializer.
+
+    By the time a body reaches the serializer the validation middleware has already turned the
+    route's model into JSON-ready values; Powertools' default (``json.dumps`` with its encoder
+    class) then spends about 0.1 ms on a ten-hit search, three times what this takes. Non-ASCII
+    characters are written as UTF-8 rather than ``\\u`` escapes: the same JSON value."""
+    return to_json(value).decode("utf-8")
+
+
 def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
     """A resolver with every route; ``backend`` is called per request and must be cheap (cache in it)."""
-    app = IsolatedHttpResolver(enable_validation=True)
+    app = IsolatedHttpResolver(enable_validation=True, serializer=json_text)
 
     def caller() -> tuple[ApiBackend, Identity]:
         found = backend()
