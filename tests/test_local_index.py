@@ -124,6 +124,28 @@ def test_a_search_overtaken_by_another_threads_reload_leaves_no_stale_statistics
         assert abs(found[chunk_id] - score) < 1e-9, chunk_id
 
 
+def test_a_commit_between_the_stat_and_the_reload_is_counted_on_the_searcher_that_scores(tmp_path: Path) -> None:
+    # A commit lands after a search has read meta.json's stat but before it reloads: the stat
+    # says "unchanged" while the searcher is the newer one. Its figures must be counted on that
+    # searcher; the older row count beside the newer document frequencies gave a negative log
+    # (a 503 under load while an ingest ran).
+    index = SqliteSearchIndex(tmp_path / "index.db")
+    load(index, VARIED)
+    index.flush()
+    index.lexical("mooring fees", STAFF, 50)  # figures counted for VARIED
+    load(index, FILLER)
+    index.flush()
+    lexicon = index._lexicon()
+    stat = os.stat(lexicon.folder / "meta.json")
+    lexicon._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # the stat that raced the commit
+
+    expected = fts5_scores(VARIED + FILLER, "mooring fees")
+    found = {hit.chunk_id: hit.score for hit in index.lexical("mooring fees", STAFF, 50)}
+    assert found.keys() == expected.keys()
+    for chunk_id, score in expected.items():
+        assert abs(found[chunk_id] - score) < 1e-9, chunk_id
+
+
 def test_words_are_cut_folded_and_stemmed_as_fts5s_porter_unicode61_tokenizer_did() -> None:
     oracle = sqlite3.connect(":memory:")
     oracle.execute("CREATE VIRTUAL TABLE t USING fts5(words, tokenize='porter unicode61 remove_diacritics 2')")

@@ -236,7 +236,8 @@ class TantivyLexicon:
 
         One lock orders the stat, the reload and the counting: a thread still holding an older
         searcher never counts for the newer index. The stat comes before the reload, so a
-        commit landing in between only makes the next search count again."""
+        commit landing in between makes the next search count again; this one counts again
+        when its searcher holds another number of rows than the figures were counted on."""
         with self._lock:
             try:
                 found = os.stat(self.folder / "meta.json")
@@ -245,7 +246,8 @@ class TantivyLexicon:
                 seen = None
             self.index.reload()
             searcher = self.index.searcher()
-            if seen is None or seen != self._seen or self._statistics is None:
+            if (seen is None or seen != self._seen or self._statistics is None
+                    or searcher.num_docs != self._statistics.rows):
                 total = searcher.aggregate(tantivy.Query.all_query(), {"terms": {"sum": {"field": "length"}}})
                 rows = searcher.num_docs
                 self._statistics = Statistics(rows, float(total["terms"]["value"] or 0.0) / max(rows, 1))
