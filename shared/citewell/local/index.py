@@ -68,6 +68,9 @@ CREATE TABLE IF NOT EXISTS lexical_pending (rowid INTEGER PRIMARY KEY);
 _FTS5_OBJECTS = ("DROP TRIGGER IF EXISTS chunks_ai", "DROP TRIGGER IF EXISTS chunks_ad", "DROP TABLE IF EXISTS chunks_fts")
 REBUILD_BATCH = 20_000
 LANE_THREADS = 4  # lexical lanes running beside vector lanes: a server answers several searches at once
+# One pool for every index of the process (threads start on first use): a process that opens many
+# homes, or one home many times, keeps at most LANE_THREADS idle threads, not that many per index.
+_LANES = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="citewell-lexical")
 FLUSH_ROWS = 2_000  # rows that wait for the lexical index: one commit per this many, not one per document
 
 # The one access predicate, shared by both lanes. ``c`` is the chunks table. The unary plus
@@ -93,7 +96,6 @@ class SqliteSearchIndex:
         self._lock = threading.Lock()
         self._lexical_folder = path.parent / "lexical"
         self._lexicon_instance: TantivyLexicon | None = None
-        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def conn(self) -> Connection:
@@ -450,7 +452,7 @@ class SqliteSearchIndex:
             # Both lanes at once: tantivy, SQLite and numpy let go of the interpreter lock while
             # they work, so the lexical lane runs in a pool thread beside the vector lane here.
             # Should the vector lane raise, the lexical one ends on its own and is dropped.
-            lexical = self._lanes_pool().submit(self.lexical, text, identity, k)
+            lexical = _LANES.submit(self.lexical, text, identity, k)
             vector_hits = self.vector(vector, embedder_identity, identity, k)
             return {"bm25": lexical.result(), "vector": vector_hits}
         if text is not None:
@@ -458,12 +460,6 @@ class SqliteSearchIndex:
         if vector is not None:
             found["vector"] = self.vector(vector, embedder_identity, identity, k)
         return found
-
-    def _lanes_pool(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="citewell-lexical")
-            return self._pool
 
     def _rows(self) -> VectorRows:
         """The vector lane's rows as of the index's last write (see :mod:`citewell.local.vectors`)."""
