@@ -7,8 +7,9 @@ import re
 import uuid
 from datetime import datetime, timezone
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator
 
 from citewell.leases import Lease
 
@@ -319,6 +320,9 @@ class SearchHit(BaseModel):
 class SearchResult(BaseModel):
     hits: list[SearchHit]
     degraded: list[str] = Field(default_factory=list)
+    # The question's vector (None when the vector lane did not run): the answer that follows
+    # scores its sentences against it instead of embedding the question again. Never sent.
+    _query_vector: Any = PrivateAttr(default=None)
 
 
 class Place(BaseModel):

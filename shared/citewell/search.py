@@ -71,8 +71,12 @@ def search(
                 )
             )
             if len(hits) == k:
-                return SearchResult(hits=hits, degraded=degraded)
-    return SearchResult(hits=hits, degraded=degraded)
+                break
+        if len(hits) == k:
+            break
+    result = SearchResult(hits=hits, degraded=degraded)
+    result._query_vector = vector
+    return result
 
 
 def _weak(ranks: dict[str, int | None], similarity: float | None) -> bool:

@@ -71,6 +71,8 @@ def ask(
             return _answer(record)
 
     result = search(services, identity, question, k=CANDIDATES * 2, lanes=lanes)
+    if result._query_vector is not None:
+        extractive.embed.questions[question] = result._query_vector
     degraded = list(result.degraded)
     evidence = gather_evidence(services, identity, result.hits, budget_chars=budget_chars, max_items=CANDIDATES)
     used: Generator = generator

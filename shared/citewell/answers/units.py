@@ -115,12 +115,22 @@ _PRONOUN = re.compile(r"\b(?:it|its|they|them|their|this|that|these|those|one)\b
 _ASKING = frozenset("how what when where which who whom whose why".split())
 
 
+def _subject(ask: str) -> str:
+    """What an ask is about, for a later ask that points back to it: the words after its last
+    function word ("How long do I have to submit an expense claim" is about "expense claim",
+    not "long submit"), else all its content words."""
+    tokens = _TOKEN.findall(ask)
+    kept = [t for t in tokens if t.lower() not in FUNCTION_WORDS | _ASKING]
+    last = max((i for i, t in enumerate(tokens) if t.lower() in FUNCTION_WORDS | _ASKING), default=-1)
+    return " ".join(tokens[last + 1 :] or kept)
+
+
 def parts(question: str) -> list[str]:
     """The asks of a question that asks two things ("How long do I have, and who approves a late one?").
     A later ask that points back ("and how often can a customer get it?") takes the first ask's
     words, so it can be matched on its own."""
     asks = [p.strip(" ,?") for p in _SECOND_ASK.split(question) if p.strip(" ,?")]
-    subject = " ".join(w for w in _TOKEN.findall(asks[0]) if w.lower() not in FUNCTION_WORDS | _ASKING) if asks else ""
+    subject = _subject(asks[0]) if asks else ""
     return [asks[0] + "?", *(f"{a} ({subject})?" if _PRONOUN.search(a) and subject else f"{a}?" for a in asks[1:])] if asks else []
 
 
@@ -211,6 +221,13 @@ def _blocks(text: str) -> list[tuple[int, int]]:
     return [piece for s, e in spans if text[s:e].strip() for piece in _items(text, s, e)]
 
 
+@lru_cache(maxsize=8192)
+def _sentences(block: str) -> tuple[tuple[int, int], ...]:
+    """A paragraph's sentence spans. Segmenting is most of what cutting evidence into units
+    costs, and the same paragraphs come back for many questions (and for each ask of one)."""
+    return tuple(sentence_spans(block))
+
+
 def units_of(item: EvidenceItem) -> list[Unit]:
     """The item's headings, records and sentences, in order. A heading is a unit of its own (it
     may hold a release's date) but never part of a list. A question the source asks (a FAQ's
@@ -229,7 +246,7 @@ def units_of(item: EvidenceItem) -> list[Unit]:
             found.append(Unit(item, start, end, number, record=True, whole_block=True, asked=asked))
             continue
         unwrapped = block.replace("\n", " ")  # same length: offsets still hold
-        sentences = [(s, e, " ".join(unwrapped[s:e].split())) for s, e in sentence_spans(unwrapped) if unwrapped[s:e].strip()]
+        sentences = [(s, e, " ".join(unwrapped[s:e].split())) for s, e in _sentences(unwrapped) if unwrapped[s:e].strip()]
         answers = sum(not sentence.endswith("?") for _, _, sentence in sentences)
         for s, e, sentence in sentences:
             if sentence.endswith("?"):
