@@ -365,3 +365,24 @@ def test_a_price_asks_for_money_not_any_number(embedder):
     rows = {u.text: row for u, row in zip(support.units, support.unit_features)}
     assert rows[growth.text]["type_match"] == 1.0 and rows[trial.text]["type_mismatch"] == 1.0
     assert direct_answer(question, growth, frozenset({Wants.MONEY})) == "89 euros"
+
+
+class _Counting:
+    """The real embedder, recording what each call was asked to embed."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, []
+        self.identity, self.dims = inner.identity, inner.dims
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+
+def test_an_answer_scores_its_sentences_against_the_vector_its_search_computed(services):
+    add(services, RUNBOOK, "runbook.md")
+    ask(services, SUPPORT, "How do I restart a controller?")  # the runbook's sentences are embedded once
+    counting = _Counting(services.embedder)
+    services.embedder = counting
+    ask(services, SUPPORT, "When is a controller fenced?")
+    assert counting.calls == [["When is a controller fenced?"]]  # the search's; nothing else
