@@ -3,6 +3,7 @@ still gets exactly its own lanes, whatever else runs beside it."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -57,3 +58,30 @@ def test_both_lanes_at_once_equal_each_lane_alone_for_every_caller_under_concurr
     for (caller, _, _), (lexical, vector) in zip(asks, together):  # never another tenant's or role's row
         allowed = {f"doc{i}#0#0" for i in range(240) if GROUPS[i % 3][0] == caller.tenant and GROUPS[i % 3][1] in caller.roles}
         assert {chunk_id for chunk_id, _ in lexical + vector} <= allowed
+
+
+def test_the_lexical_lane_runs_while_the_question_is_embedded(tmp_path):
+    index, vectors = filled(tmp_path)
+    caller = CALLERS[0]
+    started = threading.Event()
+    lexical = index.lexical
+
+    def watched(*args):  # the real lane, telling when it began
+        started.set()
+        return lexical(*args)
+
+    index.lexical = watched
+
+    def embedding() -> np.ndarray:
+        assert started.wait(10), "the lexical lane waited for the question's vector"
+        return vectors[0]
+
+    found = index.lanes("leave salary", embedding, MODEL, caller, 10)
+    assert ids(found["bm25"]) == ids(lexical("leave salary", caller, 10))
+    assert ids(found["vector"]) == ids(index.vector(vectors[0], MODEL, caller, 10))
+
+
+def test_a_question_that_could_not_be_embedded_gets_the_lexical_lane_alone(tmp_path):
+    index, _ = filled(tmp_path)
+    found = index.lanes("leave salary", lambda: None, MODEL, CALLERS[0], 10)
+    assert list(found) == ["bm25"] and found["bm25"]

@@ -6,9 +6,9 @@ embedded adapter (``citewell.local``) and a cloud adapter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import numpy as np
 
@@ -106,6 +106,14 @@ class MetadataStore(Protocol):
     def delete_identity(self, identity: str) -> int: ...
 
 
+# The question's vector, or the function that computes it (None if it cannot be computed).
+QueryVector: TypeAlias = "np.ndarray | Callable[[], np.ndarray | None]"
+
+
+def query_vector(vector: QueryVector | None) -> np.ndarray | None:
+    return vector() if callable(vector) else vector
+
+
 class SearchIndex(Protocol):
     """Lexical and vector lanes over chunks, each filtered by the caller's identity *before* ranking."""
 
@@ -135,9 +143,11 @@ class SearchIndex(Protocol):
     def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]: ...
     def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]: ...
     def lanes(
-        self, text: str | None, vector: np.ndarray | None, embedder_identity: str, identity: Identity, k: int
+        self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int
     ) -> dict[str, list[LaneHit]]:
-        """The lanes that were given input, in one round trip where the engine allows it."""
+        """The lanes that were given input, in one round trip where the engine allows it. A
+        vector given as a function is computed here, once: an engine may run its lexical lane
+        meanwhile. Should it give None (the embedder failed), only the lexical lane answers."""
         ...
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from citewell.errors import CitewellError, RetrievalUnavailable
 from citewell.fusion import reciprocal_rank_fusion
 from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
@@ -37,14 +39,20 @@ def search(
         return SearchResult(hits=[])
     depth = depth or lane_depth(k)
     degraded: list[str] = []
-    vector = None
-    if "vector" in lanes:
+    embedded: list[np.ndarray] = []
+
+    def vector() -> np.ndarray | None:
+        """Computed by the index while its lexical lane runs."""
         try:
-            vector = services.embedder.embed([question])[0]
+            embedded.append(services.embedder.embed([question])[0])
         except CitewellError as error:
             degraded.append(f"vector lane unavailable ({error.code}): lexical results only")
+            return None
+        return embedded[0]
+
     text = question if "bm25" in lanes else None
-    results = _lanes(lambda: services.index.lanes(text, vector, services.embedder.identity, identity, depth))
+    wanted = vector if "vector" in lanes else None
+    results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth))
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
     similarity = {(h.chunk_id, h.revision): h.score for h in results.get("vector", [])}  # cosine
     fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
@@ -75,7 +83,7 @@ def search(
         if len(hits) == k:
             break
     result = SearchResult(hits=hits, degraded=degraded)
-    result._query_vector = vector
+    result._query_vector = embedded[0] if embedded else None
     return result
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from citewell.errors import EmbedderMismatch, RetrievalUnavailable
 from citewell.models import Chunk, Identity
-from citewell.ports import Embedder, LaneHit
+from citewell.ports import Embedder, LaneHit, QueryVector, query_vector
 from citewell.services import Services
 
 DEFAULT_ALIAS = "citewell-chunks"
@@ -290,9 +290,10 @@ class OpenSearchIndex:
         return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k)), cosine=True)
 
     def lanes(
-        self, text: str | None, vector: np.ndarray | None, embedder_identity: str, identity: Identity, k: int
+        self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int
     ) -> dict[str, list[LaneHit]]:
         """Both lanes in one ``_msearch``, each with the caller's filter inside its query."""
+        vector = query_vector(vector)
         exists = self._check(embedder_identity) if vector is not None else self._exists()
         wanted = msearch_body(text, vector, identity, k) if exists and not identity.is_empty and k > 0 else []
         found: dict[str, list[LaneHit]] = {lane: [] for lane, given in (("bm25", text), ("vector", vector)) if given is not None}

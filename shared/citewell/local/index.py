@@ -33,7 +33,7 @@ from citewell.local.clusters import CLUSTER_SCHEMA, cluster_rows
 from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, checkpoint, ensure_schema
 from citewell.local.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
 from citewell.models import Chunk, Identity
-from citewell.ports import LaneHit
+from citewell.ports import LaneHit, QueryVector, query_vector
 
 if TYPE_CHECKING:
     from citewell.local.lexical import LexicalRow, TantivyLexicon
@@ -445,20 +445,26 @@ class SqliteSearchIndex:
         return [self._hit(row, score, rank) for rank, (row, score) in enumerate(hits, start=1)]
 
     def lanes(
-        self, text: str | None, vector: np.ndarray | None, embedder_identity: str, identity: Identity, k: int
+        self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int
     ) -> dict[str, list[LaneHit]]:
         found: dict[str, list[LaneHit]] = {}
         if text is not None and vector is not None:
-            # Both lanes at once: tantivy, SQLite and numpy let go of the interpreter lock while
-            # they work, so the lexical lane runs in a pool thread beside the vector lane here.
-            # Should the vector lane raise, the lexical one ends on its own and is dropped.
+            # Both lanes at once: the model, tantivy, SQLite and numpy let go of the interpreter
+            # lock while they work, so the lexical lane runs in a pool thread while the question
+            # is embedded and the vector lane scored here. Should either raise, the lexical lane
+            # ends on its own and is dropped.
             lexical = _LANES.submit(self.lexical, text, identity, k)
-            vector_hits = self.vector(vector, embedder_identity, identity, k)
-            return {"bm25": lexical.result(), "vector": vector_hits}
+            query = query_vector(vector)
+            vector_hits = self.vector(query, embedder_identity, identity, k) if query is not None else None
+            found["bm25"] = lexical.result()
+            if vector_hits is not None:
+                found["vector"] = vector_hits
+            return found
         if text is not None:
             found["bm25"] = self.lexical(text, identity, k)
-        if vector is not None:
-            found["vector"] = self.vector(vector, embedder_identity, identity, k)
+        query = query_vector(vector)
+        if query is not None:
+            found["vector"] = self.vector(query, embedder_identity, identity, k)
         return found
 
     def _rows(self) -> VectorRows:
