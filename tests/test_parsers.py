@@ -62,6 +62,32 @@ def test_pdf_text_with_page_numbers():
     assert next(b.page for b in parsed.blocks if b.start <= beta < b.end) == 2
 
 
+def test_a_pdf_without_bookmarks_gets_its_headings_from_their_size_and_paragraphs_from_their_spacing():
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", style="B", size=18)
+    pdf.multi_cell(0, 10, "Travel Policy")
+    for heading, paragraphs in (("Rail travel", ["Rail travel is standard class. " * 4, "First class needs a director."]),
+                                ("Hotels", ["Hotels are paid up to 95 pounds a night."])):
+        pdf.set_font("Helvetica", style="B", size=14)
+        pdf.ln(3)
+        pdf.multi_cell(0, 8, heading)
+        pdf.set_font("Helvetica", size=11)
+        for paragraph in paragraphs:
+            pdf.ln(4)
+            pdf.multi_cell(0, 6, paragraph.strip())  # the first one wraps: a wrap is no paragraph break
+    parsed = parse(bytes(pdf.output()), "travel.pdf")
+    headings = [parsed.text[b.start : b.end] for b in parsed.blocks if b.kind is BlockKind.HEADING]
+    assert headings == ["Travel Policy", "Rail travel", "Hotels"]
+    assert section_of(parsed, "First class") == ["Travel Policy", "Rail travel"]
+    assert section_of(parsed, "95 pounds") == ["Travel Policy", "Hotels"]
+    paragraphs = [parsed.text[b.start : b.end] for b in parsed.blocks if b.kind is BlockKind.PARAGRAPH]
+    assert paragraphs == [("Rail travel is standard class. " * 4).strip(), "First class needs a director.",
+                          "Hotels are paid up to 95 pounds a night."]
+
+
 def test_docx_heading_styles_become_sections_and_tables_records():
     data = files.docx_bytes("Onboarding", [("Equipment", ["Boots and a helmet."])], table=[("item", "size"), ("boots", "44")])
     parsed = parse(data, "onboarding.docx")

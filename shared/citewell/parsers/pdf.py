@@ -1,14 +1,23 @@
 """PDF through pypdf: text per page with its page number; bookmarks become sections; contents
 and index pages (dot leaders to page numbers) are left out, since they would outrank the
-entries they point to."""
+entries they point to.
+
+A PDF's text layer has no blank lines and no heading marks, only positions and font sizes.
+So a line that starts further below the last than the body's line spacing starts a
+paragraph, and in a PDF without bookmarks a short line set larger than the body text is a
+heading (the larger, the higher its level): without them a page is one paragraph, and a
+heading ends up inside the first sentence under it.
+"""
 
 from __future__ import annotations
 
 import io
 import logging
+import math
 import re
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from pypdf import PdfReader
@@ -74,28 +83,135 @@ def _bookmarks(reader: PdfReader) -> dict[int, list[tuple[int, str]]]:
     return by_page
 
 
-def _page(builder: TextBuilder, text: str, number: int, marks: list[tuple[int, str]], path: list[str]) -> None:
+HEADING_SIZE = 1.15  # a heading is set at least this much larger than the body text
+HEADING_CHARS = 150  # and is short
+PARAGRAPH_GAP = 1.3  # a line this many body line spacings below the last starts a paragraph
+
+
+@dataclass
+class _Line:
+    text: str
+    size: float = 0.0  # the smallest font size of its characters, as drawn (0: unknown)
+    y: float | None = None  # where it stands on the page (PDF units, upwards)
+
+
+def _lines(page: Any) -> list[_Line]:
+    """The page's text lines with their size and height, from pypdf's text visitor; plain lines
+    if the visitor's text is not the extracted text."""
+    runs: list[tuple[str, float, float]] = []
+
+    def visit(text: str, cm: list[float], tm: list[float], font: Any, size: float) -> None:
+        if text:
+            a, b, c, d, e, f = tm
+            # The text matrix then the page's: the height and the scale of the drawn text.
+            scale = math.hypot(c * cm[0] + d * cm[2], c * cm[1] + d * cm[3])
+            runs.append((text, size * scale, e * cm[1] + f * cm[3] + cm[5]))
+
+    text = page.extract_text(visitor_text=visit) or ""
+    if "".join(t for t, _, _ in runs) != text:
+        return [_Line(line) for line in text.splitlines()]
+    lines, sizes, heights, current = [], [], [], ""
+    for run, size, y in runs:
+        for piece_number, piece in enumerate(run.split("\n")):
+            if piece_number:
+                lines.append(_Line(current, min(sizes, default=0.0), heights[0] if heights else None))
+                current, sizes, heights = "", [], []
+            current += piece
+            if piece.strip():
+                sizes.append(size)
+                heights.append(y)
+    lines.append(_Line(current, min(sizes, default=0.0), heights[0] if heights else None))
+    return lines
+
+
+@dataclass
+class _Layout:
+    """The document's body text: its size and its line spacing; the sizes its headings use."""
+
+    body: float
+    spacing: float
+    headings: list[float]
+
+    @classmethod
+    def of(cls, pages: list[list[_Line]], outline: bool) -> _Layout:
+        chars = Counter[float]()
+        for line in (line for page in pages for line in page if line.size):
+            chars[round(line.size, 1)] += len(line.text.strip())
+        body = chars.most_common(1)[0][0] if chars else 0.0
+        steps = [
+            above.y - below.y for page in pages for above, below in zip(page, page[1:])
+            if above.y is not None and below.y is not None and round(above.size, 1) == round(below.size, 1) == body
+            and above.y > below.y
+        ]
+        # The most frequent step (the smaller of equals): wrapped lines outnumber paragraph gaps.
+        counted = Counter(round(step, 1) for step in steps)
+        spacing = min(counted, key=lambda step: (-counted[step], step)) if counted else 0.0
+        larger = {round(line.size, 1) for page in pages for line in page
+                  if body and line.size >= body * HEADING_SIZE and _heading_like(line.text)}
+        return cls(body=body, spacing=spacing, headings=[] if outline else sorted(larger, reverse=True))
+
+    def level(self, line: _Line) -> int | None:
+        """The heading level of a line set in a heading size, else None."""
+        size = round(line.size, 1)
+        if size in self.headings and _heading_like(line.text):
+            return min(self.headings.index(size) + 1, 3)
+        return None
+
+    def starts_paragraph(self, above: _Line, below: _Line) -> bool:
+        return (self.spacing > 0 and above.y is not None and below.y is not None
+                and above.y - below.y > self.spacing * PARAGRAPH_GAP)
+
+
+def _heading_like(text: str) -> bool:
+    text = text.strip()
+    return 0 < len(text) <= HEADING_CHARS and any(c.isalpha() for c in text)
+
+
+def _page(builder: TextBuilder, lines: list[_Line], number: int, marks: list[tuple[int, str]], path: list[str],
+          layout: _Layout) -> None:
     """Emit one page, opening each bookmark's section at the line that carries its title
     (or at the top of the page when no line does)."""
-    lines = text.splitlines()
     cursor = 0
     for depth, title in marks:
         del path[depth:]
         path.append(title)
         wanted = _norm(title)
-        found = next((i for i in range(cursor, len(lines)) if _norm(lines[i]) == wanted), None)
+        found = next((i for i in range(cursor, len(lines)) if _norm(lines[i].text) == wanted), None)
         if found is None:
             builder.section(list(path))
             continue
-        _paragraphs(builder, lines[cursor:found], number)
-        builder.heading(depth + 1, lines[found], page=number)
+        _paragraphs(builder, lines[cursor:found], number, layout)
+        builder.heading(depth + 1, lines[found].text, page=number)
         cursor = found + 1
-    _paragraphs(builder, lines[cursor:], number)
+    _paragraphs(builder, lines[cursor:], number, layout)
 
 
-def _paragraphs(builder: TextBuilder, lines: list[str], number: int) -> None:
-    for paragraph in split_paragraphs("\n".join(lines)):
-        builder.block(BlockKind.PARAGRAPH, paragraph, page=number)
+def _paragraphs(builder: TextBuilder, lines: list[_Line], number: int, layout: _Layout) -> None:
+    """Paragraphs split where a blank line or a gap wider than the line spacing falls, and
+    headings (lines set in a heading size; consecutive ones are one wrapped heading)."""
+    run: list[_Line] = []
+    heading: list[_Line] = []
+
+    def flush() -> None:
+        if heading:
+            builder.heading(layout.level(heading[0]) or 1, " ".join(line.text.strip() for line in heading), page=number)
+            heading.clear()
+        if run:
+            for paragraph in split_paragraphs("\n".join(line.text for line in run)):
+                builder.block(BlockKind.PARAGRAPH, paragraph, page=number)
+            run.clear()
+
+    for line in lines:
+        level = layout.level(line)
+        if level is not None:
+            if run or (heading and round(heading[0].size, 1) != round(line.size, 1)):
+                flush()
+            heading.append(line)
+            continue
+        if heading or (run and layout.starts_paragraph(run[-1], line)):
+            flush()
+        run.append(line)
+    flush()
 
 
 def parse_pdf(data: bytes) -> ParsedDocument:
@@ -109,16 +225,18 @@ def parse_pdf(data: bytes) -> ParsedDocument:
             builder = TextBuilder()
             path: list[str] = []
             skipped = 0
-            for index, page in enumerate(reader.pages):
-                text = page.extract_text() or ""
-                if is_contents_page(text.splitlines()):
+            pages = [_lines(page) for page in reader.pages]
+            contents = [is_contents_page([line.text for line in lines]) for lines in pages]
+            layout = _Layout.of([lines for lines, skip in zip(pages, contents) if not skip], outline=bool(marks))
+            for index, lines in enumerate(pages):
+                if contents[index]:
                     for depth, title in marks.get(index, []):
                         del path[depth:]
                         path.append(title)
                         builder.section(list(path))
                     skipped += 1
                     continue
-                _page(builder, text, index + 1, marks.get(index, []), path)
+                _page(builder, lines, index + 1, marks.get(index, []), path, layout)
             title = (reader.metadata.title if reader.metadata else None) or None
         for warning in caught:
             log.debug("pypdf: %s", warning.message)
