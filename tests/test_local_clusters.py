@@ -240,3 +240,70 @@ def test_the_callers_rows_are_selected_inside_the_scan_not_after_it(tmp_path):
     assert agrees_with_exact(corpus, question, STAFF)
     found = corpus.found(question, BLUEFEN)
     assert len(found) == 10 and all(c.startswith("bluefen-") for c in found)
+
+
+_KILLED_WRITER = """
+import sys, time
+from pathlib import Path
+import numpy as np
+from citewell.local import clusters
+from citewell.local.index import SqliteSearchIndex
+from citewell.models import Chunk
+
+clusters.IVF_MIN_ROWS, clusters.CLUSTERS, clusters.SAMPLE_PER_CLUSTER = 2_000, 32, 40
+home, moment = Path(sys.argv[1]), sys.argv[2]
+rng = np.random.default_rng(5)
+
+def rows(document, count):
+    found = rng.normal(size=(count, 384)).astype(np.float32)
+    found /= np.linalg.norm(found, axis=1, keepdims=True)
+    return [Chunk(chunk_id=f"{document}#{n}#0", document_id=document, tenant="northpier", allowed_roles=frozenset({"staff"}),
+                  revision="r1", title=document, section_index=n, index=0, heading_path=[], start=0, end=1, body_start=0,
+                  text=f"row {n} of {document}") for n in range(count)], found
+
+index = SqliteSearchIndex(home / "index.db")
+index.upsert(*rows("first", 1_990), "MODEL")
+train = clusters._train
+
+def watched(conn):  # the real training, with the moment it is at told to the test
+    (home / "training").touch()
+    if moment == "before":
+        time.sleep(60)
+    train(conn)
+    (home / "trained").touch()  # every row clustered, the write not yet committed
+    time.sleep(60)
+
+clusters._train = watched
+index.upsert(*rows("second", 20), "MODEL")
+""".replace('"MODEL"', repr(MODEL))
+
+
+@pytest.mark.parametrize("moment", ["before", "after"])
+def test_a_writer_killed_while_it_trains_the_centroids_leaves_the_rows_as_they_were(tmp_path, moment):
+    """kill -9 before the training and after it (every row clustered, nothing committed):
+    the table is as the last committed write left it, and the next write trains in full."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(tmp_path), moment])
+    marker = tmp_path / ("training" if moment == "before" else "trained")
+    deadline = time.monotonic() + 120
+    while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert marker.exists(), "the writer never reached the training"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    table = sqlite3.connect(tmp_path / "index.db")
+    counts = [table.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
+              for name in ("chunks", "vector_centroids", "chunk_clusters")]
+    assert counts == [1_990, 0, 0]
+    corpus = Corpus(tmp_path / "index.db")  # a new writer: the killed write's rows were never there
+    staff = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    assert len(corpus.index.vector(corpus.near(1)[0], MODEL, staff, 10)) == 10
+    assert corpus.index.lexical("row", staff, 5) and not corpus.index.lexical("second", staff, 5)
+    corpus.add(20)
+    assert [table.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
+            for name in ("chunks", "vector_centroids", "chunk_clusters")] == [2_010, 32, 2_010]
