@@ -7,6 +7,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 from citewell.local.index import SqliteSearchIndex
 from citewell.models import Chunk, Identity
 
@@ -85,3 +86,19 @@ def test_a_question_that_could_not_be_embedded_gets_the_lexical_lane_alone(tmp_p
     index, _ = filled(tmp_path)
     found = index.lanes("leave salary", lambda: None, MODEL, CALLERS[0], 10)
     assert list(found) == ["bm25"] and found["bm25"]
+
+
+def test_an_embedder_that_cannot_run_fails_the_search_as_itself_not_as_the_index(services):
+    """A plain install has no model: the user must hear which package is missing, not that
+    retrieval is down."""
+    from citewell.search import search
+
+    class Uninstalled:
+        identity, dims = services.embedder.identity, services.embedder.dims
+
+        def embed(self, texts):
+            raise ModuleNotFoundError("No module named 'onnxruntime'", name="onnxruntime")
+
+    services.embedder = Uninstalled()
+    with pytest.raises(ModuleNotFoundError):
+        search(services, CALLERS[0], "annual leave")

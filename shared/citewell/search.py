@@ -40,6 +40,7 @@ def search(
     depth = depth or lane_depth(k)
     degraded: list[str] = []
     embedded: list[np.ndarray] = []
+    failed: list[Exception] = []
 
     def vector() -> np.ndarray | None:
         """Computed by the index while its lexical lane runs."""
@@ -48,11 +49,16 @@ def search(
         except CitewellError as error:
             degraded.append(f"vector lane unavailable ({error.code}): lexical results only")
             return None
+        except Exception as error:  # the embedder's (a missing package, say), not the index's: raised as it is
+            failed.append(error)
+            return None
         return embedded[0]
 
     text = question if "bm25" in lanes else None
     wanted = vector if "vector" in lanes else None
     results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth))
+    if failed:
+        raise failed[0]
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
     similarity = {(h.chunk_id, h.revision): h.score for h in results.get("vector", [])}  # cosine
     fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
@@ -95,7 +101,7 @@ def _weak(ranks: dict[str, int | None], similarity: float | None) -> bool:
 def _lanes(run: Callable[[], dict[str, list[LaneHit]]]) -> dict[str, list[LaneHit]]:
     try:
         return run()
-    except CitewellError:
-        raise
+    except (CitewellError, ModuleNotFoundError):
+        raise  # a missing package is the install's to name (the embedder's or the engine's), not an outage
     except Exception as exc:  # the engine itself failed: never report that as "nothing found"
         raise RetrievalUnavailable(f"retrieval is unavailable: {type(exc).__name__}: {exc}") from exc
