@@ -102,7 +102,7 @@ def _lines(page: Any) -> list[_Line]:
 
     def visit(text: str, cm: list[float], tm: list[float], font: Any, size: float) -> None:
         if text:
-            a, b, c, d, e, f = tm
+            _, _, c, d, e, f = tm
             # The text matrix then the page's: the height and the scale of the drawn text.
             scale = math.hypot(c * cm[0] + d * cm[2], c * cm[1] + d * cm[3])
             runs.append((text, size * scale, e * cm[1] + f * cm[3] + cm[5]))
