@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from citewell.errors import CitewellError, RetrievalUnavailable
 from citewell.fusion import reciprocal_rank_fusion
 from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
 from citewell.ports import LaneHit
 from citewell.services import Services
+
+if TYPE_CHECKING:
+    import numpy as np
 
 LANES = ("bm25", "vector")
 LANE_CHOICES = {"bm25": ("bm25",), "vector": ("vector",), "hybrid": LANES}  # what a user names: hybrid is both, fused

@@ -120,9 +120,9 @@ def _subject(ask: str) -> str:
     function word ("How long do I have to submit an expense claim" is about "expense claim",
     not "long submit"), else all its content words."""
     tokens = _TOKEN.findall(ask)
-    kept = [t for t in tokens if t.lower() not in FUNCTION_WORDS | _ASKING]
-    last = max((i for i, t in enumerate(tokens) if t.lower() in FUNCTION_WORDS | _ASKING), default=-1)
-    return " ".join(tokens[last + 1 :] or kept)
+    unasked = [t.lower() not in FUNCTION_WORDS | _ASKING for t in tokens]
+    last = max((i for i, keep in enumerate(unasked) if not keep), default=-1)
+    return " ".join(tokens[last + 1 :] or [t for t, keep in zip(tokens, unasked) if keep])
 
 
 def parts(question: str) -> list[str]:

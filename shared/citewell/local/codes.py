@@ -69,15 +69,17 @@ class ClusterCodes:
         runs = np.flatnonzero(np.diff(clusters, prepend=-1, append=-1))
         for first, end in zip(runs[:-1].tolist(), runs[1:].tolist()):
             cluster = int(clusters[first])
-            size = self._lists.list_size(cluster)
-            held = self._faiss.rev_swig_ptr(self._lists.get_codes(cluster), size * self.index.code_size)
-            found[first:end] = held.view(np.float16).reshape(size, width)[positions[first:end] - starts[cluster]]
+            found[first:end] = self._held(cluster).view(np.float16)[positions[first:end] - starts[cluster]]
         return found
+
+    def _held(self, cluster: int) -> np.ndarray:
+        """Cluster ``cluster``'s codes in place (no copy), one row of ``code_size`` bytes each."""
+        size = self._lists.list_size(cluster)
+        return self._faiss.rev_swig_ptr(self._lists.get_codes(cluster), size * self.index.code_size).reshape(size, -1)
 
     def codes_of(self, cluster: int) -> np.ndarray:
         """Cluster ``cluster``'s codes, one row of ``code_size`` bytes each (a copy)."""
-        size = self._lists.list_size(cluster)
-        return self._faiss.rev_swig_ptr(self._lists.get_codes(cluster), size * self.index.code_size).copy().reshape(size, -1)
+        return self._held(cluster).copy()
 
     def ids_of(self, cluster: int) -> np.ndarray:
         """Cluster ``cluster``'s row positions (a copy)."""
