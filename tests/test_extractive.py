@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
@@ -16,7 +17,7 @@ from citewell.answers.units import (
     Wants, companions, identifiers, missing_share, negates, parts, run_around, specific_terms, stems, units_of, wants,
 )
 from citewell.answers.generators.extractive import (
-    UnitEmbeddings, _holds_wanted, _list_at, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
+    UnitEmbeddings, _holds_wanted, _list_at, _settled, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
 )
 from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
@@ -386,3 +387,61 @@ def test_an_answer_scores_its_sentences_against_the_vector_its_search_computed(s
     services.embedder = counting
     ask(services, SUPPORT, "When is a controller fenced?")
     assert counting.calls == [["When is a controller fenced?"]]  # the search's; nothing else
+
+
+HANDBOOK = [
+    ("Expenses", "Claims must be submitted within 30 days of the expense. A late claim needs the approval of People "
+     "Operations. Receipts are required for any item above 25 euros. Mileage is paid at 0.30 euros per kilometre. "
+     "Meals on a trip are covered up to 40 euros a day."),
+    ("Travel", "Rail travel is standard class. First class needs the written approval of a director. Flights are "
+     "booked through the travel desk at least 14 days ahead. Hotel nights are capped at 140 euros in capital cities. "
+     "Taxis are allowed after 22:00 or when carrying equipment."),
+    ("Leave", "Annual leave is 27 days plus public holidays. Up to 5 unused days can be carried into the next year. "
+     "Parental leave is 26 weeks at full pay. Sick leave must be reported to your manager before 10:00 on the first day. "
+     "A doctor's note is needed after 7 calendar days."),
+    ("Contacts", "Solene Marchetti, People Operations Manager, handles late claims and leave disputes. The travel desk "
+     "answers on extension 4410. Security incidents go to the duty officer on extension 4999."),
+    ("Equipment", "Laptops are replaced every 4 years. A lost laptop must be reported to IT within 24 hours. Monitors "
+     "and headsets can be ordered from the equipment portal. Personal devices may not hold customer data."),
+]
+
+
+def test_an_answer_embeds_only_the_sentences_that_could_change_it(embedder):
+    """The units left unembedded are bounded below the first unit and its rival: the answer, the
+    features the answer model reads and the ranking's head equal those of scoring every unit."""
+    evidence = [item(text, (heading,)).model_copy(update={"ref": f"S{n}", "rank": n, "revision": f"r{n}"})
+                for n, (heading, text) in enumerate(HANDBOOK, start=1)]
+    questions = ["How many days do I have to submit a claim?", "Who approves a late claim?",
+                 "What class is rail travel, and who can approve first class?", "How much is mileage paid?",
+                 "When must sick leave be reported?", "How often are laptops replaced?",
+                 "What is the extension of the travel desk?", "Can I carry unused leave into next year?",
+                 "What is the capital of Peru?"]
+    every, some = _Counting(embedder), _Counting(embedder)
+    answered = 0
+    for question in questions:
+        full = score_support(UnitEmbeddings(every), question, evidence, every_unit=True)
+        pruned = score_support(UnitEmbeddings(some), question, evidence)
+        assert [(u.item.ref, u.start) for u in pruned.units[:1]] == [(u.item.ref, u.start) for u in full.units[:1]]
+        assert pruned.features == pytest.approx(full.features, abs=1e-5), question
+        drafts = [ExtractiveGenerator(e).generate(question, evidence) for e in (_Counting(embedder), _Counting(embedder))]
+        assert drafts[0] == drafts[1]
+        answered += not drafts[0].refused
+    assert answered >= 6
+    units = sum(len(units_of(e)) for e in evidence)
+    assert sum(map(len, every.calls)) == len(questions) * (units + 1)
+    assert sum(map(len, some.calls)) < 0.8 * len(questions) * (units + 1)
+
+
+def test_embedding_stops_only_when_no_unit_left_could_rank_first_or_be_its_rival():
+    nan = float("nan")
+    # Units 0 and 1 scored (2.0 and 0.5); unit 0's answer quotes unit 2; units 2 and 3 not yet embedded.
+    scores, cosines = np.array([2.0, 0.5, 0.0, 0.0]), np.array([0.6, 0.2, nan, nan])
+    quoting = [frozenset({0, 2}), frozenset({1}), frozenset({2}), frozenset({3})]
+    assert _settled(scores, cosines, [2, 3], [1.5, 0.4], quoting, leading=1)
+    assert not _settled(scores, cosines, [2, 3], [1.5, 0.6], quoting, leading=1)  # 3 could outscore the rival
+    assert not _settled(scores, cosines, [3, 2], [0.4, 2.0], quoting, leading=1)  # 2 could rank first
+    assert not _settled(scores, cosines, [2, 3], [1.5, 0.4], quoting, leading=2)  # 2 could rank second
+    assert _settled(scores, cosines, [2, 3], [0.4, 0.3], quoting, leading=2)
+    only_first = np.array([2.0, nan, nan, nan])
+    assert not _settled(scores, only_first, [1, 3], [1.0, 1.0], quoting, leading=1)  # no rival scored yet
+    assert _settled(scores, only_first, [2], [1.9], quoting, leading=1)  # all that is left is quoted with it

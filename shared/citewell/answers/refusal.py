@@ -43,9 +43,11 @@ class LogisticModel(BaseModel):
     bias: float
     threshold: float = 0.5
 
+    def logit(self, values: dict[str, float]) -> float:
+        return self.bias + sum(w * values[name] for w, name in zip(self.weights, self.features))
+
     def probability(self, values: dict[str, float]) -> float:
-        z = self.bias + sum(w * values[name] for w, name in zip(self.weights, self.features))
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, self.logit(values)))))
 
     def accepts(self, values: dict[str, float]) -> bool:
         return self.probability(values) >= self.threshold

@@ -66,7 +66,7 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
     for number, question in enumerate(questions, start=1):
         hits = search(services, question.identity, question.text, k=16).hits
         evidence = gather_evidence(services, question.identity, hits)
-        support = score_support(embed, question.text, evidence, neutral) if evidence else None
+        support = score_support(embed, question.text, evidence, neutral, every_unit=True) if evidence else None
         if support is not None:
             facts = [f.lower() for f in question.facts]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.answers.refusal import RefusalModel, coverage, shipped_model, term_weights
+from citewell.answers.refusal import LogisticModel, RefusalModel, coverage, shipped_model, term_weights
 from citewell.answers.units import (
     DATE,
     FILLABLE,
@@ -66,26 +66,41 @@ class UnitEmbeddings:
         self.questions: dict[str, np.ndarray] = {}  # vectors the search already computed, by question
 
     def __call__(self, question: str, units: Sequence[Unit]) -> tuple[np.ndarray, np.ndarray]:
-        texts = [u.text for u in units]
+        """The question's vector and every unit's."""
+        query, found = self.cached(question, units)
+        missing = [i for i in range(len(units)) if i not in found]
+        query, fresh = self.compute(question, query, [units[i] for i in missing])
+        found.update(zip(missing, fresh))
+        return query, np.stack([found[i] for i in range(len(units))])
+
+    def cached(self, question: str, units: Sequence[Unit]) -> tuple[np.ndarray | None, dict[int, np.ndarray]]:
+        """The question's vector if the search computed it, and the vectors of the units (by
+        position) embedded for an earlier question."""
+        query = self.questions.get(question)
         if self.cache is None:
-            vectors = self.embedder.embed([question, *texts])
-            return vectors[0], vectors[1:]
-        keys = [(u.item.revision, sha256_text(t)) for u, t in zip(units, texts)]
+            return query, {}
+        keys = [(u.item.revision, sha256_text(u.text)) for u in units]
         found: dict[tuple[str, str], np.ndarray] = {}
         for revision in sorted({r for r, _ in keys}):
             cached = self.cache.get_embeddings(units_identity(self.embedder.identity, revision), {h for r, h in keys if r == revision})
             found.update({(revision, h): v for h, v in cached.items()})
-        missing = sorted({k: t for k, t in zip(keys, texts) if k not in found}.items())
-        known = self.questions.get(question)
-        asked = [] if known is not None else [question]
-        vectors = self.embedder.embed([*asked, *(t for _, t in missing)]) if asked or missing else np.zeros((0, 0))
-        query = known if known is not None else vectors[0]
-        fresh = {k: v for (k, _), v in zip(missing, vectors[len(asked):])}
-        for revision in sorted({r for r, _ in fresh}):
-            self.cache.put_embeddings(units_identity(self.embedder.identity, revision),
-                                      {h: v for (r, h), v in fresh.items() if r == revision})
-        found.update(fresh)
-        return query, np.stack([found[k] for k in keys])
+        return query, {i: found[k] for i, k in enumerate(keys) if k in found}
+
+    def compute(self, question: str, query: np.ndarray | None, units: Sequence[Unit]) -> tuple[np.ndarray, np.ndarray]:
+        """Embeds ``units`` (and the question, when ``query`` is None) in one call, and keeps the
+        units' vectors for later questions."""
+        asked = [] if query is not None else [question]
+        if not asked and not units:
+            return query, np.zeros((0, len(query)), dtype=np.float32)
+        vectors = self.embedder.embed([*asked, *(u.text for u in units)])
+        fresh = vectors[len(asked):]
+        if self.cache is not None:
+            by_revision: dict[str, dict[str, np.ndarray]] = {}
+            for unit, vector in zip(units, fresh):
+                by_revision.setdefault(unit.item.revision, {})[sha256_text(unit.text)] = vector
+            for revision, vectors_of in sorted(by_revision.items()):
+                self.cache.put_embeddings(units_identity(self.embedder.identity, revision), vectors_of)
+        return (query if query is not None else vectors[0]), fresh
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,7 @@ class Support:
     features: dict[str, float]
     wanted: frozenset[Wants]
     quoted: list[frozenset[int]]  # for each unit (ranked), the ranks of the units an answer built on it quotes
+    complete: bool = True  # every unit was scored; else ``units`` holds those that could rank first or rival it
 
 
 def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit]) -> bool:
@@ -114,15 +130,18 @@ def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit]) -> bool:
 
 
 def score_support(
-    embed: UnitEmbeddings, question: str, evidence: Sequence[EvidenceItem], model: RefusalModel | None = None
+    embed: UnitEmbeddings, question: str, evidence: Sequence[EvidenceItem], model: RefusalModel | None = None,
+    *, leading: int = 1, every_unit: bool = False,
 ) -> Support | None:
+    """The evidence's units scored against the question. Unless ``every_unit``, only the units
+    that could rank among the first ``leading``, or be the best rival of the first, are
+    embedded (see ``_cosines``); the others are left out of ``Support.units``, which is then
+    ranked exactly as far as the answer reads it."""
     model = model or shipped_model()
     units = [u for item in evidence for u in units_of(item)]
     if not units:
         return None
     texts = [u.text for u in units]
-    query, vectors = embed(question, units)
-    cosines = vectors @ query
     terms = [stems(t) for t in texts]
     weights = term_weights(stems(question), terms)
     named = identifiers(question)
@@ -133,7 +152,7 @@ def score_support(
     rows, arounds = [], []
     # A unit is scored with the sentence or heading its answer would quote beside it.
     beside = companions(units, wanted)
-    for unit, companion, cosine, unit_terms, text in zip(units, beside, cosines, terms, texts):
+    for unit, companion, unit_terms, text in zip(units, beside, terms, texts):
         lowered = text.lower()
         matches = companion is not None or _holds_wanted(unit, wanted, units)
         span = unit.item.span_at(unit.start)
@@ -145,7 +164,7 @@ def score_support(
         context_terms, context_text = contexts[around]
         arounds.append(around)
         rows.append({
-            "cosine": float(cosine),
+            "cosine": 0.0,  # set by _cosines
             "coverage": coverage(weights, unit_terms),
             "context_coverage": coverage(weights, context_terms),
             "joint_coverage": coverage(weights, unit_terms | context_terms),
@@ -168,18 +187,68 @@ def score_support(
         quoted = [position[id(u)] for u in _quoted(question, unit, row, frozenset(wanted), units, companion)]
         row["answer_coverage"] = coverage(weights, context_terms.union(*(terms[i] for i in quoted)))
         quoting.append(frozenset(quoted))
-    probabilities = np.array([model.unit.probability(r) for r in rows])
-    order = np.argsort(-probabilities, kind="stable")
-    rank_of = {int(i): r for r, i in enumerate(order)}
-    quoted_ranks = [frozenset(rank_of[j] for j in quoting[int(i)]) for i in order]
+    cosines = _cosines(embed, question, units, rows, quoting, model.unit, leading, every_unit)
+    scored = [i for i in range(len(units)) if not np.isnan(cosines[i])]
+    for i in scored:
+        rows[i]["cosine"] = float(cosines[i])
+    probabilities = np.array([model.unit.probability(rows[i]) for i in scored])
+    order = [scored[int(j)] for j in np.argsort(-probabilities, kind="stable")]
+    rank_of = {i: r for r, i in enumerate(order)}
+    quoted_ranks = [frozenset(rank_of[j] for j in quoting[i] if j in rank_of) for i in order]
     everything = set().union(*terms, *(t for t, _ in contexts.values()))
     evidence = {"evidence_coverage": coverage(weights, set().union(*terms)), "absent_terms": 1.0 - coverage(weights, everything)}
-    ranked_rows = [rows[int(i)] for i in order]
-    features = answer_features(ranked_rows, probabilities[order], evidence, quoted_ranks)
+    ranked_rows = [rows[i] for i in order]
+    ranked_probabilities = probabilities[np.argsort(-probabilities, kind="stable")]
+    features = answer_features(ranked_rows, ranked_probabilities, evidence, quoted_ranks)
     return Support(
-        in_order=units, units=[units[int(i)] for i in order], probabilities=probabilities[order],
+        in_order=units, units=[units[i] for i in order], probabilities=ranked_probabilities,
         unit_features=ranked_rows, features=features, wanted=frozenset(wanted), quoted=quoted_ranks,
+        complete=len(scored) == len(units),
     )
+
+
+ROUND = 8  # units embedded at a time while the ranking is not settled
+
+
+def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list[dict[str, float]],
+             quoting: list[frozenset[int]], model: LogisticModel, leading: int, every_unit: bool) -> np.ndarray:
+    """Each unit's cosine to the question, NaN for a unit left unembedded. Embedding the
+    evidence's sentences is most of what an answer costs, and most of them cannot matter: the
+    unit model is linear in the cosine, which lies in [-1, 1], so a unit's score is bounded
+    before it is embedded. Units are embedded best bound first until every unit left is bounded
+    below the ``leading``-th score and, unless the first unit's answer quotes it, below the best
+    rival's (what the answer model reads); the ranking read from the rest equals the full one."""
+    query, known = embed.cached(question, units)
+    weight = model.weights[model.features.index("cosine")]
+    partial = np.array([model.logit(row) for row in rows])  # every row's cosine is still 0
+    pending = sorted((i for i in range(len(units)) if i not in known), key=lambda i: -partial[i])
+    first = len(pending) if every_unit else (ROUND if query is None or not known else 0)  # the question rides along
+    taken, pending = pending[:first], pending[first:]
+    query, vectors = embed.compute(question, query, [units[i] for i in taken])
+    cosines = np.full(len(units), np.nan)
+    if known:
+        cosines[list(known)] = np.stack(list(known.values())) @ query
+    cosines[taken] = vectors @ query
+    while pending and not _settled(partial + weight * np.nan_to_num(cosines), cosines, pending,
+                                   [partial[i] + abs(weight) for i in pending], quoting, leading):
+        taken, pending = pending[:ROUND], pending[ROUND:]
+        query, vectors = embed.compute(question, query, [units[i] for i in taken])
+        cosines[taken] = vectors @ query
+    return cosines
+
+
+def _settled(scores: np.ndarray, cosines: np.ndarray, pending: list[int], bounds: list[float],
+             quoting: list[frozenset[int]], leading: int) -> bool:
+    """Whether no unit still to embed (bounded by ``bounds``) could rank among the first
+    ``leading`` or be the first unit's best rival (the best unit its answer does not quote)."""
+    scored = sorted((i for i in range(len(scores)) if not np.isnan(cosines[i])), key=lambda i: (-scores[i], i))
+    if len(scored) < leading:
+        return False
+    if max(bounds) >= scores[scored[leading - 1]]:
+        return False
+    rival = next((i for i in scored[1:] if i not in quoting[scored[0]]), None)
+    unquoted = [b for i, b in zip(pending, bounds) if i not in quoting[scored[0]]]
+    return not unquoted or (rival is not None and max(unquoted) < scores[rival])
 
 
 def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray, evidence: dict[str, float],
@@ -243,11 +312,15 @@ def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[Evid
     chosen: list[Unit] = []
     every = True
     for ask in asks:
-        support = score_support(embed, ask, evidence, model)
+        support = score_support(embed, ask, evidence, model, leading=len(chosen) + 1)
         if support is None:
             return chosen, False
         every = every and model.answers(support.features)
-        chosen.extend([u for u in support.units if all(u.text != c.text for c in chosen)][:1])
+        fresh = [u for u in support.units[: len(chosen) + 1] if all(u.text != c.text for c in chosen)]
+        if not fresh and not support.complete:  # the first units repeat what is chosen: rank them all
+            support = score_support(embed, ask, evidence, model, every_unit=True)
+            fresh = [u for u in support.units if all(u.text != c.text for c in chosen)]
+        chosen.extend(fresh[:1])
     return chosen, every
 
 
@@ -296,6 +369,8 @@ class ExtractiveGenerator:
             chosen = [companion, best] if companion else sorted([best, *([beside] if beside else [])], key=lambda u: u.start)
             direct = direct_answer(question, companion or best, support.wanted)
             if direct and Wants.PERSON in support.wanted and not best.record:
+                if not support.complete:  # the second hop reads the whole ranking
+                    support = score_support(self.embed, question, evidence, self.model, every_unit=True)
                 hop = _who_is(direct, chosen, support.units)
                 if hop is not None:  # "People Operations" approves it; the directory says who that is
                     direct, chosen = hop[0], [*chosen, hop[1]]
