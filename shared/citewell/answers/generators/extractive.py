@@ -344,8 +344,8 @@ class ExtractiveGenerator:
         self.fingerprint = f"{sha256_text(self.model.model_dump_json())[:12]}:{answering_code()}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
-        try:
-            support = score_support(self.embed, question, evidence, self.model)
+        try:  # the second hop of a "who" answer (``_who_is``) reads the whole ranking
+            support = score_support(self.embed, question, evidence, self.model, every_unit=Wants.PERSON in wants(question))
         except EmbedderUnavailable as error:
             raise GeneratorUnavailable(f"sentences cannot be scored: {error.message}") from error
         if support is None:
@@ -369,8 +369,6 @@ class ExtractiveGenerator:
             chosen = [companion, best] if companion else sorted([best, *([beside] if beside else [])], key=lambda u: u.start)
             direct = direct_answer(question, companion or best, support.wanted)
             if direct and Wants.PERSON in support.wanted and not best.record:
-                if not support.complete:  # the second hop reads the whole ranking
-                    support = score_support(self.embed, question, evidence, self.model, every_unit=True)
                 hop = _who_is(direct, chosen, support.units)
                 if hop is not None:  # "People Operations" approves it; the directory says who that is
                     direct, chosen = hop[0], [*chosen, hop[1]]
