@@ -17,7 +17,7 @@ from citewell.answers.units import (
     Wants, companions, identifiers, missing_share, negates, parts, run_around, specific_terms, stems, units_of, wants,
 )
 from citewell.answers.generators.extractive import (
-    UnitEmbeddings, _holds_wanted, _list_at, _settled, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
+    UnitEmbeddings, _holds_wanted, _blocking, _list_at, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
 )
 from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
@@ -442,11 +442,11 @@ def test_embedding_stops_only_when_no_unit_left_could_rank_first_or_be_its_rival
     # Units 0 and 1 scored (2.0 and 0.5); unit 0's answer quotes unit 2; units 2 and 3 not yet embedded.
     scores, cosines = np.array([2.0, 0.5, 0.0, 0.0]), np.array([0.6, 0.2, nan, nan])
     quoting = [frozenset({0, 2}), frozenset({1}), frozenset({2}), frozenset({3})]
-    assert _settled(scores, cosines, [2, 3], [1.5, 0.4], quoting, leading=1)
-    assert not _settled(scores, cosines, [2, 3], [1.5, 0.6], quoting, leading=1)  # 3 could outscore the rival
-    assert not _settled(scores, cosines, [3, 2], [0.4, 2.0], quoting, leading=1)  # 2 could rank first
-    assert not _settled(scores, cosines, [2, 3], [1.5, 0.4], quoting, leading=2)  # 2 could rank second
-    assert _settled(scores, cosines, [2, 3], [0.4, 0.3], quoting, leading=2)
+    assert _blocking(scores, cosines, [2, 3], [1.5, 0.4], quoting, leading=1) == []
+    assert _blocking(scores, cosines, [2, 3], [1.5, 0.6], quoting, leading=1) == [3]  # 3 could outscore the rival
+    assert _blocking(scores, cosines, [3, 2], [0.4, 2.0], quoting, leading=1) == [2]  # 2 could rank first
+    assert _blocking(scores, cosines, [2, 3], [1.5, 0.4], quoting, leading=2) == [2]  # 2 could rank second
+    assert _blocking(scores, cosines, [2, 3], [0.4, 0.3], quoting, leading=2) == []
     only_first = np.array([2.0, nan, nan, nan])
-    assert not _settled(scores, only_first, [1, 3], [1.0, 1.0], quoting, leading=1)  # no rival scored yet
-    assert _settled(scores, only_first, [2], [1.9], quoting, leading=1)  # all that is left is quoted with it
+    assert _blocking(scores, only_first, [1, 3], [1.0, 1.0], quoting, leading=1) == [1, 3]  # no rival scored yet
+    assert _blocking(scores, only_first, [2], [1.9], quoting, leading=1) == []  # all that is left is quoted with it

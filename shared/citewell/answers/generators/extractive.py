@@ -207,7 +207,7 @@ def score_support(
     )
 
 
-ROUND = 8  # units embedded at a time while the ranking is not settled
+ROUND = 8  # units embedded at a time, best bound first
 
 
 def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list[dict[str, float]],
@@ -215,9 +215,10 @@ def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list
     """Each unit's cosine to the question, NaN for a unit left unembedded. Embedding the
     evidence's sentences is most of what an answer costs, and most of them cannot matter: the
     unit model is linear in the cosine, which lies in [-1, 1], so a unit's score is bounded
-    before it is embedded. Units are embedded best bound first until every unit left is bounded
-    below the ``leading``-th score and, unless the first unit's answer quotes it, below the best
-    rival's (what the answer model reads); the ranking read from the rest equals the full one."""
+    before it is embedded. Units are embedded eight at a time, best bound first, and only those
+    whose bound reaches the ``leading``-th score or, unless the first unit's answer quotes it,
+    the best rival's (what the answer model reads), until none is left; the ranking read from
+    the units embedded equals the full one."""
     query, known = embed.cached(question, units)
     weight = model.weights[model.features.index("cosine")]
     partial = np.array([model.logit(row) for row in rows])  # every row's cosine is still 0
@@ -229,26 +230,32 @@ def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list
     if known:
         cosines[list(known)] = np.stack(list(known.values())) @ query
     cosines[taken] = vectors @ query
-    while pending and not _settled(partial + weight * np.nan_to_num(cosines), cosines, pending,
-                                   [partial[i] + abs(weight) for i in pending], quoting, leading):
-        taken, pending = pending[:ROUND], pending[ROUND:]
+    while pending:
+        blocking = _blocking(partial + weight * np.nan_to_num(cosines), cosines, pending,
+                             [partial[i] + abs(weight) for i in pending], quoting, leading)
+        if not blocking:
+            break
+        taken = blocking[:ROUND]
+        pending = [i for i in pending if i not in set(taken)]
         query, vectors = embed.compute(question, query, [units[i] for i in taken])
         cosines[taken] = vectors @ query
     return cosines
 
 
-def _settled(scores: np.ndarray, cosines: np.ndarray, pending: list[int], bounds: list[float],
-             quoting: list[frozenset[int]], leading: int) -> bool:
-    """Whether no unit still to embed (bounded by ``bounds``) could rank among the first
-    ``leading`` or be the first unit's best rival (the best unit its answer does not quote)."""
+def _blocking(scores: np.ndarray, cosines: np.ndarray, pending: list[int], bounds: list[float],
+              quoting: list[frozenset[int]], leading: int) -> list[int]:
+    """The units still to embed (bounded by ``bounds``, in ``pending``'s order) that could rank
+    among the first ``leading`` or be the first unit's best rival (the best unit its answer
+    does not quote), as far as the units scored so far tell; none left means the ranking is
+    settled."""
     scored = sorted((i for i in range(len(scores)) if not np.isnan(cosines[i])), key=lambda i: (-scores[i], i))
     if len(scored) < leading:
-        return False
-    if max(bounds) >= scores[scored[leading - 1]]:
-        return False
+        return pending
+    lead = scores[scored[leading - 1]]
     rival = next((i for i in scored[1:] if i not in quoting[scored[0]]), None)
-    unquoted = [b for i, b in zip(pending, bounds) if i not in quoting[scored[0]]]
-    return not unquoted or (rival is not None and max(unquoted) < scores[rival])
+    floor = -np.inf if rival is None else scores[rival]
+    return [i for i, bound in zip(pending, bounds)
+            if bound >= lead or (i not in quoting[scored[0]] and bound >= floor)]
 
 
 def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray, evidence: dict[str, float],
