@@ -236,7 +236,8 @@ def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list
         if not blocking:
             break
         taken = blocking[:ROUND]
-        pending = [i for i in pending if i not in set(taken)]
+        embedding = set(taken)
+        pending = [i for i in pending if i not in embedding]
         query, vectors = embed.compute(question, query, [units[i] for i in taken])
         cosines[taken] = vectors @ query
     return cosines
