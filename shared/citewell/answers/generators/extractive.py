@@ -70,6 +70,7 @@ class UnitEmbeddings:
         query, found = self.cached(question, units)
         missing = [i for i in range(len(units)) if i not in found]
         query, fresh = self.compute(question, query, [units[i] for i in missing])
+        self.keep([units[i] for i in missing], fresh)
         found.update(zip(missing, fresh))
         return query, np.stack([found[i] for i in range(len(units))])
 
@@ -87,20 +88,23 @@ class UnitEmbeddings:
         return query, {i: found[k] for i, k in enumerate(keys) if k in found}
 
     def compute(self, question: str, query: np.ndarray | None, units: Sequence[Unit]) -> tuple[np.ndarray, np.ndarray]:
-        """Embeds ``units`` (and the question, when ``query`` is None) in one call, and keeps the
-        units' vectors for later questions."""
+        """Embeds ``units`` (and the question, when ``query`` is None) in one call."""
         asked = [] if query is not None else [question]
         if not asked and not units:
             return query, np.zeros((0, len(query)), dtype=np.float32)
         vectors = self.embedder.embed([*asked, *(u.text for u in units)])
-        fresh = vectors[len(asked):]
-        if self.cache is not None:
-            by_revision: dict[str, dict[str, np.ndarray]] = {}
-            for unit, vector in zip(units, fresh):
-                by_revision.setdefault(unit.item.revision, {})[sha256_text(unit.text)] = vector
-            for revision, vectors_of in sorted(by_revision.items()):
-                self.cache.put_embeddings(units_identity(self.embedder.identity, revision), vectors_of)
-        return (query if query is not None else vectors[0]), fresh
+        return (query if query is not None else vectors[0]), vectors[len(asked):]
+
+    def keep(self, units: Sequence[Unit], vectors: np.ndarray) -> None:
+        """Caches the units' vectors for later questions: one write an answer, whatever the
+        rounds it embedded them in."""
+        if self.cache is None or not len(units):
+            return
+        by_revision: dict[str, dict[str, np.ndarray]] = {}
+        for unit, vector in zip(units, vectors):
+            by_revision.setdefault(unit.item.revision, {})[sha256_text(unit.text)] = vector
+        for revision, vectors_of in sorted(by_revision.items()):
+            self.cache.put_embeddings(units_identity(self.embedder.identity, revision), vectors_of)
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,7 @@ def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list
     first = len(pending) if every_unit else (ROUND if query is None or not known else 0)  # the question rides along
     taken, pending = pending[:first], pending[first:]
     query, vectors = embed.compute(question, query, [units[i] for i in taken])
+    embedded, fresh = list(taken), [vectors]
     cosines = np.full(len(units), np.nan)
     if known:
         cosines[list(known)] = np.stack(list(known.values())) @ query
@@ -239,7 +244,10 @@ def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list
         embedding = set(taken)
         pending = [i for i in pending if i not in embedding]
         query, vectors = embed.compute(question, query, [units[i] for i in taken])
+        embedded += taken
+        fresh.append(vectors)
         cosines[taken] = vectors @ query
+    embed.keep([units[i] for i in embedded], np.concatenate(fresh))
     return cosines
 
 
