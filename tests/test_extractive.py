@@ -426,7 +426,7 @@ def test_an_answer_embeds_only_the_sentences_that_could_change_it(embedder, tmp_
         assert pruned.features == pytest.approx(full.features, abs=1e-5), question
         # A generator whose unit cache holds every unit scores them all; one with an empty cache does not.
         warm = SqliteMetadataStore(tmp_path / f"warm{number}.db")
-        UnitEmbeddings(embedder, warm)(question, [u for e in evidence for u in units_of(e)])
+        score_support(UnitEmbeddings(embedder, warm), question, evidence, every_unit=True)
         cold = ExtractiveGenerator(embedder, SqliteMetadataStore(tmp_path / f"cold{number}.db"))
         draft = ExtractiveGenerator(embedder, warm).generate(question, evidence)
         assert cold.generate(question, evidence) == draft, question

@@ -65,15 +65,6 @@ class UnitEmbeddings:
         self.cache = cache
         self.questions: dict[str, np.ndarray] = {}  # vectors the search already computed, by question
 
-    def __call__(self, question: str, units: Sequence[Unit]) -> tuple[np.ndarray, np.ndarray]:
-        """The question's vector and every unit's."""
-        query, found = self.cached(question, units)
-        missing = [i for i in range(len(units)) if i not in found]
-        query, fresh = self.compute(question, query, [units[i] for i in missing])
-        self.keep([units[i] for i in missing], fresh)
-        found.update(zip(missing, fresh))
-        return query, np.stack([found[i] for i in range(len(units))])
-
     def cached(self, question: str, units: Sequence[Unit]) -> tuple[np.ndarray | None, dict[int, np.ndarray]]:
         """The question's vector if the search computed it, and the vectors of the units (by
         position) embedded for an earlier question."""
@@ -196,13 +187,14 @@ def score_support(
     for i in scored:
         rows[i]["cosine"] = float(cosines[i])
     probabilities = np.array([model.unit.probability(rows[i]) for i in scored])
-    order = [scored[int(j)] for j in np.argsort(-probabilities, kind="stable")]
+    ranking = np.argsort(-probabilities, kind="stable")
+    order = [scored[int(j)] for j in ranking]
     rank_of = {i: r for r, i in enumerate(order)}
     quoted_ranks = [frozenset(rank_of[j] for j in quoting[i] if j in rank_of) for i in order]
     everything = set().union(*terms, *(t for t, _ in contexts.values()))
     evidence = {"evidence_coverage": coverage(weights, set().union(*terms)), "absent_terms": 1.0 - coverage(weights, everything)}
     ranked_rows = [rows[i] for i in order]
-    ranked_probabilities = probabilities[np.argsort(-probabilities, kind="stable")]
+    ranked_probabilities = probabilities[ranking]
     features = answer_features(ranked_rows, ranked_probabilities, evidence, quoted_ranks)
     return Support(
         in_order=units, units=[units[i] for i in order], probabilities=ranked_probabilities,
