@@ -53,7 +53,7 @@ class Served:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home.parent / f"serve-{self.port}.log"
         where = ["serve", "--home", str(home)] if home_after else ["--home", str(home), "serve"]
-        command = [sys.executable, "-m", "citewell.cli", *where, "--port", str(self.port), *args]
+        command = [sys.executable, "-m", "citewell", *where, "--port", str(self.port), *args]
         if demo:
             command.append("--demo")
         environment = {**os.environ, "CITEWELL_EMBED_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})}

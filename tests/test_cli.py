@@ -148,7 +148,7 @@ def unwritable(folder: Path) -> Iterator[None]:
 
 def test_a_home_the_user_cannot_write_is_refused_with_what_to_do_and_no_traceback(tmp_path: Path, corpus: Path) -> None:
     home = tmp_path / "home"
-    cli = [sys.executable, "-m", "citewell.cli", "--home", str(home)]
+    cli = [sys.executable, "-m", "citewell", "--home", str(home)]
     ingested = subprocess.run([*cli, "ingest", str(corpus / "codes.csv"), "--tenant", "northpier", "--allow-roles", "support"],
                               capture_output=True, text=True)
     assert ingested.returncode == 0, ingested.stderr

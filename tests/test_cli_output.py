@@ -17,7 +17,7 @@ LONG = "crane-operations-handbook-for-the-night-shift-at-the-northern-terminal.m
 
 def cli(home: Path, *argv: str) -> str:
     """The real command through a pipe (not a terminal), as `citewell ... | less` would run it."""
-    done = subprocess.run([sys.executable, "-m", "citewell.cli", "--home", str(home), *argv],
+    done = subprocess.run([sys.executable, "-m", "citewell", "--home", str(home), *argv],
                           capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin", "COLUMNS": "80"})
     assert "Traceback" not in done.stderr, done.stderr
     return done.stdout

@@ -330,9 +330,9 @@ def test_kill_9_during_ingest_then_the_audit_leaves_every_document_whole(tmp_pat
     folder.mkdir()
     home = tmp_path / "home"
     env = {**os.environ, "CITEWELL_STUCK_MINUTES": "0"}
-    ingest_cmd = [sys.executable, "-m", "citewell.cli", "--home", str(home), "ingest", str(folder), "--tenant", "northpier",
+    ingest_cmd = [sys.executable, "-m", "citewell", "--home", str(home), "ingest", str(folder), "--tenant", "northpier",
                   "--allow-roles", "staff", "--json"]
-    audit_cmd = [sys.executable, "-m", "citewell.cli", "--home", str(home), "audit", "--json"]
+    audit_cmd = [sys.executable, "-m", "citewell", "--home", str(home), "audit", "--json"]
     killed, full = 0, None
     for fraction in (None, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9):  # first a whole run, to time it
         delay = None if full is None else full * fraction

@@ -36,7 +36,7 @@ def hear_ctrl_c() -> None:
 
 
 def command(home: Path, *argv: str) -> list[str]:
-    return [sys.executable, "-m", "citewell.cli", "--home", str(home), *argv]
+    return [sys.executable, "-m", "citewell", "--home", str(home), *argv]
 
 
 def audit(home: Path, *flags: str) -> dict:
@@ -65,7 +65,7 @@ def test_ctrl_c_during_ingest_stops_in_one_line_with_130_and_leaves_every_docume
     subprocess.run(ingest, capture_output=True, check=True)  # a whole run, to time it
     full = time.monotonic() - started
     interrupted = 0
-    for fraction in (0.1, 0.25, 0.4, 0.55, 0.7, 0.85):
+    for fraction in (0.03, 0.1, 0.25, 0.4, 0.55, 0.7, 0.85):  # 0.03: while the modules load
         for attempt in range(3):
             write_memos(folder, f"at {fraction}, attempt {attempt}")
             before = state(home)
@@ -95,6 +95,31 @@ def test_ctrl_c_during_ingest_stops_in_one_line_with_130_and_leaves_every_docume
                 assert status is DocumentStatus.PUBLISHED, (fraction, document_id, status)
         assert audit(home) == {"ok": True, "findings": []}, fraction
     assert interrupted >= 4
+
+
+def test_ctrl_c_inside_an_exec_of_a_string_still_ends_in_one_line_with_130(tmp_path):
+    """CPython 3.11 run with ``-m`` ends a process by SIGINT at exit once a KeyboardInterrupt has
+    left an ``exec`` of a string, even if the program caught it. Dataclasses and named tuples build their
+    methods that way, so a Ctrl-C while a module loads mid-command hit this (CI saw -2 instead of
+    130). The command here is a stand-in that is interrupted by a real SIGINT inside such an exec."""
+    driver = (
+        "import sys\n"
+        "from citewell import cli\n"
+        "def listing(args):\n"
+        "    exec('import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\nwhile True: pass')\n"
+        "cli.COMMANDS['docs'] = listing\n"
+        "from citewell.__main__ import main\n"
+        f"sys.argv = ['citewell', '--home', {str(tmp_path)!r}, 'docs', '--tenant', 'northpier', '--json']\n"
+        "main()\n"
+    )
+    (tmp_path / "stand_in.py").write_text(driver)
+    # Run as a module, as `python -m citewell` is: `-c` and script files end by another path
+    # that hides the flag.
+    done = subprocess.run([sys.executable, "-m", "stand_in"], cwd=tmp_path, capture_output=True, timeout=120,
+                          preexec_fn=hear_ctrl_c)
+    assert done.returncode == 130, done.stderr.decode()
+    assert done.stderr.decode() == "citewell: interrupted\n"
+    assert json.loads(done.stdout)["error"]["code"] == "interrupted"
 
 
 def test_a_killed_ingest_is_found_by_the_audit_at_once(tmp_path):

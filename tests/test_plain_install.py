@@ -37,7 +37,7 @@ def plain_python(tmp_path_factory) -> Path:
 
 
 def cli(python: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([python, "-m", "citewell.cli", *argv], capture_output=True, text=True, check=False)
+    return subprocess.run([python, "-m", "citewell", *argv], capture_output=True, text=True, check=False)
 
 
 def test_the_plain_environment_lacks_the_extras(plain_python):

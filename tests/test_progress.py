@@ -55,7 +55,7 @@ def big_file(tmp_path: Path) -> Path:
 
 
 def command(home: Path, *argv: str) -> list[str]:
-    return [sys.executable, "-m", "citewell.cli", "--home", str(home), *argv]
+    return [sys.executable, "-m", "citewell", "--home", str(home), *argv]
 
 
 def test_one_large_file_shows_chunks_embedded_moving_with_a_rate(tmp_path, big_file):

@@ -150,7 +150,7 @@ def test_reads_during_an_ingest_see_the_old_or_the_new_revision_never_a_mix(serv
 
 
 def _audit(home: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "citewell.cli", "--home", str(home), "audit", "--json"],
+    done = subprocess.run([sys.executable, "-m", "citewell", "--home", str(home), "audit", "--json"],
                           capture_output=True, text=True)
     return json.loads(done.stdout)
 

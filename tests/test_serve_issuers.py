@@ -24,7 +24,7 @@ ISSUER, AUDIENCE = "https://issuer.example/pool", "citewell-web"
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "citewell.cli", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "citewell", *args], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})})
 
 

@@ -56,7 +56,7 @@ def write_lock(home: Path) -> Iterator[None]:
 
 
 def audit(home: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "citewell.cli", "audit", "--home", str(home), "--json"],
+    done = subprocess.run([sys.executable, "-m", "citewell", "audit", "--home", str(home), "--json"],
                           capture_output=True, text=True, timeout=300)
     return json.loads(done.stdout)
 

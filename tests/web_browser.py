@@ -32,7 +32,7 @@ try:
 except ImportError:  # the tests skip with the reason browser_paths() gives
     pass
 
-CITEWELL = [sys.executable, "-m", "citewell.cli"]
+CITEWELL = [sys.executable, "-m", "citewell"]
 DESKTOP = (1280, 900)
 PHONE = (375, 812)
 

@@ -338,8 +338,9 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser(json_errors="--json" in argv).parse_args(argv, argparse.Namespace(**ANYWHERE_DEFAULTS))
+    args = None
     try:
+        args = _parser(json_errors="--json" in argv).parse_args(argv, argparse.Namespace(**ANYWHERE_DEFAULTS))
         payload, code = COMMANDS[args.command](args)
         if args.json:
             print(json.dumps(payload, ensure_ascii=False))
@@ -348,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             render(args.command, payload)
     except KeyboardInterrupt as interrupt:
-        return _interrupted(args, interrupt)
+        return interrupted(argv, interrupt, args)
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] == "citewell":
             raise  # our own module missing is a broken install or a bug, not a missing extra
@@ -369,8 +370,12 @@ def _error(args: argparse.Namespace, info: dict[str, str]) -> int:
     return EXIT_ERROR
 
 
-def _interrupted(args: argparse.Namespace, interrupt: KeyboardInterrupt) -> int:
-    """Ctrl-C: one line, and with --json what an ingest got done; never a traceback."""
+def interrupted(argv: Sequence[str], interrupt: KeyboardInterrupt | None = None, args: argparse.Namespace | None = None) -> int:
+    """Ctrl-C: one line, and with --json what an ingest got done; never a traceback.
+
+    Without ``args`` the command line was not read yet, and ``--json`` is looked for in ``argv``.
+    """
+    as_json = args.json if args is not None else "--json" in argv
     message = "interrupted"
     outcomes = getattr(interrupt, "outcomes", None)
     if outcomes is not None:
@@ -378,7 +383,7 @@ def _interrupted(args: argparse.Namespace, interrupt: KeyboardInterrupt) -> int:
         stopped = sum(o.error is not None and o.error.code == "interrupted" for o in outcomes)
         message = (f"interrupted: {published} documents published or unchanged, {stopped} stopped before publishing "
                    "(marked failed: interrupted; any earlier revision is still served); run the same ingest again")
-    if args.json:
+    if as_json:
         documents = {"documents": [o.model_dump(mode="json") for o in outcomes]} if outcomes is not None else {}
         print(json.dumps({**documents, "error": {"code": "interrupted", "message": message}}, ensure_ascii=False))
     print(f"citewell: {message}", file=sys.stderr)
@@ -393,6 +398,3 @@ def _message(error: ValueError) -> str:
         return readable(error)
     return str(error).removeprefix("Value error, ")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -79,7 +79,7 @@ def measure(home: Path, tenant: str, roles: str, runs: int) -> dict[str, object]
         # A new wording each run, so no answer comes from the cache.
         questions = [f"{QUESTION} ({time.time_ns()})" for _ in range(runs)]
         cpu: list[float] = []
-        walls = [_wall([python, "-m", "citewell.cli", "--home", str(home), command, q, "--tenant", tenant, "--roles", roles,
+        walls = [_wall([python, "-m", "citewell", "--home", str(home), command, q, "--tenant", tenant, "--roles", roles,
                         "--json"], cpu) for q in questions]
         steps = [json.loads(subprocess.run([python, "-c", _STEPS, str(home), command, tenant, roles, q],
                                            capture_output=True, text=True, check=True).stdout) for q in questions]

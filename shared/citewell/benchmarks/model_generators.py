@@ -66,7 +66,7 @@ def eval_answers(home: Path, questions: Path, split: str, environment: dict[str,
     """``citewell eval-answers`` in a process of its own, configured only by ``environment``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CITEWELL_", "AWS_"))} | environment
     done = subprocess.run(
-        [sys.executable, "-m", "citewell.cli", "--home", str(home), "eval-answers", str(questions), "--split", split, "--json"],
+        [sys.executable, "-m", "citewell", "--home", str(home), "eval-answers", str(questions), "--split", split, "--json"],
         env=env, capture_output=True, text=True,
     )
     if done.returncode != 0:

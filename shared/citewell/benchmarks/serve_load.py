@@ -88,7 +88,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         with log.open("wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "citewell.cli", "--home", str(home), "serve", "--port", str(self.port)],
+                [sys.executable, "-m", "citewell", "--home", str(home), "serve", "--port", str(self.port)],
                 stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:

@@ -1,0 +1,46 @@
+"""The ``citewell`` process (``python -m citewell``): Ctrl-C at any moment ends it with one line and 130.
+
+Two gaps of the interpreter are closed here, outside :mod:`citewell.cli`, which loads pydantic and
+the models (a few hundred milliseconds on a cold disk):
+
+- a Ctrl-C while those modules load would print a traceback from deep inside an import, or be
+  swallowed by an import lock's callback and let the command run on; while they load, SIGINT is
+  only noted, and honoured once they are in;
+- a Ctrl-C that lands inside ``exec`` or ``eval`` of a string (dataclasses and named tuples build
+  their methods that way, so any module loaded mid-command) marks the interpreter, and CPython
+  3.11 run with ``-m`` then ends the process by SIGINT at exit, though the command caught it and
+  cleaned up. After an interrupt the process exits at once with the code the command returned;
+  every store's write has ended by then.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from types import FrameType
+
+
+def main() -> None:
+    noted: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    heard = signal.getsignal(signal.SIGINT) is signal.default_int_handler  # not ignored (a background job)
+    if heard:
+        signal.signal(signal.SIGINT, note)
+    from citewell import cli
+
+    if heard:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    code = cli.interrupted(sys.argv[1:]) if noted else cli.main()
+    if code == cli.EXIT_INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
