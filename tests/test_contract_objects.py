@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from citewell.errors import NotFound
+from citewell.errors import InvalidInput, NotFound
+from citewell.keys import chunks_key, document_prefix, parse_key, raw_key
 from citewell.local.objects import FolderObjectStore
+from citewell.models import validate_document_id
 from tests.conftest import moto_bucket
 
 
@@ -50,3 +52,48 @@ def test_s3_delete_removes_every_version(monkeypatch):
         left = client.list_object_versions(Bucket="citewell-versions", Prefix="raw/t/doc.md")
         assert [v["Key"] for v in left.get("Versions", [])] == ["raw/t/doc.md.bak"]
         assert left.get("DeleteMarkers", []) == []
+
+
+LONG_IDS = [
+    ("規程" * 50),  # 300 bytes of UTF-8, 900 percent-encoded: the longest a non-Latin id may be
+    "x" * 508 + "..",  # cut into pieces of a name's length, the last would be ".."
+    "y" * 256,  # one byte over a name
+    "x" * 253 + "..",  # 255: one name, as before chains existed
+]
+
+
+@pytest.mark.parametrize("document_id", LONG_IDS)
+def test_ids_longer_than_a_file_name_are_stored_listed_and_deleted(store, tmp_path, document_id):
+    upload = "0" * 32
+    keys = [raw_key("northpier", document_id, upload), chunks_key("northpier", document_id, upload)]
+    store.put(keys[0], b"raw bytes")
+    store.put(keys[1], b"[]")
+    store.put(raw_key("northpier", "y", upload), b"a neighbour")
+    assert store.get(keys[0]) == b"raw bytes" and store.exists(keys[1])
+    assert list(store.list(document_prefix("raw", "northpier", document_id))) == [keys[0]]
+    assert parse_key(keys[1]).document_id == document_id
+    assert sorted(store.list("")) == sorted([*keys, raw_key("northpier", "y", upload)])
+    assert [store.delete(key) for key in keys] == [1, 1]
+    assert list(store.list("")) == [raw_key("northpier", "y", upload)]
+    if isinstance(store, FolderObjectStore):  # no folder named after the document is left
+        assert sorted(p.name for p in (tmp_path / "objects").rglob("*")) == sorted(["raw", "northpier", "y", upload])
+
+
+def test_a_temporary_inside_a_chain_is_listed_under_its_key(tmp_path):
+    store = FolderObjectStore(tmp_path / "objects")
+    key = raw_key("northpier", "規程" * 50, "0" * 32)
+    store.put(key, b"raw bytes")
+    folder = next(p for p in (tmp_path / "objects").rglob("*") if p.is_file()).parent
+    assert len(folder.relative_to(tmp_path / "objects").parts) == 2 + 4  # raw, tenant, a chain of four
+    (folder / ".tmp-killed").write_bytes(b"half")
+    [(found, _)] = store.temporaries()
+    assert found == document_prefix("raw", "northpier", "規程" * 50) + ".tmp-killed"
+    assert store.delete(found) == 1 and store.delete(key) == 1 and list((tmp_path / "objects").iterdir()) == []
+
+
+def test_an_id_over_900_bytes_percent_encoded_is_refused():
+    validate_document_id("規程" * 50)
+    with pytest.raises(ValueError, match="900 bytes percent-encoded"):
+        validate_document_id("規程" * 50 + "x")
+    with pytest.raises(InvalidInput):
+        raw_key("northpier", "%" * 301, "0" * 32)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import jwt
@@ -185,9 +186,8 @@ def test_the_upload_form_is_the_presigned_post_shape_and_cannot_be_bent(served):
     bigger = base64.b64encode(json.dumps({**policy, "max_bytes": 10**9}).encode()).decode()
     assert "signature" in refused(httpx.post(form["url"], data=dict(fields, policy=bigger), files={"file": ("f", b"x")}), 403)
     refused(httpx.post(form["url"], data=fields), 400)  # no file
-    assert "limit" in refused(httpx.post(form["url"], data=fields, files={"file": ("f", b"x" * (MAX_BYTES + 1))}), 413)
     too_big = httpx.post(form["url"], data=fields, files={"file": ("f", b"x" * (MAX_BYTES * 3))})
-    refused(too_big, 413)
+    refused(too_big, 413)  # refused by its Content-Length, before the form is read
     unsized = httpx.Request("POST", form["url"], data=fields, files={"file": ("f", b"x" * (MAX_BYTES * 3))})
     body = unsized.read()  # sent chunked, with no Content-Length to refuse it by: counted as it arrives
     streamed = httpx.post(form["url"], content=iter([body[i:i + 65536] for i in range(0, len(body), 65536)]),
@@ -198,6 +198,38 @@ def test_the_upload_form_is_the_presigned_post_shape_and_cannot_be_bent(served):
     assert "used already" in refused(httpx.post(form["url"], data=fields, files={"file": ("f", b"# Other\n\ntext\n")}), 409)
     assert served.settled(writer, "forms.md")["status"] == "published"
     assert "Form 7" in served.call("GET", "/documents/forms.md", writer).json()["text"]
+
+
+@pytest.mark.parametrize(("size", "status", "code"), [(MAX_BYTES + 1, 413, "too_large"), (0, 400, "empty_text")])
+def test_a_file_refused_for_its_size_fails_its_upload_at_once(served, size, status, code):
+    """The document does not wait as `processing` for a file that will never be taken: it fails
+    with the reason the sender saw, and the form is spent."""
+    writer = served.token("northpier", ["staff", WRITE])
+    document_id = f"refused-{code}.md"
+    form = served.call("POST", "/documents", writer, {"document_id": document_id, "allowed_roles": ["staff"]}).json()["upload"]
+    refused(httpx.post(form["url"], data=form["fields"], files={"file": ("f", b"x" * size)}), status)
+    document = served.call("GET", f"/documents/{document_id}", writer).json()["document"]  # at once: no waiting
+    assert document["status"] == "failed" and document["error"]["code"] == code, document
+    again = httpx.post(form["url"], data=form["fields"], files={"file": ("f", b"# Fits\n\ntext\n")})
+    assert "no longer current" in refused(again, 409)
+
+
+def test_a_document_id_longer_than_a_file_name_is_uploaded_served_and_deleted(served):
+    """A Japanese file name of 44 characters is 310 bytes percent-encoded, over the 255 a file
+    name may have: it was a 500 and a document stuck `processing`."""
+    writer = served.token("northpier", ["staff", WRITE])
+    document_id = "規程/年次休暇規程_2026年度版_全社共通_最新版_人事部作成_社内限定_保存用.md"
+    assert len(quote(document_id, safe="")) > 255
+    path = "/documents/" + quote(document_id, safe="")
+    form = served.call("POST", "/documents", writer, {"document_id": document_id, "allowed_roles": ["staff"]}).json()["upload"]
+    sent = httpx.post(form["url"], data=form["fields"], files={"file": ("f.md", "# 休暇\n\nThe quillfeather allowance is 31 days.\n".encode())})
+    assert sent.status_code == 204, sent.text
+    assert served.settled(writer, document_id)["status"] == "published"
+    hits = served.call("POST", "/search", writer, {"question": "quillfeather allowance"}).json()["hits"]
+    assert hits and hits[0]["document_id"] == document_id
+    assert served.call("DELETE", path, writer).status_code == 200
+    refused(served.call("GET", path, writer), 404)
+    assert not any("quillfeather" in p.read_text(errors="ignore") for p in served.home.rglob("*.json"))
 
 
 # -- the page and its files ---------------------------------------------------------------------
@@ -272,10 +304,28 @@ def test_bodies_questions_and_k_are_bounded(served):
                                            headers={"content-type": "application/json"}), 413)
     assert "question" in refused(served.call("POST", "/search", staff, {"question": "x" * 2001}), 422)
     assert "question" in refused(served.call("POST", "/query", staff, {"question": "x" * 2001}), 422)
+    for path in ("/search", "/query"):  # as `citewell ask "  "` says: nothing was asked
+        assert "the question is empty" in refused(served.call("POST", path, staff, {"question": " \t\n "}), 422)
     for k in (0, 101, "ten"):
         assert "k" in refused(served.call("POST", "/search", staff, {"question": "leave", "k": k}), 422)
     refused(served.call("POST", "/search", staff, content=b'{"question": "\xff"}', headers={"content-type": "application/json"}), 400)
     refused(served.call("POST", "/search", staff, content="[" * 5000 + "]" * 5000, headers={"content-type": "application/json"}), 400)
+
+
+def test_what_the_router_refuses_and_what_breaks_in_the_upload_route_are_json(served):
+    for method in ("OPTIONS", "TRACE"):
+        reply = served.client.request(method, "/search")
+        assert "Method Not Allowed" in refused(reply, 405) and "allow" in reply.headers
+    writer = served.token("northpier", ["staff", WRITE])
+    form = served.call("POST", "/documents", writer, {"document_id": "broken-store.md", "allowed_roles": ["staff"]}).json()["upload"]
+    raw = served.home / "objects" / "raw" / "northpier" / "broken-store.md"
+    raw.write_text("a file where the upload's folder must be")  # the store cannot write: a server fault
+    try:
+        reply = httpx.post(form["url"], data=form["fields"], files={"file": ("f.md", b"# A\n\ntext\n")})
+    finally:
+        raw.unlink()
+    message = refused(reply, 500)
+    assert "request id" in message and "Traceback" not in reply.text
 
 
 def test_a_slow_client_is_cut_off_and_holds_nothing_meanwhile(served):

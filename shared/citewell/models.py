@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from urllib.parse import quote
 from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Any
@@ -25,6 +26,8 @@ def sha256_text(text: str) -> str:
 
 
 MAX_DOCUMENT_ID_BYTES = 512
+# An object key (stage/tenant/encoded id/upload) must fit S3's 1,024 bytes: 112 go to the rest.
+MAX_ENCODED_DOCUMENT_ID_BYTES = 900
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -32,11 +35,14 @@ def validate_document_id(value: str) -> str:
     """The one grammar of document ids, at every entry point and in the key builder.
 
     Ids become (encoded) object keys, DynamoDB sort keys and chunk-id prefixes: a relative
-    path of at most 512 UTF-8 bytes, without '#', control characters, or empty, '.' or '..'
-    parts.
+    path of at most 512 UTF-8 bytes and 900 percent-encoded, without '#', control characters,
+    or empty, '.' or '..' parts.
     """
     if not isinstance(value, str) or not value or len(value.encode("utf-8")) > MAX_DOCUMENT_ID_BYTES:
         raise ValueError(f"document id must be 1 to {MAX_DOCUMENT_ID_BYTES} bytes of UTF-8")
+    if len(quote(value, safe="")) > MAX_ENCODED_DOCUMENT_ID_BYTES:
+        raise ValueError(f"document id must be at most {MAX_ENCODED_DOCUMENT_ID_BYTES} bytes percent-encoded "
+                         "(about 300 bytes of UTF-8 outside ASCII)")
     if "#" in value or _CONTROL.search(value) or "\\" in value:
         raise ValueError("document id may not contain '#', '\\' or control characters")
     if value.startswith("/") or any(part in ("", ".", "..") for part in value.split("/")):

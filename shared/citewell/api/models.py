@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, field_validator
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field, field_validator
 
 from citewell.models import validate_name
 
 MAX_QUESTION_CHARS = 2000
 MAX_K = 100
+
+
+def _asked(value: str) -> str:
+    if not value.strip():
+        raise ValueError("the question is empty")
+    return value
+
+
+Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), AfterValidator(_asked)]
 
 
 class NewDocument(BaseModel):
@@ -27,9 +38,9 @@ class NewDocument(BaseModel):
 
 
 class SearchRequest(BaseModel):
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    question: Question
     k: int = Field(default=10, ge=1, le=MAX_K)
 
 
 class QueryRequest(BaseModel):
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    question: Question

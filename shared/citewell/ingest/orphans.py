@@ -17,6 +17,7 @@ audit's to judge.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,6 +29,8 @@ from citewell.leases import Lease
 from citewell.models import Document, DocumentStatus, Upload
 from citewell.records import is_current, update_document
 from citewell.services import Services
+
+logger = logging.getLogger("citewell.serve")
 
 
 @dataclass
@@ -44,23 +47,30 @@ def adopt_orphans(services: Services, lease: Lease) -> Adopted:
     for document in services.metadata.all_documents():
         if document.lease is None or not leases.is_dead(document.lease):
             continue
-        if document.status is DocumentStatus.DELETING:
-            if _take_deletion(services, document, lease):
-                adopted.deleting.append(document)
-            continue
-        if document.status is not DocumentStatus.PROCESSING:
-            continue
-        upload = next((u for u in services.metadata.list_uploads(document.tenant, document.document_id)
-                       if is_current(document, u)), None)
-        if upload is None or not _take(services, document, upload, lease):
-            continue  # no intent to run (the audit reports it), or another process took it first
-        if services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id)):
-            adopted.resumed.append(upload)
-        else:
-            record_failure(services, upload, UploadMissing(
-                f"the file never arrived before {document.lease.describe()} ended; upload it again"))
-            adopted.failed.append(upload)
+        try:
+            _adopt(services, document, document.lease, lease, adopted)
+        except Exception:  # a store's error on one document: the others are still taken over
+            logger.exception("taking over %s (%s) failed; the audit reports it", document.document_id, document.tenant)
     return adopted
+
+
+def _adopt(services: Services, document: Document, dead: Lease, lease: Lease, adopted: Adopted) -> None:
+    if document.status is DocumentStatus.DELETING:
+        if _take_deletion(services, document, lease):
+            adopted.deleting.append(document)
+        return
+    if document.status is not DocumentStatus.PROCESSING:
+        return
+    upload = next((u for u in services.metadata.list_uploads(document.tenant, document.document_id)
+                   if is_current(document, u)), None)
+    if upload is None or not _take(services, document, upload, lease):
+        return  # no intent to run (the audit reports it), or another process took it first
+    if services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id)):
+        adopted.resumed.append(upload)
+    else:
+        record_failure(services, upload, UploadMissing(
+            f"the file never arrived before {dead.describe()} ended; upload it again"))
+        adopted.failed.append(upload)
 
 
 def _take(services: Services, seen: Document, upload: Upload, lease: Lease) -> bool:

@@ -2,6 +2,11 @@
 
 A put writes a ``.tmp-*`` file beside its target and renames it; a process killed between the
 two leaves that file behind, so ``temporaries`` lists such files for the audit to remove.
+
+A key's part longer than a file name may be (a long or non-Latin document id, percent-encoded:
+a 44-character Japanese file name is 310 bytes) is stored as a chain of folders, each but the
+last named with a trailing ``%``, which never ends a percent-encoded part. Parts that fit keep
+their one folder, so homes written before this rule read as they did.
 """
 
 from __future__ import annotations
@@ -15,18 +20,44 @@ from pathlib import Path
 from citewell.errors import InvalidInput, NotFound
 
 TEMPORARY = ".tmp-"  # the name prefix of a put's file before its rename
+_MORE = "%"  # ends each folder of a long part's chain but the last
 
 
 class FolderObjectStore:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.name_bytes = os.pathconf(self.root, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            self.name_bytes = 255
 
     def _path(self, key: str) -> Path:
-        path = (self.root / key).resolve()
+        path = (self.root / "/".join(self._stored(part) for part in key.split("/"))).resolve()
         if self.root not in path.parents:
             raise InvalidInput(f"object key escapes the store: {key!r}")
         return path
+
+    def _stored(self, part: str) -> str:
+        """``part`` as one folder or file name, or as a chain of folders if it is too long."""
+        if len(part.encode()) <= self.name_bytes:
+            return part
+        piece = self.name_bytes - len(_MORE)  # a key's parts are ASCII: a character is a byte
+        pieces = [part[i : i + piece] for i in range(0, len(part), piece)]
+        if pieces[-1] in (".", ".."):  # a name the file system reads as a step: take two more characters
+            pieces[-2:] = [pieces[-2][:-2], pieces[-2][-2:] + pieces[-1]]
+        return "/".join(p + _MORE for p in pieces[:-1]) + "/" + pieces[-1]
+
+    def _key(self, path: Path) -> str:
+        """The key a stored file holds: each chain joined back into its part."""
+        parts, pending = [], ""
+        for name in path.relative_to(self.root).parts:
+            if name.endswith(_MORE):
+                pending += name[: -len(_MORE)]
+            else:
+                parts.append(pending + name)
+                pending = ""
+        return "/".join(parts)
 
     def put(self, key: str, data: bytes) -> None:
         """Atomic: write a temporary file beside the target, then rename over it."""
@@ -89,7 +120,7 @@ class FolderObjectStore:
     def list(self, prefix: str) -> Iterator[str]:
         for path in self._files(prefix):
             if not path.name.startswith(TEMPORARY):
-                yield path.relative_to(self.root).as_posix()
+                yield self._key(path)
 
     def temporaries(self, prefix: str = "") -> list[tuple[str, float]]:
         """``(key, age in seconds)`` of each unfinished put under ``prefix``: a young one may
@@ -102,7 +133,7 @@ class FolderObjectStore:
                     age = max(0.0, now - path.stat().st_mtime)
                 except FileNotFoundError:  # renamed or removed since the walk
                     continue
-                found.append((path.relative_to(self.root).as_posix(), age))
+                found.append((self._key(path), age))
         return found
 
     def _files(self, prefix: str) -> list[Path]:

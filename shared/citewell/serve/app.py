@@ -32,7 +32,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from citewell import leases
 from citewell.api.events import MAX_BODY_BYTES, handle
 from citewell.api.routes import ApiBackend, IsolatedHttpResolver, build_resolver, openapi_document
-from citewell.errors import CitewellError, Conflict, ServerStopped
+from citewell.errors import CitewellError, Conflict, EmptyText, ServerStopped, TooLarge
+from citewell.ingest.stages import record_failure
 from citewell.keys import parse_key
 from citewell.serve.settings import ServeSettings
 from citewell.serve.tokens import (
@@ -99,6 +100,20 @@ def refusal(status: int, code: str, message: str, headers: dict[str, str] | None
 def error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
     status, data, headers = refusal(status, code, message, headers)
     return Response(data, status_code=status, headers=headers)
+
+
+async def http_error(request: Request, failed: Exception) -> Response:
+    """What the router refuses (a method a path does not take) in the one error shape."""
+    assert isinstance(failed, HTTPException)
+    code = {405: "MethodNotAllowedError"}.get(failed.status_code, "BadRequestError")
+    return error(failed.status_code, code, str(failed.detail), dict(failed.headers or {}))
+
+
+async def server_error(request: Request, failed: Exception) -> Response:
+    """Last resort outside the API (the upload route): the details go to the log, never to the caller."""
+    request_id = uuid.uuid4().hex
+    logger.error("unexpected error, request id %s; its traceback follows", request_id)  # the server logs it
+    return error(500, "InternalServerError", f"Something went wrong on our side. If it persists, report request id {request_id}.")
 
 
 def verifier_for(settings: ServeSettings, home: Path) -> TokenVerifier:
@@ -170,6 +185,15 @@ class Server:
             self.services.objects.put(key, data)
             self.worker.submit(upload)
 
+    def refuse_upload(self, key: str, refused: Refused) -> None:
+        """A file refused for its size fails its upload at once, with the reason the sender saw:
+        the form was used, and the document waits for nothing more."""
+        found = parse_key(key)
+        upload = self.services.metadata.get_upload(found.tenant, found.document_id, found.upload_id)
+        if upload is not None:
+            error = TooLarge(refused.message) if refused.status == 413 else EmptyText(refused.message)
+            record_failure(self.services, upload, error)
+
     def warm(self) -> None:
         """Load the model and the access mask before the first request pays for them."""
         from citewell.models import Identity
@@ -196,7 +220,8 @@ class Server:
             Route("/demo/identities", self.identities, methods=["GET"]),
         ]
         routes.append(Route("/{path:path}", Plain(self.api), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
-        return SecurityHeaders(Starlette(routes=routes, lifespan=lifespan))
+        handlers = {HTTPException: http_error, Exception: server_error}
+        return SecurityHeaders(Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers))
 
     async def index(self, request: Request) -> Response:
         page = WEB / "index.html"
@@ -285,13 +310,16 @@ class Server:
                 data = await file.read(max_bytes + 1)
             finally:
                 await form.close()
-            if len(data) > max_bytes:
-                raise Refused(413, "EntityTooLarge", f"the file is over the limit of {max_bytes:,} bytes")
-            if not data:
-                raise Refused(400, "EntityTooSmall", "the file is empty")
+            if len(data) > max_bytes or not data:
+                refused = (Refused(413, "EntityTooLarge", f"the file is over the limit of {max_bytes:,} bytes")
+                           if data else Refused(400, "EntityTooSmall", "the file is empty"))
+                await anyio.to_thread.run_sync(self.refuse_upload, key, refused, limiter=self.limiter)
+                raise refused
             await anyio.to_thread.run_sync(self.accept_upload, key, data, limiter=self.limiter)
         except Refused as refused:
             return error(refused.status, refused.code, refused.message)
+        except ClientDisconnect:  # the sender went away mid-file: its form may still be sent again
+            return error(400, "IncompleteBody", "the connection closed before the whole file arrived")
         except FormRefused as refused:
             return error(403, refused.code, refused.message)
         except ServerStopped as stopped:
