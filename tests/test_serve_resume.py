@@ -179,6 +179,27 @@ def test_only_uploads_of_ended_processes_are_taken_and_each_once(tmp_path: Path,
     assert adopt_orphans(services, alive).resumed == []  # finished: never run again
 
 
+class FailingDisk(FolderObjectStore):
+    """A folder whose one file cannot be read (EIO): the disk fails, not citewell."""
+
+    def exists(self, key: str) -> bool:
+        if "/broken.md/" in key:
+            raise OSError(5, "Input/output error")
+        return super().exists(key)
+
+
+def test_one_document_the_store_fails_on_leaves_the_others_taken_over(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    services = make_services(tmp_path, embedder)
+    services.objects = FailingDisk(tmp_path / "objects")
+    dead, alive = ended_process_lease(), leases.current()
+    for document_id in ("broken.md", "stored.md"):
+        upload = register_upload(services, document_id=document_id, tenant="northpier", allowed_roles=frozenset({"staff"}),
+                                 filename=document_id, lease=dead)
+        services.objects.put(raw_key("northpier", document_id, upload.upload_id), MOORINGS)
+    adopted = adopt_orphans(services, alive)
+    assert [u.document_id for u in adopted.resumed] == ["stored.md"]  # "broken.md" sorts first and fails first
+
+
 TIDES = (b"# Tide table\n\nThe slipway at the west basin floods two hours before high water; launch small boats "
          b"from the pontoon instead.\n")
 SECRET = b"east quay cost 14 euros"  # only the deleted document holds it
