@@ -59,7 +59,7 @@ def test_me_says_who_the_token_names_and_whether_they_may_write(served):
     assert served.call("GET", "/me", served.token("northpier", ["staff"])).json() == {
         "tenant": "northpier", "roles": ["staff"], "can_write": False}
     assert served.call("GET", "/me", served.token("bluefen", ["staff", WRITE])).json() == {
-        "tenant": "bluefen", "roles": ["citewell:write", "staff"], "can_write": True}
+        "tenant": "bluefen", "roles": ["citewell:write", "staff"], "can_write": True, "max_bytes": MAX_BYTES}
     assert "no tenant or no roles" in refused(served.call("GET", "/me", served.token("northpier", [])), 403)
     assert "not a valid tenant" in refused(served.call("GET", "/me", served.token("../northpier", ["staff"])), 403)
 

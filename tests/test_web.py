@@ -348,6 +348,57 @@ def test_a_file_dropped_on_the_zone_is_uploaded(page: Any, site: Site, tmp_path:
     assert settled(page, "ferries.md").get_attribute("data-state") == "published"
 
 
+def test_files_the_server_would_refuse_are_refused_before_sending_and_a_name_with_hash_uploads(
+        page: Any, site: Site, tmp_path: Path) -> None:
+    empty, big, hashed = tmp_path / "empty.md", tmp_path / "big.txt", tmp_path / "notes#1.md"
+    empty.write_bytes(b"")
+    with big.open("wb") as handle:  # one byte over the server's limit, as /me tells a writer
+        handle.truncate(50 * 1024 * 1024 + 1)
+    hashed.write_text("# Notes 1\n\nThe Gullholm pier lamp is serviced every third Tuesday.\n", encoding="utf-8")
+    sign_in(page, site.tokens["writer"])
+    documents(page)
+    upload(page, empty, big, hashed)
+    assert "empty" in settled(page, "empty.md").text
+    refused = settled(page, "big.txt")
+    assert refused.get_attribute("data-state") == "failed" and "too_large" in refused.text and "nothing was sent" in refused.text
+    assert settled(page, "notes#1.md").get_attribute("data-state") == "published"
+    items = documents(page)
+    assert "notes-1.md" in items and "empty.md" not in items and "big.txt" not in items  # nothing left processing
+
+
+def test_a_refreshing_list_keeps_the_keyboard_where_it_was(page: Any, site: Site) -> None:
+    """A document still processing makes the list refresh every 2 s: focus and messages stay."""
+    import httpx
+
+    writer = {"Authorization": f"Bearer {site.tokens['writer']}"}
+    created = httpx.post(f"{site.base}/documents", headers=writer, json={"document_id": "pending.md", "allowed_roles": ["staff"]})
+    assert created.status_code == 201, created.text  # registered, its file never sent: it stays processing
+    try:
+        sign_in(page, site.tokens["writer"])
+        assert documents(page)["pending.md"]["status"] == "processing"
+        button = delete_button(page, "handbook.md")
+        page.execute_script("arguments[0].focus()", button)
+        loads = page.find_element(By.ID, "documents").get_attribute("data-loads")
+        wait_for(page, lambda b: int(b.find_element(By.ID, "documents").get_attribute("data-loads")) >= int(loads) + 2,
+                 20, "two refreshes")
+        assert page.switch_to.active_element == button, "the same button keeps the focus"
+        button.send_keys(Keys.ENTER)
+        page.switch_to.active_element.send_keys(Keys.ESCAPE)  # the dialog's cancel
+        wait_for(page, lambda b: b.find_element(By.ID, "confirm-dialog").get_attribute("open") is None, 5, "Escape closes")
+        assert page.switch_to.active_element == button, "focus goes back to the button"
+    finally:
+        httpx.delete(f"{site.base}/documents/pending.md", headers=writer)
+
+
+def test_signing_in_from_the_keyboard_leaves_the_cursor_in_the_question(page: Any, site: Site) -> None:
+    field = page.find_element(By.ID, "token")
+    page.execute_script("arguments[0].value = arguments[1]", field, site.tokens["staff"])  # a paste
+    field.send_keys(Keys.TAB)  # from the token to the Sign in button
+    page.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for(page, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "signed in")
+    wait_for(page, lambda b: b.switch_to.active_element.get_attribute("id") == "question", 5, "the question field focused")
+
+
 def test_readers_without_the_write_role_get_no_upload_or_delete(page: Any, site: Site) -> None:
     sign_in(page, site.tokens["staff"])
     items = documents(page)

@@ -280,9 +280,13 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
 
     @app.get("/me")
     def me() -> dict[str, Any]:
-        """Who the token says the caller is, so a client can show it and hide what it may not do."""
+        """Who the token says the caller is, so a client can show it and hide what it may not do; a
+        writer also learns the largest file an upload takes, to refuse a bigger one before sending it."""
         found, who = caller()
-        return {"tenant": who.tenant, "roles": sorted(who.roles), "can_write": found.settings.write_role in who.roles}
+        me: dict[str, Any] = {"tenant": who.tenant, "roles": sorted(who.roles), "can_write": found.settings.write_role in who.roles}
+        if me["can_write"]:
+            me["max_bytes"] = found.services.max_bytes
+        return me
 
     @app.exception_handler(CitewellError)
     def handle_error(error: CitewellError) -> Response:

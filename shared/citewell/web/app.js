@@ -16,6 +16,7 @@
     session: 0,  // moves on at every sign-in and sign-out: a reply for an earlier caller is dropped
     me: null,
     documents: [],
+    drawn: null,  // the documents list as last drawn: redrawn only when it changes
     refreshTimer: null,
   };
 
@@ -244,13 +245,14 @@
     state.token = null;
     state.me = null;
     state.documents = [];
+    state.drawn = null;
     sessionStorage.removeItem(TOKEN_KEY);
     stopRefresh();
     // Nothing the last caller could read may stay in the page, shown or hidden.
     for (const id of ["answer", "search-results", "documents", "upload-list", "upload-role-list", "source-body"]) clear($(id));
     for (const id of ["source-title", "confirm-title", "confirm-text"]) $(id).textContent = "";
     delete $("answer").dataset.answerId;
-    for (const id of ["ask-status", "search-status", "documents-status"]) status(id, "");
+    for (const id of ["ask-status", "search-status", "documents-status", "documents-summary"]) status(id, "");
     show($("answer"), false);
     show($("search-results"), false);
     $("question").value = "";
@@ -325,7 +327,8 @@
     if (view === "documents") loadDocuments();
     else stopRefresh();
     const focus = { signin: "token", ask: "question", search: "search-question" }[view];
-    if (focus && document.activeElement === document.body) $(focus).focus();
+    const active = document.activeElement;
+    if (focus && (active === document.body || active.closest("[hidden]"))) $(focus).focus();  // the sign-in button, once hidden
   }
 
   /* ---------- ask ---------- */
@@ -337,6 +340,9 @@
     const button = event.submitter || event.target.querySelector("button");
     button.disabled = true;
     status("ask-status", "Reading your documents…", "busy");
+    const previous = $("answer");
+    previous.classList.add("stale");  // an earlier question's answer: not this one's
+    previous.setAttribute("aria-busy", "true");
     try {
       const answer = await api("POST", "/query", { question });
       status("ask-status", "");
@@ -345,6 +351,8 @@
       show($("answer"), false);
       report("ask-status", error);
     } finally {
+      previous.classList.remove("stale");
+      previous.removeAttribute("aria-busy");
       button.disabled = false;
     }
   }
@@ -584,19 +592,38 @@
     state.refreshTimer = null;
   }
 
+  /**
+   * The list, redrawn only when a document changed, with the focus where it was (the same
+   * document's same control), so a keyboard user is not thrown back to the top every 2 s.
+   * Messages (an error, "Deleted …") stay in their own line; the counts go in the summary.
+   */
   function renderDocuments() {
     const me = state.me;
     show($("upload"), Boolean(me && me.can_write));
     if (me && me.can_write && !$("upload-role-list").childElementCount) renderRoleChoices();
-    const list = clear($("documents"));
+    const list = $("documents");
     const documents = [...state.documents].sort((a, b) => (a.title || a.document_id).localeCompare(b.title || b.document_id));
+    const drawn = JSON.stringify([documents, Boolean(me && me.can_write)]);
+    if (state.drawn !== drawn) {
+      const active = document.activeElement;
+      const item = list.contains(active) ? active.closest("li.doc") : null;
+      const focused = item && { id: item.dataset.documentId, control: active.classList.contains("delete") ? "button.delete" : null };
+      clear(list);
+      for (const doc of documents) list.append(documentItem(doc));
+      state.drawn = drawn;
+      if (focused) {
+        const again = [...list.children].find((li) => li.dataset.documentId === focused.id);
+        const target = again && (focused.control ? again.querySelector(focused.control) : again);
+        if (target) target.focus();
+        else list.focus();
+      }
+    }
     const counts = {};
     for (const doc of documents) counts[doc.status] = (counts[doc.status] || 0) + 1;
     const summary = Object.entries(counts).map(([name, count]) => `${count} ${name}`).join(", ");
-    status("documents-status", documents.length
+    $("documents-summary").textContent = documents.length
       ? `${documents.length} document${documents.length === 1 ? "" : "s"} you may read (${summary})`
-      : `No documents you may read${me && me.can_write ? " yet: upload some above" : ""}.`);
-    for (const doc of documents) list.append(documentItem(doc));
+      : `No documents you may read${me && me.can_write ? " yet: upload some above" : ""}.`;
     stopRefresh();
     if (documents.some((d) => d.status === "processing" || d.status === "deleting")) {
       state.refreshTimer = setTimeout(loadDocuments, 2000);
@@ -639,7 +666,9 @@
     dialog.returnValue = "";
     dialog.onclose = () => {
       dialog.onclose = null;
-      opener.focus();
+      const button = opener.isConnected ? opener
+        : document.querySelector(`li.doc[data-document-id="${CSS.escape(doc.document_id)}"] button.delete`);
+      if (button) button.focus();
       if (dialog.returnValue === "delete") removeDocument(doc);
     };
     dialog.showModal();
@@ -711,12 +740,22 @@
     return { item, progress, set };
   }
 
+  /** A document id from a file name: the characters an id may not hold become "-". */
+  function idFor(name) {
+    return name.replace(/[#\\\u0000-\u001f\u007f]/g, "-");
+  }
+
   async function uploadOne(file, roles, row) {
     const session = state.session;
+    const limit = state.me && state.me.max_bytes;
+    if (!file.size) return failed(row, "empty", "the file is empty: nothing was sent");
+    if (limit && file.size > limit) {
+      return failed(row, "too_large", `the file is ${megabytes(file.size)}, over the limit of ${megabytes(limit)}: nothing was sent`);
+    }
     let created;
     try {
       row.set("registering", "registering…");
-      created = await api("POST", "/documents", { document_id: file.name, filename: file.name, allowed_roles: roles }, session);
+      created = await api("POST", "/documents", { document_id: idFor(file.name), filename: file.name, allowed_roles: roles }, session);
     } catch (error) {
       return failed(row, error.code, error.message);
     }
