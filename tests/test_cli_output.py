@@ -157,3 +157,27 @@ def test_an_answer_from_a_pdf_shows_its_page(tmp_path):
     cli(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
     out = cli(home, "ask", "When must both storm pins be engaged?", "--tenant", "northpier", "--roles", "staff")
     assert "manual/cranes.pdf#" in out and (", p. 2" in out or ", pp. 1-2" in out), out  # the chunk's pages
+
+
+def test_text_from_a_document_never_drives_the_terminal(tmp_path):
+    """A document may hold terminal escape sequences (a log's colours, an OSC 52 clipboard
+    write): parsing drops them, so they are neither searched nor quoted. What still reaches a
+    terminal from outside a document (a file name, a question) is shown as \\x1b, never sent."""
+    folder, home = tmp_path / "notes", tmp_path / "home"
+    folder.mkdir()
+    (folder / "heron.txt").write_text("# Heron survey\n\nThe heron count at the north weir is 55 birds.\x1b]52;c;ZWNobyBwd25lZA=="
+                                      "\x1b\\ The \x1b[2J\x1b[31msurvey\x1b[0m is repeated every spring.\n")
+    (folder / "log\x1b]0;owned\x07.txt").write_text("a file whose name is an escape sequence\n")
+    ask = ["ask", "What is the heron count at the north weir?\x1b[2J", "--tenant", "northpier", "--roles", "staff"]
+    printed = [cli(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff"),
+               cli(home, "docs", "--tenant", "northpier"),
+               cli(home, "search", "heron count north weir", "--tenant", "northpier", "--roles", "staff"),
+               cli(home, *ask)]
+    answer_id = json.loads(cli(home, "--json", *ask))["answer_id"]
+    printed.append(cli(home, "citations", answer_id, "--tenant", "northpier", "--roles", "staff"))
+    for out in printed:
+        assert "\x1b" not in out and "\x07" not in out, out
+    assert "log\\x1b]0;owned\\x07.txt" in printed[0]  # the file name, refused as an id, shown inert
+    assert "55 birds" in printed[3] and "\\x1b[2J" in printed[4]  # the question as asked, shown inert
+    found = json.loads(cli(home, "--json", "search", "survey repeated", "--tenant", "northpier", "--roles", "staff"))
+    assert "55 birds. The survey is repeated every spring." in found["hits"][0]["text"]

@@ -14,7 +14,7 @@ from citewell.answers.refusal import UNIT_FEATURES, LogisticModel, RefusalModel,
 from citewell.answers.service import ask
 from citewell.search import search
 from citewell.answers.units import (
-    Wants, companions, identifiers, missing_share, negates, parts, run_around, specific_terms, stems, units_of, wants,
+    NUMBER, Wants, companions, identifiers, missing_share, negates, parts, run_around, specific_terms, stems, units_of, wants,
 )
 from citewell.answers.generators.extractive import (
     UnitEmbeddings, _holds_wanted, _blocking, _list_at, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
@@ -163,6 +163,11 @@ def test_a_direct_answer_is_read_off_a_record_or_the_only_value_of_the_kind_aske
     assert direct_answer("who do i talk to about parental leave", person, frozenset({Wants.PERSON})) == "Aisha Brennock"
     (two,) = units_of(item("Staff get 27 days, part-time staff 14 days."))
     assert direct_answer("How many days?", two, frozenset({Wants.NUMBER})) is None  # which one is asked is unclear
+    (villa,) = units_of(item("The lakeside villa costs 830 000 dollars."))  # thousands grouped by a space
+    assert direct_answer("How much does the villa cost?", villa, frozenset({Wants.MONEY})) == "830 000 dollars"
+    (pallets,) = units_of(item("The depot holds 1\u202f250\u00a0000 pallets; call 020 7946 0000."))
+    assert direct_answer("How many pallets?", pallets, frozenset({Wants.NUMBER})) is None  # three figures, none alone
+    assert [m.group() for m in NUMBER.finditer(pallets.text)][0] == "1 250 000 pallets"  # no-break spaces read as spaces
 
 
 def test_a_run_of_one_line_blocks_is_a_list_without_its_heading():

@@ -366,7 +366,9 @@ def _error(args: argparse.Namespace, info: dict[str, str]) -> int:
     """One line on stderr, and the error as JSON on stdout with --json."""
     if args.json:
         print(json.dumps({"error": info}))
-    print(f"citewell: {info['message']}", file=sys.stderr)
+    from citewell.terminal import printable
+
+    print(f"citewell: {printable(info['message'])}", file=sys.stderr)
     return EXIT_ERROR
 
 

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.text import Text
 
 from citewell.ingest.runner import IngestOutcome
+from citewell.terminal import printable
 
 _STAGES = {"parse": "reading", "chunk": "chunking", "publish": "publishing"}
 
@@ -32,7 +33,7 @@ class IngestDisplay:
         self.progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}", style="bold"), BarColumn(bar_width=24),
             MofNCompleteColumn(), TextColumn("{task.fields[unit]}"), RateColumn(), TimeRemainingColumn(),
-            TextColumn("{task.fields[now]}", style="dim"),
+            TextColumn("{task.fields[now]}", style="dim", markup=False),  # a file name is no markup
             console=console, transient=True, disable=not (enabled and console.is_terminal),
         )
         self.files = self.progress.add_task("files", total=files, unit="", now="")
@@ -46,7 +47,7 @@ class IngestDisplay:
         self.progress.__exit__(kind, error, trace)
 
     def step(self, stage: str, document_id: str) -> None:
-        self.progress.update(self.files, now=f"{_STAGES.get(stage, stage)} {document_id}")
+        self.progress.update(self.files, now=f"{_STAGES.get(stage, stage)} {printable(document_id)}")
 
     def embedding(self, done: int, total: int) -> None:
         self.progress.update(self.chunks, completed=done, total=total, visible=total > 0)

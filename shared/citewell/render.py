@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from citewell.terminal import printable
+
 console = Console()
 
 STATUS_WIDTH = 10  # "superseded" and "published" line up with the shorter ones
@@ -156,7 +158,7 @@ def _eval_answers(payload: dict[str, Any]) -> None:
     table = Table("category", "questions", "answer acc.", "refusal acc.", "citation prec.", "fabricated", "forbidden")
     for name, s in [*payload["by_category"].items(), ("all", payload["overall"])]:
         cells = [s["answer_accuracy"], s["refusal_accuracy"], s["citation_precision"]]
-        table.add_row(name, str(s["questions"]), *("-" if c is None else f"{c:.3f}" for c in cells),
+        table.add_row(Text(name), str(s["questions"]), *("-" if c is None else f"{c:.3f}" for c in cells),
                       str(s["fabrications"]), str(s["forbidden_text"]))
     console.print(table)
 
@@ -221,6 +223,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], None]] = {
 
 def render(command: str, payload: dict[str, Any]) -> None:
     """A command without a layout of its own prints its JSON, indented."""
+    payload = printable(payload)
     show = RENDERERS.get(command)
     if show is not None:
         show(payload)

@@ -21,7 +21,9 @@ from citewell.terms import FUNCTION_WORDS, content_terms
 _BLOCK_GAP = re.compile(r"\n[ \t]*\n")
 _FIELD = r"[^:;\n]{1,60}: [^;\n]*"
 RECORD = re.compile(rf"{_FIELD}(?:; {_FIELD})+")
-NUMBER = re.compile(r"\b\d[\d,.]*(?:\s?%|\s?(?:[a-zA-Z€$£]+\b))?")
+# A figure: "16,384", "3.5", or thousands grouped by spaces ("830 000", as French and SI write them).
+_FIGURE = r"(?:\d{1,3}(?:[ \u00a0\u202f]\d{3}(?!\d))+(?:[.,]\d+)?|\d[\d,.]*)"
+NUMBER = re.compile(rf"\b{_FIGURE}(?:\s?%|\s?(?:[a-zA-Z€$£]+\b))?")
 DATE = re.compile(
     r"\b(?:\d{1,2}(?:st|nd|rd|th)? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|"
@@ -30,7 +32,7 @@ DATE = re.compile(
 )
 # An amount of money: "89 euros", "€89", "500 pounds", "$1.2 million".
 _SCALE = r"(?:\s?(?:million|billion|bn|k|m)\b)?"
-MONEY = re.compile(rf"[€$£]\s?\d[\d,.]*{_SCALE}|\b\d[\d,.]*{_SCALE}\s?(?:euros?|eur|pounds?|gbp|dollars?|usd|pence|cents?|"
+MONEY = re.compile(rf"[€$£]\s?{_FIGURE}{_SCALE}|\b{_FIGURE}{_SCALE}\s?(?:euros?|eur|pounds?|gbp|dollars?|usd|pence|cents?|"
                    r"francs?|chf|yen|[€$£])(?!\w)", re.I)
 # A record's field whose name gives the currency: "maximum (EUR): 54000".
 _CURRENCY_FIELD = re.compile(r"(?:\b(?:euros?|eur|pounds?|gbp|dollars?|usd|chf|yen)\b|[€$£])[^:;]*:\s*[€$£]?\d", re.I)

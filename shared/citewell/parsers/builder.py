@@ -8,16 +8,25 @@ from citewell.models import Block, BlockKind, ParsedDocument, Section
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
 SEPARATOR = "\n\n"
+# Terminal escape sequences (a log's colours, a window title, an OSC 52 clipboard write) are no
+# text: they would glue words to codes, and quoted to a terminal they would act on it. Other
+# control characters are spaces. Tabs, line breaks and form feeds stay for the cleaners below.
+_ESCAPE = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]?")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+
+
+def _inert(text: str) -> str:
+    return _CONTROL.sub(" ", _ESCAPE.sub("", text)) if _CONTROL.search(text) else text
 
 
 def clean_inline(text: str) -> str:
     """Collapse runs of whitespace to one space: prose from markup carries layout noise."""
-    return " ".join(text.split())
+    return " ".join(_inert(text).split())
 
 
 def clean_lines(text: str) -> str:
     """Keep line structure (code, addresses) but drop trailing spaces and blank edges."""
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    lines = [line.rstrip() for line in _inert(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     return "\n".join(lines).strip("\n")
 
 
