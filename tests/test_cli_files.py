@@ -126,3 +126,27 @@ def test_links_inside_a_folder_are_never_followed_and_each_is_reported(capsys, t
     # a link named on the command line is what the operator asked for: it is read
     code, out = ingest(capsys, home, str(folder / "salaries.md"), roles="hr")
     assert code == 0 and out["salaries.md"]["status"] == "published"
+
+
+def test_names_a_folder_really_holds_become_ids_and_one_bad_name_fails_alone(capsys, tmp_path):
+    """'#' and '\\' in names, bytes that are not UTF-8, a path too long for an id, two names that
+    become one id, and the same folder given twice: each file is published or fails by itself."""
+    home, folder = tmp_path / "home", tmp_path / "minutes"
+    folder.mkdir()
+    (folder / "Meeting #3.md").write_text("# Meeting 3\n\nThe quorn budget was approved.\n")
+    (folder / "back\\slash.txt").write_text("The slate roof is replaced in May.\n")
+    (folder / os.fsdecode(b"caf\xe9 latin-1.txt")).write_text("The kiosk opens at seven.\n")  # a name from an old disk
+    deep = folder / ("d" * 200) / ("e" * 200) / ("f" * 200)
+    deep.mkdir(parents=True)
+    (deep / "long.md").write_text("Too long a path for an id.\n")
+    (folder / "a#1.md").write_text("One.\n")
+    (folder / "a-1.md").write_text("Two.\n")
+    code, out = ingest(capsys, home, str(folder), str(folder))
+    assert code == 1  # some failed
+    assert {d: o["status"] for d, o in out.items() if o["status"] == "published"} == {
+        "minutes/Meeting -3.md": "published", "minutes/back-slash.txt": "published", "minutes/caf\ufffd latin-1.txt": "published"}
+    long_id = f"minutes/{'d' * 200}/{'e' * 200}/{'f' * 200}/long.md"  # over 512 bytes
+    assert out[long_id]["error"]["code"] == "invalid_input" and "--doc-id" in out[long_id]["error"]["message"]
+    assert out["minutes/a-1.md"]["error"]["code"] == "id_clash" and "2 files" in out["minutes/a-1.md"]["error"]["message"]
+    assert len(out) == 5  # "a#1.md" and "a-1.md" report under their one id; the folder given twice is walked once
+    assert "quorn budget" in served(home, "minutes/Meeting -3.md")[1]

@@ -186,7 +186,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.ingest.runner import ingest
     from citewell.ingest.stages import IngestRequest
-    from citewell.ingest.walk import walk
+    from citewell.ingest.walk import shown, walk
     from citewell.progress import IngestDisplay
     from citewell.services import open_local
 
@@ -196,14 +196,11 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if len(files) != 1 and (args.doc_id or args.title or args.source):
         raise InvalidInput("--doc-id, --title and --source need exactly one file")
     ids = [args.doc_id or doc_id for _, doc_id in files]
-
-    if len(set(ids)) != len(ids):
-        raise InvalidInput("two files map to the same document id; ingest them separately with --doc-id")
     services = open_local(args.home)
     requests = (
         IngestRequest(
             document_id=doc_id, tenant=args.tenant, allowed_roles=args.allow_roles, data=file.read_bytes(),
-            filename=file.name, title=args.title, source=args.source or file.resolve().as_uri(), locale=args.locale,
+            filename=shown(file.name), title=args.title, source=args.source or file.resolve().as_uri(), locale=args.locale,
             replace=args.replace,
         )
         for (file, _), doc_id in zip(files, ids)

@@ -6,16 +6,33 @@ folder, so a walk never leaves the folder given and never loops. Each link left 
 anything that is not a regular file (a pipe, a socket, a device), is reported as ``skipped``
 with its reason; hidden files and folders (a name starting with '.') are left out as
 documented, without a line each.
+
+A file's path becomes its id as it is, but for what an id may not hold: '#', '\\' and control
+characters become '-', bytes that are not UTF-8 become U+FFFD ("Meeting #3.docx" is
+"Meeting -3.docx"). A path that still makes no id (too long) fails alone, naming --doc-id.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from citewell.ingest.runner import IngestOutcome
-from citewell.models import ErrorInfo
+from citewell.models import ErrorInfo, validate_document_id
+
+_NOT_IN_ID = re.compile(r"[#\\\x00-\x1f\x7f]")
+
+
+def shown(path: Path | str) -> str:
+    """A path as text: a name's bytes that are not UTF-8 (kept by Python as surrogates, which
+    no JSON or database takes) become U+FFFD."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def id_for(path: str) -> str:
+    return _NOT_IN_ID.sub("-", shown(path))
 
 
 @dataclass(frozen=True)
@@ -33,11 +50,26 @@ def _left_out(document_id: str, status: str, code: str, message: str) -> IngestO
 
 
 def _link(path: Path, document_id: str) -> Found:
-    target = os.readlink(path)
+    try:
+        target = shown(os.readlink(path))
+    except OSError as error:  # /proc's links to other processes' files, say
+        target = f"a target it may not read ({error.strerror})"
     return Found(path, document_id, _left_out(
         document_id, "skipped", "symlink",
-        f"{path} is a symbolic link to {target}; links inside a folder are not followed: ingest the target itself",
+        f"{shown(path)} is a symbolic link to {target}; links inside a folder are not followed: ingest the target itself",
     ))
+
+
+def _checked(found: Found) -> Found:
+    """A file whose id is still not an id is reported, not ingested; the others go on."""
+    if found.outcome is not None:
+        return found
+    try:
+        validate_document_id(found.document_id)
+    except ValueError as error:
+        return Found(found.path, found.document_id, _left_out(
+            found.document_id, "failed", "invalid_input", f"{shown(found.path)}: {error}; ingest it alone with --doc-id"))
+    return found
 
 
 def walk(paths: list[Path]) -> list[Found]:
@@ -45,16 +77,30 @@ def walk(paths: list[Path]) -> list[Found]:
     (``teamA/README.md`` and ``teamB/README.md`` stay two documents); a file by its name; a
     path that does not exist as one failed item (``not_found``)."""
     found: list[Found] = []
-    for path in paths:
+    for path in dict.fromkeys(paths):  # a path given twice is one path
         if path.is_dir():
             found.extend(_folder(path))
         elif path.is_file():
-            found.append(Found(path, path.name))
+            found.append(Found(path, id_for(path.name)))
         elif not path.exists():
-            found.append(Found(path, str(path), _left_out(str(path), "failed", "not_found", f"no such file or folder: {path}")))
+            found.append(Found(path, shown(path), _left_out(shown(path), "failed", "not_found", f"no such file or folder: {shown(path)}")))
         else:
-            found.append(Found(path, path.name, _left_out(path.name, "skipped", "not_a_file", f"{path} is not a regular file")))
-    return found
+            found.append(Found(path, shown(path.name), _left_out(shown(path.name), "skipped", "not_a_file",
+                                                                  f"{shown(path)} is not a regular file")))
+    unique = list({(os.path.realpath(f.path), f.document_id): f for f in found}.values())  # one folder named twice
+    return _apart([_checked(f) for f in unique])
+
+
+def _apart(found: list[Found]) -> list[Found]:
+    """Files that would become one document ("a#1.md" and "a-1.md") each fail, naming the id;
+    the rest of the batch goes on."""
+    paths: dict[str, list[Path]] = {}
+    for f in found:
+        if f.outcome is None:
+            paths.setdefault(f.document_id, []).append(f.path)
+    return [f if f.outcome is not None or len(paths[f.document_id]) == 1 else Found(f.path, f.document_id, _left_out(
+        f.document_id, "failed", "id_clash", f"{len(paths[f.document_id])} files become the document id {f.document_id} "
+        f"({', '.join(shown(p) for p in paths[f.document_id])}): ingest each alone with --doc-id")) for f in found]
 
 
 def _folder(root: Path) -> list[Found]:
@@ -65,12 +111,12 @@ def _folder(root: Path) -> list[Found]:
         folders[:] = sorted(f for f in folders if not f.startswith("."))
         for entry in [*(here / f for f in folders if (here / f).is_symlink()),
                       *(here / f for f in files if not f.startswith("."))]:
-            document_id = PurePosixPath(name, entry.relative_to(root).as_posix()).as_posix()
+            document_id = id_for(PurePosixPath(name, entry.relative_to(root).as_posix()).as_posix())
             if entry.is_symlink():
                 found.append(_link(entry, document_id))
             elif entry.is_file():
                 found.append(Found(entry, document_id))
             else:
                 found.append(Found(entry, document_id, _left_out(
-                    document_id, "skipped", "not_a_file", f"{entry} is not a regular file (a pipe, socket or device)")))
+                    document_id, "skipped", "not_a_file", f"{shown(entry)} is not a regular file (a pipe, socket or device)")))
     return sorted(found, key=lambda f: f.document_id)
