@@ -163,6 +163,24 @@ def test_a_home_the_user_cannot_write_is_refused_with_what_to_do_and_no_tracebac
     assert found.returncode == 0 and "E1027" in found.stdout  # nothing was lost
 
 
+def test_reading_a_home_nothing_was_ingested_into_is_an_error_that_creates_nothing(tmp_path: Path, capsys) -> None:
+    """A mistyped --home answered "no documents" and left databases behind."""
+    absent = tmp_path / "typo" / "home"
+    for argv in (["docs", "--tenant", "northpier"], ["search", "leave", "--tenant", "northpier", "--roles", "staff"],
+                 ["ask", "leave?", "--tenant", "northpier", "--roles", "staff"], ["audit"], ["delete", "a.md", "--tenant", "northpier"]):
+        assert main(["--home", str(absent), *argv]) == 2, argv
+        assert "there is no citewell home at" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
+    with pytest.raises(SystemExit) as exited:
+        main(["--home", "", "docs", "--tenant", "northpier"])
+    assert exited.value.code == 2 and "--home is empty" in capsys.readouterr().err
+    objects = tmp_path / "odd"
+    objects.mkdir()
+    (objects / "objects").write_text("a file where the objects folder goes")
+    assert main(["--home", str(objects), "ingest", str(absent), "--tenant", "northpier", "--allow-roles", "staff"]) == 2
+    assert "is a file, not the home's objects folder" in capsys.readouterr().err
+
+
 def test_a_home_that_is_a_file_is_refused_clearly(tmp_path: Path, capsys) -> None:
     note = tmp_path / "notes.txt"
     note.write_text("not a home")
@@ -180,6 +198,8 @@ def test_a_damaged_database_or_a_folder_in_its_place_is_named_as_such_not_as_a_p
     (damaged / "index.db").write_bytes(noise)
     folder = tmp_path / "folder"
     (folder / "index.db").mkdir(parents=True)
+    for home in (damaged, folder):
+        (home / "metadata.db").touch()  # a home, as an ingest left it, but for the index
     for home, said in ((damaged, "is not a SQLite database"), (folder, "is a folder, not a database file")):
         assert main(["--home", str(home), "search", "leave", "--tenant", "northpier", "--roles", "staff"]) == 2
         err = capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -162,7 +163,7 @@ def test_an_answer_from_a_pdf_shows_its_page(tmp_path):
 def test_text_from_a_document_never_drives_the_terminal(tmp_path):
     """A document may hold terminal escape sequences (a log's colours, an OSC 52 clipboard
     write): parsing drops them, so they are neither searched nor quoted. What still reaches a
-    terminal from outside a document (a file name, a question) is shown as \\x1b, never sent."""
+    terminal from outside a document (a question) is shown as \\x1b, never sent."""
     folder, home = tmp_path / "notes", tmp_path / "home"
     folder.mkdir()
     (folder / "heron.txt").write_text("# Heron survey\n\nThe heron count at the north weir is 55 birds.\x1b]52;c;ZWNobyBwd25lZA=="
@@ -177,7 +178,24 @@ def test_text_from_a_document_never_drives_the_terminal(tmp_path):
     printed.append(cli(home, "citations", answer_id, "--tenant", "northpier", "--roles", "staff"))
     for out in printed:
         assert "\x1b" not in out and "\x07" not in out, out
-    assert "log\\x1b]0;owned\\x07.txt" in printed[0]  # the file name, refused as an id, shown inert
+    assert "notes/log-]0;owned-.txt" in printed[0]  # the file name's control characters are no part of its id
     assert "55 birds" in printed[3] and "\\x1b[2J" in printed[4]  # the question as asked, shown inert
     found = json.loads(cli(home, "--json", "search", "survey repeated", "--tenant", "northpier", "--roles", "staff"))
     assert "55 birds. The survey is repeated every spring." in found["hits"][0]["text"]
+
+
+def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path):
+    """`citewell --json search ... | head -c 1`: the pipe closes before the output is written."""
+    home = tmp_path / "home"
+    (tmp_path / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    cli(home, "ingest", str(tmp_path / "leave.md"), "--tenant", "northpier", "--allow-roles", "staff")
+    for flags in (["--json"], []):
+        read, write = os.pipe()
+        os.close(read)  # nobody reads: the first write breaks the pipe
+        try:
+            done = subprocess.run([sys.executable, "-m", "citewell", "--home", str(home), *flags, "search", "annual leave",
+                                   "--tenant", "northpier", "--roles", "staff"], stdout=write, stderr=subprocess.PIPE,
+                                  text=True, check=False)
+        finally:
+            os.close(write)
+        assert done.returncode == 141 and done.stderr == "", (flags, done.stderr)

@@ -58,6 +58,8 @@ def test_the_plain_environment_lacks_the_extras(plain_python):
 def test_every_command_works_or_names_the_extra_in_one_line(plain_python, tmp_path, argv):
     (tmp_path / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
     argv = [a.replace("{file}", str(tmp_path / "leave.md")) for a in argv]
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "metadata.db").touch()  # a home to read: reading one that is not there is another error
     for output in ([], ["--json"]):
         done = cli(plain_python, "--home", str(tmp_path / "home"), *argv, *output)
         assert "Traceback" not in done.stderr and done.stderr.count("\n") <= 1, done.stderr

@@ -20,6 +20,8 @@ import signal
 import sys
 from types import FrameType
 
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left
+
 
 def main() -> None:
     noted: list[int] = []
@@ -34,9 +36,13 @@ def main() -> None:
 
     if heard:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    code = cli.interrupted(sys.argv[1:]) if noted else cli.main()
-    if code == cli.EXIT_INTERRUPTED:
+    try:
+        code = cli.interrupted(sys.argv[1:]) if noted else cli.main()
         sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        code = EXIT_BROKEN_PIPE
+    if code == cli.EXIT_INTERRUPTED:
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)

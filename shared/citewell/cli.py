@@ -87,6 +87,12 @@ def _lanes(value: str) -> tuple[str, ...]:
     return lanes
 
 
+def _home(value: str) -> Path:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("--home is empty: name the home folder, or leave --home out for the default")
+    return Path(value)
+
+
 def _question(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("the question is empty")
@@ -109,7 +115,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     # place sets one only when it is given (SUPPRESS): the command's own parse comes last, so a value
     # after the command wins, and main() starts from ANYWHERE_DEFAULTS for the ones given nowhere.
     common = Parser(add_help=False)
-    common.add_argument("--home", type=Path, metavar="DIR", default=argparse.SUPPRESS,
+    common.add_argument("--home", type=_home, metavar="DIR", default=argparse.SUPPRESS,
                         help="data folder (default: $CITEWELL_HOME or the per-user data folder); before or after "
                              "the command, and after it wins when both are given")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON on stdout")
@@ -217,7 +223,7 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
     lanes = tuple(dict.fromkeys(lane for name in args.lanes for lane in LANE_CHOICES[name]))
     identity = Identity(tenant=args.tenant, roles=args.roles)
-    result = search(open_local(args.home), identity, args.question, k=args.k, lanes=lanes)
+    result = search(open_local(args.home, existing=True), identity, args.question, k=args.k, lanes=lanes)
     return result.model_dump(mode="json"), EXIT_OK
 
 
@@ -226,7 +232,7 @@ def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.service import ask
     from citewell.services import open_local
 
-    services = open_local(args.home)
+    services = open_local(args.home, existing=True)
     identity = Identity(tenant=args.tenant, roles=args.roles)
     answer = ask(services, identity, args.question, generator_from_env(services), budget_chars=evidence_budget())
     return answer.model_dump(mode="json"), EXIT_OK
@@ -239,7 +245,7 @@ def cmd_eval_answers(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.services import open_local
 
     cases = load_cases(args.questions, args.split)
-    services = open_local(args.home)
+    services = open_local(args.home, existing=True)
     generator, budget = generator_from_env(services), evidence_budget()
     report = evaluate(cases, lambda case: ask(services, case.identity, case.question, generator, budget_chars=budget),
                       generator=generator.name)
@@ -250,7 +256,7 @@ def cmd_citations(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.service import recorded_citations
     from citewell.services import open_local
 
-    record = recorded_citations(open_local(args.home), Identity(tenant=args.tenant, roles=args.roles), args.answer_id)
+    record = recorded_citations(open_local(args.home, existing=True), Identity(tenant=args.tenant, roles=args.roles), args.answer_id)
     return record.model_dump(mode="json"), EXIT_OK
 
 
@@ -258,7 +264,7 @@ def cmd_delete(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.deletion import delete_document
     from citewell.services import open_local
 
-    report = delete_document(open_local(args.home), args.tenant, args.document_id)
+    report = delete_document(open_local(args.home, existing=True), args.tenant, args.document_id)
     for line in report.pending:
         print(f"citewell: pending: {line}", file=sys.stderr)
     return report.model_dump(), EXIT_FAILED if report.pending else EXIT_OK
@@ -268,14 +274,14 @@ def cmd_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.audit import audit
     from citewell.services import open_local
 
-    report = audit(open_local(args.home), repair=args.repair)
+    report = audit(open_local(args.home, existing=True), repair=args.repair)
     return report.model_dump(), EXIT_OK if report.ok else EXIT_FAILED
 
 
 def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.services import open_local
 
-    documents = open_local(args.home).metadata.list_documents(args.tenant)
+    documents = open_local(args.home, existing=True).metadata.list_documents(args.tenant)
     return {"documents": [d.model_dump(mode="json") for d in documents]}, EXIT_OK
 
 

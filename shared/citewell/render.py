@@ -19,7 +19,16 @@ from rich.text import Text
 
 from citewell.terminal import printable
 
-console = Console()
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader went away: the process ends quietly, as it does for --json (``__main__``)."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
+console = _Console()
 
 STATUS_WIDTH = 10  # "superseded" and "published" line up with the shorter ones
 SNIPPET_CHARS = 300

@@ -44,14 +44,22 @@ def home_folder(home: Path) -> Path:
     return home
 
 
-def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = None) -> Services:
-    """Everything under ``home``: ``objects/``, ``metadata.db``, ``index.db``."""
+def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = None, existing: bool = False) -> Services:
+    """Everything under ``home``: ``objects/``, ``metadata.db``, ``index.db``. With ``existing``
+    (a command that reads, or changes what is there) a home nothing was ingested into is an
+    error, not a new empty home: a mistyped ``--home`` would otherwise answer "no documents"
+    and leave databases behind."""
     from citewell.embedders.minilm import MiniLMEmbedder
+    from citewell.errors import NotFound
     from citewell.local.index import SqliteSearchIndex
     from citewell.local.metadata import SqliteMetadataStore
     from citewell.local.objects import FolderObjectStore
 
-    home = home_folder(home or default_home())
+    home = (home or default_home()).expanduser()
+    if existing and not (home / "metadata.db").exists():  # a folder in its place is named by the store
+        if not any(p.exists() and not p.is_dir() for p in (home, *home.parents)):  # a file in the way: below
+            raise NotFound(f"there is no citewell home at {home}: nothing was ingested there (check --home, or ingest first)")
+    home = home_folder(home)
     embedder = MiniLMEmbedder()
     max_bytes = int(os.environ.get("CITEWELL_MAX_BYTES", DEFAULT_MAX_BYTES))
     chunking = chunking or ChunkingConfig(

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from citewell.errors import InvalidInput, NotFound
+from citewell.errors import HomeNotWritable, InvalidInput, NotFound
 
 TEMPORARY = ".tmp-"  # the name prefix of a put's file before its rename
 _MORE = "%"  # ends each folder of a long part's chain but the last
@@ -26,7 +26,12 @@ _MORE = "%"  # ends each folder of a long part's chain but the last
 class FolderObjectStore:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise InvalidInput(f"{self.root} is a file, not the home's objects folder: move it out of the home") from None
+        except OSError as error:
+            raise HomeNotWritable(f"cannot make the objects folder {self.root}: {error.strerror}") from None
         try:
             self.name_bytes = os.pathconf(self.root, "PC_NAME_MAX")
         except (OSError, ValueError):
