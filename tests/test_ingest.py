@@ -158,3 +158,33 @@ def test_the_record_names_the_encoding_its_text_was_read_in(services):
     record = services.metadata.get_document("northpier", "menu.txt")
     assert record.encoding == "cp1252"
     assert search(services, STAFF, "crème brûlée").hits[0].text.count("€5") == 1
+
+
+def test_a_document_deleted_while_it_is_embedded_stops_costing_the_model(tmp_path, embedder):
+    """A 20 MB file deleted mid-ingest kept the model busy for 21 minutes: the ingest now asks
+    after each slice whether the upload is still current."""
+    from citewell.deletion import delete_document
+    from citewell.ingest.stages import EMBED_SLICE
+
+    counting = CountingEmbedder(embedder)
+    services = make_services(tmp_path, embedder, counting)
+    text = "\n\n".join(f"# Part {p}\n\n" + " ".join(f"Shift {p} moves crate {w} to bay {w % 7}." for w in range(40))
+                       for p in range(150))
+    deleted, planned = [], []
+
+    class DeleteAfterTheFirstSlice:
+        def step(self, stage: str, document_id: str) -> None:
+            pass
+
+        def embedding(self, done: int, total: int) -> None:
+            planned.append(total)
+            if done and not deleted:  # another process's `citewell delete`, at this moment
+                deleted.append(delete_document(services, "northpier", "big.md"))
+
+        def finished(self, outcome) -> None:
+            pass
+
+    [outcome] = ingest(services, [request(text.encode(), "big.md")], progress=DeleteAfterTheFirstSlice())
+    assert outcome.status == "superseded" and deleted
+    assert planned[0] > 2 * EMBED_SLICE and counting.texts == EMBED_SLICE and planned[-1] == EMBED_SLICE
+    assert services.metadata.get_document("northpier", "big.md") is None

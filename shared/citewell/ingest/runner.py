@@ -31,6 +31,7 @@ from citewell.ingest.stages import (
     release_embeddings,
 )
 from citewell.models import ErrorInfo, Upload
+from citewell.records import is_current
 from citewell.services import Services
 
 BATCH_DOCUMENTS = 64
@@ -221,9 +222,12 @@ def _run_batch(
             pending.append((position, upload, chunked))
         except CitewellError as error:
             settle(position, _failed(services, upload, error), upload)
+    def still_wanted() -> set[str]:  # the chunks of uploads no newer upload or delete has overtaken
+        return {c.content_hash for _, upload, chunked in pending if _current(services, upload) for c in chunked.chunks}
+
     try:
         with clock.stage("embed"):
-            embed_stage(services, [c for _, _, chunked in pending for c in chunked.chunks], report.embedding)
+            embed_stage(services, [c for _, _, chunked in pending for c in chunked.chunks], report.embedding, still_wanted)
         embed_error: CitewellError | None = None
     except CitewellError as error:
         embed_error = error
@@ -255,6 +259,10 @@ def _run_batch(
         except Busy:
             pass  # the rows are published; the next search or ingest writes them
     return [done[i] for i in range(len(batch))]
+
+
+def _current(services: Services, upload: Upload) -> bool:
+    return is_current(services.metadata.get_document(upload.tenant, upload.document_id), upload)
 
 
 def _refused(request: IngestRequest, error: CitewellError | ValidationError) -> IngestOutcome:

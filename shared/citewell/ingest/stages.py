@@ -154,23 +154,35 @@ EMBED_SLICE = 128  # chunks embedded and stored per step: progress moves, and a 
 
 
 def embed_stage(
-    services: Services, chunks: Sequence[Chunk], on_embedded: Callable[[int, int], None] | None = None
+    services: Services, chunks: Sequence[Chunk], on_embedded: Callable[[int, int], None] | None = None,
+    still_wanted: Callable[[], set[str]] | None = None,
 ) -> int:
     """Embed only what the cache lacks under this embedder identity. Returns how many were embedded;
-    ``on_embedded(done, total)`` hears of each slice, and of the total first."""
+    ``on_embedded(done, total)`` hears of each slice, and of the total first. ``still_wanted``,
+    asked after each slice, names the content hashes whose uploads are still current: a large
+    file deleted or replaced mid-ingest stops costing the model at once, not minutes later."""
     identity = services.embedder.identity
     wanted = {c.content_hash: c.embedding_text for c in chunks}
     cached = services.metadata.get_embeddings(identity, wanted)
-    missing = [h for h in wanted if h not in cached]
+    todo = [h for h in wanted if h not in cached]
+    done, total = 0, len(todo)
     if on_embedded:
-        on_embedded(0, len(missing))
-    for start in range(0, len(missing), EMBED_SLICE):
-        hashes = missing[start : start + EMBED_SLICE]
+        on_embedded(0, total)
+    while todo:
+        hashes, todo = todo[:EMBED_SLICE], todo[EMBED_SLICE:]
         vectors = services.embedder.embed([wanted[h] for h in hashes])
         services.metadata.put_embeddings(identity, dict(zip(hashes, vectors)))
+        done += len(hashes)
         if on_embedded:
-            on_embedded(start + len(hashes), len(missing))
-    return len(missing)
+            on_embedded(done, total)
+        if todo and still_wanted is not None:
+            current = still_wanted()
+            kept = [h for h in todo if h in current]
+            if len(kept) < len(todo):
+                total, todo = total - (len(todo) - len(kept)), kept
+                if on_embedded:
+                    on_embedded(done, total)
+    return done
 
 
 def release_embeddings(services: Services, chunks: Sequence[Chunk]) -> int:
