@@ -30,7 +30,7 @@ import numpy as np
 
 from citewell.errors import Busy, EmbedderMismatch
 from citewell.local.clusters import CLUSTER_SCHEMA, cluster_rows
-from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, checkpoint, ensure_schema
+from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, checkpoint, ensure_schema, reclaim
 from citewell.local.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit, QueryVector, query_vector
@@ -251,6 +251,7 @@ class SqliteSearchIndex:
         """
         with Transaction(self.conn):  # the write lock: tantivy allows one writer per folder
             self._lexicon().collect_garbage()
+        reclaim(self.conn)
         return checkpoint(self.conn)
 
     # -- the lexical index ---------------------------------------------------------------

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.local.sqlite import Connection, PerThread, Transaction, checkpoint, ensure_schema
+from citewell.local.sqlite import Connection, PerThread, Transaction, checkpoint, ensure_schema, reclaim
 from citewell.models import AnswerRecord, Chunk, Document, Upload, utcnow
 
 SCHEMA_VERSION = 2
@@ -324,7 +324,9 @@ class SqliteMetadataStore:
             )
 
     def compact(self) -> bool:
-        """Move everything out of the write-ahead log and truncate it, so no deleted page survives there."""
+        """Move everything out of the write-ahead log and truncate it, so no deleted page survives
+        there; give the disk back what deletions freed, when that is most of the file."""
+        reclaim(self.conn)
         return checkpoint(self.conn)
 
     def embedding_hashes(self, identity: str) -> set[str]:

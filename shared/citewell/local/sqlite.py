@@ -182,6 +182,26 @@ class Transaction:
 CHECKPOINT_WAIT_SECONDS = 2.0  # then the removal is reported pending, not waited on
 
 
+RECLAIM_BYTES = 16 * 1024 * 1024
+
+
+def reclaim(conn: sqlite3.Connection) -> None:
+    """Give the disk back the pages deletions freed, once they are most of the file and more
+    than 16 MB: a large document deleted or replaced otherwise left its size behind for good
+    (``secure_delete`` zeroes freed pages, so this is space, not privacy). ``VACUUM`` rewrites
+    the live pages only; a home busy with another process's transaction leaves it to the next
+    compaction."""
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    if free * size < RECLAIM_BYTES or free * 2 < pages:
+        return
+    try:
+        conn.execute("VACUUM")
+    except (Busy, sqlite3.OperationalError):
+        return
+
+
 def checkpoint(conn: sqlite3.Connection) -> bool:
     """Copy the write-ahead log into the database and truncate it; False when a reader or
     writer in another connection kept part of the log, so deleted pages may survive there."""
