@@ -150,3 +150,23 @@ def test_names_a_folder_really_holds_become_ids_and_one_bad_name_fails_alone(cap
     assert out["minutes/a-1.md"]["error"]["code"] == "id_clash" and "2 files" in out["minutes/a-1.md"]["error"]["message"]
     assert len(out) == 5  # "a#1.md" and "a-1.md" report under their one id; the folder given twice is walked once
     assert "quorn budget" in served(home, "minutes/Meeting -3.md")[1]
+
+
+def test_files_renamed_or_removed_from_a_folder_are_said_gone_and_pruned_on_request(capsys, tmp_path):
+    home, folder = tmp_path / "home", tmp_path / "handbook"
+    (folder / "policies").mkdir(parents=True)
+    (folder / "policies" / "parking.md").write_text("# Parking\n\nThe garnet car park closes at ten.\n")
+    (folder / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    (tmp_path / "elsewhere.md").write_text("# Elsewhere\n\nNot from the folder.\n")
+    ingest(capsys, home, str(folder))
+    ingest(capsys, home, str(tmp_path / "elsewhere.md"))
+    (folder / "policies" / "parking.md").rename(folder / "policies" / "car-park.md")
+    code, out = run(capsys, "--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json")
+    assert code == 0 and out["gone"] == [{"document_id": "handbook/policies/parking.md", "deleted": False,
+                                          "source": (folder / "policies" / "parking.md").resolve().as_uri()}]
+    assert "garnet car park" in served(home, "handbook/policies/parking.md")[1]  # said, not yet removed
+    code, out = run(capsys, "--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff",
+                    "--prune", "--json")
+    assert code == 0 and [(g["document_id"], g["deleted"]) for g in out["gone"]] == [("handbook/policies/parking.md", True)]
+    listed = {d.document_id for d in open_local(home).metadata.list_documents("northpier")}
+    assert listed == {"handbook/leave.md", "handbook/policies/car-park.md", "elsewhere.md"}  # a file ingested alone stays

@@ -136,6 +136,9 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true",
                    help="replace a document of the same id that came from another source or with other roles "
                         "(without it, such a file fails with id_taken and the document stays as it is)")
+    p.add_argument("--prune", action="store_true",
+                   help="delete the tenant's documents that came from a folder given here and are no longer in it "
+                        "(without it, they are listed as gone and still served)")
 
     p = sub.add_parser("search", parents=[common], help="hybrid search under an identity")
     p.add_argument("question", type=_question, help="what to look for, in words")
@@ -213,8 +216,33 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     )
     with IngestDisplay(len(files), enabled=not args.json) as display:
         outcomes = missing + ingest(services, requests, progress=display)
-    payload = {"documents": [o.model_dump(mode="json") for o in outcomes]}
+    payload: dict[str, Any] = {"documents": [o.model_dump(mode="json") for o in outcomes]}
+    gone = _gone(services, args, {f.document_id for f in found})
+    if gone:
+        payload["gone"] = gone
     return payload, EXIT_FAILED if any(o.status in ("failed", "superseded") for o in outcomes) else EXIT_OK
+
+
+def _gone(services: Any, args: argparse.Namespace, seen: set[str]) -> list[dict[str, Any]]:
+    """The tenant's documents ingested from a folder given now whose file is no longer there (it
+    was renamed, moved or removed): still served unless ``--prune`` deletes them."""
+    from citewell.deletion import delete_document
+    from citewell.errors import NotFound
+
+    folders = [path.resolve().as_uri() + "/" for path in args.paths if path.is_dir()]
+    if not folders:
+        return []
+    gone = []
+    for document in services.metadata.list_documents(args.tenant):
+        if document.document_id in seen or not any(document.source.startswith(folder) for folder in folders):
+            continue
+        if args.prune:
+            try:
+                delete_document(services, args.tenant, document.document_id)
+            except NotFound:  # another process deleted it first
+                pass
+        gone.append({"document_id": document.document_id, "source": document.source, "deleted": bool(args.prune)})
+    return gone
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
