@@ -136,6 +136,8 @@ def test_text_in_other_encodings_is_decoded():
         (files.blank_pdf_bytes(), "scan.pdf", errors.EmptyText),
         (b"   \n\n  \t", "empty.txt", errors.EmptyText),
         (b"", "zero.txt", errors.EmptyText),
+        (b"", "zero.pdf", errors.EmptyText),  # empty before it is anything its name says
+        (b"\n \n", "blank.docx", errors.EmptyText),
         (bytes(range(128, 256)) * 40, "garbage.txt", errors.UndecodableText),
         (files.corrupt_docx_bytes(), "broken.docx", errors.CorruptFile),
     ],

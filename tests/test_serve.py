@@ -232,6 +232,17 @@ def test_a_document_id_longer_than_a_file_name_is_uploaded_served_and_deleted(se
     assert not any("quillfeather" in p.read_text(errors="ignore") for p in served.home.rglob("*.json"))
 
 
+def test_where_the_cli_read_a_file_on_the_servers_disk_is_not_shown_to_callers(served, tmp_path):
+    notes = tmp_path / "operator-only-folder" / "tides.md"
+    notes.parent.mkdir()
+    notes.write_text("# Tides\n\nThe slipway floods two hours before high water.\n")
+    subprocess.run([sys.executable, "-m", "citewell", "--home", str(served.home), "ingest", str(notes),
+                    "--tenant", "northpier", "--allow-roles", "staff"], check=True, capture_output=True)
+    staff = served.token("northpier", ["staff"])
+    assert served.call("GET", "/documents/tides.md", staff).json()["document"]["source"] == ""
+    assert "operator-only-folder" not in served.call("GET", "/documents", staff).text
+
+
 # -- the page and its files ---------------------------------------------------------------------
 
 

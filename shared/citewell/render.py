@@ -145,7 +145,7 @@ def _answer(payload: dict[str, Any], command: str) -> None:
     if command == "citations":
         _wrapped(f"{payload['created_at']}  question: {payload['question']}", 0, "dim")
     if payload.get("source_deleted"):
-        console.print("This answer was withdrawn: a source it rested on has been deleted.")
+        console.print("This answer was withdrawn: a source it rested on has been deleted or replaced by a newer revision; ask again.")
     elif payload["refused"]:
         console.print("The documents you can read do not answer this.")
         if payload.get("closest"):

@@ -156,8 +156,12 @@ def _visible(document: Document | None, caller: Identity) -> Document:
 
 
 def shown(document: Document) -> dict[str, Any]:
-    """A record as callers see it: which process holds it in flight is the server's business."""
-    return document.model_dump(mode="json", exclude={"lease"})
+    """A record as callers see it: which process holds it in flight is the server's business, and
+    so is where on the server's disk `citewell ingest` read a file (a ``file:`` source)."""
+    record = document.model_dump(mode="json", exclude={"lease"})
+    if record["source"].startswith("file:"):
+        record["source"] = ""
+    return record
 
 
 def _error(status: int, code: str, message: str) -> Response:

@@ -18,6 +18,8 @@ def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_
 
     if len(data) > max_bytes:
         raise TooLarge(f"{len(data):,} bytes is over the limit of {max_bytes:,} bytes")
+    if not data.strip():  # whatever its name says (an empty "report.pdf" is no PDF, but first it is empty)
+        raise EmptyText("the file is empty" if not data else "the file holds only whitespace")
     kind = detect(data, filename)
     try:
         parsed = _parse_kind(kind, data)

@@ -411,7 +411,7 @@
       const item = el("li", { class: "source", id: `cite-${citation.ref}`, tabindex: "-1", "data-ref": citation.ref });
       if (citation.deleted) {
         append(item, [el("span", { class: "ref", text: citation.ref }),
-          el("p", { class: "muted", text: "This source has been deleted since the answer was given." })]);
+          el("p", { class: "muted", text: "This source has been deleted or replaced by a newer revision since the answer was given." })]);
       } else {
         append(item, [
           el("div", { class: "source-head" },
