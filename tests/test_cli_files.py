@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from citewell.cli import main
 from citewell.services import open_local
 
@@ -170,3 +171,12 @@ def test_files_renamed_or_removed_from_a_folder_are_said_gone_and_pruned_on_requ
     assert code == 0 and [(g["document_id"], g["deleted"]) for g in out["gone"]] == [("handbook/policies/parking.md", True)]
     listed = {d.document_id for d in open_local(home).metadata.list_documents("northpier")}
     assert listed == {"handbook/leave.md", "handbook/policies/car-park.md", "elsewhere.md"}  # a file ingested alone stays
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").is_file(), reason="needs Linux /proc")
+def test_a_file_that_cannot_be_read_fails_alone(capsys, tmp_path):
+    """/proc/self/mem is a file no read() can take (EIO): it fails, the others are published."""
+    (tmp_path / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    code, out = ingest(capsys, tmp_path / "home", "/proc/self/mem", str(tmp_path / "leave.md"))
+    assert code == 1 and out["leave.md"]["status"] == "published"
+    assert out["mem"]["error"]["code"] == "unreadable" and "could not be read" in out["mem"]["error"]["message"]

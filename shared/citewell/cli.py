@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -193,8 +193,9 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
 
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    from citewell.ingest.runner import ingest
+    from citewell.ingest.runner import IngestOutcome, ingest
     from citewell.ingest.stages import IngestRequest
+    from citewell.models import ErrorInfo
     from citewell.ingest.walk import shown, walk
     from citewell.progress import IngestDisplay
     from citewell.services import open_local
@@ -206,16 +207,25 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         raise InvalidInput("--doc-id, --title and --source need exactly one file")
     ids = [args.doc_id or doc_id for _, doc_id in files]
     services = open_local(args.home)
-    requests = (
-        IngestRequest(
-            document_id=doc_id, tenant=args.tenant, allowed_roles=args.allow_roles, data=file.read_bytes(),
-            filename=shown(file.name), title=args.title, source=args.source or file.resolve().as_uri(), locale=args.locale,
-            replace=args.replace,
-        )
-        for (file, _), doc_id in zip(files, ids)
-    )
+    unreadable: list[IngestOutcome] = []
+
+    def requests() -> Iterator[IngestRequest]:
+        for (file, _), doc_id in zip(files, ids):
+            try:
+                data = file.read_bytes()
+            except OSError as error:  # gone since the walk, or not readable (/proc, permissions): that file fails
+                unreadable.append(IngestOutcome(document_id=doc_id, revision=None, status="failed", chunks=0, error=ErrorInfo(
+                    code="unreadable", message=f"{shown(file)} could not be read: {error.strerror or error}")))
+                continue
+            yield IngestRequest(
+                document_id=doc_id, tenant=args.tenant, allowed_roles=args.allow_roles, data=data,
+                filename=shown(file.name), title=args.title, source=args.source or file.resolve().as_uri(),
+                locale=args.locale, replace=args.replace,
+            )
+
     with IngestDisplay(len(files), enabled=not args.json) as display:
-        outcomes = missing + ingest(services, requests, progress=display)
+        outcomes = missing + ingest(services, requests(), progress=display)
+    outcomes += unreadable
     payload: dict[str, Any] = {"documents": [o.model_dump(mode="json") for o in outcomes]}
     gone = _gone(services, args, {f.document_id for f in found})
     if gone:

@@ -87,8 +87,15 @@ def walk(paths: list[Path]) -> list[Found]:
         else:
             found.append(Found(path, shown(path.name), _left_out(shown(path.name), "skipped", "not_a_file",
                                                                   f"{shown(path)} is not a regular file")))
-    unique = list({(os.path.realpath(f.path), f.document_id): f for f in found}.values())  # one folder named twice
+    unique = list({(_real(f.path), f.document_id): f for f in found}.values())  # one folder named twice
     return _apart([_checked(f) for f in unique])
+
+
+def _real(path: Path) -> str:
+    try:
+        return os.path.realpath(path)
+    except OSError:  # a link it may not read (/proc's): it is reported as skipped, by its own path
+        return str(path)
 
 
 def _apart(found: list[Found]) -> list[Found]:

@@ -10,6 +10,7 @@ Besides the API: the upload form's endpoint, ``/openapi.json``, the web page and
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -103,10 +104,24 @@ def error(status: int, code: str, message: str, headers: dict[str, str] | None =
 
 
 async def http_error(request: Request, failed: Exception) -> Response:
-    """What the router refuses (a method a path does not take) in the one error shape."""
+    """What the router refuses (a method a path does not take) in the one error shape, with the
+    methods the API's own document gives that path."""
     assert isinstance(failed, HTTPException)
     code = {405: "MethodNotAllowedError"}.get(failed.status_code, "BadRequestError")
-    return error(failed.status_code, code, str(failed.detail), dict(failed.headers or {}))
+    headers = dict(failed.headers or {})
+    if failed.status_code == 405:
+        allowed = next((methods for path, methods in _api_methods() if path.fullmatch(request.url.path)), None)
+        if allowed:
+            headers["Allow"] = allowed
+    return error(failed.status_code, code, str(failed.detail), headers)
+
+
+@functools.lru_cache(maxsize=1)
+def _api_methods() -> list[tuple[re.Pattern[str], str]]:
+    """Each API path of the OpenAPI document (an id may hold '/') with its methods."""
+    paths = json.loads(openapi_document())["paths"]
+    return [(re.compile(re.sub(r"\\\{[^}]+\\\}", ".+", re.escape(path))), ", ".join(sorted(m.upper() for m in methods)))
+            for path, methods in paths.items()]
 
 
 async def server_error(request: Request, failed: Exception) -> Response:
