@@ -283,3 +283,32 @@ def test_a_deletion_of_an_ended_process_is_taken_once_and_a_live_ones_never(tmp_
     assert seen is not None and not _take_deletion(services, seen, ended_process_lease())  # a second taker loses
     assert adopt_orphans(services, alive).deleting == []
     assert services.metadata.get_document("northpier", "running.md") == running
+
+
+def test_an_upload_whose_form_expired_unused_fails_while_the_server_idles(
+        tmp_path: Path, embedder: MiniLMEmbedder, monkeypatch) -> None:
+    """A page closed mid-upload left its document `processing` for as long as the server ran."""
+    from citewell.serve import worker as idle
+
+    monkeypatch.setattr(idle, "FORM_SECONDS", 0)  # every form has expired
+    monkeypatch.setattr(idle, "SWEEP_SECONDS", 0.1)
+    services = make_services(tmp_path, embedder)
+    mine, theirs = leases.current(), leases.current().model_copy(update={"host": "another-host"})
+    for document_id, owner in (("never-sent.md", mine), ("sent.md", mine), ("elsewhere.md", theirs)):
+        upload = register_upload(services, document_id=document_id, tenant="northpier", allowed_roles=frozenset({"staff"}),
+                                 filename=document_id, lease=owner)
+        if document_id == "sent.md":  # its file came: it is the queue's to run, not expired
+            services.objects.put(raw_key("northpier", document_id, upload.upload_id), MOORINGS)
+    worker = IngestWorker(services, mine)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while services.metadata.get_document("northpier", "never-sent.md").status is DocumentStatus.PROCESSING:
+            assert time.monotonic() < deadline, "the expired upload was not failed"
+            time.sleep(0.05)
+    finally:
+        worker.stop(5)
+    failed = services.metadata.get_document("northpier", "never-sent.md")
+    assert failed.status is DocumentStatus.FAILED and failed.error.code == "upload_missing" and "expired" in failed.error.message
+    for document_id in ("sent.md", "elsewhere.md"):
+        assert services.metadata.get_document("northpier", document_id).status is DocumentStatus.PROCESSING

@@ -23,17 +23,23 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from citewell.deletion import compact, delete_document
-from citewell.errors import CitewellError, IngestError, ServerStopped
+from citewell.api.routes import UPLOAD_URL_SECONDS
+from citewell.errors import CitewellError, IngestError, ServerStopped, UploadMissing
 from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, record_failure, release_embeddings
 from citewell.leases import Lease
-from citewell.models import Chunk, Document, Upload
+from citewell.keys import raw_key
+from citewell.models import Chunk, Document, DocumentStatus, Upload
+from citewell.records import is_current
 from citewell.services import Services
 
 logger = logging.getLogger("citewell.serve")
 EMBED_SLICE = 64  # chunks embedded between two checks of the stop deadline
+SWEEP_SECONDS = 60  # how often an idle worker looks for upload forms that expired unused
+FORM_SECONDS = UPLOAD_URL_SECONDS
 
 
 class InternalFailure(IngestError):
@@ -82,7 +88,11 @@ class IngestWorker:
         if self.lease is not None:
             self._resume(self.lease)
         while True:
-            upload = self._queue.get()
+            try:
+                upload = self._queue.get(timeout=SWEEP_SECONDS)
+            except queue.Empty:
+                self._expire()
+                continue
             if upload is None:
                 break
             self._record(self._process(upload))
@@ -94,6 +104,29 @@ class IngestWorker:
             if upload is not None:
                 self._record(self._fail(upload, ServerStopped(
                     "the server was stopped before this upload was published; upload the file again")))
+
+    def _expire(self) -> None:
+        """While idle: fail this server's uploads whose form expired before their file came (a
+        page closed mid-upload, a client that never sent it), so none stays ``processing`` until
+        a restart or the audit."""
+        if self.lease is None:
+            return
+        now = datetime.now(timezone.utc)
+        try:
+            for document in self.services.metadata.all_documents():
+                if document.status is not DocumentStatus.PROCESSING or document.lease != self.lease:
+                    continue
+                upload = next((u for u in self.services.metadata.list_uploads(document.tenant, document.document_id)
+                               if is_current(document, u)), None)
+                if (upload is None or (now - upload.created_at).total_seconds() < FORM_SECONDS + SWEEP_SECONDS
+                        or self.services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id))):
+                    continue
+                record_failure(self.services, upload, UploadMissing(
+                    "the upload form expired before the file arrived; create the document again to send it"))
+                logger.warning("the upload of %s (%s) failed: its form expired before the file arrived",
+                               upload.document_id, upload.tenant)
+        except CitewellError:  # a busy home: the next idle minute tries again
+            return
 
     def _resume(self, lease: Lease) -> None:
         """Queue the uploads a process that ended stored but never published, each once (behind
