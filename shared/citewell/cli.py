@@ -13,11 +13,14 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput, readable
 from citewell.models import Identity, validate_document_id, validate_name, validate_tenant
+
+if TYPE_CHECKING:
+    from citewell.services import Services
 
 DESCRIPTION = (
     "A permission-aware knowledge base that answers with citations, kept in a folder on this machine. "
@@ -195,8 +198,8 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.ingest.runner import IngestOutcome, ingest
     from citewell.ingest.stages import IngestRequest
-    from citewell.models import ErrorInfo
     from citewell.ingest.walk import shown, walk
+    from citewell.models import ErrorInfo
     from citewell.progress import IngestDisplay
     from citewell.services import open_local
 
@@ -233,7 +236,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return payload, EXIT_FAILED if any(o.status in ("failed", "superseded") for o in outcomes) else EXIT_OK
 
 
-def _gone(services: Any, args: argparse.Namespace, seen: set[str]) -> list[dict[str, Any]]:
+def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> list[dict[str, Any]]:
     """The tenant's documents ingested from a folder given now whose file is no longer there (it
     was renamed, moved or removed): still served unless ``--prune`` deletes them."""
     from citewell.deletion import delete_document
