@@ -34,6 +34,11 @@ def update_document(
     raise Busy(f"the record of {document_id!r} kept changing under {ATTEMPTS} attempts; try again")
 
 
+def current_upload(metadata: MetadataStore, document: Document) -> Upload | None:
+    """The upload that may still move ``document`` on, if one is recorded."""
+    return next((u for u in metadata.list_uploads(document.tenant, document.document_id) if is_current(document, u)), None)
+
+
 def is_current(document: Document | None, upload: Upload) -> bool:
     """Whether ``upload`` may still move the record on: the same life of the record, the latest
     registered upload, and no delete under way."""

@@ -27,7 +27,7 @@ from citewell.ingest.stages import record_failure
 from citewell.keys import raw_key
 from citewell.leases import Lease
 from citewell.models import Document, DocumentStatus, Upload
-from citewell.records import is_current, update_document
+from citewell.records import current_upload, is_current, update_document
 from citewell.services import Services
 
 logger = logging.getLogger("citewell.serve")
@@ -61,8 +61,7 @@ def _adopt(services: Services, document: Document, dead: Lease, lease: Lease, ad
         return
     if document.status is not DocumentStatus.PROCESSING:
         return
-    upload = next((u for u in services.metadata.list_uploads(document.tenant, document.document_id)
-                   if is_current(document, u)), None)
+    upload = current_upload(services.metadata, document)
     if upload is None or not _take(services, document, upload, lease):
         return  # no intent to run (the audit reports it), or another process took it first
     if services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id)):

@@ -200,13 +200,12 @@ class Server:
             self.services.objects.put(key, data)
             self.worker.submit(upload)
 
-    def refuse_upload(self, key: str, refused: Refused) -> None:
+    def refuse_upload(self, key: str, error: TooLarge | EmptyText) -> None:
         """A file refused for its size fails its upload at once, with the reason the sender saw:
         the form was used, and the document waits for nothing more."""
         found = parse_key(key)
         upload = self.services.metadata.get_upload(found.tenant, found.document_id, found.upload_id)
         if upload is not None:
-            error = TooLarge(refused.message) if refused.status == 413 else EmptyText(refused.message)
             record_failure(self.services, upload, error)
 
     def warm(self) -> None:
@@ -325,11 +324,13 @@ class Server:
                 data = await file.read(max_bytes + 1)
             finally:
                 await form.close()
-            if len(data) > max_bytes or not data:
-                refused = (Refused(413, "EntityTooLarge", f"the file is over the limit of {max_bytes:,} bytes")
-                           if data else Refused(400, "EntityTooSmall", "the file is empty"))
-                await anyio.to_thread.run_sync(self.refuse_upload, key, refused, limiter=self.limiter)
-                raise refused
+            if len(data) > max_bytes:
+                message = f"the file is over the limit of {max_bytes:,} bytes"
+                await anyio.to_thread.run_sync(self.refuse_upload, key, TooLarge(message), limiter=self.limiter)
+                raise Refused(413, "EntityTooLarge", message)
+            if not data:
+                await anyio.to_thread.run_sync(self.refuse_upload, key, EmptyText("the file is empty"), limiter=self.limiter)
+                raise Refused(400, "EntityTooSmall", "the file is empty")
             await anyio.to_thread.run_sync(self.accept_upload, key, data, limiter=self.limiter)
         except Refused as refused:
             return error(refused.status, refused.code, refused.message)

@@ -33,7 +33,7 @@ from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publis
 from citewell.leases import Lease
 from citewell.keys import raw_key
 from citewell.models import Chunk, Document, DocumentStatus, Upload
-from citewell.records import is_current
+from citewell.records import current_upload
 from citewell.services import Services
 
 logger = logging.getLogger("citewell.serve")
@@ -116,8 +116,7 @@ class IngestWorker:
             for document in self.services.metadata.all_documents():
                 if document.status is not DocumentStatus.PROCESSING or document.lease != self.lease:
                     continue
-                upload = next((u for u in self.services.metadata.list_uploads(document.tenant, document.document_id)
-                               if is_current(document, u)), None)
+                upload = current_upload(self.services.metadata, document)
                 if (upload is None or (now - upload.created_at).total_seconds() < FORM_SECONDS + SWEEP_SECONDS
                         or self.services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id))):
                     continue
