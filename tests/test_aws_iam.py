@@ -165,6 +165,10 @@ def needs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[st
     if service == "dynamodb":
         if operation in ("BatchGetItem", "BatchWriteItem"):
             return [(f"dynamodb:{operation}", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{t}") for t in params["RequestItems"]]
+        if operation == "TransactWriteItems":  # authorised item by item, each as its own action
+            actions = {"ConditionCheck": "ConditionCheckItem", "Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem"}
+            return [(f"dynamodb:{actions[kind]}", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{body['TableName']}")
+                    for item in params["TransactItems"] for kind, body in item.items()]
         table = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{params['TableName']}"
         return [(f"dynamodb:{operation}", f"{table}/index/{params['IndexName']}" if params.get("IndexName") else table)]
     if service == "es":  # an HTTP request to the domain: (method, path)

@@ -182,9 +182,13 @@ def test_a_delete_during_an_ingest_is_never_undone(services, tmp_path, deleted_a
     assert services.metadata.get_document("northpier", "pay.md") is None
     assert texts(services, STAFF) == [] and list(services.objects.list("")) == []
     assert services.metadata.embedding_hashes(services.embedder.identity) == set()  # no embedding of the deleted text
-    assert audit(services, stuck=timedelta(0)).findings == []
-    if services.metadata.__class__.__name__ == "SqliteMetadataStore":
+    local = services.metadata.__class__.__name__ == "SqliteMetadataStore"
+    # What the superseded stage removed awaits a compaction (the runner's, at the end), and says so past the time limit.
+    waits = local and deleted_after in ("chunk", "embed")
+    assert [f.kind for f in audit(services, stuck=timedelta(0)).findings] == (["pending_compaction"] if waits else [])
+    if local:
         ingest(services, [request(PUBLIC, doc_id="other.md")])  # a later writer compacts what the abandoned upload removed
+        assert audit(services, stuck=timedelta(0)).findings == []
         assert traces(tmp_path, [b"vorpaltrine", b"pay.md"]) == []
 
 

@@ -152,6 +152,8 @@ class Functions(Construct):
         extra = {"reserved_concurrent_executions": config.api_reserved_concurrency} if config.api_reserved_concurrency else {}
         self.api = function("api", 30, 1024, **extra)
         allow(self.api, ["s3:PutObject"], objects("raw"))  # the presigned upload is signed with this role
+        # An answer is recorded in one transaction with a check of each source's record.
+        allow(self.api, ["dynamodb:ConditionCheckItem"], [table.table_arn])
 
         self.audit = function("audit", 900, 1024)
         events.Rule(self, "AuditSchedule", schedule=events.Schedule.rate(cdk.Duration.hours(6)),

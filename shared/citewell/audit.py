@@ -6,6 +6,14 @@ through the same stages and compare-and-set writes as ingestion, so an audit run
 live uploads cannot undo them: it only removes what can never be served again (an upload
 that is no longer current, a revision that is not active), and waits ``CITEWELL_STUCK_MINUTES``
 before it calls anything in flight dead.
+
+The inventories are read once, at the start, and uploads go on meanwhile: so every finding
+is checked again against the records as they are when it is made, and dropped when it no
+longer holds. That check is enough to act on, because what it proves is for good: a revision
+that is neither active nor its document's in flight, or an upload that is no longer current,
+never becomes current again (ids are never reused, and a later upload takes a new one).
+Changes that are not removals (failing a stuck document, finishing a delete) are
+compare-and-sets on the record version the audit saw.
 """
 
 from __future__ import annotations
@@ -22,7 +30,14 @@ from pydantic import BaseModel
 
 from citewell import leases
 from citewell.answers.units import units_identity
-from citewell.deletion import compact, delete_document, purge_revision, withdraw_citations
+from citewell.deletion import (
+    compact,
+    delete_document,
+    finish_purges,
+    purge_revision,
+    removing,
+    withdraw_citations,
+)
 from citewell.errors import CitewellError, InvalidInput, NotFound
 from citewell.ingest.stages import (
     IngestRequest,
@@ -69,8 +84,13 @@ class _Audit:
         self.documents = {(d.tenant, d.document_id): d for d in services.metadata.all_documents()}
         self.uploads = {(u.tenant, u.document_id, u.upload_id): u for u in services.metadata.upload_inventory()}
 
-    def found(self, kind: str, tenant: str, document_id: str, detail: str, fix: Callable[[], object] | None = None) -> None:
-        """Record a finding; with --repair, fix it. One failing repair never stops the audit."""
+    def found(self, kind: str, tenant: str, document_id: str, detail: str, fix: Callable[[], object] | None = None,
+              holds: Callable[[], bool] | None = None) -> None:
+        """Record a finding; with --repair, fix it. ``holds`` checks it again against the records
+        as they are now, first: a finding the inventories' snapshot made and a concurrent upload
+        has since undone is dropped. One failing repair never stops the audit."""
+        if holds is not None and not holds():
+            return
         finding = Finding(kind=kind, tenant=tenant, document_id=document_id, detail=detail)
         if self.repair and fix is not None:
             try:
@@ -83,14 +103,27 @@ class _Audit:
                 finding.detail += f" (repair failed: {type(error).__name__}: {error})"
         self.findings.append(finding)
 
-    def in_flight(self, tenant: str, document_id: str) -> bool:
-        document = self.documents.get((tenant, document_id))
-        return document is not None and document.status in (DocumentStatus.PROCESSING, DocumentStatus.DELETING)
+    def now(self, tenant: str, document_id: str) -> Document | None:
+        """The record as it is now, not as the audit's snapshot had it."""
+        return self.services.metadata.get_document(tenant, document_id)
+
+    @staticmethod
+    def _expected(document: Document | None, revision: str) -> bool:
+        return document is not None and (
+            document.active_revision == revision or document.status in (DocumentStatus.PROCESSING, DocumentStatus.DELETING)
+        )
 
     def expected(self, tenant: str, document_id: str, revision: str) -> bool:
-        """Served, or possibly a live upload's work in progress."""
-        document = self.documents.get((tenant, document_id))
-        return document is not None and (document.active_revision == revision or self.in_flight(tenant, document_id))
+        """Served, or possibly a live upload's work in progress, in the snapshot."""
+        return self._expected(self.documents.get((tenant, document_id)), revision)
+
+    def unserved(self, tenant: str, document_id: str, revision: str) -> Callable[[], bool]:
+        """Whether ``revision`` is still neither served nor possibly in flight, asked when the finding is made."""
+        return lambda: not self._expected(self.now(tenant, document_id), revision)
+
+    def unchanged(self, document: Document) -> Callable[[], bool]:
+        """Whether the record is still the version the audit saw."""
+        return lambda: getattr(self.now(document.tenant, document.document_id), "version", None) == document.version
 
     def old(self, upload: Upload) -> bool:
         return utcnow() - upload.created_at >= self.stuck
@@ -105,12 +138,16 @@ class _Audit:
                 why = "the document has no record" if document is None else "it is not the active revision"
                 self.found(
                     "orphan_index_chunks", tenant, document_id, f"{count} chunks of revision {revision[:12]} are indexed but {why}",
-                    partial(self.services.index.delete_revision, tenant, document_id, revision),
+                    partial(self._remove_rows, tenant, document_id, revision), self.unserved(tenant, document_id, revision),
                 )
         identity = self.services.index.embedder_identity()
         if identity is not None and identity != self.services.embedder.identity:
             self.found("embedder_mismatch", "", "", f"the index holds {identity} vectors; the embedder is {self.services.embedder.identity}")
         return inventory
+
+    def _remove_rows(self, tenant: str, document_id: str, revision: str) -> None:
+        with removing(self.services):
+            self.services.index.delete_revision(tenant, document_id, revision)
 
     def live(self, inventory: dict[tuple[str, str, str], int]) -> None:
         accesses = self.services.index.access_inventory()
@@ -120,15 +157,18 @@ class _Audit:
             revision = document.active_revision
             if revision is None or document.status is DocumentStatus.DELETING:
                 continue
+            served = self.unchanged(document)
             if document.active_upload and not self.services.objects.exists(raw_key(tenant, document_id, document.active_upload)):
                 self.found("missing_raw_upload", tenant, document_id,
-                           "the served upload's raw object is gone; upload the file again to keep a source to re-index from")
+                           "the served upload's raw object is gone; upload the file again to keep a source to re-index from",
+                           holds=served)
             indexed = inventory.get((tenant, document_id, revision), 0)
             if indexed != document.chunk_count:
                 self.found(
                     "missing_revision", tenant, document_id,
                     f"active revision {revision[:12]} has {indexed} indexed chunks, the record says {document.chunk_count}",
                     partial(self._republish, document),
+                    lambda d=document: served() and self.services.index.count(d.tenant, d.document_id, revision) != d.chunk_count,
                 )
                 continue
             chunks = self.services.metadata.get_chunks(tenant, document_id, revision)
@@ -139,7 +179,7 @@ class _Audit:
                 where = " and ".join(w for w, bad in (("chunk records", wrong_records), ("index rows", wrong_index)) if bad)
                 self.found("access_mismatch", tenant, document_id,
                            f"the {where} of revision {revision[:12]} carry other roles or title than the record",
-                           partial(self._reaccess, document))
+                           partial(self._reaccess, document), served)
 
     def _reaccess(self, document: Document) -> None:
         """Rewrite the active revision's chunk records and index rows with the record's access fields."""
@@ -149,6 +189,14 @@ class _Audit:
                   for c in services.metadata.get_chunks(document.tenant, document.document_id, revision)]
         services.metadata.put_chunks(chunks)
         self._index(chunks)
+        self._unless_replaced(document)
+
+    def _unless_replaced(self, document: Document) -> None:
+        """A repair that wrote a revision's rows again removes them if the revision was replaced
+        meanwhile: the replacement's purge may have run before the rewrite."""
+        assert document.active_revision is not None
+        if getattr(self.now(document.tenant, document.document_id), "active_revision", None) != document.active_revision:
+            purge_revision(self.services, document.tenant, document.document_id, document.active_revision, Counter())
 
     def _index(self, chunks: list) -> None:  # type: ignore[type-arg]
         services = self.services
@@ -163,6 +211,7 @@ class _Audit:
         chunks = services.metadata.get_chunks(tenant, document_id, document.active_revision)
         if chunks:
             self._index(chunks)
+            self._unless_replaced(document)
             return
         if document.active_upload is None:
             raise NotFound("no chunk records and no served upload to re-index from")
@@ -193,7 +242,8 @@ class _Audit:
                      else f"for {age} minutes")
             if document.status is DocumentStatus.DELETING:
                 self.found("stuck", tenant, document_id, f"deleting, unfinished {since}",
-                           partial(delete_document, self.services, tenant, document_id))
+                           partial(delete_document, self.services, tenant, document_id, document.generation),
+                           self.unchanged(document))
                 continue
             latest = next((u for u in self.uploads.values() if u.tenant == tenant and u.document_id == document_id
                            and is_current(document, u)), None)
@@ -201,10 +251,10 @@ class _Audit:
             if latest is not None and finishable is not None:
                 self.found("unswitched_upload", tenant, document_id,
                            f"upload {latest.upload_id[:12]} was fully indexed but never became the active revision ({since})",
-                           partial(publish_stage, self.services, latest, *finishable))
+                           partial(publish_stage, self.services, latest, *finishable), self.unchanged(document))
                 continue
             self.found("stuck", tenant, document_id, f"processing, unfinished {since}",
-                       partial(self._fail_stuck, document, latest, since))
+                       partial(self._fail_stuck, document, latest, since), self.unchanged(document))
 
     def _finishable(self, upload: Upload) -> tuple[str, str, str | None] | None:
         """``(revision, content_sha256, encoding)`` of an upload whose revision is indexed in full."""
@@ -222,25 +272,31 @@ class _Audit:
         info = ErrorInfo(code="stuck", message=f"processing did not finish ({since}); upload the file again")
 
         def fail(d: Document) -> Document | None:
-            same = d.generation == document.generation and d.upload_seq == document.upload_seq
+            same = d.version == document.version  # nothing moved it on since the audit judged it stuck
             return d.model_copy(update={"status": DocumentStatus.FAILED, "error": info}) if same and d.status is DocumentStatus.PROCESSING else None
 
-        update_document(self.services.metadata, document.tenant, document.document_id, fail)
+        if update_document(self.services.metadata, document.tenant, document.document_id, fail) is None:
+            raise CitewellError(f"{document.document_id!r} moved on while the audit ran; the next audit looks again")
         if upload is not None:
             abandon(self.services, upload)
+
+    def dead_upload(self, document: Document | None, upload: Upload) -> bool:
+        """An intent that can never move its document on again: neither served nor current, nor
+        a register in progress (its record write comes right after the intent)."""
+        if document is not None and (document.active_upload == upload.upload_id or is_current(document, upload)):
+            return False
+        registering = document is None or (document.generation == upload.generation and upload.seq > document.upload_seq)
+        return not registering or self.old(upload)
 
     def uploads_check(self) -> None:
         """Intents that can never move on again (superseded, or of a deleted document) are abandoned."""
         for (tenant, document_id, upload_id), upload in sorted(self.uploads.items()):
-            document = self.documents.get((tenant, document_id))
-            if document is not None and (document.active_upload == upload_id or is_current(document, upload)):
+            if not self.dead_upload(self.documents.get((tenant, document_id)), upload):
                 continue
-            registering = document is not None and document.generation == upload.generation and upload.seq > document.upload_seq
-            if registering and not self.old(upload):
-                continue  # a register in progress: its record write comes right after the intent
-            why = "its document has no record" if document is None else "a newer upload or a delete came first"
+            why = "its document has no record" if (tenant, document_id) not in self.documents else "a newer upload or a delete came first"
             self.found("orphan_upload", tenant, document_id, f"upload {upload_id[:12]} will never be published: {why}",
-                       partial(abandon, self.services, upload))
+                       partial(abandon, self.services, upload),
+                       lambda u=upload: self.dead_upload(self.now(u.tenant, u.document_id), u))
 
     def chunk_records(self) -> None:
         for tenant, document_id, revision, count in sorted(self.services.metadata.chunk_inventory()):
@@ -248,6 +304,7 @@ class _Audit:
                 self.found(
                     "orphan_chunk_records", tenant, document_id, f"{count} chunk records of revision {revision[:12]} are not served",
                     partial(purge_revision, self.services, tenant, document_id, revision, Counter()),
+                    self.unserved(tenant, document_id, revision),
                 )
 
     def objects(self) -> None:
@@ -259,20 +316,22 @@ class _Audit:
                 except InvalidInput:
                     self.found("foreign_object", "", "", f"{key} is not a citewell object key; remove it by hand if it is not yours")
                     continue
-                document = self.documents.get((tenant, document_id))
-                upload = self.uploads.get((tenant, document_id, upload_id))
-                keep = document is not None and (
-                    document.active_upload == upload_id
-                    or (upload is not None and (is_current(document, upload) or not self.old(upload)))
-                )
-                if keep:
+                if self.kept(self.documents.get((tenant, document_id)), self.uploads.get((tenant, document_id, upload_id)), upload_id):
                     continue
                 self.found("orphan_object", tenant, document_id, f"{key} belongs to no served or current upload",
-                           partial(objects.delete, key))
+                           partial(objects.delete, key),
+                           lambda t=tenant, d=document_id, u=upload_id: not self.kept(
+                               self.now(t, d), self.services.metadata.get_upload(t, d, u), u))
         for key, age in objects.temporaries(""):
             if age >= self.stuck.total_seconds():
                 self.found("leftover_temporary", "", "", f"{key}: an unfinished write {int(age // 60)} minutes old",
                            partial(objects.delete, key))
+
+    def kept(self, document: Document | None, upload: Upload | None, upload_id: str) -> bool:
+        """An object of the served upload, or of one that is current or may still be registering."""
+        if document is not None and document.active_upload == upload_id:
+            return True
+        return upload is not None and ((document is not None and is_current(document, upload)) or not self.old(upload))
 
     def answers(self) -> None:
         metadata = self.services.metadata
@@ -280,6 +339,7 @@ class _Audit:
             document = self.documents.get((tenant, document_id))
             if document is not None and document.active_revision == revision:
                 continue
+            moved = lambda t=tenant, d=document_id, r=revision: getattr(self.now(t, d), "active_revision", None) != r  # noqa: E731
 
             def fix(t: str = tenant, d: str = document_id, r: str = revision, a: str = answer_id) -> None:
                 record = metadata.get_answer(t, a)
@@ -288,15 +348,24 @@ class _Audit:
                 metadata.drop_cached_answers(t, [a])
 
             self.found("dangling_citation", tenant, document_id,
-                       f"answer {answer_id} rests on revision {revision[:12]}, which is no longer served", fix)
+                       f"answer {answer_id} rests on revision {revision[:12]}, which is no longer served", fix, moved)
         for tenant, answer_id in sorted(metadata.cache_inventory()):
-            record = metadata.get_answer(tenant, answer_id)
-            stale = [c for c in (record.citations if record else []) if not c.deleted and
-                     getattr(self.documents.get((tenant, c.document_id)), "active_revision", None) != c.revision]
-            if record is None or record.source_deleted or stale:
-                state = "a missing" if record is None else "a withdrawn" if record.source_deleted else "an outdated"
+            state = self._cached_state(tenant, answer_id)
+            if state is not None:
                 self.found("dangling_cache", tenant, "", f"a cached answer points at {state} answer {answer_id}",
-                           partial(metadata.drop_cached_answers, tenant, [answer_id]))
+                           partial(metadata.drop_cached_answers, tenant, [answer_id]),
+                           lambda t=tenant, a=answer_id: self._cached_state(t, a) is not None)
+
+    def _cached_state(self, tenant: str, answer_id: str) -> str | None:
+        """What is wrong with the answer a cache entry points at, as the records are now; None if nothing."""
+        record = self.services.metadata.get_answer(tenant, answer_id)
+        if record is None:
+            return "a missing"
+        if record.source_deleted:
+            return "a withdrawn"
+        documents = self.services.metadata.get_documents(tenant, {d for d, _ in record.rests_on()})
+        stale = [r for d, r in record.rests_on() if getattr(documents.get(d), "active_revision", None) != r]
+        return "an outdated" if stale else None
 
     def embeddings(self) -> None:
         metadata, identity = self.services.metadata, self.services.embedder.identity
@@ -306,15 +375,42 @@ class _Audit:
             if other.startswith(units):
                 if other.removeprefix(units) not in revisions:
                     self.found("unused_embeddings", "", "", f"{count} cached unit embeddings of a revision no chunk has",
-                               partial(metadata.delete_identity, other))
+                               partial(metadata.delete_identity, other),
+                               lambda r=other.removeprefix(units): r not in {v for _, _, v, _ in metadata.chunk_inventory()})
             elif other != identity:
                 self.found("foreign_embeddings", "", "", f"{count} cached embeddings under {other}",
                            partial(metadata.delete_identity, other))
         cached = metadata.embedding_hashes(identity)
         unused = cached - metadata.hashes_in_use(cached)
-        if unused:
+        if unused:  # the delete itself spares a hash a chunk record took up since
             self.found("unused_embeddings", "", "", f"{len(unused)} cached chunk embeddings are used by no chunk",
-                       partial(metadata.delete_embeddings, identity, unused))
+                       partial(metadata.delete_unused_embeddings, identity, unused))
+
+    def purges(self) -> None:
+        """A replacement whose purge of the old revisions never finished (its process ended)."""
+        for (tenant, document_id), document in sorted(self.documents.items()):
+            if not document.purging:
+                continue
+            ended = document.lease is not None and leases.is_dead(document.lease)
+            if not ended and utcnow() - document.updated_at < self.stuck:
+                continue  # the replacing process may be purging right now
+            self.found("unfinished_purge", tenant, document_id,
+                       f"{len(document.purging)} replaced revisions were never purged",
+                       partial(finish_purges, self.services, tenant, document_id, set(document.purging), Counter()),
+                       lambda d=document: bool(getattr(self.now(d.tenant, d.document_id), "purging", None)))
+
+    def removals(self) -> None:
+        """Removals whose process ended, or that ended long ago, without a compaction after them
+        (read-only: with --repair the compaction at the end finishes them)."""
+        if self.repair:
+            return
+        now = utcnow()
+        left = [r for r in self.services.metadata.removals()  # a live process compacts its own at the end
+                if (r.owner is not None and leases.is_dead(r.owner)) or (r.done and now - r.started_at >= self.stuck)]
+        if count := len(left):
+            self.found("pending_compaction", "", "",
+                       f"{count} removals never saw their compaction through: deleted text may remain in the "
+                       "stores' files until `citewell audit --repair` (or the next delete) compacts them")
 
 
 def audit(services: Services, repair: bool = False, stuck: timedelta | None = None) -> AuditReport:
@@ -327,6 +423,8 @@ def audit(services: Services, repair: bool = False, stuck: timedelta | None = No
     run.objects()
     run.answers()
     run.embeddings()
+    run.purges()
+    run.removals()
     if repair:  # also finishes a deletion whose compaction was pending
         for line in compact(services):
             run.found("pending_compaction", "", "", line)

@@ -233,7 +233,8 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     gone = _gone(services, args, {f.document_id for f in found})
     if gone:
         payload["gone"] = gone
-    return payload, EXIT_FAILED if any(o.status in ("failed", "superseded") for o in outcomes) else EXIT_OK
+    failed = any(o.status in ("failed", "superseded") or o.pending for o in outcomes)
+    return payload, EXIT_FAILED if failed else EXIT_OK
 
 
 def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> list[dict[str, Any]]:

@@ -5,11 +5,19 @@ for a replaced revision (publish). Order matters: the document stops being serve
 ``deleting`` record, which also stops every in-flight upload of it at its next stage, and a
 new tenant epoch), then every copy goes, the record last. A crash at any point leaves a
 document that is not served, and a rerun (or the audit) finishes the job.
+
+Removed bytes may outlive their rows in the embedded engines' logs and segments until a
+compaction. So every removal is first noted as an intent (:func:`removing`), and the intent
+goes only once a compaction that started after the removal ended has finished: a process
+killed in between leaves it behind, the read-only audit reports it, and the next start, delete
+or ``audit --repair`` compacts.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pydantic import BaseModel, Field
 
@@ -17,7 +25,7 @@ from citewell import leases
 from citewell.answers.units import units_identity
 from citewell.errors import NotFound
 from citewell.keys import STAGES, document_prefix, upload_keys
-from citewell.models import AnswerRecord, Citation, Document, DocumentStatus
+from citewell.models import AnswerRecord, Citation, Document, DocumentStatus, Upload
 from citewell.records import update_document
 from citewell.services import Services
 
@@ -30,6 +38,22 @@ class DeletionReport(BaseModel):
     document_id: str
     removed: dict[str, int]
     pending: list[str] = Field(default_factory=list)  # removals that could not finish now; empty when every byte is gone
+
+
+@contextmanager
+def removing(services: Services) -> Iterator[None]:
+    """Run a removal of stored text under a durable intent (see the module's docstring)."""
+    removal = services.metadata.begin_removal(leases.current())
+    try:
+        yield
+    finally:
+        services.metadata.end_removal(removal)
+
+
+def unfinished_removals(services: Services) -> list[str]:
+    """Removals whose compaction is still to be seen through: ended, or whose process is gone."""
+    return [r.removal_id for r in services.metadata.removals()
+            if r.done or (r.owner is not None and leases.is_dead(r.owner))]
 
 
 def withdraw_citations(record: AnswerRecord, document_id: str, revision: str | None) -> tuple[AnswerRecord, int]:
@@ -64,37 +88,86 @@ def _withdraw_answers(services: Services, tenant: str, document_id: str, revisio
 
 def purge_revision(services: Services, tenant: str, document_id: str, revision: str, removed: Counter[str]) -> None:
     """Remove one revision's index rows, chunk records, unused embeddings, and the answers resting on it."""
-    chunks = services.metadata.get_chunks(tenant, document_id, revision)
-    removed["index_chunks"] += services.index.delete_revision(tenant, document_id, revision)
-    removed["chunk_records"] += services.metadata.delete_chunks(tenant, document_id, revision)
-    identity = services.embedder.identity
-    hashes = {c.content_hash for c in chunks}
-    removed["embeddings"] += services.metadata.delete_embeddings(identity, hashes - services.metadata.hashes_in_use(hashes))
-    removed["embeddings"] += services.metadata.delete_identity(units_identity(identity, revision))
-    _withdraw_answers(services, tenant, document_id, revision, removed)
+    with removing(services):
+        chunks = services.metadata.get_chunks(tenant, document_id, revision)
+        removed["index_chunks"] += services.index.delete_revision(tenant, document_id, revision)
+        removed["chunk_records"] += services.metadata.delete_chunks(tenant, document_id, revision)
+        identity = services.embedder.identity
+        removed["embeddings"] += services.metadata.delete_unused_embeddings(identity, {c.content_hash for c in chunks})
+        removed["embeddings"] += services.metadata.delete_identity(units_identity(identity, revision))
+        _withdraw_answers(services, tenant, document_id, revision, removed)
+
+
+def finish_purges(services: Services, tenant: str, document_id: str, revisions: set[str], removed: Counter[str],
+                  older: tuple[list[str], list[Upload]] | None = None) -> None:
+    """Purge what a switch replaced (the revisions it noted on the record, and ``older``: the
+    objects and intents of the uploads before it), then take the note off. Run by the
+    publishing process right after its switch, with what it listed before it; and by whoever
+    finds the note left behind, with every upload older than the served one."""
+    document = services.metadata.get_document(tenant, document_id)
+    if older is None:
+        older = _older_than_served(services, document) if document is not None else ([], [])
+    objects, uploads = older
+    for revision in sorted(revisions):
+        if document is None or revision != document.active_revision:  # never the one served
+            purge_revision(services, tenant, document_id, revision, removed)
+    for key in objects:
+        removed["artifacts"] += services.objects.delete(key)
+    for upload in uploads:
+        removed["uploads"] += services.metadata.delete_upload(tenant, document_id, upload.upload_id)
+
+    def noted_off(d: Document) -> Document | None:
+        left = [r for r in d.purging if r not in revisions]
+        return d.model_copy(update={"purging": left}) if left != d.purging else None
+
+    update_document(services.metadata, tenant, document_id, noted_off)
+
+
+def _older_than_served(services: Services, document: Document) -> tuple[list[str], list[Upload]]:
+    """The objects and intents of uploads registered before the served one: none can be current again."""
+    served = document.active_upload and services.metadata.get_upload(document.tenant, document.document_id, document.active_upload)
+    if not served:
+        return [], []
+    uploads = [u for u in services.metadata.list_uploads(document.tenant, document.document_id) if u.seq < served.seq]
+    keys = [k for u in uploads for k in upload_keys(document.tenant, document.document_id, u.upload_id)]
+    return keys, uploads
 
 
 def compact(services: Services) -> list[str]:
-    """Make every deletion so far physical; what could not finish now is named."""
+    """Make every deletion so far physical; what could not finish now is named. The removals
+    that had ended when it started are seen through once both stores compacted."""
+    settled = unfinished_removals(services)
     pending = []
     if not services.index.compact():
         pending.append(f"index: removed rows remain in its files until the next compaction ({PENDING_HINT})")
     if not services.metadata.compact():
         pending.append(f"metadata: removed records remain in its log until the next compaction ({PENDING_HINT})")
+    if not pending and settled:
+        services.metadata.clear_removals(settled)
     return pending
 
 
-def delete_document(services: Services, tenant: str, document_id: str) -> DeletionReport:
-    """Delete every trace of a document in ``tenant``. Idempotent; unknown ids are an error."""
+def delete_document(services: Services, tenant: str, document_id: str, generation: str | None = None) -> DeletionReport:
+    """Delete every trace of a document in ``tenant``. Idempotent; unknown ids are an error.
+    With ``generation`` (the audit finishing a delete it saw), only that life of the record:
+    a document deleted and uploaded again since is left alone."""
     prefixes = [document_prefix(stage, tenant, document_id) for stage in STAGES]  # validates tenant and id
+    if generation is not None:
+        seen = services.metadata.get_document(tenant, document_id)
+        if seen is None or seen.generation != generation:
+            raise NotFound(f"{document_id!r} in tenant {tenant!r} is no longer the record that was being deleted")
 
-    def tombstone(d: Document) -> Document:
+    def tombstone(d: Document) -> Document | None:
+        if generation is not None and d.generation != generation:
+            return None
         # Not served any more; ``active_upload`` stays, so a rerun still knows the served upload's keys.
         return d.model_copy(update={
             "status": DocumentStatus.DELETING, "active_revision": None, "error": None, "lease": leases.current(),
         })
 
     marked = update_document(services.metadata, tenant, document_id, tombstone)
+    if marked is None and generation is not None:
+        raise NotFound(f"{document_id!r} in tenant {tenant!r} is no longer the record that was being deleted")
     revisions = set(services.metadata.chunk_revisions(tenant, document_id)) | set(services.index.revisions(tenant, document_id))
     uploads = services.metadata.list_uploads(tenant, document_id)
     # Listed, and named: a key whose current version is a delete marker is not listed, yet holds versions.
@@ -106,17 +179,18 @@ def delete_document(services: Services, tenant: str, document_id: str) -> Deleti
         compact(services)  # finishes a deletion that stopped right after removing the record
         raise NotFound(f"no document {document_id!r} in tenant {tenant!r}")
     removed: Counter[str] = Counter()
-    removed["cached_answers"] += services.metadata.bump_epoch(tenant)
-    for revision in sorted(revisions):
-        purge_revision(services, tenant, document_id, revision, removed)
-    removed["index_chunks"] += services.index.delete_document(tenant, document_id)
-    for key in objects + unfinished:
-        removed["raw_objects" if key.startswith(prefixes[0]) else "artifacts"] += services.objects.delete(key)
-    # Answers resting on a revision no longer known anywhere else (a crash between steps) go too.
-    _withdraw_answers(services, tenant, document_id, None, removed)
-    for upload in uploads:
-        removed["uploads"] += services.metadata.delete_upload(tenant, document_id, upload.upload_id)
-    if marked is not None:
-        removed["documents"] += services.metadata.delete_document(tenant, document_id, marked.generation)
+    with removing(services):
+        removed["cached_answers"] += services.metadata.bump_epoch(tenant)
+        for revision in sorted(revisions):
+            purge_revision(services, tenant, document_id, revision, removed)
+        removed["index_chunks"] += services.index.delete_document(tenant, document_id)
+        for key in objects + unfinished:
+            removed["raw_objects" if key.startswith(prefixes[0]) else "artifacts"] += services.objects.delete(key)
+        # Answers resting on a revision no longer known anywhere else (a crash between steps) go too.
+        _withdraw_answers(services, tenant, document_id, None, removed)
+        for upload in uploads:
+            removed["uploads"] += services.metadata.delete_upload(tenant, document_id, upload.upload_id)
+        if marked is not None:
+            removed["documents"] += services.metadata.delete_document(tenant, document_id, marked.generation)
     pending = compact(services)
     return DeletionReport(document_id=document_id, removed={k: removed[k] for k in STORES}, pending=pending)

@@ -194,6 +194,9 @@ class Document(AccessFields):
     content_sha256: str | None = None  # of the active revision's extracted text
     encoding: str | None = None  # the active revision's text encoding, as detected; None for binary formats
     lease: Lease | None = None  # the process that last put it in flight (processing, deleting), when it does the work
+    # Revisions a switch replaced whose purge has not finished: written with the switch, cleared
+    # after the purge, so a process killed in between leaves an intent a restart and the audit finish.
+    purging: list[str] = Field(default_factory=list)
 
     def serves(self, revision: str, identity: Identity) -> bool:
         """The read-back rule: live, ``revision`` is the active one, and the caller may see it."""
@@ -392,6 +395,17 @@ class SourceRef(BaseModel):
     revision: str
 
 
+class Removal(BaseModel):
+    """A removal of stored text under way or awaiting its compaction: until a compaction that
+    started after it ended has finished, deleted bytes may still sit in segments and logs.
+    It names no document: its own row must not become a trace of what it removed."""
+
+    removal_id: str
+    owner: Lease | None = None
+    done: bool = False
+    started_at: datetime = Field(default_factory=utcnow)
+
+
 class AnswerRecord(BaseModel):
     """What an answer rested on, kept so a caller who may read all of it can later ask."""
 
@@ -405,7 +419,9 @@ class AnswerRecord(BaseModel):
     generator: str
     degraded: list[str] = Field(default_factory=list)
     source_deleted: bool = False  # a source was removed since; the answer and question were withdrawn with it
-    considered: list[SourceRef] = Field(default_factory=list)  # a refusal's evidence: its question may quote it
+    # Every source the generator was given, cited or not: its words may be in the answer, and
+    # its question may quote it. The answer is shown only to a caller who may read all of them.
+    considered: list[SourceRef] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=utcnow)
 
     def rests_on(self) -> set[tuple[str, str]]:

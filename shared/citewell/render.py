@@ -85,6 +85,8 @@ def _ingest(payload: dict[str, Any]) -> None:
         _id_line((f"{status:<{STATUS_WIDTH}}", style), " ", d["document_id"], (detail, "dim"))
         if d["error"]:
             _wrapped(_error(d["error"]), STATUS_WIDTH + 1)
+        for line in d.get("pending", []):
+            _wrapped(f"pending: {line}", STATUS_WIDTH + 1, "yellow")
     for d in payload.get("gone", []):
         _id_line((f"{'deleted' if d['deleted'] else 'gone':<{STATUS_WIDTH}}", "yellow"), " ", d["document_id"])
         _wrapped(f"its file {d['source']} is no longer in the folder" + (

@@ -1,4 +1,10 @@
-"""The question-answering path: search, read back, evidence, generate, verify, record, cache."""
+"""The question-answering path: search, read back, evidence, generate, verify, record, cache.
+
+An answer is recorded with every source its generator was given, cited or not (a model's
+words may come from any of them), and only while each still serves the revision read: a
+delete or replacement that wins the race leaves nothing of the answer behind, and the
+question is asked again on what is there now.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.verify import Verdict, verify
 from citewell.errors import GeneratorUnavailable, NotFound
-from citewell.models import Answer, AnswerRecord, Citation, Identity, Passage, SourceRef
+from citewell.models import Answer, AnswerRecord, EvidenceItem, Identity, Passage, SourceRef
 from citewell.ports import Generator
 from citewell.search import LANES, search
 from citewell.services import Services
@@ -22,6 +28,8 @@ CANDIDATES = 8
 GENERATOR_UNAVAILABLE = "generator unavailable"
 DRAFT_REJECTED = "draft rejected"
 CLOSEST = 3  # passages offered beside a refusal
+ATTEMPTS = 3  # asks again when a source changed under the answer; then it says so
+SOURCES_CHANGED = "sources changed while answering; ask again"
 
 
 def normalise_question(question: str) -> str:
@@ -34,12 +42,10 @@ def cache_key(identity: Identity, question: str, epoch: int, generator: str) -> 
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()
 
 
-def _still_current(services: Services, identity: Identity, citations: Sequence[Citation]) -> bool:
-    documents = services.metadata.get_documents(identity.tenant, {c.document_id for c in citations})
-    return all(
-        (document := documents.get(c.document_id)) is not None and document.serves(c.revision, identity)
-        for c in citations
-    )
+def _still_current(services: Services, identity: Identity, sources: set[tuple[str, str]]) -> bool:
+    """Every ``(document_id, revision)`` is still served, and to this caller."""
+    documents = services.metadata.get_documents(identity.tenant, {d for d, _ in sources})
+    return all((document := documents.get(d)) is not None and document.serves(r, identity) for d, r in sources)
 
 
 def _answer(record: AnswerRecord) -> Answer:
@@ -67,9 +73,22 @@ def ask(
     cached_id = services.metadata.get_cached_answer(key, identity.tenant, epoch)
     if cached_id is not None:
         record = services.metadata.get_answer(identity.tenant, cached_id)
-        if record is not None and _still_current(services, identity, record.citations):
+        if record is not None and not record.source_deleted and _still_current(services, identity, record.rests_on()):
             return _answer(record)
+    for _ in range(ATTEMPTS):
+        answer = _attempt(services, identity, question, generator, extractive, budget_chars, lanes, key, epoch)
+        if answer is not None:
+            return answer
+        epoch = services.metadata.tenant_epoch(identity.tenant)
+        key = cache_key(identity, question, epoch, f"{generator.name}:{getattr(generator, 'fingerprint', '')}")
+    return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, degraded=[SOURCES_CHANGED])
 
+
+def _attempt(
+    services: Services, identity: Identity, question: str, generator: Generator, extractive: ExtractiveGenerator,
+    budget_chars: int, lanes: Sequence[str], key: str, epoch: int,
+) -> Answer | None:
+    """One pass from search to record; None when a source changed before the record was kept."""
     result = search(services, identity, question, k=CANDIDATES * 2, lanes=lanes)
     if result._query_vector is not None:
         extractive.embed.questions[question] = result._query_vector
@@ -91,8 +110,8 @@ def ask(
                 break
             degraded.append(f"{DRAFT_REJECTED}: {candidate.name} ({verdict.rejected}: {verdict.detail}){fallback}")
     text, citations = verdict.answer, verdict.citations
-    # A refusal cites nothing, yet its question may quote what it read: it rests on its evidence.
-    considered = [] if text is not None else sorted(
+    # Everything it was given: an answer's words may come from any of it, a refusal's question may quote it.
+    considered = sorted(
         {SourceRef(document_id=e.document_id, revision=e.revision) for e in evidence}, key=lambda s: (s.document_id, s.revision)
     )
     record = AnswerRecord(
@@ -100,9 +119,10 @@ def ask(
         answer=text, refused=text is None, citations=citations, generator=used.name, degraded=degraded,
         considered=considered,
     )
-    services.metadata.put_answer(record)
-    if not degraded and not record.refused:  # a degraded answer is not worth keeping once the service is back
-        services.metadata.put_cached_answer(key, identity.tenant, epoch, record.answer_id)
+    # A degraded answer is not worth keeping in the cache once the service is back.
+    if not services.metadata.record_answer(record, (key, epoch) if not degraded and not record.refused else None):
+        _forget(services, identity.tenant, evidence)
+        return None
     answer = _answer(record)
     if record.refused:  # read back and visible to this caller, like every hit
         closest = result.hits[:CLOSEST]
@@ -118,14 +138,30 @@ def ask(
     return answer
 
 
+def _forget(services: Services, tenant: str, evidence: Sequence[EvidenceItem]) -> None:
+    """The answerer cached unit vectors of the revisions it read; those a delete or replacement
+    has purged since go too, bytes and all (the purge may have run before they were written)."""
+    from citewell.answers.units import units_identity
+    from citewell.deletion import compact, removing
+
+    documents = services.metadata.get_documents(tenant, {e.document_id for e in evidence})
+    gone = {e.revision for e in evidence if getattr(documents.get(e.document_id), "active_revision", None) != e.revision}
+    if not gone:
+        return
+    with removing(services):
+        for revision in sorted(gone):
+            services.metadata.delete_identity(units_identity(services.embedder.identity, revision))
+    compact(services)
+
+
 def recorded_citations(services: Services, identity: Identity, answer_id: str) -> AnswerRecord:
-    """A recorded answer, only for a caller who may read every document it cites, as those
-    documents are now (an answer citing nothing, a refusal or a withdrawn one: a caller holding
+    """A recorded answer, only for a caller who may read every document it was given, as those
+    documents are now (an answer resting on nothing any more, a withdrawn one: a caller holding
     every role of whoever asked). Anyone else gets the same NotFound as for a missing answer."""
     record = services.metadata.get_answer(identity.tenant, answer_id) if not identity.is_empty else None
-    live = [c for c in (record.citations if record else []) if not c.deleted]
+    sources = record.rests_on() if record else set()
     visible = record is not None and (
-        _still_current(services, identity, live) if live else set(record.roles) <= identity.roles
+        _still_current(services, identity, sources) if sources else set(record.roles) <= identity.roles
     )
     if not visible:
         raise NotFound(f"no answer {answer_id!r} for this caller")

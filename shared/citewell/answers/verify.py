@@ -1,8 +1,9 @@
 """Checks a draft against the evidence it was given, whatever wrote it, and binds its ``[Sn]`` to chunks.
 
 A draft is rejected whole (never patched) when it cites a source it was not given, cites
-nothing, quotes words that none of the sources it cites holds, or states a number that
-none of them (nor the question) holds: each is how a model that is not reading its sources
+nothing, quotes words that none of the sources it cites holds, states a number that
+none of them (nor the question) holds, or uses a rare word that only a source it does not
+cite holds (its facts came from there, and that source may be one other readers may not see): each is how a model that is not reading its sources
 shows itself, and one such sentence makes the rest untrustworthy. What verification cannot
 see is a real quote that does not answer the question; that is the refusal decision's job,
 and ``citewell eval-answers`` counts it (fabrications). A rejection's detail names refs and
@@ -18,6 +19,7 @@ from enum import StrEnum
 
 from citewell.answers.prompt import REFUSAL_SENTINEL
 from citewell.models import Citation, Draft, EvidenceItem
+from citewell.terms import FUNCTION_WORDS, words
 
 _REF = re.compile(r"\[(S\d+)\]")
 _SPACES_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?])")
@@ -35,6 +37,7 @@ class Rejection(StrEnum):
     UNCITED = "uncited"  # says something and cites nothing
     QUOTE_NOT_IN_SOURCE = "quote_not_in_source"  # quotes words its cited sources do not hold
     NUMBER_NOT_IN_SOURCE = "number_not_in_source"  # states a number its cited sources do not hold
+    UNCITED_EVIDENCE = "uncited_evidence"  # uses a rare word that only a source it does not cite holds
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,28 @@ def _numbers(text: str) -> set[str]:
     return {f if "." in f else f.lstrip("0") or "0" for f in figures}
 
 
+def _terms(text: str) -> set[str]:
+    """Content words, each also without a plural's "s", so "ledgers" meets "ledger"."""
+    found = {w for w in words(text) if len(w) >= 4 and w.isalpha() and w not in FUNCTION_WORDS}
+    return found | {w[:-1] for w in found if w.endswith("s")}
+
+
+def _borrowed(text: str, question: str, cited: Sequence[EvidenceItem], evidence: Sequence[EvidenceItem]) -> bool:
+    """Whether the answer uses a word that uncited sources hold, absent from its cited sources and
+    from the question."""
+    uncited = [i for i in evidence if all(i.ref != c.ref for c in cited)]
+    if not uncited:
+        return False
+    held = _terms(question).union(*(_terms(" ".join([i.text, i.title, *i.section_path])) for i in cited))
+    used = {w for w in words(_REF.sub(" ", text)) if len(w) >= 4 and w.isalpha() and w not in FUNCTION_WORDS}
+    used = {w for w in used if w not in held and w.removesuffix("s") not in held}
+    if not used:
+        return False
+    holders = [_terms(" ".join([i.text, i.title, *i.section_path])) for i in uncited]
+    # Rare: held by some uncited source, yet not by most of what it was given (the corpus's own vocabulary)
+    return any(0 < sum(w in h or w.removesuffix("s") in h for h in holders) <= len(evidence) / 2 for w in used)
+
+
 def _bound(item: EvidenceItem, quote: str | None) -> tuple[str, int]:
     """The words a citation shows and where they start. A generator's quote is shown as the
     source has it when it stands there whole; otherwise (several of the source's sentences
@@ -109,6 +134,9 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -
     if stated - held:
         return Verdict(None, rejected=Rejection.NUMBER_NOT_IN_SOURCE,
                        detail=f"it states a number that none of its cited sources ({names}) holds")
+    if _borrowed(text, question, cited, evidence):
+        return Verdict(None, rejected=Rejection.UNCITED_EVIDENCE,
+                       detail=f"it uses words that only a source it does not cite holds (it cites {names})")
     text = re.sub(r"[ \t]{2,}", " ", _SPACES_BEFORE_PUNCT.sub(r"\1", text)).strip()
     # Numbered as the reader meets them: the evidence's numbers are the prompt's, and an answer
     # citing only its third source shows [S1], in its text and its citations alike.

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from citewell.models import AnswerRecord, Chunk, Document, Upload, utcnow
+from citewell.leases import Lease
+from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, Removal, Upload, new_token, utcnow
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
 
@@ -243,6 +244,43 @@ class DynamoMetadataStore:
                     "tenant": record.tenant, "document_id": document_id, "revision": revision, "answer_id": record.answer_id,
                 })
 
+    def record_answer(self, record: AnswerRecord, cache: tuple[str, int] | None = None) -> bool:
+        """The index entries first (a delete after this finds them), then the answer in one
+        transaction with a check that each source's record is still the version read here and
+        serves the revision read; when a source changed, the entries go again and nothing stays."""
+        sources = record.rests_on()
+        documents = self.get_documents(record.tenant, {d for d, _ in sources})
+        if not all((d := documents.get(doc)) is not None and d.active_revision == rev and d.status is not DocumentStatus.DELETING
+                   for doc, rev in sources):
+            return False
+        self._register("TENANTS", record.tenant)
+        for document_id in sorted(documents):
+            self._register(f"T#{record.tenant}", f"XI#{document_id}")
+        entries = [(f"X#{record.tenant}#{d}", f"{r}#{record.answer_id}", d, r) for d, r in sorted(sources)]
+        with self.table.batch_writer() as batch:
+            for pk, sk, document_id, revision in entries:
+                batch.put_item(Item={"pk": pk, "sk": sk, "tenant": record.tenant, "document_id": document_id,
+                                     "revision": revision, "answer_id": record.answer_id})
+        # The table's client takes and gives plain values (the resource's serializer is on it).
+        items: list[dict[str, Any]] = [
+            {"ConditionCheck": {
+                "TableName": self.table.name, "Key": {"pk": f"T#{record.tenant}", "sk": f"D#{d.document_id}"},
+                "ConditionExpression": "version = :v", "ExpressionAttributeValues": {":v": d.version},
+            }} for d in documents.values()
+        ]
+        items.append({"Put": {"TableName": self.table.name, "Item": {
+            "pk": f"T#{record.tenant}", "sk": f"A#{record.answer_id}", "record": record.model_dump_json()}}})
+        if cache is not None:
+            items.append({"Put": {"TableName": self.table.name, "Item": {
+                "pk": f"T#{record.tenant}", "sk": f"Q#{cache[0]}", "epoch": cache[1], "answer_id": record.answer_id,
+                "expires_at": int(time.time()) + CACHE_TTL_SECONDS}}})
+        try:
+            self.client.transact_write_items(TransactItems=items)
+        except self.client.exceptions.TransactionCanceledException:
+            self._delete_all((pk, sk) for pk, sk, _, _ in entries)
+            return False
+        return True
+
     def get_answer(self, tenant: str, answer_id: str) -> AnswerRecord | None:
         item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"A#{answer_id}"}, ConsistentRead=True).get("Item")
         return AnswerRecord.model_validate_json(item["record"]) if item else None
@@ -297,6 +335,25 @@ class DynamoMetadataStore:
     def delete_embeddings(self, identity: str, content_hashes: Iterable[str]) -> int:
         present = self.get_embeddings(identity, content_hashes)
         return self._delete_all((f"E#{identity}", h) for h in present)
+
+    def delete_unused_embeddings(self, identity: str, content_hashes: Iterable[str]) -> int:
+        hashes = set(content_hashes)
+        return self.delete_embeddings(identity, hashes - self.hashes_in_use(hashes))
+
+    # -- removals: a deleted item is gone once DynamoDB acknowledges it, and OpenSearch stops
+    # serving a deleted row at its refresh, so no removal here waits on a compaction.
+
+    def begin_removal(self, owner: Lease | None) -> str:
+        return new_token()
+
+    def end_removal(self, removal_id: str) -> None:
+        return None
+
+    def removals(self) -> list[Removal]:
+        return []
+
+    def clear_removals(self, removal_ids: Iterable[str]) -> None:
+        return None
 
     def compact(self) -> bool:
         """Nothing to do: DynamoDB keeps no deleted item (point-in-time backups are the table's policy)."""

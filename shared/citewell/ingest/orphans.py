@@ -7,6 +7,8 @@ were not, nobody can send them any more (a server's upload forms die with its se
 the upload fails with that reason, so the record does not wait for the audit's time limit.
 A document left ``deleting`` (the tombstone :func:`citewell.deletion.delete_document` writes
 first) is no longer served; the new owner runs that same deletion again, which finishes it.
+A replacement killed between its switch and its purge left the replaced revisions noted on the
+record (``purging``); they are purged now. Removals whose compaction never ran are then compacted.
 
 Taking over is a compare-and-set of the record's lease from the dead owner to the new one:
 of two processes starting at once, exactly one runs each upload, and an upload whose owner
@@ -19,9 +21,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from collections import Counter
 from dataclasses import dataclass, field
 
 from citewell import leases
+from citewell.deletion import compact, finish_purges, unfinished_removals
 from citewell.errors import UploadMissing
 from citewell.ingest.stages import record_failure
 from citewell.keys import raw_key
@@ -38,6 +42,8 @@ class Adopted:
     resumed: list[Upload] = field(default_factory=list)  # stored: the new owner runs their stages now
     failed: list[Upload] = field(default_factory=list)  # their file never arrived: recorded as failed
     deleting: list[Document] = field(default_factory=list)  # tombstones: the new owner finishes their deletion now
+    purged: list[Document] = field(default_factory=list)  # replacements whose purge of the old revisions is now finished
+    compacted: bool = False  # removals left awaiting their compaction were compacted
 
 
 def adopt_orphans(services: Services, lease: Lease) -> Adopted:
@@ -51,10 +57,15 @@ def adopt_orphans(services: Services, lease: Lease) -> Adopted:
             _adopt(services, document, document.lease, lease, adopted)
         except Exception:  # a store's error on one document: the others are still taken over
             logger.exception("taking over %s (%s) failed; the audit reports it", document.document_id, document.tenant)
+    if unfinished_removals(services):
+        adopted.compacted = not compact(services)
     return adopted
 
 
 def _adopt(services: Services, document: Document, dead: Lease, lease: Lease, adopted: Adopted) -> None:
+    if document.purging and document.status is not DocumentStatus.DELETING:
+        finish_purges(services, document.tenant, document.document_id, set(document.purging), Counter())
+        adopted.purged.append(document)
     if document.status is DocumentStatus.DELETING:
         if _take_deletion(services, document, lease):
             adopted.deleting.append(document)

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from citewell.errors import Busy, CitewellError, EmbedderMismatch, Interrupted, InvalidInput, readable
-from citewell.deletion import compact
+from citewell.deletion import compact, unfinished_removals
 from citewell.interrupts import deferred
 from citewell.ingest.stages import (
     ChunksArtifact,
@@ -47,6 +47,9 @@ class IngestOutcome(BaseModel):
     status: Literal["published", "unchanged", "failed", "superseded", "skipped"]
     chunks: int
     error: ErrorInfo | None = None
+    # The text this upload replaced or abandoned could not leave the files yet (another process
+    # holds a read transaction): what is pending, as a delete reports it.
+    pending: list[str] = Field(default_factory=list)
 
 
 class IngestProgress(Protocol):
@@ -123,9 +126,14 @@ def ingest(
             outcomes.extend(_stop(services, in_flight.values()))
             compact(services)
         raise IngestInterrupted(outcomes) from None
-    if removed or any(o.status in ("failed", "superseded") for o in outcomes):
-        with clock.stage("compact"):  # replaced and abandoned revisions leave nothing in segments or logs
-            compact(services)
+    # Replaced and abandoned revisions leave nothing in segments or logs, nor do removals an ended process left.
+    if removed or any(o.status in ("failed", "superseded") for o in outcomes) or unfinished_removals(services):
+        with clock.stage("compact"):
+            pending = compact(services)
+        if pending:
+            for outcome in outcomes:
+                if outcome.document_id in removed or outcome.status in ("failed", "superseded"):
+                    outcome.pending = pending
     return outcomes
 
 

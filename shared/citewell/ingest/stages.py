@@ -190,9 +190,7 @@ def release_embeddings(services: Services, chunks: Sequence[Chunk]) -> int:
 
     Called after an upload that has embedded learns it was superseded: a newer upload's purge
     may have run between this upload's cache check and its write, and found nothing to drop."""
-    hashes = {c.content_hash for c in chunks}
-    unused = hashes - services.metadata.hashes_in_use(hashes)
-    return services.metadata.delete_embeddings(services.embedder.identity, unused) if unused else 0
+    return services.metadata.delete_unused_embeddings(services.embedder.identity, {c.content_hash for c in chunks})
 
 
 def publish_stage(
@@ -241,21 +239,16 @@ def publish_stage(
             "chunk_count": len(chunks), "status": DocumentStatus.PUBLISHED, "error": None,
             "allowed_roles": upload.allowed_roles, "title": chunks[0].title, "source": upload.source,
             "filename": upload.filename, "locale": upload.locale,
+            "purging": sorted(set(d.purging) | older_revisions),  # an intent until the purge below is done (see finish_purges)
         })
 
     if update_document(services.metadata, tenant, document_id, switch) is None:
         abandon(services, upload, revision)
         return None
     services.metadata.bump_epoch(tenant)  # cached answers of this tenant may rest on the old revision
-    from citewell.deletion import purge_revision
+    from citewell.deletion import finish_purges
 
-    removed: Counter[str] = Counter()
-    for old in sorted(older_revisions):
-        purge_revision(services, tenant, document_id, old, removed)
-    for key in older_objects:
-        services.objects.delete(key)
-    for old_upload in older_uploads:
-        services.metadata.delete_upload(tenant, document_id, old_upload.upload_id)
+    finish_purges(services, tenant, document_id, older_revisions, Counter(), (older_objects, older_uploads))
     return len(chunks)
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from citewell.local.sqlite import Connection, PerThread, Transaction, checkpoint, ensure_schema, reclaim
-from citewell.models import AnswerRecord, Chunk, Document, Upload, utcnow
+from citewell.leases import Lease
+from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, Removal, Upload, new_token, utcnow
 
 SCHEMA_VERSION = 2
 _SCHEMA = """
@@ -61,6 +62,10 @@ CREATE TABLE IF NOT EXISTS tenant_epochs (
     tenant TEXT PRIMARY KEY,
     epoch INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS removals (
+    removal_id TEXT PRIMARY KEY,
+    record TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS embeddings (
     identity TEXT NOT NULL,
     content_hash TEXT NOT NULL,
@@ -217,15 +222,38 @@ class SqliteMetadataStore:
 
     def put_answer(self, record: AnswerRecord) -> None:
         with Transaction(self.conn):
-            self.conn.execute(
-                "INSERT OR REPLACE INTO answers (tenant, answer_id, record) VALUES (?, ?, ?)",
-                (record.tenant, record.answer_id, record.model_dump_json()),
-            )
-            self.conn.execute("DELETE FROM citations WHERE tenant = ? AND answer_id = ?", (record.tenant, record.answer_id))
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO citations (tenant, document_id, revision, answer_id) VALUES (?, ?, ?, ?)",
-                [(record.tenant, document_id, revision, record.answer_id) for document_id, revision in sorted(record.rests_on())],
-            )
+            self._put_answer(record)
+
+    def record_answer(self, record: AnswerRecord, cache: tuple[str, int] | None = None) -> bool:
+        """Store ``record`` (and its cache entry, ``(cache_key, epoch)``) only while every source
+        it rests on is still served at the revision it read, in the same write transaction as that
+        check: a delete either came first (nothing is written) or comes after and finds it."""
+        with Transaction(self.conn):
+            if not self._serving(record.tenant, record.rests_on()):
+                return False
+            self._put_answer(record)
+            if cache is not None:
+                self.put_cached_answer(cache[0], record.tenant, cache[1], record.answer_id)
+        return True
+
+    def _serving(self, tenant: str, sources: set[tuple[str, str]]) -> bool:
+        documents = self.get_documents(tenant, {d for d, _ in sources})
+        return all(
+            (document := documents.get(d)) is not None and document.active_revision == r
+            and document.status is not DocumentStatus.DELETING
+            for d, r in sources
+        )
+
+    def _put_answer(self, record: AnswerRecord) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO answers (tenant, answer_id, record) VALUES (?, ?, ?)",
+            (record.tenant, record.answer_id, record.model_dump_json()),
+        )
+        self.conn.execute("DELETE FROM citations WHERE tenant = ? AND answer_id = ?", (record.tenant, record.answer_id))
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO citations (tenant, document_id, revision, answer_id) VALUES (?, ?, ?, ?)",
+            [(record.tenant, document_id, revision, record.answer_id) for document_id, revision in sorted(record.rests_on())],
+        )
 
     def answers_citing(self, tenant: str, document_id: str, revision: str | None = None) -> list[AnswerRecord]:
         rows = self.conn.execute(
@@ -320,6 +348,37 @@ class SqliteMetadataStore:
         with Transaction(self.conn):
             return sum(
                 self.conn.execute("DELETE FROM embeddings WHERE identity = ? AND content_hash = ?", (identity, h)).rowcount
+                for h in hashes
+            )
+
+    # -- removals awaiting their compaction -------------------------------------------------
+
+    def begin_removal(self, owner: Lease | None) -> str:
+        removal = Removal(removal_id=new_token(), owner=owner)
+        self.conn.execute("INSERT INTO removals (removal_id, record) VALUES (?, ?)", (removal.removal_id, removal.model_dump_json()))
+        return removal.removal_id
+
+    def end_removal(self, removal_id: str) -> None:
+        row = self.conn.execute("SELECT record FROM removals WHERE removal_id = ?", (removal_id,)).fetchone()
+        if row:
+            done = Removal.model_validate_json(row["record"]).model_copy(update={"done": True})
+            self.conn.execute("UPDATE removals SET record = ? WHERE removal_id = ?", (done.model_dump_json(), removal_id))
+
+    def removals(self) -> list[Removal]:
+        return [Removal.model_validate_json(r["record"]) for r in self.conn.execute("SELECT record FROM removals")]
+
+    def clear_removals(self, removal_ids: Iterable[str]) -> None:
+        with Transaction(self.conn):
+            self.conn.executemany("DELETE FROM removals WHERE removal_id = ?", [(i,) for i in sorted(set(removal_ids))])
+
+    def delete_unused_embeddings(self, identity: str, content_hashes: Iterable[str]) -> int:
+        hashes = sorted(set(content_hashes))
+        with Transaction(self.conn):
+            return sum(
+                self.conn.execute(
+                    "DELETE FROM embeddings WHERE identity = ? AND content_hash = ? "
+                    "AND NOT EXISTS (SELECT 1 FROM chunks WHERE content_hash = ?)", (identity, h, h),
+                ).rowcount
                 for h in hashes
             )
 

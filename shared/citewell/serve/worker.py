@@ -145,6 +145,11 @@ class IngestWorker:
                            upload.document_id, upload.tenant)
         logger.info("uploads left unfinished by ended processes: %d resumed, %d failed",
                     len(adopted.resumed), len(adopted.failed))
+        for document in adopted.purged:
+            logger.warning("finished the purge of %s (%s): the process that replaced it ended before removing the old text",
+                           document.document_id, document.tenant)
+        if adopted.compacted:
+            logger.warning("compacted the stores: a process ended before its removals left the files")
         self._finish_deletions(adopted.deleting)
 
     def _finish_deletions(self, documents: list[Document]) -> None:
