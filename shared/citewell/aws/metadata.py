@@ -148,6 +148,24 @@ class DynamoMetadataStore:
         item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"U#{document_id}#{upload_id}"}, ConsistentRead=True).get("Item")
         return Upload.model_validate_json(item["record"]) if item else None
 
+    def claim_upload(self, tenant: str, document_id: str, upload_id: str, received: str) -> str | None:
+        """Record ``received`` (the object that used the upload's form) on the intent, once.
+
+        Returns what the intent holds afterwards: ``received`` when it was first or the same (a
+        redelivery), the object that came first otherwise, None when the intent is gone (never
+        re-created: the condition needs the item)."""
+        key = {"pk": f"T#{tenant}", "sk": f"U#{document_id}#{upload_id}"}
+        try:
+            self.table.update_item(
+                Key=key, UpdateExpression="SET received = :r",
+                ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(received) OR received = :r)",
+                ExpressionAttributeValues={":r": received},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            item = self.table.get_item(Key=key, ConsistentRead=True).get("Item")
+            return str(item["received"]) if item and "received" in item else None
+        return received
+
     def list_uploads(self, tenant: str, document_id: str) -> list[Upload]:
         items = self._prefixed(f"T#{tenant}", f"U#{document_id}#", consistent=True)
         return sorted((Upload.model_validate_json(i["record"]) for i in items), key=lambda u: u.seq)
