@@ -2,7 +2,8 @@
 
 Item layout, by partition:
 - ``T#tenant``: ``D#doc`` document records (``version`` and ``generation`` beside the JSON, for
-  conditional writes), ``U#doc#upload`` upload intents, ``R#doc#revision`` revision markers
+  conditional writes), ``U#doc#upload`` upload intents (``received``: the object version that
+  used the upload's form, set once at parse), ``R#doc#revision`` revision markers
   (with the chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
   ``EPOCH`` the tenant's corpus epoch. Document ids cannot contain ``#``, so no prefix of one
   document's keys matches another's.
