@@ -12,7 +12,9 @@ import hashlib
 import json
 
 from citewell.aws.settings import services_from_env
-from tests.test_aws_chain import EVENTS, LambdaContext, api, aws, knn_proxy, load_handler, pump, resend, upload  # noqa: F401
+from tests.test_aws_chain import (  # noqa: F401
+    EVENTS, LambdaContext, api, aws, knn_proxy, load_handler, pump, resend, sqs_event, upload,
+)
 
 BUCKET = "citewell-documents"
 NOTICE = b"# Notice\n\nThe east gate closes at nine.\n"
@@ -73,40 +75,47 @@ def test_a_replayed_form_after_a_delete_leaves_no_byte(aws):
 
 
 def test_the_first_send_wins_over_a_replay_sent_before_either_was_parsed(aws):
-    from citewell.aws.forms import Notified
-    from citewell.aws.pipeline import run_stage
-
     key = upload(aws, "notice.md", NOTICE)
     resend(aws, key, FORGED)
-    messages = aws["sqs"].receive_message(QueueUrl=aws["queues"]["raw/"], MaxNumberOfMessages=10)["Messages"]
-    for message in messages:
-        aws["sqs"].delete_message(QueueUrl=aws["queues"]["raw/"], ReceiptHandle=message["ReceiptHandle"])
-    bodies = [json.loads(m["Body"]) for m in messages]
-    objects = [r["s3"]["object"] for b in bodies if "Records" in b for r in b["Records"]]
-    assert [o["eTag"] for o in objects] == [etag(NOTICE), etag(FORGED)]
-    services = services_from_env()[1]
-    # The replay's notification first (SQS does not keep order): it is refused, not admitted for being early.
-    assert run_stage(services, "parse", key, Notified(key=key, etag=etag(FORGED))).startswith("refused")
-    assert run_stage(services, "parse", key, Notified(key=key, etag=etag(NOTICE))).startswith("parsed")
+    url = aws["queues"]["raw/"]
+    messages = []
+    while batch := aws["sqs"].receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        messages += [m for m in batch if "Records" in json.loads(m["Body"])]
+        for message in batch:
+            aws["sqs"].delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    sent = [json.loads(m["Body"])["Records"][0]["s3"]["object"]["eTag"] for m in messages]
+    assert sent == [etag(NOTICE), etag(FORGED)]
+    for message in reversed(messages):  # the replay's notification first: SQS keeps no order
+        assert aws["handlers"]["raw/"](sqs_event([message]), LambdaContext()) == {"batchItemFailures": []}
     pump(aws)
-    assert served() == ["Notice\n\nThe east gate closes at nine."]
+    assert served("east gate badge night") == ["Notice\n\nThe east gate closes at nine."]
     assert versions(aws, key) == ([etag(NOTICE)], [])
 
 
 def test_a_redelivered_notification_of_the_upload_is_not_a_replay(aws):
-    from citewell.aws.forms import Notified
-    from citewell.aws.pipeline import run_stage
-
     key = upload(aws, "notice.md", NOTICE)
     delivered = pump(aws)
     services = services_from_env()[1]
     revision = services.metadata.get_document("northpier", "notice.md").active_revision
-    admitted = Notified(key=key, etag=etag(NOTICE))
-    assert not run_stage(services, "parse", key, admitted).startswith("refused")  # S3 delivers at least once
     raw_event = next(event for prefix, event in delivered if prefix == "raw/")
-    assert aws["handlers"]["raw/"](raw_event, LambdaContext()) == {"batchItemFailures": []}
+    for _ in range(2):  # S3 delivers at least once
+        assert aws["handlers"]["raw/"](raw_event, LambdaContext()) == {"batchItemFailures": []}
     pump(aws)
     document = services.metadata.get_document("northpier", "notice.md")
     assert document.status.value == "published" and document.active_revision == revision
-    assert versions(aws, key) == ([etag(NOTICE)], [])
+    assert versions(aws, key) == ([etag(NOTICE)], [])  # admitted again, not removed as a replay
     assert served() == ["Notice\n\nThe east gate closes at nine."]
+
+
+def test_an_intent_records_the_object_that_used_its_form_once(aws):
+    from citewell.ingest.registration import register_upload
+
+    services = services_from_env()[1]
+    metadata = services.metadata
+    upload = register_upload(services, document_id="notice.md", tenant="northpier", allowed_roles=frozenset({"staff"}))
+    claim = lambda received: metadata.claim_upload("northpier", "notice.md", upload.upload_id, received)  # noqa: E731
+    assert claim("v1/aa") == "v1/aa" and claim("v1/aa") == "v1/aa"  # first, then its redelivery
+    assert claim("v2/bb") == "v1/aa"  # a second object: the first one stays the upload's
+    assert metadata.get_upload("northpier", "notice.md", upload.upload_id) == upload
+    metadata.delete_upload("northpier", "notice.md", upload.upload_id)
+    assert claim("v1/aa") is None and metadata.get_upload("northpier", "notice.md", upload.upload_id) is None  # never re-created
