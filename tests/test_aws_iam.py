@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.test_aws_chain import (  # noqa: F401
-    EVENTS, HANDBOOK, LambdaContext, api, aws, knn_proxy, load_handler, pump, removal_event, sqs_event, upload,
+    EVENTS, HANDBOOK, LambdaContext, api, aws, knn_proxy, load_handler, pump, removal_event, resend, sqs_event, upload,
 )
 
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
@@ -211,9 +211,13 @@ def life(aws) -> None:
     assert status == 200
     assert api("GET", f"/answers/{answer['answer_id']}/citations")[0] == 200
     assert api("GET", "/documents")[0] == 200 and api("GET", "/documents/handbook.md")[0] == 200
-    upload(aws, "handbook.md", HANDBOOK.replace(b"27 days", b"28 days"))  # a replacement purges the old revision
+    replaced = upload(aws, "handbook.md", HANDBOOK.replace(b"27 days", b"28 days"))  # a replacement purges the old revision
+    pump(aws)
+    resend(aws, replaced, HANDBOOK)  # a replayed form: parse refuses it and removes its version
     pump(aws)
     assert api("DELETE", "/documents/handbook.md")[0] == 200
+    resend(aws, replaced, HANDBOOK)  # and after the delete: parse removes what has no upload
+    pump(aws)
     key = upload(aws, "guide.md", HANDBOOK)
     pump(aws)
     aws["s3"].delete_object(Bucket=BUCKET, Key=key)

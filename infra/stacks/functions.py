@@ -31,10 +31,11 @@ STAGES = ("raw", "parsed", "chunks", "embedded")  # object key prefixes, one per
 RECORDS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
            "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
 # What each ingestion stage does with records: read its upload and the document, compare-and-set
-# the document (parse), write chunk records (chunk), cache embeddings (embed), register a tenant
-# or an embedder identity for the audit (PutItem), and drop what a superseded upload wrote.
+# the document (parse), record the object that used an upload's form on its intent (parse,
+# UpdateItem), write chunk records (chunk), cache embeddings (embed), register a tenant or an
+# embedder identity for the audit (PutItem), and drop what a superseded upload wrote.
 STAGE_RECORDS = {
-    "parse": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"],
+    "parse": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
     "chunk": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
     "embed": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem",
               "dynamodb:BatchWriteItem"],
@@ -138,6 +139,8 @@ class Functions(Construct):
             records(fn, STAGE_RECORDS[name])
             self.stages[name] = fn
         allow(self.stages["publish"], ["s3:ListBucket"], [bucket.bucket_arn])  # the old revision's objects, by prefix
+        # Parse reads the version of an upload's key it admitted, not a replay of the form written over it.
+        allow(self.stages["parse"], ["s3:GetObjectVersion"], objects("raw"))
         search.grant_index(self.stages["publish"].role)  # type: ignore[arg-type]
         for name in ("chunk", "embed"):  # a superseded upload removes the index rows of its revision
             search.grant_query(self.stages[name].role)  # type: ignore[arg-type]

@@ -12,18 +12,21 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes import S3Event
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from citewell.aws.forms import Notified
 from citewell.aws.pipeline import run_stage
 from citewell.aws.settings import services_from_env
 
 
-def notified_keys(record: SQSRecord, events: tuple[str, ...]) -> list[str]:
-    """Object keys (decoded) of the S3 notifications of these event kinds in one SQS message.
-    S3's ``s3:TestEvent``, sent when notifications are configured, carries none."""
+def notified_objects(record: SQSRecord, events: tuple[str, ...]) -> list[Notified]:
+    """The objects (key decoded, version and ETag as sent) of the S3 notifications of these
+    event kinds in one SQS message. S3's ``s3:TestEvent``, sent when notifications are
+    configured, carries none."""
     body = record.json_body
     if not isinstance(body, dict) or "Records" not in body:
         return []
     # S3 sends keys form-encoded ('+' for a space); the data class hands the raw value on.
-    return [unquote_plus(r.s3.get_object["key"]) for r in S3Event(body).records if r.event_name.startswith(events)]
+    return [Notified(key=unquote_plus(o["key"]), version_id=o.get("versionId"), etag=o.get("eTag"))
+            for o in (r.s3.get_object for r in S3Event(body).records if r.event_name.startswith(events))]
 
 
 def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
@@ -37,8 +40,9 @@ def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> C
     @tracer.capture_method
     def record_handler(record: SQSRecord) -> None:
         _, services = services_from_env()
-        for key in notified_keys(record, events):
-            logger.info(run_stage(services, stage, key), extra={"key": key, "message_id": record.message_id})
+        for notified in notified_objects(record, events):
+            key = notified.key
+            logger.info(run_stage(services, stage, key, notified), extra={"key": key, "message_id": record.message_id})
             metrics.add_metric(name="ObjectsProcessed", unit=MetricUnit.Count, value=1)
 
     @logger.inject_lambda_context

@@ -2,7 +2,8 @@
 
 Item layout, by partition:
 - ``T#tenant``: ``D#doc`` document records (``version`` and ``generation`` beside the JSON, for
-  conditional writes), ``U#doc#upload`` upload intents, ``R#doc#revision`` revision markers
+  conditional writes), ``U#doc#upload`` upload intents (``received``: the object version that
+  used the upload's form, set once at parse), ``R#doc#revision`` revision markers
   (with the chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
   ``EPOCH`` the tenant's corpus epoch. Document ids cannot contain ``#``, so no prefix of one
   document's keys matches another's.
@@ -148,6 +149,24 @@ class DynamoMetadataStore:
     def get_upload(self, tenant: str, document_id: str, upload_id: str) -> Upload | None:
         item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"U#{document_id}#{upload_id}"}, ConsistentRead=True).get("Item")
         return Upload.model_validate_json(item["record"]) if item else None
+
+    def claim_upload(self, tenant: str, document_id: str, upload_id: str, received: str) -> str | None:
+        """Record ``received`` (the object that used the upload's form) on the intent, once.
+
+        Returns what the intent holds afterwards: ``received`` when it was first or the same (a
+        redelivery), the object that came first otherwise, None when the intent is gone (never
+        re-created: the condition needs the item)."""
+        key = {"pk": f"T#{tenant}", "sk": f"U#{document_id}#{upload_id}"}
+        try:
+            self.table.update_item(
+                Key=key, UpdateExpression="SET received = :r",
+                ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(received) OR received = :r)",
+                ExpressionAttributeValues={":r": received},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            item = self.table.get_item(Key=key, ConsistentRead=True).get("Item")
+            return str(item["received"]) if item and "received" in item else None
+        return received
 
     def list_uploads(self, tenant: str, document_id: str) -> list[Upload]:
         items = self._prefixed(f"T#{tenant}", f"U#{document_id}#", consistent=True)

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from citewell.errors import NotFound
 
 UPLOAD = "?uploadId="  # joins a key and the id of an unfinished multipart upload in a temporary's key
+
+
+class ObjectVersion(NamedTuple):
+    """One version of a key: each send of a presigned POST is one (an unversioned bucket says ``null``)."""
+
+    version_id: str
+    etag: str
+    size: int
 
 
 def regional_client(region: str | None) -> Any:
@@ -28,9 +36,18 @@ def regional_client(region: str | None) -> Any:
 
 
 class S3ObjectStore:
-    def __init__(self, bucket: str, client: Any = None) -> None:
+    def __init__(self, bucket: str, client: Any = None, pins: dict[str, str] | None = None) -> None:
         self.client = client if client is not None else regional_client(None)
         self.bucket = bucket
+        self._pins = dict(pins or {})  # key -> the version that ``get`` and ``size`` read
+
+    def pinned(self, key: str, version_id: str) -> S3ObjectStore:
+        """This store, reading ``version_id`` of ``key`` whatever is written over it later (a
+        replayed upload form): parse reads the version it admitted, never the latest."""
+        return S3ObjectStore(self.bucket, self.client, {**self._pins, key: version_id})
+
+    def _version(self, key: str) -> dict[str, str]:
+        return {"VersionId": self._pins[key]} if key in self._pins and self._pins[key] != "null" else {}
 
     def upload_form(self, key: str, max_bytes: int, expires_in: int) -> dict[str, Any]:
         """A presigned POST for ``key``: S3 itself refuses a body outside 1..``max_bytes``
@@ -42,7 +59,7 @@ class S3ObjectStore:
     def size(self, key: str) -> int | None:
         """The current object's length from HeadObject, so nothing is read to learn it; None if absent."""
         try:
-            return int(self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"])
+            return int(self.client.head_object(Bucket=self.bucket, Key=key, **self._version(key))["ContentLength"])
         except self.client.exceptions.ClientError as error:
             if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
@@ -53,9 +70,13 @@ class S3ObjectStore:
 
     def get(self, key: str) -> bytes:
         try:
-            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            return self.client.get_object(Bucket=self.bucket, Key=key, **self._version(key))["Body"].read()
         except self.client.exceptions.NoSuchKey:
             raise NotFound(f"no object {key!r}") from None
+        except self.client.exceptions.ClientError as error:  # a pinned version that was removed
+            if error.response.get("Error", {}).get("Code") in ("NoSuchVersion", "404"):
+                raise NotFound(f"no object {key!r}") from None
+            raise
 
     def exists(self, key: str) -> bool:
         try:
@@ -84,6 +105,21 @@ class S3ObjectStore:
         if not versions and existed:  # an unversioned bucket
             self.client.delete_object(Bucket=self.bucket, Key=key)
         return 1 if existed else 0
+
+    def versions(self, key: str) -> list[ObjectVersion]:
+        """Every version of ``key`` (not delete markers), oldest first: S3 lists a key's versions newest first."""
+        found: list[ObjectVersion] = []
+        for page in self.client.get_paginator("list_object_versions").paginate(Bucket=self.bucket, Prefix=key):
+            found += [ObjectVersion(str(item["VersionId"]), str(item["ETag"]).strip('"'), int(item["Size"]))
+                      for item in page.get("Versions", []) if item["Key"] == key]
+        return found[::-1]
+
+    def delete_version(self, key: str, version_id: str) -> None:
+        """One version of ``key``, leaving the others (the current one among them, unless it is this)."""
+        if version_id == "null":  # an unversioned bucket: the object is its only version
+            self.client.delete_object(Bucket=self.bucket, Key=key)
+        else:
+            self.client.delete_object(Bucket=self.bucket, Key=key, VersionId=version_id)
 
     def list(self, prefix: str) -> Iterator[str]:
         for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):

@@ -2,16 +2,18 @@
 
 ``raw/`` -> parse (writes ``parsed/``) -> chunk (writes ``chunks/``) -> embed (writes the
 ``embedded/`` marker) -> publish. Every key names its upload; each stage loads that upload's
-intent and works from it. A message for an upload that is no longer current (a newer upload
-of the document, or its delete, came first) is acknowledged as a no-op, never retried. Bad
-input is recorded on the document and not retried; anything else raises so the queue
-retries and, in the end, dead-letters it.
+intent and works from it; parse first admits the object (:mod:`citewell.aws.forms`): one per
+upload form, none for an upload without an intent. A message for an upload that is no longer
+current (a newer upload of the document, or its delete, came first) is acknowledged as a
+no-op, never retried; so is a refused object. Bad input is recorded on the document and not
+retried; anything else raises so the queue retries and, in the end, dead-letters it.
 """
 
 from __future__ import annotations
 
 import json
 
+from citewell.aws.forms import Notified, admit
 from citewell.errors import IngestError, InvalidInput, NotFound, TooLarge
 from citewell.ingest.stages import (
     ChunksArtifact,
@@ -55,8 +57,9 @@ def delete_removed(services: Services, key: str) -> str:
     return f"deleted {found.document_id}: {report.removed}"
 
 
-def run_stage(services: Services, stage: str, key: str) -> str:
-    """Run ``stage`` for the object ``key``; returns what happened, for the log."""
+def run_stage(services: Services, stage: str, key: str, notified: Notified | None = None) -> str:
+    """Run ``stage`` for the object ``key`` (``notified``: what the notification said of it);
+    returns what happened, for the log."""
     if stage == "delete":
         return delete_removed(services, key)
     try:
@@ -66,6 +69,11 @@ def run_stage(services: Services, stage: str, key: str) -> str:
     if STAGE_OF_PREFIX.get(found.stage) != stage:
         return f"ignored {key}: not an input of {stage}"
     upload = services.metadata.get_upload(found.tenant, found.document_id, found.upload_id)
+    if stage == "parse":
+        admitted = admit(services, notified or Notified(key=key), found, upload)
+        if isinstance(admitted, str):
+            return admitted
+        services = admitted
     if upload is None:
         return f"ignored {key}: its upload is no longer current (a newer upload or a delete came first)"
     name = f"{found.document_id}@{found.upload_id[:12]}"
@@ -111,8 +119,9 @@ def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
 
 
 def _check_size(services: Services, key: str) -> None:
-    """An object over the limit is refused from its HeadObject length, before a byte is read
-    into the function's memory (the presigned POST already stops such uploads at S3)."""
+    """An object over the limit is refused from its HeadObject length (of the admitted version),
+    before a byte is read into the function's memory (the presigned POST already stops such
+    uploads at S3)."""
     size = getattr(services.objects, "size", None)
     found = size(key) if size is not None else None
     if found is not None and found > services.max_bytes:
