@@ -234,6 +234,8 @@ class Interleaver:
         )
         self.model = Model()
         self.in_flight: list[InFlight] = []
+        self.changes: Counter[tuple[str, str]] = Counter()  # deletes and publishes per document, to tell one ran inside a stage
+        self.running: list[InFlight] = []  # uploads whose stage is under way (an operation may run inside it)
         self.abandoned: set[str] = set()  # uploads whose process died, left to a restart or the audit
         self.abandoned_revisions: set[str] = set()
         self.marker_of: dict[str, str] = {}  # upload id -> its text's marker
@@ -249,6 +251,7 @@ class Interleaver:
         self.kill_at: int | tuple[str, int] | None = None
         self.calls: Counter[str] = Counter()
         self.dead = False
+        self.current = ""
         self.pending_marker: str | None = None
         self.registering: set[str] = set()  # uploads whose intent is stored but whose register has not returned
         self.topic_of: dict[str, str] = {}
@@ -273,6 +276,7 @@ class Interleaver:
             if self.kill_at == self.writes or self.kill_at == (f"{store}.{method}", self.calls[f"{store}.{method}"]):
                 self.dead = True
                 self.ops[f"crash at {store}.{method}"] += 1
+                self.ops[f"crash in {self.current}"] += 1
                 self.note(f"kill -9 at {store}.{method} #{self.calls[f'{store}.{method}']}")
                 raise Killed
         if method in ("save_document", "put_upload") and args and getattr(args[0], "lease", None) == self.real_lease:
@@ -293,6 +297,7 @@ class Interleaver:
         try:
             kind = self.rng.choice(("delete", "replace", "stage", "ask"))
             self.ops[f"inside: {kind}"] += 1
+            self.ops[f"interleaved with {self.current}"] += 1
             self.note(f"inside {where}: {kind}")
             {"delete": self.delete, "replace": self.replace, "stage": self.any_stage, "ask": self.ask}[kind]()
         finally:
@@ -302,6 +307,7 @@ class Interleaver:
     def operation(self, name: str) -> Iterator[None]:
         """A top-level operation; it may be drawn to die at one of its writes."""
         self.ops[name] += 1
+        self.current = name
         self.note(name)
         self.depth, self.writes, self.calls, self.kill_at = 1, 0, Counter(), None
         if self.crashes and self.rng.random() < CRASH:
@@ -353,14 +359,28 @@ class Interleaver:
             self.step(flight)
 
     def any_stage(self) -> None:
-        if self.in_flight:
-            self.step(self.rng.choice(self.in_flight))
+        idle = [f for f in self.in_flight if f not in self.running]  # a stage under way is not run again inside itself
+        if idle:
+            self.step(self.rng.choice(idle))
 
     def step(self, flight: InFlight) -> None:
         services, upload = self.services, flight.upload
         key = (upload.tenant, upload.document_id)
         if flight not in self.in_flight:
             return  # finished by an operation run inside this one
+        self.running.append(flight)
+        try:
+            self._stage(flight)
+        finally:
+            self.running.remove(flight)
+
+    def _stage(self, flight: InFlight) -> None:
+        services, upload = self.services, flight.upload
+        key = (upload.tenant, upload.document_id)
+        # Operations run inside this stage may delete or replace the document after its switch:
+        # whether the upload was the latest is judged as the stage began, and it is the served one
+        # afterwards only if nothing deleted or published the document meanwhile.
+        latest, changes = self.model.latest.get(key), self.changes[key]
         if flight.next_stage == 0:
             outcome = parse_stage(services, upload)
             if outcome.status == "parsed":
@@ -368,8 +388,8 @@ class Interleaver:
             else:
                 self._end(flight, superseded=outcome.status == "superseded")
                 if outcome.status == "unchanged":
-                    self._expect_latest(flight, "settled as unchanged")
-                    self.model.active[key] = (flight.marker, upload.allowed_roles)
+                    self._expect_latest(flight, "settled as unchanged", latest)
+                    self._served(key, flight, changes)
                 return
         elif flight.next_stage == 1:
             chunked = chunk_stage(services, upload)
@@ -384,16 +404,21 @@ class Interleaver:
             if count is None:
                 release_embeddings(services, flight.chunks)  # as both drivers do after a superseded publish
                 return self._end(flight, superseded=True)
-            self._expect_latest(flight, "published")
-            self.model.active[key] = (flight.marker, upload.allowed_roles)
+            self._expect_latest(flight, "published", latest)
+            self._served(key, flight, changes)
             self._end(flight, superseded=False)
             return
         if flight in self.in_flight:
             flight.next_stage += 1
 
-    def _expect_latest(self, flight: InFlight, what: str) -> None:
+    def _served(self, key: tuple[str, str], flight: InFlight, changes: int) -> None:
+        if self.changes[key] == changes:
+            self.model.active[key] = (flight.marker, flight.upload.allowed_roles)
+            self.changes[key] += 1
+
+    def _expect_latest(self, flight: InFlight, what: str, latest: str | None) -> None:
         key = (flight.upload.tenant, flight.upload.document_id)
-        if self.model.latest.get(key) != flight.upload.upload_id:
+        if latest != flight.upload.upload_id:
             self.violation("order", f"{what} upload {flight.upload.upload_id[:8]} of {key} though a newer upload or a delete came after it")
 
     def _end(self, flight: InFlight, superseded: bool) -> None:
@@ -406,6 +431,7 @@ class Interleaver:
     def delete(self, key: tuple[str, str] | None = None) -> None:
         tenant, document_id = key or (self.rng.choice(TENANTS), self.rng.choice(DOCUMENTS))
         key = (tenant, document_id)
+        self.changes[key] += 1
         self.model.latest.pop(key, None)  # from its tombstone on, no upload registered before may publish
         active = self.model.active.pop(key, None)
         if active is not None:  # before it runs: a kill -9 in its compaction still leaves it deleted
@@ -624,7 +650,7 @@ class Interleaver:
             return
         # Settled: only the served upload's things may exist (and a dead process's, left to the audit).
         served = document.active_upload if document is not None else None
-        keep = {served} | self.abandoned
+        keep = {served} | self.abandoned | replaced  # a replaced upload's leftovers are reported above
         objects = [k for stage in STAGES for k in services.objects.list(document_prefix(stage, tenant, document_id))]
         stray = [k for k in objects if not any(u and u in k for u in keep)]
         stray += [f"upload {u.upload_id}" for u in services.metadata.list_uploads(tenant, document_id) if u.upload_id not in keep]
