@@ -129,7 +129,7 @@ def run_processes(seed: int, rounds: int = ROUNDS) -> Counter[str]:
                                                 stderr=subprocess.DEVNULL))
                 if not (home / "metadata.db").exists():
                     running[-1].wait(TIMEOUT)  # the first ingest creates the home
-            if rng.random() < 0.7:
+            if round_ == 0 or rng.random() < 0.7:  # at least one kill -9 a run
                 time.sleep(rng.uniform(0.5, 4.0))
                 victim = rng.choice(running)
                 if victim.poll() is None:

@@ -46,7 +46,7 @@ def tantivy_residue(home: Path, words: set[str]) -> dict[str, dict[str, int]]:
             continue
         ids = sorted({m.group(1) for f in folder.iterdir() if (m := re.fullmatch(r"([0-9a-f]{32})\..+", f.name))})
         for sid in ids:
-            with tempfile.TemporaryDirectory() as tmp:
+            with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:  # tantivy may still write its lock
                 for f in folder.iterdir():
                     if f.name.startswith(sid + ".") and not f.name.endswith(".del"):
                         shutil.copy(f, tmp)
@@ -58,6 +58,7 @@ def tantivy_residue(home: Path, words: set[str]) -> dict[str, dict[str, int]]:
                     index.register_tokenizer(ANALYZER, _analyzer())
                     searcher = index.searcher()
                     hits = {t: n for t in terms if (n := searcher.doc_freq("words", t))}
+                    del searcher, index
                 except Exception as error:  # an unreadable segment is reported, not skipped
                     hits = {f"<unreadable: {str(error)[:60]}>": 1}
                 if hits:
