@@ -62,6 +62,7 @@ from citewell.ingest.stages import (
     embed_stage,
     parse_stage,
     publish_stage,
+    record_failure,
     register,
     release_embeddings,
 )
@@ -371,6 +372,13 @@ class Interleaver:
         self.running.append(flight)
         try:
             self._stage(flight)
+        except CitewellError as error:  # as both drivers do: the upload fails with its reason
+            self.ops[f"stage failed: {error.code}"] += 1
+            record_failure(self.services, flight.upload, error)
+            if flight.chunks:
+                release_embeddings(self.services, flight.chunks)
+            if flight in self.in_flight:
+                self.in_flight.remove(flight)
         finally:
             self.running.remove(flight)
 
