@@ -743,10 +743,10 @@ def model_service() -> Iterator[str]:
 
 
 def fuzz_block(probes: int, runs: int, seconds: float, failures: list[str], command: str,
-               ops: Counter[str] | None = None) -> str:
+               ops: Counter[str] | None = None, steps: int = 300) -> str:
     lines = [FUZZ_START, "## Interleavings (`make fuzz`)", "",
              f"`{command}` on {time.strftime('%Y-%m-%d', time.gmtime())}: {probes:,} probes in {runs} seeded runs "
-             f"({seconds / 60:.1f} minutes), each run {STEPS} random steps on the embedded stores (every fourth run on "
+             f"({seconds / 60:.1f} minutes), each run {steps} random steps on the embedded stores (every fourth run on "
              "DynamoDB and S3 on moto): uploads and their single stages, whole replacements, deletes, asks (extractive, "
              "and a scripted model citing one source and repeating a word of another), repeated asks (the cache), "
              "citation look-ups under every identity, audits with and without --repair; any store call of one "
@@ -824,7 +824,7 @@ def main() -> int:
                 failures.append(f"processes seed {args.first_seed + i}: {type(error).__name__}: {error}")
                 traceback.print_exc()
     command = f"python -m tests.interleavings --probes {args.probes}" + (f" --processes {args.processes}" if args.processes else "")
-    write_block(args.out, fuzz_block(probes, runs, time.monotonic() - started, failures, command, ops))
+    write_block(args.out, fuzz_block(probes, runs, time.monotonic() - started, failures, command, ops, args.steps))
     return 1 if failures else 0
 
 
