@@ -106,10 +106,12 @@ bench: $(VENV)/.bench
 bench-quick: $(VENV)/.bench
 	$(BIN)/python -m citewell.benchmarks.run --quick --data $(DATA)
 
-# Randomised interleavings of uploads, stages and deletes: at least 10,000 probes; the count and any
+# Randomised interleavings of every operation (uploads, stages, replacements, deletes, asks, the answer
+# cache, citations, audits) with kill -9 at any write, then real concurrent processes killed at random:
+# at least 20,000 probes; the count, the operation mix and any
 # failure go into BENCHMARKS.md (`make test` runs a fixed-seed sample).
 fuzz: $(VENV)/.dev
-	$(BIN)/python -m tests.interleavings --probes 10000
+	$(BIN)/python -m tests.interleavings --probes 20000 --processes 3
 
 # The Lambda layer: the core and its `aws` extra, as wheels for the Lambda platform (no Docker).
 LAYER := build/layer/python

@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -22,6 +23,7 @@ class ModelService:
     replies: deque[Reply] = field(default_factory=deque)
     requests: list[dict] = field(default_factory=list)
     url: str = ""
+    respond: Callable[[dict], Reply] | None = None  # a reply written from the request, when no reply is scripted
 
     def chat(self, content: str) -> Reply:
         return Reply(body={"choices": [{"message": {"role": "assistant", "content": content}}]})
@@ -34,7 +36,13 @@ def start() -> tuple[ModelService, ThreadingHTTPServer]:
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
             length = int(self.headers.get("Content-Length", 0))
             service.requests.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(self.rfile.read(length))})
-            reply = service.replies.popleft() if service.replies else Reply(status=500, body={"error": "no reply scripted"})
+            body = service.requests[-1]["json"]
+            if service.replies:
+                reply = service.replies.popleft()
+            elif service.respond is not None:
+                reply = service.respond(body)
+            else:
+                reply = Reply(status=500, body={"error": "no reply scripted"})
             time.sleep(reply.delay)
             data = reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode()
             try:

@@ -1,58 +1,152 @@
-"""Randomised interleavings of uploads, stages, deletes and role changes, checked after every step.
+"""Randomised interleavings of every operation, with simulated kill -9, checked after every step.
 
 Several documents under two tenants are uploaded again and again with changing text and roles;
-each upload's stages (parse, chunk, embed, publish) run one at a time, in an order drawn from a
-seeded generator, mixed with deletes of whole documents. After each step (a *probe*) nothing
-served or recorded may contradict the records and the model of what must have happened:
+each upload's stages (register, parse, chunk, embed, publish) run one at a time in an order drawn
+from a seeded generator, mixed with whole replacements, deletes, asks (the extractive generator,
+and a scripted model that cites one source but repeats a rare word of another, uncited one),
+asks repeated to hit the answer cache, ``recorded_citations`` look-ups, and ``audit`` with and
+without ``--repair``.
 
-- a search under any identity returns only text of a document's active upload, and only to
-  callers its record lets read it; the index rows of an active revision carry the record's roles;
-- an upload publishes only while it is its document's latest upload and no delete came after it
-  registered (an older upload never replaces a newer one, a delete is never undone);
-- a document that is deleted and has no upload in flight has nothing left in any store.
+Every store call is a *step* of the operation making it: there another operation may run whole
+(a delete or a replacement landing inside an ask between retrieval and recording, an upload
+registering or publishing inside an audit after its snapshot), and at a drawn write the process
+dies as under kill -9 (the write and everything after it never happen, its lease is dead). A
+restart then runs what a restarted server runs (``adopt_orphans``, the uploads it resumes, the
+deletions it finishes) and a read-only audit.
 
-At the end every upload still in flight runs to its end, every document is deleted, the audit
-repairs what it finds and must then find nothing, and no file under a local home holds a byte
-of any text. Used by ``tests/test_interleavings.py`` (a fixed-seed sample) and by ``make fuzz``.
+After each step (a *probe*), whatever is served, recorded or cached may not contradict the records:
+
+- a search under any identity returns only text of a document's active upload, only to callers
+  its record lets read it; its index rows carry the record's roles;
+- nothing current was removed: an active revision is indexed in full, its chunk records and raw
+  upload exist; a current upload whose process lives still has its raw upload;
+- an answer record shown by ``recorded_citations`` is shown only to a caller who may read every
+  source it was given, and holds no word the caller may not read; no answer record, cache entry
+  or unit vector holds text of a document or revision that is gone;
+- an upload publishes only while it is the latest; a replaced revision leaves nothing behind once
+  its publish (or the restart after it died) ended; a settled document keeps only what it serves;
+- after a restart, a read-only audit that says ok means no byte of a deleted document is left.
+
+At the end every upload runs to its end, every document is deleted, ``audit --repair`` runs, a
+read-only audit must find nothing, and no byte of any text is left under the home (files, and
+tantivy's term dictionaries asked directly). ``tests/test_interleavings.py`` runs a fixed-seed
+sample; ``make fuzz`` runs many more and reports into BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
 import random
+import re
+import socket
+import subprocess
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+from citewell.answers.generators.extractive import ExtractiveGenerator
+from citewell.answers.service import ask, recorded_citations
+from citewell.answers.units import units_identity
 from citewell.audit import audit
 from citewell.benchmarks.report import FUZZ_END, FUZZ_START
 from citewell.deletion import delete_document
-from citewell.errors import Conflict, NotFound
+from citewell.errors import CitewellError, Conflict, NotFound
+from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.stages import (
     IngestRequest,
     chunk_stage,
     embed_stage,
     parse_stage,
     publish_stage,
+    record_failure,
     register,
     release_embeddings,
 )
-from citewell.keys import STAGES, document_prefix
-from citewell.models import DocumentStatus, Identity, Upload
+from citewell.keys import STAGES, document_prefix, raw_key
+from citewell.leases import Lease, current
+from citewell.models import Document, DocumentStatus, Draft, EvidenceItem, Identity, Upload
+from citewell.ports import Generator
+from citewell.records import current_upload, is_current
 from citewell.search import search
 from citewell.services import Services
+
+from tests.residue import file_residue, tantivy_residue
 
 TENANTS = ("northpier", "bluefen")
 DOCUMENTS = ("policy.md", "guide", "guide/intro.md")  # one id a path prefix of another, on purpose
 ROLES = ("staff", "hr", "engineering")
+TOPICS = ("berth", "gate", "ledger")
 SYLLABLES = ("zan", "quo", "rif", "tel", "mok", "vasp", "dru", "kel", "poth", "yim")
+IDENTITY_ROLES = [frozenset(c) for c in (("staff",), ("hr",), ("engineering",), ("staff", "hr"),
+                                         ("staff", "engineering"), ("hr", "engineering"), ROLES)]
+WRITES = {
+    "objects": {"put", "delete"},
+    "metadata": {"save_document", "delete_document", "put_upload", "delete_upload", "put_chunks", "delete_chunks",
+                 "put_embeddings", "delete_embeddings", "put_answer", "drop_cached_answers", "bump_epoch",
+                 "put_cached_answer", "compact", "delete_identity"},
+    "index": {"upsert", "flush", "delete_revision", "delete_document", "compact"},
+}
+INJECT = 0.03  # the chance that another operation runs whole at one store call of an operation
+INJECT_GENERATE = 0.35  # ... at the generator's call, between an ask's retrieval and its recording
+CRASH = 0.12  # the chance that an operation is drawn to die at one of its writes
 
 
 def marker(rng: random.Random) -> str:
-    """A word no other text contains, so any byte of it found later is a leak or a residue."""
-    return "".join(rng.choice(SYLLABLES) for _ in range(4)) + str(rng.randrange(10**6))
+    """A word no other text contains (letters only: a model may repeat it, and verification lets
+    words through but not numbers), so any byte of it found later is a leak or a residue."""
+    return "".join(rng.choice(SYLLABLES) for _ in range(4)) + "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(4))
+
+
+def text_of(word: str, topic: str, tenant: str) -> str:
+    return f"# Notice\n\nThe {topic} procedure of {word} applies to {tenant}. Every {word} request is logged at the {topic}.\n"
+
+
+class Violation(AssertionError):
+    """A broken invariant; ``kind`` names which, so a run can be told to look past kinds already found."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"[{kind}] {message}")
+        self.kind = kind
+
+
+class Killed(BaseException):  # noqa: N818 (a signal, not an error: no `except Exception` may swallow it)
+    """kill -9 of the process running the operation."""
+
+
+class Process:
+    """A simulated process: a sleeping child stands in for it, so the leases its records carry are
+    judged by :func:`citewell.leases.is_dead` as a real owner's would be (alive, then dead at once)."""
+
+    def __init__(self) -> None:
+        self.child = subprocess.Popen(["sleep", "86400"])
+        self.lease = Lease(host=socket.gethostname(), pid=self.child.pid)
+
+    def kill(self) -> None:
+        self.child.kill()
+        self.child.wait()
+
+
+class Boundary:
+    """One store, as seen by the simulated processes: each call is a step where another operation
+    may run, each write a point where the process may die; leases written name the acting process."""
+
+    def __init__(self, store: Any, name: str, world: Interleaver) -> None:
+        self._store, self._name, self._world = store, name, world
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._store, attr)
+        if attr.startswith("_") or not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            args = self._world.before(self._name, attr, args)
+            return value(*args, **kwargs)
+
+        return call
 
 
 @dataclass
@@ -66,59 +160,235 @@ class InFlight:
 
 
 @dataclass
+class Asked:
+    """An answer the fuzz asked for: who asked, and every source the generator was given."""
+
+    tenant: str
+    answer_id: str
+    asker: Identity
+    given: set[tuple[str, str]]
+
+
+@dataclass
 class Model:
-    """What must be true, kept independently of the stores."""
+    """What must be true, kept independently of the stores (resynced from them after a crash)."""
 
     latest: dict[tuple[str, str], str] = field(default_factory=dict)  # doc -> latest upload id registered since its last delete
     active: dict[tuple[str, str], tuple[str, frozenset[str]]] = field(default_factory=dict)  # doc -> (marker, roles) served
-    served_markers: dict[str, tuple[str, str]] = field(default_factory=dict)  # every marker ever served -> doc
-    gone: set[str] = field(default_factory=set)  # markers that may never be served again
+    ever_active: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # doc -> every revision it ever served
+    ever_served: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # doc -> every upload it ever served
+    deleted: set[str] = field(default_factory=set)  # markers once served by a document whose delete finished
 
 
-class Violation(AssertionError):
-    pass
+class Recording:
+    """A generator port that notes the evidence it was given (an ask records every source it was
+    given, not only the cited ones) and is a step where another operation may run."""
+
+    def __init__(self, inner: Generator, world: Interleaver) -> None:
+        self.inner, self.world, self.given = inner, world, set[tuple[str, str]]()
+        self.fingerprint = getattr(inner, "fingerprint", "")
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+        self.given |= {(e.document_id, e.revision) for e in evidence}
+        self.world.maybe_inject("generate", INJECT_GENERATE)
+        return self.inner.generate(question, evidence)
 
 
-class _PowerCut(Exception):
-    """A process dying mid-operation."""
+_SOURCE = re.compile(r'<source id="(S\d+)"[^>]*>\n(.*?)\n</source>', re.S)
+
+
+def scripted_reply(body: dict) -> Any:  # type: ignore[type-arg]
+    """What a summarising model might write: a true quote of S1, cited, and the rare word of
+    another source it does not cite (from another document, when there is one)."""
+    from tests.fake_model_service import Reply
+
+    prompt = body["messages"][-1]["content"]
+    sources = _SOURCE.findall(prompt)
+    if not sources:
+        return Reply(body={"choices": [{"message": {"role": "assistant", "content": "NOT_IN_DOCUMENTS"}}]})
+    ref, text = sources[0]
+    sentence = next((s.strip() for s in re.split(r"(?<=\.)\s", text) if "procedure" in s), text.splitlines()[-1]).rstrip(".")
+    words = {w for _, t in sources[1:] for w in re.findall(r"\b[a-z]{14,}\b", t)} - set(re.findall(r"\b[a-z]{14,}\b", text))
+    extra = f" It also covers {sorted(words)[0]}." if words else ""
+    content = f'The procedure: "{sentence}" [{ref}].{extra}'
+    return Reply(body={"choices": [{"message": {"role": "assistant", "content": content}}]})
 
 
 class Interleaver:
-    def __init__(self, services: Services, seed: int, home: Path | None = None) -> None:
-        self.services = services
+    def __init__(self, services: Services, seed: int, home: Path | None = None, model_url: str | None = None,
+                 crashes: bool = True, skip: frozenset[str] = frozenset()) -> None:
+        self.skip = skip  # kinds of violation not raised (to look for others past a known defect)
+        self.log: list[str] = []  # the operations so far, for a failure's story
         self.rng = random.Random(seed)
         self.home = home
+        self.model_url = model_url
+        self.crashes = crashes
+        self.real = services
+        self.services = Services(
+            objects=Boundary(services.objects, "objects", self), metadata=Boundary(services.metadata, "metadata", self),
+            index=Boundary(services.index, "index", self), embedder=services.embedder, chunker=services.chunker,
+            max_bytes=services.max_bytes,
+        )
         self.model = Model()
         self.in_flight: list[InFlight] = []
+        self.changes: Counter[tuple[str, str]] = Counter()  # deletes and publishes per document, to tell one ran inside a stage
+        self.running: list[InFlight] = []  # uploads whose stage is under way (an operation may run inside it)
+        self.abandoned: set[str] = set()  # uploads whose process died, left to a restart or the audit
+        self.abandoned_revisions: set[str] = set()
+        self.marker_of: dict[str, str] = {}  # upload id -> its text's marker
+        self.asked: list[Asked] = []
+        self.questions: list[tuple[Identity, str, bool]] = []
         self.probes = 0
         self.markers: set[str] = set()
+        self.ops: Counter[str] = Counter()
+        self.process = Process()
+        self.real_lease = current()
+        self.depth = 0  # 1 inside a top-level operation, 2 inside one run at its step
+        self.writes = 0
+        self.kill_at: int | tuple[str, int] | None = None
+        self.calls: Counter[str] = Counter()
+        self.dead = False
+        self.current = ""
+        self.pending_marker: str | None = None
+        self.registering: set[str] = set()  # uploads whose intent is stored but whose register has not returned
+        self.topic_of: dict[str, str] = {}
+
+    def violation(self, kind: str, message: str) -> None:
+        if kind not in self.skip:
+            raise Violation(kind, message)
+        self.ops[f"skipped violation: {kind}"] += 1
+
+    def note(self, event: str) -> None:
+        self.log.append(f"p{self.probes} {'  ' * self.depth}{event}")
+        del self.log[:-60]
+
+    # -- the boundary --------------------------------------------------------------------
+
+    def before(self, store: str, method: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        if self.dead:
+            raise Killed
+        if self.depth and method in WRITES[store]:
+            self.writes += 1
+            self.calls[f"{store}.{method}"] += 1
+            if self.kill_at == self.writes or self.kill_at == (f"{store}.{method}", self.calls[f"{store}.{method}"]):
+                self.dead = True
+                self.ops[f"crash at {store}.{method}"] += 1
+                self.ops[f"crash in {self.current}"] += 1
+                self.note(f"kill -9 at {store}.{method} #{self.calls[f'{store}.{method}']}")
+                raise Killed
+        if method in ("save_document", "put_upload") and args and getattr(args[0], "lease", None) == self.real_lease:
+            args = (args[0].model_copy(update={"lease": self.process.lease}), *args[1:])
+        if method == "put_upload" and self.pending_marker is not None:
+            self.marker_of[args[0].upload_id] = self.pending_marker
+            self.registering.add(args[0].upload_id)
+        if self.depth == 1:
+            self.maybe_inject(f"{store}.{method}", INJECT)
+        return args
+
+    def maybe_inject(self, where: str, chance: float) -> None:
+        """At a step of the running operation, maybe run another one whole (as another process would)."""
+        if self.depth != 1 or self.rng.random() >= chance:
+            return
+        self.depth = 2
+        pending = self.pending_marker
+        try:
+            kind = self.rng.choice(("delete", "replace", "stage", "ask"))
+            self.ops[f"inside: {kind}"] += 1
+            self.ops[f"interleaved with {self.current}"] += 1
+            self.note(f"inside {where}: {kind}")
+            {"delete": self.delete, "replace": self.replace, "stage": self.any_stage, "ask": self.ask}[kind]()
+        finally:
+            self.depth, self.pending_marker = 1, pending
+
+    @contextmanager
+    def operation(self, name: str) -> Iterator[None]:
+        """A top-level operation; it may be drawn to die at one of its writes."""
+        self.ops[name] += 1
+        self.current = name
+        self.note(name)
+        self.depth, self.writes, self.calls, self.kill_at = 1, 0, Counter(), None
+        if self.crashes and self.rng.random() < CRASH:
+            if self.rng.random() < 0.5:
+                self.kill_at = self.rng.randrange(1, 30)
+            else:
+                method = self.rng.choice([f"{s}.{m}" for s in WRITES for m in sorted(WRITES[s])])
+                self.kill_at = (method, self.rng.randint(1, 2))
+        try:
+            yield
+        except Killed:
+            self.depth, self.kill_at = 0, None
+            self.restart()
+        finally:
+            self.depth, self.kill_at, self.pending_marker = 0, None, None
 
     # -- operations ----------------------------------------------------------------------
 
-    def upload(self) -> None:
-        tenant, document_id = self.rng.choice(TENANTS), self.rng.choice(DOCUMENTS)
+    def upload(self, key: tuple[str, str] | None = None) -> InFlight | None:
+        tenant, document_id = key or (self.rng.choice(TENANTS), self.rng.choice(DOCUMENTS))
         key = (tenant, document_id)
         active = self.model.active.get(key)
-        if active is not None and self.rng.random() < 0.25:
-            word = active[0]  # the same text again: only the roles may change
-        else:
-            word = marker(self.rng)
+        same = active is not None and self.rng.random() < 0.25
+        word = active[0] if active is not None and same else marker(self.rng)  # the same text: only the roles change
         roles = frozenset(self.rng.sample(ROLES, self.rng.randint(1, 2)))
-        text = f"# Notice\n\nThe {word} procedure applies to {tenant}. Every {word} request is logged.\n"
+        topic = self.topic_of.setdefault(word, self.rng.choice(TOPICS))
+        self.markers.add(word)
+        self.pending_marker = word
         try:
             upload = register(self.services, IngestRequest(
-                document_id=document_id, tenant=tenant, allowed_roles=roles, data=text.encode(), filename="notice.md",
-                title="Notice", source="interleavings",
+                document_id=document_id, tenant=tenant, allowed_roles=roles, data=text_of(word, topic, tenant).encode(),
+                filename="notice.md", title="Notice", source="interleavings",
             ))
         except Conflict:
-            return  # a delete is under way: refused, nothing registered
-        self.markers.add(word)
+            return None  # a delete is under way: refused, nothing registered
+        finally:
+            self.pending_marker = None
+        self.marker_of[upload.upload_id] = word
+        self.registering.discard(upload.upload_id)
         self.model.latest[key] = upload.upload_id
-        self.in_flight.append(InFlight(upload, word))
+        flight = InFlight(upload, word)
+        self.in_flight.append(flight)
+        return flight
+
+    def replace(self) -> None:
+        """A whole upload in one go (a replacement when the document is served)."""
+        flight = self.upload()
+        while flight is not None and flight in self.in_flight:
+            self.step(flight)
+
+    def any_stage(self) -> None:
+        idle = [f for f in self.in_flight if f not in self.running]  # a stage under way is not run again inside itself
+        if idle:
+            self.step(self.rng.choice(idle))
 
     def step(self, flight: InFlight) -> None:
         services, upload = self.services, flight.upload
         key = (upload.tenant, upload.document_id)
+        if flight not in self.in_flight:
+            return  # finished by an operation run inside this one
+        self.running.append(flight)
+        try:
+            self._stage(flight)
+        except CitewellError as error:  # as both drivers do: the upload fails with its reason
+            self.ops[f"stage failed: {error.code}"] += 1
+            record_failure(self.services, flight.upload, error)
+            if flight.chunks:
+                release_embeddings(self.services, flight.chunks)
+            if flight in self.in_flight:
+                self.in_flight.remove(flight)
+        finally:
+            self.running.remove(flight)
+
+    def _stage(self, flight: InFlight) -> None:
+        services, upload = self.services, flight.upload
+        key = (upload.tenant, upload.document_id)
+        # Operations run inside this stage may delete or replace the document after its switch:
+        # whether the upload was the latest is judged as the stage began, and it is the served one
+        # afterwards only if nothing deleted or published the document meanwhile.
+        latest, changes = self.model.latest.get(key), self.changes[key]
         if flight.next_stage == 0:
             outcome = parse_stage(services, upload)
             if outcome.status == "parsed":
@@ -126,8 +396,8 @@ class Interleaver:
             else:
                 self._end(flight, superseded=outcome.status == "superseded")
                 if outcome.status == "unchanged":
-                    self._expect_latest(flight, "settled as unchanged")
-                    self.model.active[key] = (flight.marker, upload.allowed_roles)
+                    self._expect_latest(flight, "settled as unchanged", latest)
+                    self._served(key, flight, changes)
                 return
         elif flight.next_stage == 1:
             chunked = chunk_stage(services, upload)
@@ -142,164 +412,350 @@ class Interleaver:
             if count is None:
                 release_embeddings(services, flight.chunks)  # as both drivers do after a superseded publish
                 return self._end(flight, superseded=True)
-            self._expect_latest(flight, "published")
-            previous = self.model.active.get(key)
-            if previous is not None and previous[0] != flight.marker:
-                self.model.gone.add(previous[0])
-            self.model.active[key] = (flight.marker, upload.allowed_roles)
-            self.model.served_markers[flight.marker] = key
+            self._expect_latest(flight, "published", latest)
+            self._served(key, flight, changes)
             self._end(flight, superseded=False)
             return
-        flight.next_stage += 1
+        if flight in self.in_flight:
+            flight.next_stage += 1
 
-    def _expect_latest(self, flight: InFlight, what: str) -> None:
+    def _served(self, key: tuple[str, str], flight: InFlight, changes: int) -> None:
+        if self.changes[key] == changes:
+            self.model.active[key] = (flight.marker, flight.upload.allowed_roles)
+            self.changes[key] += 1
+
+    def _expect_latest(self, flight: InFlight, what: str, latest: str | None) -> None:
         key = (flight.upload.tenant, flight.upload.document_id)
-        if self.model.latest.get(key) != flight.upload.upload_id:
-            raise Violation(f"{what} upload {flight.upload.upload_id[:8]} of {key} though a newer upload or a delete came after it")
+        if latest != flight.upload.upload_id:
+            self.violation("order", f"{what} upload {flight.upload.upload_id[:8]} of {key} though a newer upload or a delete came after it")
 
     def _end(self, flight: InFlight, superseded: bool) -> None:
-        self.in_flight.remove(flight)
+        if flight in self.in_flight:
+            self.in_flight.remove(flight)
         key = (flight.upload.tenant, flight.upload.document_id)
         if superseded and self.model.latest.get(key) == flight.upload.upload_id:
-            raise Violation(f"the latest upload {flight.upload.upload_id[:8]} of {key} was called superseded")
+            self.violation("order", f"the latest upload {flight.upload.upload_id[:8]} of {key} was called superseded")
 
-    def delete(self) -> None:
-        """A whole delete, or one that stops right after its tombstone (a crash) and is finished later."""
-        tenant, document_id = self.rng.choice(TENANTS), self.rng.choice(DOCUMENTS)
+    def delete(self, key: tuple[str, str] | None = None) -> None:
+        tenant, document_id = key or (self.rng.choice(TENANTS), self.rng.choice(DOCUMENTS))
         key = (tenant, document_id)
-        if self.rng.random() < 0.3:
-            self.crash_after_tombstone(tenant, document_id)
-        else:
-            try:
-                delete_document(self.services, tenant, document_id)
-            except NotFound:
-                pass
-        self.model.latest.pop(key, None)
+        self.changes[key] += 1
+        self.model.latest.pop(key, None)  # from its tombstone on, no upload registered before may publish
         active = self.model.active.pop(key, None)
-        if active is not None:
-            self.model.gone.add(active[0])
-
-    def crash_after_tombstone(self, tenant: str, document_id: str) -> None:
-        index = self.services.index
-        original = index.revisions
-
-        def power_cut(*args: object) -> list[str]:
-            raise _PowerCut
-
-        index.revisions = power_cut  # type: ignore[method-assign]  # the first read after the tombstone
+        if active is not None:  # before it runs: a kill -9 in its compaction still leaves it deleted
+            self.model.deleted.add(active[0])
         try:
             delete_document(self.services, tenant, document_id)
-        except (_PowerCut, NotFound):
+        except NotFound:
             pass
-        finally:
-            index.revisions = original  # type: ignore[method-assign]
+
+    def ask(self, again: bool = False) -> None:
+        """An ask, by the extractive generator or the scripted model; ``again``: a question asked before."""
+        if again and self.questions:
+            identity, question, model = self.rng.choice(self.questions)
+        else:
+            identity = Identity(tenant=self.rng.choice(TENANTS), roles=self.rng.choice(IDENTITY_ROLES))
+            question = f"What is the {self.rng.choice(TOPICS)} procedure?"
+            model = self.model_url is not None and self.rng.random() < 0.5
+            self.questions.append((identity, question, model))
+        inner: Generator
+        if model:
+            from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
+
+            inner = OpenAICompatibleGenerator(base_url=self.model_url, model="scripted", api_key=None, timeout=10)
+        else:
+            inner = ExtractiveGenerator(self.services.embedder, self.services.metadata)
+        generator = Recording(inner, self)
+        readable = self._readable(identity)
+        answer = ask(self.services, identity, question, generator=generator)
+        readable |= self._readable(identity)
+        self.asked.append(Asked(identity.tenant, answer.answer_id, identity, generator.given))
+        told = self._markers_in(answer.answer or "")
+        if told - readable:
+            self.violation("answer-unreadable", f"{identity} was answered with words of text it could not read during the ask: {sorted(told - readable)}")
+
+    def _readable(self, identity: Identity) -> set[str]:
+        """The markers of the active uploads ``identity`` may read now."""
+        return {self.marker_of.get(d.active_upload or "", "") for d in self.real.metadata.list_documents(identity.tenant)
+                if d.active_revision and identity.can_see(d.tenant, d.allowed_roles)} - {""}
+
+    def _markers_in(self, text: str) -> set[str]:
+        return {m for m in self.markers if m in text}
+
+    def run_audit(self, repair: bool) -> None:
+        report = audit(self.services, repair=repair)
+        self.ops[f"audit findings ({'repair' if repair else 'read-only'})"] += len(report.findings)
+        self.resync()
+
+    # -- a restart -----------------------------------------------------------------------
+
+    def restart(self) -> None:
+        """What follows a kill -9: the process is gone, a new one starts and takes over what it
+        left (as ``citewell serve`` does), then an operator's read-only audit; if that says ok,
+        no byte of a deleted document may be left."""
+        self.dead = False
+        self.process.kill()
+        self.process = Process()
+        for flight in self.in_flight:
+            self.abandoned.add(flight.upload.upload_id)
+            if flight.revision:
+                self.abandoned_revisions.add(flight.revision)
+        self.abandoned |= self.registering
+        self.registering.clear()
+        self.in_flight.clear()
+        self.ops["restart"] += 1
+        adopted = adopt_orphans(self.services, self.process.lease)
+        for upload in adopted.resumed:
+            self.abandoned.discard(upload.upload_id)
+            self.in_flight.append(InFlight(upload, self.marker_of.get(upload.upload_id, "")))
+        for document in adopted.deleting:
+            try:
+                delete_document(self.services, document.tenant, document.document_id)
+            except CitewellError:
+                pass
+        self.resync()
+        self.check()
+        report = audit(self.services, repair=False)
+        if report.ok and self.home is not None:
+            words = self.model.deleted - self._live_markers()
+            left = file_residue(self.home, words)
+            left += [f"tantivy segment {s}: {t}" for s, t in tantivy_residue(self.home, words).items()]
+            if left:
+                self.violation("crash-residue", f"after a kill -9 and a restart the read-only audit says ok, yet deleted text is left: {left[:3]}")
+
+    def resync(self) -> None:
+        """After a crash or an audit the model follows the records: who is latest, what is served."""
+        self.model.latest.clear()
+        self.model.active.clear()
+        for document in self.real.metadata.all_documents():
+            key = (document.tenant, document.document_id)
+            upload = current_upload(self.real.metadata, document)
+            if upload is not None:
+                self.model.latest[key] = upload.upload_id
+            if document.active_revision and document.status is not DocumentStatus.DELETING and document.active_upload:
+                self.model.active[key] = (self.marker_of.get(document.active_upload, ""), document.allowed_roles)
 
     # -- checks --------------------------------------------------------------------------
 
+    def _live_markers(self) -> set[str]:
+        """Markers that may still be served or be on their way: active uploads', current uploads in flight'."""
+        documents = {(d.tenant, d.document_id): d for d in self.real.metadata.all_documents()}
+        live = {self.marker_of.get(d.active_upload or "", "") for d in documents.values() if d.active_revision}
+        live |= {f.marker for f in self.in_flight if is_current(documents.get((f.upload.tenant, f.upload.document_id)), f.upload)}
+        live |= {self.marker_of.get(u, "") for u in self.abandoned}  # a restart or the audit decides
+        return live - {""}
+
     def check(self) -> None:
         self.probes += 1
-        services = self.services
+        services = self.real
+        documents = {(d.tenant, d.document_id): d for d in services.metadata.all_documents()}
+        deleting = any(d.status is DocumentStatus.DELETING for d in documents.values())
+        for key, document in documents.items():
+            if document.active_revision and document.status is not DocumentStatus.DELETING:
+                self.model.ever_active.setdefault(key, set()).add(document.active_revision)
+                if document.active_upload:
+                    self.model.ever_served.setdefault(key, set()).add(document.active_upload)
         for tenant in TENANTS:
             for document_id in DOCUMENTS:
-                self._check_document(tenant, document_id)
+                self._check_document(tenant, document_id, documents.get((tenant, document_id)))
+        gone = self.markers - self._live_markers() if not deleting else set()
+        self._check_search(documents)
+        self._check_answers(documents, gone)
+        if not deleting:
+            prefix = units_identity(services.embedder.identity, "")
+            revisions = {r for _, _, r, _ in services.metadata.chunk_inventory()}
+            stale = [i for i in services.metadata.embedding_identities() if i.startswith(prefix) and i.removeprefix(prefix) not in revisions]
+            if stale:
+                self.violation("recorded-after-delete", f"unit vectors of revision {stale[0].removeprefix(prefix)[:8]} are cached though no chunk of it is left")
+
+    def _check_search(self, documents: dict[tuple[str, str], Document]) -> None:
         word = self.rng.choice(sorted(self.markers)) if self.markers else "procedure"
         for tenant in TENANTS:
-            caller = Identity(tenant=tenant, roles=frozenset(self.rng.sample(ROLES, self.rng.randint(1, 2))))
+            caller = Identity(tenant=tenant, roles=self.rng.choice(IDENTITY_ROLES))
             lanes = ("bm25", "vector") if self.probes % 5 == 0 else ("bm25",)
-            for hit in search(services, caller, f"{word} procedure", k=10, lanes=lanes).hits:
-                document = services.metadata.get_document(tenant, hit.document_id)
-                active = self.model.active.get((tenant, hit.document_id))
-                if document is None or active is None or not document.serves(hit.revision, caller):
-                    raise Violation(f"{caller} was served {hit.document_id} at {hit.revision[:8]}, which the record does not serve them")
-                if active[0] not in hit.text or not caller.roles & active[1]:
-                    raise Violation(f"{caller} was served text of {hit.document_id} that is not its active upload's: {hit.text!r}")
+            for hit in search(self.real, caller, f"{word} procedure", k=10, lanes=lanes).hits:
+                document = self.real.metadata.get_document(tenant, hit.document_id)
+                if document is None or not document.serves(hit.revision, caller):
+                    self.violation("served", f"{caller} was served {hit.document_id} at {hit.revision[:8]}, which the record does not serve them")
+                expected = self.marker_of.get(document.active_upload or "")
+                if expected is not None and expected not in hit.text:
+                    self.violation("served", f"{caller} was served text of {hit.document_id} that is not its active upload's: {hit.text!r}")
 
-    def _check_document(self, tenant: str, document_id: str) -> None:
-        services, key = self.services, (tenant, document_id)
-        document = services.metadata.get_document(tenant, document_id)
+    def _check_answers(self, documents: dict[tuple[str, str], Document], gone: set[str]) -> None:
+        metadata = self.real.metadata
+        for asked in self.asked:
+            record = metadata.get_answer(asked.tenant, asked.answer_id)
+            if record is None:
+                continue
+            left = self._markers_in(f"{record.answer or ''} {record.question}") & gone
+            if left:
+                self.violation("recorded-after-delete", f"answer {asked.answer_id[:8]} still records text of a deleted or replaced source: {sorted(left)}")
+        for asked in self.asked[-12:]:
+            for roles in self.rng.sample(IDENTITY_ROLES, 3):
+                reader = Identity(tenant=asked.tenant, roles=roles)
+                try:
+                    record = recorded_citations(self.real, reader, asked.answer_id)
+                except NotFound:
+                    continue
+                if record.answer is None:
+                    continue
+                unreadable = [(d, r) for d, r in sorted(asked.given) if (doc := documents.get((asked.tenant, d))) is None
+                              or not doc.serves(r, reader)]
+                if unreadable:
+                    self.violation("uncited-source", f"answer {asked.answer_id[:8]} (asked by {sorted(asked.asker.roles)}) is shown to "
+                                    f"{sorted(roles)}, who may not read the source {unreadable[0][0]} at {unreadable[0][1][:8]} it was given: {record.answer!r}")
+                foreign = self._markers_in(record.answer) - self._readable(reader)
+                if foreign:
+                    self.violation("uncited-source", f"answer {asked.answer_id[:8]} shows {sorted(roles)} words of text they may not read: {sorted(foreign)}")
+        for tenant, answer_id in metadata.cache_inventory():
+            record = metadata.get_answer(tenant, answer_id)
+            left = self._markers_in(record.answer or "") & gone if record else set()
+            if left:
+                self.violation("recorded-after-delete", f"a cache entry serves answer {answer_id[:8]} holding text that is gone: {sorted(left)}")
+
+    def _check_document(self, tenant: str, document_id: str, document: Document | None) -> None:
+        services, key = self.real, (tenant, document_id)
         active = self.model.active.get(key)
         if document is not None and document.active_revision is not None:
+            revision = document.active_revision
             if active is None:
-                raise Violation(f"{key} serves revision {document.active_revision[:8]} though the model has nothing active")
+                self.violation("model", f"{key} serves revision {revision[:8]} though the model has nothing active")
             if document.allowed_roles != active[1]:
-                raise Violation(f"{key}: the record's roles {set(document.allowed_roles)} are not the last published {set(active[1])}")
-            for t, d, revision, roles, _ in services.index.access_inventory():
-                if (t, d, revision) == (tenant, document_id, document.active_revision) and roles != document.allowed_roles:
-                    raise Violation(f"{key}: index rows carry roles {set(roles)}, the record {set(document.allowed_roles)}")
+                self.violation("roles", f"{key}: the record's roles {set(document.allowed_roles)} are not the last published {set(active[1])}")
+            for t, d, r, roles, _ in services.index.access_inventory():
+                if (t, d, r) == (tenant, document_id, revision) and roles != document.allowed_roles:
+                    self.violation("roles", f"{key}: index rows carry roles {set(roles)}, the record {set(document.allowed_roles)}")
+            # Nothing current was removed.
+            indexed, records = services.index.count(tenant, document_id, revision), len(services.metadata.get_chunks(tenant, document_id, revision))
+            if indexed != document.chunk_count or records != document.chunk_count:
+                self.violation("current-removed", f"{key}: its active revision {revision[:8]} has {indexed} index rows and {records} chunk "
+                                f"records, the record says {document.chunk_count}: current data was removed")
+            if document.active_upload and not services.objects.exists(raw_key(tenant, document_id, document.active_upload)):
+                self.violation("current-removed", f"{key}: the raw upload of its served upload {document.active_upload[:8]} was removed")
         elif active is not None:
-            raise Violation(f"{key} should serve {active[0]} but serves nothing")
+            self.violation("model", f"{key} should serve {active[0]} but serves nothing")
+        for flight in self.in_flight:
+            upload = flight.upload
+            if (upload.tenant, upload.document_id) == key and is_current(document, upload) \
+                    and not services.objects.exists(raw_key(tenant, document_id, upload.upload_id)):
+                self.violation("current-removed", f"{key}: the raw upload of its current upload {upload.upload_id[:8]}, in flight, was removed")
+        if document is not None and document.status is DocumentStatus.DELETING:
+            return  # a delete that stopped half way: finished by the restart, the next delete or the audit
+        # A replaced revision leaves nothing once its publish (or the restart after it) ended.
+        serving = {document.active_revision} if document is not None and document.active_revision else set()
+        pending = {f.revision for f in self.in_flight} | self.abandoned_revisions
+        retired = self.model.ever_active.get(key, set()) - serving - pending
+        left = [f"chunk records of {r[:8]}" for r in set(services.metadata.chunk_revisions(tenant, document_id)) & retired]
+        left += [f"index rows of {r[:8]}" for r in set(services.index.revisions(tenant, document_id)) & retired]
+        replaced = self.model.ever_served.get(key, set()) - {document.active_upload if document else None}
+        replaced -= {f.upload.upload_id for f in self.in_flight} | self.abandoned
+        left += [k for stage in STAGES for k in services.objects.list(document_prefix(stage, tenant, document_id))
+                 if any(u in k for u in replaced)]
+        left += [f"upload {u.upload_id[:8]}" for u in services.metadata.list_uploads(tenant, document_id) if u.upload_id in replaced]
+        if left:
+            self.violation("replaced-left", f"{key}: a revision it served before and replaced is still stored: {left[:3]}")
         if any((f.upload.tenant, f.upload.document_id) == key for f in self.in_flight):
             return
-        if document is not None and document.status is DocumentStatus.DELETING:
-            return  # a delete that stopped half way: finished by the next delete or the audit
-        # Settled: only the served upload's things may exist, and nothing at all of a deleted document.
+        # Settled: only the served upload's things may exist (and a dead process's, left to the audit).
         served = document.active_upload if document is not None else None
-        revisions = {document.active_revision} if document is not None and document.active_revision else set()
+        keep = {served} | self.abandoned | replaced  # a replaced upload's leftovers are reported above
         objects = [k for stage in STAGES for k in services.objects.list(document_prefix(stage, tenant, document_id))]
-        stray = [k for k in objects if served is None or served not in k]
-        stray += [f"upload {u.upload_id}" for u in services.metadata.list_uploads(tenant, document_id) if u.upload_id != served]
-        stray += [f"chunk records of {r[:8]}" for r in set(services.metadata.chunk_revisions(tenant, document_id)) - revisions]
-        stray += [f"index rows of {r[:8]}" for r in set(services.index.revisions(tenant, document_id)) - revisions]
+        stray = [k for k in objects if not any(u and u in k for u in keep)]
+        stray += [f"upload {u.upload_id}" for u in services.metadata.list_uploads(tenant, document_id) if u.upload_id not in keep]
+        allowed = serving | self.abandoned_revisions
+        stray += [f"chunk records of {r[:8]}" for r in set(services.metadata.chunk_revisions(tenant, document_id)) - allowed]
+        stray += [f"index rows of {r[:8]}" for r in set(services.index.revisions(tenant, document_id)) - allowed]
         if stray:
             state = "is deleted" if document is None else "has no upload in flight"
-            raise Violation(f"{key} {state}, yet something not served is left: {stray[:3]}")
+            self.violation("stray", f"{key} {state}, yet something not served is left: {stray[:3]}")
 
     # -- the run -------------------------------------------------------------------------
 
     def run(self, steps: int, on_probe: Callable[[int], None] | None = None) -> int:
-        for _ in range(steps):
-            roll = self.rng.random()
-            if roll < 0.25 or not self.in_flight:
-                self.upload()
-            elif roll < 0.33:
-                self.delete()
-            else:
-                self.step(self.rng.choice(self.in_flight))
-            self.check()
-            if on_probe:
-                on_probe(self.probes)
-        self.finish()
+        try:
+            for _ in range(steps):
+                self.one_step()
+                self.check()
+                if on_probe:
+                    on_probe(self.probes)
+            self.finish()
+        finally:
+            self.process.kill()
         return self.probes
 
+    def one_step(self) -> None:
+        roll = self.rng.random()
+        if roll < 0.18 or not self.in_flight:
+            name, action = "upload (register)", self.upload
+        elif roll < 0.26:
+            name, action = "delete", self.delete
+        elif roll < 0.32:
+            name, action = "replace (whole upload)", self.replace
+        elif roll < 0.42:
+            name, action = "ask", self.ask
+        elif roll < 0.46:
+            name, action = "ask again (cache)", lambda: self.ask(again=True)
+        elif roll < 0.48:
+            name, action = "audit --repair", lambda: self.run_audit(True)
+        elif roll < 0.49:
+            name, action = "audit", lambda: self.run_audit(False)
+        else:
+            flight = self.rng.choice(self.in_flight)
+            name, action = f"stage {('parse', 'chunk', 'embed', 'publish')[flight.next_stage]}", lambda: self.step(flight)
+        with self.operation(name):
+            action()
+
     def finish(self) -> None:
+        self.crashes = False
         while self.in_flight:
             self.step(self.rng.choice(self.in_flight))
             self.check()
         for tenant in TENANTS:
             for document_id in DOCUMENTS:
-                try:
-                    delete_document(self.services, tenant, document_id)
-                except NotFound:
-                    pass
-        self.model.gone |= {m for m, _ in self.model.active.values()}
+                self.delete((tenant, document_id))
         self.model.active.clear()
         self.model.latest.clear()
-        report = audit(self.services, repair=True, stuck=timedelta(0))
-        if report.findings:  # every upload ran to its end and every document was deleted: nothing may be left
-            raise Violation(f"after every upload finished and every document was deleted the audit finds: {report.findings}")
+        audit(self.real, repair=True, stuck=timedelta(0))
+        self.abandoned.clear()
+        self.abandoned_revisions.clear()
+        report = audit(self.real, repair=False, stuck=timedelta(0))
+        if report.findings:
+            self.violation("end-audit", f"after every upload finished, every document was deleted and audit --repair ran, the audit finds: {report.findings}")
         self.check()
         if self.home is not None:
-            self._no_residue()
-
-    def _no_residue(self) -> None:
-        assert self.home is not None
-        needles = [m.encode() for m in self.markers]
-        for path in sorted(p for p in self.home.rglob("*") if p.is_file()):
-            data = path.read_bytes()
-            found = [n.decode() for n in needles if n in data]
-            if found:
-                raise Violation(f"{path.relative_to(self.home)} still holds {found[:3]} after every document was deleted")
+            left = file_residue(self.home, self.markers)
+            left += [f"tantivy segment {s}: {t}" for s, t in tantivy_residue(self.home, self.markers).items()]
+            if left:
+                self.violation("end-residue", f"after every document was deleted and audit --repair ran, text is left: {left[:3]}")
 
 
-def fuzz_block(probes: int, runs: int, seconds: float, failures: list[str], command: str) -> str:
+@contextmanager
+def model_service() -> Iterator[str]:
+    """The scripted OpenAI-compatible stand-in, answering from the prompt it is sent."""
+    from tests.fake_model_service import start
+
+    service, server = start()
+    service.respond = scripted_reply
+    try:
+        yield service.url
+    finally:
+        server.shutdown()
+
+
+def fuzz_block(probes: int, runs: int, seconds: float, failures: list[str], command: str,
+               ops: Counter[str] | None = None, steps: int = 300) -> str:
     lines = [FUZZ_START, "## Interleavings (`make fuzz`)", "",
              f"`{command}` on {time.strftime('%Y-%m-%d', time.gmtime())}: {probes:,} probes in {runs} seeded runs "
-             f"({seconds / 60:.1f} minutes), each run {STEPS} random steps of uploads (new text, the same text with "
-             "other roles), single stages of any upload in flight, whole deletes and deletes that stop after their "
-             "tombstone, on the embedded stores (every fourth run on DynamoDB and S3 on moto); a probe is one step "
-             "followed by every check in `tests/interleavings.py`, and each run ends with all uploads finished, every "
-             "document deleted, an audit that must find nothing and, on the embedded stores, no byte of any text left "
-             "in any file of the home.", ""]
+             f"({seconds / 60:.1f} minutes), each run {steps} random steps on the embedded stores (every fourth run on "
+             "DynamoDB and S3 on moto): uploads and their single stages, whole replacements, deletes, asks (extractive, "
+             "and a scripted model citing one source and repeating a word of another), repeated asks (the cache), "
+             "citation look-ups under every identity, audits with and without --repair; any store call of one "
+             "operation may run another whole inside it, and any write may be a kill -9 followed by a restart "
+             "(adopt_orphans, then a read-only audit). A probe is one step followed by every check in "
+             "`tests/interleavings.py`; each run ends with every document deleted, audit --repair, a read-only audit "
+             "that must find nothing and, on the embedded stores, no byte of any text in any file or tantivy segment.", ""]
+    if ops:
+        lines += ["Operations run: " + ", ".join(f"{name} {count:,}" for name, count in sorted(ops.items())) + ".", ""]
     lines += [f"Failures: {len(failures)}.", ""]
     lines += [f"- {f}" for f in failures] + ([""] if failures else [])
     return "\n".join(lines + [FUZZ_END])
@@ -329,34 +785,46 @@ def main() -> int:
     from tests.conftest import make_services
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--probes", type=int, default=10_000)
+    parser.add_argument("--probes", type=int, default=20_000)
     parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
     parser.add_argument("--first-seed", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--no-cloud", action="store_true", help="only the embedded stores")
+    parser.add_argument("--processes", type=int, default=0, help="also this many runs of real concurrent processes")
     args = parser.parse_args()
     embedder = MiniLMEmbedder()
-    started, probes, runs, failures = time.monotonic(), 0, 0, []
+    started, probes, runs, failures, ops = time.monotonic(), 0, 0, [], Counter[str]()
     seed = args.first_seed
-    while probes < args.probes:
-        with tempfile.TemporaryDirectory() as folder:
-            home = Path(folder)
-            services = make_services(home, embedder)
-            interleaver = Interleaver(services, seed, home=home)
+    with model_service() as url:
+        while probes < args.probes:
+            with tempfile.TemporaryDirectory() as folder:
+                home = Path(folder)
+                cloud = runs % 4 == 3 and not args.no_cloud
+                with cloud_stores(make_services(home, embedder)) if cloud else nullcontext(make_services(home, embedder)) as services:
+                    # on the cloud stores the index stays local and the rest lives in moto: no home to search
+                    interleaver = Interleaver(services, seed, home=None if cloud else home, model_url=url)
+                    try:
+                        interleaver.run(args.steps)
+                    except Exception as error:  # a violation, or a crash: both are failures to report
+                        failures.append(f"seed {seed}, probe {interleaver.probes}: {type(error).__name__}: {error}")
+                        traceback.print_exc()
+                probes += interleaver.probes
+                ops += interleaver.ops
+            runs += 1
+            seed += 1
+            print(f"{probes} probes, {runs} runs, {len(failures)} failures", flush=True)
+    if args.processes:
+        from tests.processes import run_processes
+
+        for i in range(args.processes):
+            ops["real-process runs"] += 1
             try:
-                if runs % 4 == 3:
-                    with cloud_stores(services):
-                        interleaver.home = None  # the index stays local; the rest lives in moto
-                        interleaver.run(STEPS)
-                else:
-                    interleaver.run(STEPS)
-            except Exception as error:  # a violation, or a crash: both are failures to report
-                failures.append(f"seed {seed}, probe {interleaver.probes}: {type(error).__name__}: {error}")
+                ops += run_processes(args.first_seed + i)
+            except Exception as error:
+                failures.append(f"processes seed {args.first_seed + i}: {type(error).__name__}: {error}")
                 traceback.print_exc()
-            probes += interleaver.probes
-        runs += 1
-        seed += 1
-        print(f"{probes} probes, {runs} runs, {len(failures)} failures", flush=True)
-    command = f"python -m tests.interleavings --probes {args.probes}"
-    write_block(args.out, fuzz_block(probes, runs, time.monotonic() - started, failures, command))
+    command = f"python -m tests.interleavings --probes {args.probes}" + (f" --processes {args.processes}" if args.processes else "")
+    write_block(args.out, fuzz_block(probes, runs, time.monotonic() - started, failures, command, ops, args.steps))
     return 1 if failures else 0
 
 
