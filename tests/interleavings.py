@@ -193,7 +193,9 @@ class Recording:
         return self.inner.name
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
-        self.given |= {(e.document_id, e.revision) for e in evidence}
+        # The last pass's evidence: an ask whose source changed before its record asks again, and
+        # the answer it keeps rests on that pass alone.
+        self.given = {(e.document_id, e.revision) for e in evidence}
         self.world.maybe_inject("generate", INJECT_GENERATE)
         return self.inner.generate(question, evidence)
 
