@@ -69,12 +69,23 @@ class TimedHttpToolsProtocol(HttpToolsProtocol):
             self._arm()
 
 
+def origin(host: str, port: int, settings: ServeSettings) -> str:
+    """Where clients reach this server: ``CITEWELL_PUBLIC_URL``, else the address it listens on.
+    A wildcard address names no host a client could call, so it needs the setting."""
+    if settings.public_url:
+        return settings.public_url
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        raise ValueError(f"listening on every address ({host or 'all'}) needs CITEWELL_PUBLIC_URL, the URL "
+                         "clients reach this server at (upload forms point there), e.g. http://kb.example.org:8000")
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def serve(home: Path, *, host: str = "127.0.0.1", port: int = 8000, demo: bool = False,
           settings: ServeSettings | None = None, log_level: str = "info") -> None:
     """Serve ``home`` until SIGTERM or Ctrl-C. After a clean shutdown uvicorn raises the signal
     again, so the process ends as killed by it (what a supervisor expects of a stopped service)."""
     settings = settings or ServeSettings.from_env()
-    server = Server(home, settings, demo=demo)
+    server = Server(home, settings, origin(host, port, settings), demo=demo)
     protocol = type("Protocol", (TimedHttpToolsProtocol,), {"header_seconds": settings.read_seconds})
     config = uvicorn.Config(
         server.app(), host=host, port=port, http=protocol, loop="uvloop", lifespan="on", log_level=log_level,
