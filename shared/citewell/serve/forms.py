@@ -4,7 +4,8 @@ As on S3, the file is the form's last field. The fields before it carry the poli
 signature, checked the moment the file's part begins: a body no form was signed for is
 refused after its first few hundred bytes, instead of being read (and spooled to disk) whole
 first. The file is kept in memory up to the size its policy grants, plus one byte to tell
-that it is over; whatever follows the file is ignored, as S3 ignores it.
+that it is over (the rest of an oversized file is read, within the body's limit, and dropped);
+whatever follows the file is ignored, as S3 ignores it.
 """
 
 from __future__ import annotations
@@ -43,10 +44,6 @@ class ReceivedFile:
     @property
     def too_large(self) -> bool:
         return len(self.data) > self.max_bytes
-
-
-class _FileOver(Exception):
-    """The file passed its granted size: nothing more of it needs reading."""
 
 
 class _Form:
@@ -104,10 +101,9 @@ class _Form:
             return
         if self._in_file:
             assert self.granted is not None
-            self.data += data[start:end]
-            if len(self.data) > self.granted[1]:
-                del self.data[self.granted[1] + 1:]
-                raise _FileOver()
+            room = self.granted[1] + 1 - len(self.data)  # the rest is read (within the body's limit) but not kept
+            if room > 0:
+                self.data += data[start:min(end, start + room)]
         else:
             self._grow(self._value, data[start:end])
 
@@ -144,12 +140,10 @@ async def read_form(content_type: str, chunks: AsyncIterator[bytes],
                 break
         else:
             parser.finalize()
-    except _FileOver:
-        pass
     except FormParserError as bad:
         raise MalformedForm(f"the body is not a multipart form: {bad}") from None
     if form.granted is None:
         raise NoFile(f"the form has no file: send it as the field {FILE_FIELD!r}, after the others")
-    if not form.done and len(form.data) <= form.granted[1]:
+    if not form.done:
         raise MalformedForm("the body is not a multipart form: it ended inside the file")
     return ReceivedFile(key=form.granted[0], max_bytes=form.granted[1], data=bytes(form.data))
