@@ -232,6 +232,18 @@ def test_an_unsigned_upload_is_refused_before_its_file_is_read(served):
     assert reply.startswith(b"HTTP/1.1 403 ") and b'"AccessDenied"' in reply and b"signature" in reply, reply
 
 
+def test_an_upload_whose_fields_never_come_is_cut_off_at_the_read_deadline(served):
+    """Headers of a big upload, then nothing: without a signed form it holds its connection for the
+    head's deadline (CITEWELL_READ_SECONDS, 2 here), not an upload's 300 seconds."""
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as connection:
+        connection.sendall(b"POST /uploads HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=zz\r\n"
+                           b"Content-Length: 90000\r\n\r\n--zz\r\n")
+        started = time.monotonic()
+        reply = read_reply(connection)  # a timeout here: the server would wait 300 seconds
+    assert reply.startswith(b"HTTP/1.1 408 ") and b"fields did not arrive" in reply, reply
+    assert time.monotonic() - started < 6
+
+
 def test_the_form_fields_come_before_the_file_and_what_follows_it_is_ignored(served):
     writer = served.token("northpier", ["staff", WRITE])
     form = served.call("POST", "/documents", writer, {"document_id": "order.md", "allowed_roles": ["staff"]}).json()["upload"]

@@ -47,7 +47,7 @@ from citewell.serve.tokens import (
     mint,
 )
 from citewell.serve.transport import LocalContext, build_event, response_parts
-from citewell.serve.forms import read_form
+from citewell.serve.forms import TooSlow, read_form
 from citewell.serve.uploads import UPLOAD_PATH, FormRefused, UploadSigner
 from citewell.serve.worker import IngestWorker
 from citewell.services import Services, open_local
@@ -316,11 +316,8 @@ class Server:
         try:
             check_length(request, limit, f"the upload is over the limit of {self.services.max_bytes:,} bytes")
             body = Request(request.scope, counted(request.receive, limit, self.services.max_bytes)).stream()
-            try:
-                with anyio.fail_after(self.settings.upload_seconds):
-                    received = await read_form(request.headers.get("content-type", ""), body, self.signer.check)
-            except TimeoutError:
-                raise Refused(408, "RequestTimeout", f"the upload did not arrive within {self.settings.upload_seconds:.0f} seconds") from None
+            received = await read_form(request.headers.get("content-type", ""), body, self.signer.check,
+                                       fields_seconds=self.settings.read_seconds, upload_seconds=self.settings.upload_seconds)
             key, data = received.key, received.data
             if received.too_large:
                 message = f"the file is over the limit of {received.max_bytes:,} bytes"
@@ -338,6 +335,8 @@ class Server:
             return error(403, refused.code, refused.message)
         except ServerStopped as stopped:
             return error(503, stopped.code, stopped.message)
+        except TooSlow as late:
+            return error(408, late.code, late.message)
         except CitewellError as failed:
             return error(409 if isinstance(failed, Conflict) else 400, failed.code, failed.message)
         return Response(status_code=204)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+import anyio
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
@@ -27,6 +28,12 @@ class MalformedForm(CitewellError):
     """The body is not a form this endpoint takes: 400."""
 
     code = "MalformedPOSTRequest"
+
+
+class TooSlow(CitewellError):
+    """The fields, or the whole form, did not arrive in time: 408."""
+
+    code = "RequestTimeout"
 
 
 class NoFile(CitewellError):
@@ -122,10 +129,13 @@ class _Form:
         buffer += data
 
 
-async def read_form(content_type: str, chunks: AsyncIterator[bytes],
-                    check: Callable[[dict[str, str]], tuple[str, int]]) -> ReceivedFile:
+async def read_form(content_type: str, chunks: AsyncIterator[bytes], check: Callable[[dict[str, str]], tuple[str, int]],
+                    *, fields_seconds: float, upload_seconds: float) -> ReceivedFile:
     """The file of a ``multipart/form-data`` body whose fields ``check`` accepts (it returns the
-    key and size limit their policy grants, or raises); the body is read no further than needed."""
+    key and size limit their policy grants, or raises); the body is read no further than needed.
+    The fields must arrive within ``fields_seconds``: only a signed form has ``upload_seconds``
+    (from the start) for its file, so a sender of no form holds its connection no longer than
+    one that trickles its headers."""
     kind, options = parse_options_header(content_type)
     if kind != b"multipart/form-data":
         raise NoFile(f"the form has no file: send the fields and then the file as multipart/form-data, the file as {FILE_FIELD!r}")
@@ -133,15 +143,23 @@ async def read_form(content_type: str, chunks: AsyncIterator[bytes],
         raise MalformedForm("the body is not a multipart form: its Content-Type has no boundary")
     form = _Form(check)
     parser = MultipartParser(options[b"boundary"], form.callbacks())  # type: ignore[arg-type]
+    started = anyio.current_time()
     try:
-        async for chunk in chunks:
-            parser.write(chunk)
-            if form.done:
-                break
-        else:
-            parser.finalize()
+        with anyio.fail_after(fields_seconds) as deadline:
+            async for chunk in chunks:
+                parser.write(chunk)
+                if form.granted is not None:
+                    deadline.deadline = started + upload_seconds
+                if form.done:
+                    break
+            else:
+                parser.finalize()
     except FormParserError as bad:
         raise MalformedForm(f"the body is not a multipart form: {bad}") from None
+    except TimeoutError:
+        if form.granted is None:
+            raise TooSlow(f"the form's fields did not arrive within {fields_seconds:.0f} seconds") from None
+        raise TooSlow(f"the upload did not arrive within {upload_seconds:.0f} seconds") from None
     if form.granted is None:
         raise NoFile(f"the form has no file: send it as the field {FILE_FIELD!r}, after the others")
     if not form.done:

@@ -53,7 +53,7 @@ class ServeSettings(ApiSettings):
     jwks_url: str | None = None
     public_key_file: Path | None = None
     public_url: str | None = None  # where clients reach this server; without it, the address it listens on
-    read_seconds: float = 30.0  # a request's headers, and a JSON body, must arrive within this
+    read_seconds: float = 30.0  # a request's headers, a JSON body, and an upload form's fields must arrive within this
     idle_seconds: float = 5.0  # a connection with no request under way (new, or kept alive) is closed after this
     idle_per_client: int = 32  # connections of one client address waiting for a request; past it the oldest is closed
     max_headers: int = 100  # header lines of one request; past them, or past max_header_bytes, a 431
