@@ -9,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -198,6 +199,94 @@ def test_the_upload_form_is_the_presigned_post_shape_and_cannot_be_bent(served):
     assert "used already" in refused(httpx.post(form["url"], data=fields, files={"file": ("f", b"# Other\n\ntext\n")}), 409)
     assert served.settled(writer, "forms.md")["status"] == "published"
     assert "Form 7" in served.call("GET", "/documents/forms.md", writer).json()["text"]
+
+
+def part(name: str, value: bytes, filename: str | None = None) -> bytes:
+    disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+    return f"--zz\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + value + b"\r\n"
+
+
+def read_reply(connection: socket.socket) -> bytes:
+    """One reply's head and its Content-Length of body, however many packets they come in."""
+    data = b""
+    while True:
+        head, ended, body = data.partition(b"\r\n\r\n")
+        length = re.search(rb"content-length: *(\d+)", head, re.IGNORECASE) if ended else None
+        if length and len(body) >= int(length.group(1)):
+            return data
+        chunk = connection.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_an_unsigned_upload_is_refused_before_its_file_is_read(served):
+    """No token and no form: the body announces 90 KB, sends its fields and the first bytes of
+    the file, and waits. The refusal comes at once; the server never waits for, nor keeps, the rest."""
+    fields = part("key", b"raw/northpier/x.md/" + b"0" * 32) + part("policy", b"e30=") + part("x-citewell-signature", b"0" * 64)
+    head = fields + b'--zz\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n' + b"b" * 1024
+    with socket.create_connection(("127.0.0.1", served.port), timeout=5) as connection:
+        connection.sendall(b"POST /uploads HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=zz\r\n"
+                           b"Content-Length: %d\r\n\r\n" % (MAX_BYTES - 10_000) + head)
+        reply = read_reply(connection)  # a timeout here: the server waits for a body no form was signed for
+    assert reply.startswith(b"HTTP/1.1 403 ") and b'"AccessDenied"' in reply and b"signature" in reply, reply
+
+
+def test_an_upload_whose_fields_never_come_is_cut_off_at_the_read_deadline(served):
+    """Headers of a big upload, then nothing: without a signed form it holds its connection for the
+    head's deadline (CITEWELL_READ_SECONDS, 2 here), not an upload's 300 seconds."""
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as connection:
+        connection.sendall(b"POST /uploads HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=zz\r\n"
+                           b"Content-Length: 90000\r\n\r\n--zz\r\n")
+        started = time.monotonic()
+        reply = read_reply(connection)  # a timeout here: the server would wait 300 seconds
+    assert reply.startswith(b"HTTP/1.1 408 ") and b"fields did not arrive" in reply, reply
+    assert time.monotonic() - started < 6
+
+
+def test_the_form_fields_come_before_the_file_and_what_follows_it_is_ignored(served):
+    writer = served.token("northpier", ["staff", WRITE])
+    form = served.call("POST", "/documents", writer, {"document_id": "order.md", "allowed_roles": ["staff"]}).json()["upload"]
+    fields = [(name, (None, value)) for name, value in form["fields"].items()]
+    first = httpx.post(form["url"], files=[("file", ("f.md", b"# A\n\ntext\n")), *fields])
+    assert "before the file" in refused(first, 403)
+    after = httpx.post(form["url"], files=[*fields, ("file", ("f.md", b"# Order\n\nThe quay opens at six.\n")),
+                                           ("file", ("g.md", b"# Other\n\nignored\n")), ("key", (None, "raw/bluefen/x"))])
+    assert after.status_code == 204, after.text
+    assert served.settled(writer, "order.md")["status"] == "published"
+    assert "quay opens at six" in served.call("GET", "/documents/order.md", writer).json()["text"]
+
+
+@pytest.mark.parametrize("field", ["policy", "x-citewell-signature"])
+def test_a_non_ascii_policy_or_signature_is_a_403_in_the_error_shape(served, field):
+    writer = served.token("northpier", ["staff", WRITE])
+    form = served.call("POST", "/documents", writer, {"document_id": f"ascii-{field}.md", "allowed_roles": ["staff"]}).json()["upload"]
+    bent = dict(form["fields"], **{field: "é" + form["fields"][field]})
+    assert "signature" in refused(httpx.post(form["url"], data=bent, files={"file": ("f", b"# x\n\ny\n")}), 403)
+
+
+def test_the_upload_form_points_at_this_server_whatever_host_the_request_names(served):
+    """The Host header is the client's to write: a form built from it would send the file elsewhere."""
+    writer = served.token("northpier", ["staff", WRITE])
+    for host in ("evil.example:443", "127.0.0.1:1"):
+        created = served.call("POST", "/documents", writer, {"document_id": "host.md", "allowed_roles": ["staff"]},
+                              headers={"host": host})
+        assert created.status_code == 201, created.text
+        assert created.json()["upload"]["url"] == f"{served.url}/uploads"
+
+
+def test_a_client_gone_mid_body_is_no_error_of_ours(served):
+    staff = served.token("northpier", ["staff"])
+    logged = len(served.log.read_bytes())
+    with socket.create_connection(("127.0.0.1", served.port), timeout=5) as connection:
+        connection.sendall(f"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {staff}\r\n"
+                           "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"question\"".encode())
+    assert served.call("GET", "/me", staff).status_code == 200
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and b"Traceback" not in served.log.read_bytes()[logged:]:
+        time.sleep(0.1)
+    tail = served.log.read_bytes()[logged:].decode(errors="replace")
+    assert "Traceback" not in tail and "ClientDisconnect" not in tail, tail
 
 
 @pytest.mark.parametrize(("size", "status", "code"), [(MAX_BYTES + 1, 413, "too_large"), (0, 400, "empty_text")])

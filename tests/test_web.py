@@ -23,6 +23,7 @@ from tests.web_browser import (
     ask,
     assert_clean,
     browser_paths,
+    choose_roles,
     delete_button,
     documents,
     everything,
@@ -313,7 +314,8 @@ def test_uploads_publish_and_a_broken_file_fails_with_its_reason(
     documents(page)
     assert page.find_element(By.ID, "upload").is_displayed()
     roles = {box.get_attribute("value"): box.is_selected() for box in page.find_elements(By.CSS_SELECTOR, "#upload-role-list input")}
-    assert roles == {"staff": True}, "the roles the caller reads by, checked; the write role is no reading role"
+    assert roles == {"staff": False}, "the roles the caller reads by, none checked; the write role is no reading role"
+    choose_roles(page, "staff")
     upload(page, good, broken)
     published = settled(page, "moorings.md")
     assert published.get_attribute("data-state") == "published", published.text
@@ -329,11 +331,31 @@ def test_uploads_publish_and_a_broken_file_fails_with_its_reason(
     screenshot(page, "documents", screenshots)
 
 
+def test_an_upload_waits_for_a_choice_of_who_may_read_it(page: Any, site: Site, tmp_path: Path) -> None:
+    """No role is ticked to begin with: a file sent without a choice is not uploaded, and the page
+    says what to do (with every role ticked, an HR writer's salary sheet became readable by all staff)."""
+    import httpx
+
+    unchosen = tmp_path / "salary-bands.md"
+    unchosen.write_text("# Salary bands\n\nThe harbour pilot band is 52,000 to 58,000 euros.\n", encoding="utf-8")
+    sign_in(page, site.tokens["writer"])
+    documents(page)
+    assert not page.find_elements(By.CSS_SELECTOR, "#upload-role-list input:checked")
+    upload(page, unchosen)
+    message = wait_for(page, lambda b: b.find_element(By.ID, "documents-status") if "Choose who may read"
+                       in b.find_element(By.ID, "documents-status").text else None, 10, "the message asking for roles")
+    assert "Nothing was uploaded" in message.text
+    assert not page.find_elements(By.CSS_SELECTOR, '#upload-list li[data-name="salary-bands.md"]')
+    writer = {"Authorization": f"Bearer {site.tokens['writer']}"}
+    assert httpx.get(f"{site.base}/documents/salary-bands.md", headers=writer).status_code == 404  # never registered
+
+
 def test_a_file_dropped_on_the_zone_is_uploaded(page: Any, site: Site, tmp_path: Path) -> None:
     dropped = tmp_path / "ferries.md"
     dropped.write_text("# Ferry timetable\n\nThe first ferry to Gullholm leaves at 06:40 on weekdays.\n", encoding="utf-8")
     sign_in(page, site.tokens["writer"])
     documents(page)
+    choose_roles(page, "staff")
     # Selenium cannot drag from the desktop: a real File from a file input is dropped with a real DataTransfer.
     carrier = page.execute_script("""
         const input = document.createElement('input'); input.type = 'file'; input.id = 'carrier';
@@ -357,6 +379,7 @@ def test_files_the_server_would_refuse_are_refused_before_sending_and_a_name_wit
     hashed.write_text("# Notes 1\n\nThe Gullholm pier lamp is serviced every third Tuesday.\n", encoding="utf-8")
     sign_in(page, site.tokens["writer"])
     documents(page)
+    choose_roles(page, "staff")
     upload(page, empty, big, hashed)
     assert "empty" in settled(page, "empty.md").text
     refused = settled(page, "big.txt")
@@ -414,6 +437,7 @@ def test_a_deleted_document_is_gone_from_the_list_and_from_answers(page: Any, si
     question = "How much does the Quillmoor ferry pass cost per month?"
     sign_in(page, site.tokens["writer"])
     documents(page)
+    choose_roles(page, "staff")
     upload(page, doomed)
     assert settled(page, "ferry-pass.md").get_attribute("data-state") == "published"
     answer = ask(page, question)

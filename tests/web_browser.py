@@ -259,6 +259,13 @@ def everything(browser: Any) -> str:
         return parts.join('\\n');""")
 
 
+def choose_roles(browser: Any, *roles: str) -> None:
+    """Tick exactly ``roles`` among who may read an upload (none is ticked to begin with)."""
+    for box in browser.find_elements(By.CSS_SELECTOR, "#upload-role-list input"):
+        if box.is_selected() != (box.get_attribute("value") in roles):
+            box.click()
+
+
 def upload(browser: Any, *paths: Path) -> None:
     browser.find_element(By.ID, "files").send_keys("\n".join(str(p) for p in paths))
 

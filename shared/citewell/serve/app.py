@@ -23,7 +23,6 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
-from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -48,6 +47,7 @@ from citewell.serve.tokens import (
     mint,
 )
 from citewell.serve.transport import LocalContext, build_event, response_parts
+from citewell.serve.forms import TooSlow, read_form
 from citewell.serve.uploads import UPLOAD_PATH, FormRefused, UploadSigner
 from citewell.serve.worker import IngestWorker
 from citewell.services import Services, open_local
@@ -149,8 +149,11 @@ def verifier_for(settings: ServeSettings, home: Path) -> TokenVerifier:
 class Server:
     """One home served: opened once, shared by every request; each request thread has its own resolver."""
 
-    def __init__(self, home: Path, settings: ServeSettings, *, demo: bool = False, services: Services | None = None) -> None:
-        self.home, self.settings, self.demo = home, settings, demo
+    def __init__(self, home: Path, settings: ServeSettings, origin: str, *, demo: bool = False,
+                 services: Services | None = None) -> None:
+        """``origin`` is ``scheme://host:port`` as clients reach this server, from its configuration."""
+        self.home, self.settings, self.demo, self.origin = home, settings, demo, origin
+        self.domain = origin.split("://", 1)[1]
         self.verifier = verifier_for(settings, home)
         if demo and settings.external_issuer:
             raise ValueError("--demo mints tokens with the home's key; it cannot be used with an external issuer")
@@ -173,8 +176,9 @@ class Server:
         return self._backend
 
     def upload_form(self, key: str, max_bytes: int, expires_in: int, event: Any) -> dict[str, Any]:
-        origin = f"{event.headers.get('x-forwarded-proto', 'http')}://{event.request_context.domain_name}"
-        return self.signer.form(key, max_bytes, expires_in, origin)
+        """The form's URL is the configured origin: a request's Host header names whatever the
+        client likes, and the form would send the writer's file there."""
+        return self.signer.form(key, max_bytes, expires_in, self.origin)
 
     def _resolver(self) -> IsolatedHttpResolver:
         resolver: IsolatedHttpResolver | None = getattr(self._local, "resolver", None)
@@ -185,7 +189,7 @@ class Server:
     def respond(self, scope: Scope, body: bytes, claims: dict[str, Any], request_id: str) -> tuple[int, bytes, dict[str, str]]:
         """One API request after its token and body, all in one pool thread: the event, the
         resolver and the reply's parts (one hop off the loop and back per request)."""
-        event = build_event(scope, body, claims, request_id)
+        event = build_event(scope, body, claims, request_id, self.domain)
         return response_parts(handle(self._resolver(), event, LocalContext(aws_request_id=request_id)))
 
     def accept_upload(self, key: str, data: bytes) -> None:
@@ -293,6 +297,8 @@ class Server:
             status, data, headers = refusal(503, "ServiceUnavailable", str(down))
         except Refused as refused:
             status, data, headers = refusal(refused.status, refused.code, refused.message)
+        except ClientDisconnect:  # gone mid-body: no one to answer, and nothing went wrong here
+            return
         else:
             status, data, headers = await anyio.to_thread.run_sync(
                 self.respond, scope, body, claims, request_id, limiter=self.limiter)
@@ -304,28 +310,17 @@ class Server:
         await send({"type": "http.response.body", "body": data})
 
     async def upload(self, request: Request) -> Response:
+        """The form's fields are checked before its file is read (:mod:`.forms`); a refusal
+        leaves the rest of the body to the server, which reads it away without keeping it."""
         limit = self.services.max_bytes + FORM_SLACK
         try:
             check_length(request, limit, f"the upload is over the limit of {self.services.max_bytes:,} bytes")
-            form_request = Request(request.scope, counted(request.receive, limit, self.services.max_bytes))
-            try:
-                with anyio.fail_after(self.settings.upload_seconds):
-                    form = await form_request.form(max_files=1, max_fields=16)
-            except TimeoutError:
-                raise Refused(408, "RequestTimeout", f"the upload did not arrive within {self.settings.upload_seconds:.0f} seconds") from None
-            except HTTPException as bad:
-                raise Refused(400, "MalformedPOSTRequest", f"the body is not a multipart form: {bad.detail}") from None
-            fields = {name: value for name, value in form.multi_items() if isinstance(value, str)}
-            file = form.get("file")
-            if not isinstance(file, UploadFile):
-                raise Refused(400, "InvalidArgument", "the form has no file: send it as the field 'file', after the others")
-            key, max_bytes = self.signer.check(fields)
-            try:
-                data = await file.read(max_bytes + 1)
-            finally:
-                await form.close()
-            if len(data) > max_bytes:
-                message = f"the file is over the limit of {max_bytes:,} bytes"
+            body = Request(request.scope, counted(request.receive, limit, self.services.max_bytes)).stream()
+            received = await read_form(request.headers.get("content-type", ""), body, self.signer.check,
+                                       fields_seconds=self.settings.read_seconds, upload_seconds=self.settings.upload_seconds)
+            key, data = received.key, received.data
+            if received.too_large:
+                message = f"the file is over the limit of {received.max_bytes:,} bytes"
                 await anyio.to_thread.run_sync(self.refuse_upload, key, TooLarge(message), limiter=self.limiter)
                 raise Refused(413, "EntityTooLarge", message)
             if not data:
@@ -340,6 +335,8 @@ class Server:
             return error(403, refused.code, refused.message)
         except ServerStopped as stopped:
             return error(503, stopped.code, stopped.message)
+        except TooSlow as late:
+            return error(408, late.code, late.message)
         except CitewellError as failed:
             return error(409 if isinstance(failed, Conflict) else 400, failed.code, failed.message)
         return Response(status_code=204)

@@ -10,14 +10,10 @@ flatten it to ``"[a b]"``, which the routes read too).
 from __future__ import annotations
 
 import base64
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote
-
-_HOST = re.compile(r"(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?")
-
 
 @dataclass(frozen=True)
 class LocalContext:
@@ -29,21 +25,12 @@ class LocalContext:
     invoked_function_arn: str = "local"
 
 
-def host_of(scope: dict[str, Any], headers: dict[str, str]) -> str:
-    """The host the client called (for the upload form's URL); the socket's address if the header is odd."""
-    host = headers.get("host", "")
-    if _HOST.fullmatch(host):
-        return host
-    server = scope.get("server") or ("127.0.0.1", 80)
-    return f"{server[0]}:{server[1]}"
-
-
-def build_event(scope: dict[str, Any], body: bytes, claims: dict[str, Any], request_id: str) -> dict[str, Any]:
+def build_event(scope: dict[str, Any], body: bytes, claims: dict[str, Any], request_id: str, host: str) -> dict[str, Any]:
+    """``host`` is the server's configured name (API Gateway's domain), never the client's Host header."""
     headers: dict[str, str] = {}
     for raw_name, raw_value in scope.get("headers") or []:
         name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
         headers[name] = f"{headers[name]},{value}" if name in headers else value
-    host = host_of(scope, headers)
     headers["x-forwarded-proto"] = scope.get("scheme", "http")  # what API Gateway sets; never the client's
     query_string = (scope.get("query_string") or b"").decode("latin-1")
     parameters: dict[str, str] = {}

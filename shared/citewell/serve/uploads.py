@@ -36,7 +36,7 @@ class UploadSigner:
         self._secret = secret or os.urandom(32)
 
     def _signature(self, policy: str) -> str:
-        return hmac.new(self._secret, policy.encode("ascii"), hashlib.sha256).hexdigest()
+        return hmac.new(self._secret, policy.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
     def form(self, key: str, max_bytes: int, expires_in: int, origin: str) -> dict[str, Any]:
         policy = base64.b64encode(json.dumps(
@@ -49,8 +49,10 @@ class UploadSigner:
         """The key and size limit the form's policy grants, or :class:`FormRefused`."""
         policy, signature, key = fields.get("policy", ""), fields.get("x-citewell-signature", ""), fields.get("key", "")
         if not policy or not signature or not key:
-            raise FormRefused("the form needs its key, policy and x-citewell-signature fields, as POST /documents returned them")
-        if not hmac.compare_digest(self._signature(policy), signature):
+            raise FormRefused("the form needs its key, policy and x-citewell-signature fields before the file, "
+                              "as POST /documents returned them")
+        # As bytes: compare_digest refuses str with non-ASCII characters (a TypeError, a 500).
+        if not hmac.compare_digest(self._signature(policy).encode(), signature.encode("utf-8", "surrogatepass")):
             raise FormRefused("the form's signature does not match its policy: send the fields unchanged")
         granted = json.loads(base64.b64decode(policy))
         if granted["key"] != key:

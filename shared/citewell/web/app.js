@@ -691,13 +691,14 @@
 
   /* ---------- uploads ---------- */
 
-  /** The roles a new document may be readable by: all the caller holds, checked by default. */
+  /** The roles a new document may be readable by: those the caller holds, none checked. A writer
+   *  chooses for each upload, or an HR writer's salary sheet would be readable by all staff. */
   function renderRoleChoices() {
     const box = clear($("upload-role-list"));
     for (const role of readingRoles()) {
       const id = `role-${role.replace(/[^A-Za-z0-9_-]/g, "_")}`;
       box.append(el("label", { class: "check", for: id },
-        el("input", { type: "checkbox", id, value: role, checked: true }),
+        el("input", { type: "checkbox", id, value: role }),
         el("span", { text: role })));
     }
   }
@@ -709,7 +710,7 @@
   async function uploadAll(files) {
     const roles = chosenRoles();
     if (!roles.length) {
-      status("documents-status", "Choose who may read the files first: at least one role.", "error");
+      status("documents-status", "Choose who may read the files first: tick at least one role under \u201cWho may read them\u201d. Nothing was uploaded.", "error");
       $("upload-role-list").querySelector("input")?.focus();
       return;
     }
