@@ -199,6 +199,8 @@ class _Audit:
             purge_revision(self.services, document.tenant, document.document_id, document.active_revision, Counter())
 
     def _index(self, chunks: list) -> None:  # type: ignore[type-arg]
+        if not chunks:  # purged since the audit looked: nothing to index again
+            return
         services = self.services
         embed_stage(services, chunks)
         cached = services.metadata.get_embeddings(services.embedder.identity, (c.content_hash for c in chunks))
