@@ -111,7 +111,7 @@ bench-quick: $(VENV)/.bench
 # at least 20,000 probes; the count, the operation mix and any
 # failure go into BENCHMARKS.md (`make test` runs a fixed-seed sample).
 fuzz: $(VENV)/.dev
-	$(BIN)/python -m tests.interleavings --probes 20000 --processes 3
+	$(BIN)/python -m tests.interleavings --probes 20000 --jobs 2 --processes 3
 
 # The Lambda layer: the core and its `aws` extra, as wheels for the Lambda platform (no Docker).
 LAYER := build/layer/python

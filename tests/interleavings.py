@@ -781,9 +781,8 @@ def write_block(path: Path, block: str) -> None:
 STEPS = 300
 
 
-def main() -> int:
-    """``make fuzz``: seeded runs until at least ``--probes`` probes; the result goes into BENCHMARKS.md."""
-    import argparse
+def seeded_runs(target: int, first_seed: int, stride: int, steps: int, no_cloud: bool) -> tuple[int, int, list[str], Counter[str]]:
+    """Seeded runs ``first_seed``, ``first_seed + stride``, ... until ``target`` probes: one job of ``make fuzz``."""
     import tempfile
     import traceback
 
@@ -791,35 +790,62 @@ def main() -> int:
 
     from tests.conftest import make_services
 
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--probes", type=int, default=20_000)
-    parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
-    parser.add_argument("--first-seed", type=int, default=1000)
-    parser.add_argument("--steps", type=int, default=STEPS)
-    parser.add_argument("--no-cloud", action="store_true", help="only the embedded stores")
-    parser.add_argument("--processes", type=int, default=0, help="also this many runs of real concurrent processes")
-    args = parser.parse_args()
     embedder = MiniLMEmbedder()
-    started, probes, runs, failures, ops = time.monotonic(), 0, 0, [], Counter[str]()
-    seed = args.first_seed
+    probes, runs, failures, ops = 0, 0, [], Counter[str]()
+    seed = first_seed
     with model_service() as url:
-        while probes < args.probes:
+        while probes < target:
             with tempfile.TemporaryDirectory() as folder:
                 home = Path(folder)
-                cloud = runs % 4 == 3 and not args.no_cloud
+                cloud = (seed // stride) % 4 == 3 and not no_cloud  # every fourth run of each job
                 with cloud_stores(make_services(home, embedder)) if cloud else nullcontext(make_services(home, embedder)) as services:
                     # on the cloud stores the index stays local and the rest lives in moto: no home to search
                     interleaver = Interleaver(services, seed, home=None if cloud else home, model_url=url)
                     try:
-                        interleaver.run(args.steps)
+                        interleaver.run(steps)
                     except Exception as error:  # a violation, or a crash: both are failures to report
                         failures.append(f"seed {seed}, probe {interleaver.probes}: {type(error).__name__}: {error}")
                         traceback.print_exc()
                 probes += interleaver.probes
                 ops += interleaver.ops
             runs += 1
-            seed += 1
-            print(f"{probes} probes, {runs} runs, {len(failures)} failures", flush=True)
+            seed += stride
+            print(f"seed {seed - stride}: {probes} probes, {runs} runs, {len(failures)} failures", flush=True)
+    return probes, runs, failures, ops
+
+
+def _job(job: int, jobs: int, target: int, first_seed: int, steps: int, no_cloud: bool) -> tuple[int, int, list[str], Counter[str]]:
+    import os
+
+    os.environ["CITEWELL_EMBED_THREADS"] = "1"  # one core a job
+    return seeded_runs(target, first_seed + job, jobs, steps, no_cloud)
+
+
+def main() -> int:
+    """``make fuzz``: seeded runs until at least ``--probes`` probes; the result goes into BENCHMARKS.md."""
+    import argparse
+    import traceback
+    from concurrent.futures import ProcessPoolExecutor
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--probes", type=int, default=20_000)
+    parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument("--first-seed", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--jobs", type=int, default=1, help="seeded runs in this many processes at once (one core each)")
+    parser.add_argument("--no-cloud", action="store_true", help="only the embedded stores")
+    parser.add_argument("--processes", type=int, default=0, help="also this many runs of real concurrent processes")
+    args = parser.parse_args()
+    started, probes, runs, failures, ops = time.monotonic(), 0, 0, [], Counter[str]()
+    share = -(-args.probes // args.jobs)
+    if args.jobs == 1:
+        results = [seeded_runs(share, args.first_seed, 1, args.steps, args.no_cloud)]
+    else:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(_job, range(args.jobs), [args.jobs] * args.jobs, [share] * args.jobs,
+                                    [args.first_seed] * args.jobs, [args.steps] * args.jobs, [args.no_cloud] * args.jobs))
+    for job_probes, job_runs, job_failures, job_ops in results:
+        probes, runs, failures, ops = probes + job_probes, runs + job_runs, failures + job_failures, ops + job_ops
     if args.processes:
         from tests.processes import run_processes
 
@@ -830,7 +856,8 @@ def main() -> int:
             except Exception as error:
                 failures.append(f"processes seed {args.first_seed + i}: {type(error).__name__}: {error}")
                 traceback.print_exc()
-    command = f"python -m tests.interleavings --probes {args.probes}" + (f" --processes {args.processes}" if args.processes else "")
+    command = (f"python -m tests.interleavings --probes {args.probes}" + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
+               + (f" --processes {args.processes}" if args.processes else ""))
     write_block(args.out, fuzz_block(probes, runs, time.monotonic() - started, failures, command, ops, args.steps))
     return 1 if failures else 0
 
