@@ -15,6 +15,8 @@ from citewell.ingest.stages import IngestRequest
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
 
+from tests.residue import tantivy_residue
+
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))
 SECRET_ID = "quokka-memo.md"
 SECRET = (
@@ -32,8 +34,9 @@ def add(services, data: bytes, doc_id: str):
 
 
 def traces(home: Path, needles: list[bytes]) -> list[str]:
-    """Every file under the home whose raw bytes contain a needle (any case), and every file or
-    folder whose name does (a folder named after a deleted document is a trace too)."""
+    """Every file under the home whose raw bytes contain a needle (any case), every file or
+    folder whose name does (a folder named after a deleted document is a trace too), and every
+    lexical segment that still indexes a needle that is one distinctive word."""
     found = []
     for path in sorted(home.rglob("*")):
         name = unquote(path.relative_to(home).as_posix()).lower().encode()
@@ -41,6 +44,9 @@ def traces(home: Path, needles: list[bytes]) -> list[str]:
         if path.is_file():
             data = path.read_bytes().lower()
             found += [f"{path.relative_to(home)}: {n.decode()}" for n in needles if n.lower() in data]
+    # tantivy's term dictionary holds no term as plain bytes: it is asked for the distinctive words itself
+    words = {w for n in needles if (w := n.decode()).isalpha() and len(w) >= 9}
+    found += [f"lexical segment {segment}: {term}" for segment, terms in tantivy_residue(home, words).items() for term in terms]
     return found
 
 

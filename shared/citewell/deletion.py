@@ -133,6 +133,21 @@ def _older_than_served(services: Services, document: Document) -> tuple[list[str
     return keys, uploads
 
 
+def forget_unit_vectors_left(services: Services) -> int:
+    """Drop the answerer's cached unit vectors of revisions no chunk record has any more: an ask
+    killed between caching them and its record, after a purge of what it read, leaves them."""
+    prefix = units_identity(services.embedder.identity, "")
+    cached = [i for i in services.metadata.embedding_identities() if i.startswith(prefix)]  # first: see below
+    # A revision is chunked before it is served and its units are cached only once served, so
+    # one cached before the inventory below is read has its chunk records in it, unless purged.
+    revisions = {r for _, _, r, _ in services.metadata.chunk_inventory()}
+    left = [i for i in cached if i.removeprefix(prefix) not in revisions]
+    if not left:
+        return 0
+    with removing(services):
+        return sum(services.metadata.delete_identity(i) for i in left)
+
+
 def compact(services: Services) -> list[str]:
     """Make every deletion so far physical; what could not finish now is named. The removals
     that had ended when it started are seen through once both stores compacted."""
@@ -179,16 +194,27 @@ def delete_document(services: Services, tenant: str, document_id: str, generatio
         compact(services)  # finishes a deletion that stopped right after removing the record
         raise NotFound(f"no document {document_id!r} in tenant {tenant!r}")
     removed: Counter[str] = Counter()
+
+    def still_ours() -> bool:
+        """Under our tombstone no upload can register. Without one (the record was already gone)
+        the id may begin a new life at any moment, whose rows and objects are not ours: what the
+        old life left goes only while no record exists (a new life's are written after its record)."""
+        return marked is not None or services.metadata.get_document(tenant, document_id) is None
+
     with removing(services):
         removed["cached_answers"] += services.metadata.bump_epoch(tenant)
         for revision in sorted(revisions):
-            purge_revision(services, tenant, document_id, revision, removed)
-        removed["index_chunks"] += services.index.delete_document(tenant, document_id)
+            if still_ours():
+                purge_revision(services, tenant, document_id, revision, removed)
+        if marked is not None:  # every row of the id: without a tombstone, only the revisions listed above
+            removed["index_chunks"] += services.index.delete_document(tenant, document_id)
         for key in objects + unfinished:
-            removed["raw_objects" if key.startswith(prefixes[0]) else "artifacts"] += services.objects.delete(key)
+            if still_ours():
+                removed["raw_objects" if key.startswith(prefixes[0]) else "artifacts"] += services.objects.delete(key)
         # Answers resting on a revision no longer known anywhere else (a crash between steps) go too.
-        _withdraw_answers(services, tenant, document_id, None, removed)
-        for upload in uploads:
+        if marked is not None:
+            _withdraw_answers(services, tenant, document_id, None, removed)
+        for upload in uploads if marked is not None else []:  # an intent comes before its record: without one, the audit's
             removed["uploads"] += services.metadata.delete_upload(tenant, document_id, upload.upload_id)
         if marked is not None:
             removed["documents"] += services.metadata.delete_document(tenant, document_id, marked.generation)
