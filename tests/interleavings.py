@@ -350,7 +350,11 @@ class Interleaver:
             self.pending_marker = None
         self.marker_of[upload.upload_id] = word
         self.registering.discard(upload.upload_id)
-        self.model.latest[key] = upload.upload_id
+        # A register's moment is its record write: an operation run inside it (a delete, a whole
+        # replacement) may come before or after that write, so the record says which happened.
+        record = self.real.metadata.get_document(*key)
+        if record is not None and is_current(record, upload):
+            self.model.latest[key] = upload.upload_id
         flight = InFlight(upload, word)
         self.in_flight.append(flight)
         return flight
