@@ -459,6 +459,14 @@ class Interleaver:
             delete_document(self.services, tenant, document_id)
         except NotFound:
             pass
+        # A delete's moment is its tombstone: a replacement run inside it before that write was
+        # published and then deleted with the rest; one run after the record went is a new life.
+        record = self.real.metadata.get_document(tenant, document_id)
+        if record is None or record.status is DocumentStatus.DELETING:
+            self.model.latest.pop(key, None)
+            served = self.model.active.pop(key, None)
+            if served is not None:
+                self.model.deleted.add(served[0])
 
     def ask(self, again: bool = False) -> None:
         """An ask, by the extractive generator or the scripted model; ``again``: a question asked before."""
