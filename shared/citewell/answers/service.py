@@ -69,7 +69,8 @@ def ask(
     if identity.is_empty or not question.strip():
         return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True)
     epoch = services.metadata.tenant_epoch(identity.tenant)
-    key = cache_key(identity, question, epoch, f"{generator.name}:{getattr(generator, 'fingerprint', '')}")
+    answered_by = f"{generator.name}:{getattr(generator, 'fingerprint', '')}"
+    key = cache_key(identity, question, epoch, answered_by)
     cached_id = services.metadata.get_cached_answer(key, identity.tenant, epoch)
     if cached_id is not None:
         record = services.metadata.get_answer(identity.tenant, cached_id)
@@ -80,7 +81,7 @@ def ask(
         if answer is not None:
             return answer
         epoch = services.metadata.tenant_epoch(identity.tenant)
-        key = cache_key(identity, question, epoch, f"{generator.name}:{getattr(generator, 'fingerprint', '')}")
+        key = cache_key(identity, question, epoch, answered_by)
     return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, degraded=[SOURCES_CHANGED])
 
 
