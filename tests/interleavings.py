@@ -86,8 +86,9 @@ IDENTITY_ROLES = [frozenset(c) for c in (("staff",), ("hr",), ("engineering",), 
 WRITES = {
     "objects": {"put", "delete"},
     "metadata": {"save_document", "delete_document", "put_upload", "delete_upload", "put_chunks", "delete_chunks",
-                 "put_embeddings", "delete_embeddings", "put_answer", "drop_cached_answers", "bump_epoch",
-                 "put_cached_answer", "compact", "delete_identity"},
+                 "put_embeddings", "delete_embeddings", "delete_unused_embeddings", "put_answer", "record_answer",
+                 "drop_cached_answers", "bump_epoch", "put_cached_answer", "compact", "delete_identity",
+                 "begin_removal", "end_removal", "clear_removals"},
     "index": {"upsert", "flush", "delete_revision", "delete_document", "compact"},
 }
 INJECT = 0.03  # the chance that another operation runs whole at one store call of an operation

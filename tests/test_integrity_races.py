@@ -26,7 +26,7 @@ from citewell.deletion import delete_document, unfinished_removals
 from citewell.errors import NotFound
 from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.runner import ingest
-from citewell.ingest.stages import IngestRequest
+from citewell.ingest.stages import IngestRequest, register
 from citewell.keys import raw_key
 from citewell.models import Identity
 from citewell.search import search
@@ -108,6 +108,29 @@ def test_the_audit_finishes_a_stuck_delete_only_for_the_life_of_the_record_it_sa
         delete_document(services, "northpier", "memo.md", generation="another-life")
     delete_document(services, "northpier", "memo.md", generation=stuck.generation)
     assert services.metadata.get_document("northpier", "memo.md") is None
+
+
+def test_an_intent_left_by_a_register_killed_before_its_record_write_never_becomes_current(services, monkeypatch):
+    """The next register takes the same sequence number; only the one the record names may move it on."""
+    from citewell.records import current_upload, is_current
+
+    add(services, "memo.md", "# Memo\n\nThe first memo about berth nine.\n")
+    monkeypatch.setattr(services.metadata, "save_document", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("power cut")))
+    with pytest.raises(RuntimeError):
+        register(services, IngestRequest(document_id="memo.md", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                                         data=b"# Memo\n\nA memo that never registered.\n", filename="memo.md"))
+    monkeypatch.undo()
+    (dead,) = [u for u in services.metadata.list_uploads("northpier", "memo.md") if u.seq == 2]
+    live = register(services, IngestRequest(document_id="memo.md", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                                            data=b"# Memo\n\nThe second memo: berth nine opens at six.\n", filename="memo.md"))
+    assert live.seq == dead.seq and live.generation == dead.generation
+    record = services.metadata.get_document("northpier", "memo.md")
+    assert not is_current(record, dead) and is_current(record, live)
+    assert current_upload(services.metadata, record).upload_id == live.upload_id
+    report = audit(services, repair=True)  # the live upload is fresh: not stuck
+    assert [f.kind for f in report.findings] == ["orphan_upload"]  # the dead intent, never the live one
+    assert {u.upload_id for u in services.metadata.list_uploads("northpier", "memo.md")} >= {live.upload_id}
+    assert dead.upload_id not in {u.upload_id for u in services.metadata.list_uploads("northpier", "memo.md")}
 
 
 # -- an ask beside a delete ----------------------------------------------------------------

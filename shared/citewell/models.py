@@ -172,7 +172,8 @@ class Document(AccessFields):
 
     Every write is a compare-and-set on ``version``; ``generation`` names this life of the
     record (a delete ends it, a later upload starts a new one); ``upload_seq`` is the latest
-    registered upload, the only one allowed to move the record on.
+    registered upload, the only one allowed to move the record on, and ``upload_id`` its id: an
+    intent left by a register killed before its record write can share that number, never the id.
     """
 
     title: str
@@ -190,6 +191,7 @@ class Document(AccessFields):
     generation: str = ""
     version: int = 0  # 0: not stored yet
     upload_seq: int = 0
+    upload_id: str | None = None  # the latest registered upload; None on records written before it was kept
     active_upload: str | None = None
     content_sha256: str | None = None  # of the active revision's extracted text
     encoding: str | None = None  # the active revision's text encoding, as detected; None for binary formats

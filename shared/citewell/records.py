@@ -46,5 +46,6 @@ def is_current(document: Document | None, upload: Upload) -> bool:
         document is not None
         and document.generation == upload.generation
         and document.upload_seq == upload.seq
+        and document.upload_id in (None, upload.upload_id)
         and document.status is not DocumentStatus.DELETING
     )
