@@ -285,6 +285,8 @@ class Interleaver:
                 raise Killed
         if method in ("save_document", "put_upload") and args and getattr(args[0], "lease", None) == self.real_lease:
             args = (args[0].model_copy(update={"lease": self.process.lease}), *args[1:])
+        if method == "begin_removal" and args and args[0] == self.real_lease:  # the intent is the simulated process's
+            args = (self.process.lease, *args[1:])
         if method == "put_upload" and self.pending_marker is not None:
             self.marker_of[args[0].upload_id] = self.pending_marker
             self.registering.add(args[0].upload_id)

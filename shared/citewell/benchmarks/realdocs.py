@@ -1,0 +1,99 @@
+"""Answers on real documents nobody on the project wrote: ``python -m citewell.benchmarks.realdocs --data DIR``.
+
+``DIR`` is a realdocs folder (``docs/ops``, ``docs/dev``, ``questions.jsonl``): man pages,
+manuals, READMEs, config files, PDFs and tables in two role groups, and labelled questions in
+the answer-set format. Its files are ingested into tenant ``realdocs`` as ``GROUP/NAME``,
+readable by the role ``GROUP``; every question is asked as its caller, and the figures the
+targets name are printed: answers right and wrong, refusals, and how often a refusal's first
+closest passage held the answer (retrieval found it; the decision to answer did not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from citewell.answers.evaluation import AnswerCase, Report, evaluate, judge, load_cases
+from citewell.answers.service import ask
+from citewell.ingest.runner import ingest
+from citewell.ingest.stages import IngestRequest
+from citewell.models import Answer
+from citewell.services import Services
+
+TENANT = "realdocs"
+GROUPS = ("ops", "dev")
+
+
+def requests(folder: Path) -> list[IngestRequest]:
+    """One request a file of ``folder/docs/GROUP``, in name order."""
+    return [
+        IngestRequest(document_id=f"{group}/{path.name}", tenant=TENANT, allowed_roles=frozenset({group}),
+                      data=path.read_bytes(), filename=path.name, source=f"docs/{group}/{path.name}")
+        for group in GROUPS for path in sorted((folder / "docs" / group).iterdir()) if path.is_file()
+    ]
+
+
+def ingest_realdocs(services: Services, folder: Path) -> list[str]:
+    """Ingests the documents; returns those that did not publish, with why (they are part of the result)."""
+    outcomes = ingest(services, requests(folder))
+    return [f"{o.document_id}: {o.status} {o.error.message if o.error else ''}".strip()
+            for o in outcomes if o.status not in ("published", "unchanged")]
+
+
+def _holds(text: str, case: AnswerCase) -> bool:
+    normal = " ".join(text.split()).lower()
+    return bool(case.must_contain) and all(" ".join(f.split()).lower() in normal for f in case.must_contain)
+
+
+def breakdown(cases: list[AnswerCase], answers: list[Answer], report: Report) -> dict[str, object]:
+    """The figures the issue's targets read, from one run."""
+    answerable = [(c, a, j) for c, a, j in zip(cases, answers, report.judgements) if not c.refuse]
+    refusals = [(c, a, j) for c, a, j in zip(cases, answers, report.judgements) if c.refuse]
+    right = sum(j.correct for _, _, j in answerable)
+    wrong = sum(j.answered and not j.correct for _, _, j in answerable)
+    refused = [(c, a) for c, a, j in answerable if not j.answered]
+    first_held = sum(bool(a.closest) and _holds(a.closest[0].text, c) for c, a in refused)
+    n = len(answerable) or 1
+    return {
+        "answerable": len(answerable), "must_refuse": len(refusals),
+        "answered_right": right, "answered_wrong": wrong, "refused_answerable": len(refused),
+        "refused_with_answer_first_closest": first_held,
+        "answered_must_refuse": sum(j.answered for _, _, j in refusals),
+        "answered_right_share": round(right / n, 4), "answered_wrong_share": round(wrong / n, 4),
+        "answered_must_refuse_share": round(sum(j.answered for _, _, j in refusals) / (len(refusals) or 1), 4),
+        "forbidden_text": report.overall.forbidden_text,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="a realdocs folder: docs/ops, docs/dev, questions.jsonl")
+    parser.add_argument("--home", type=Path, default=Path(".eval/realdocs"))
+    parser.add_argument("--show", action="store_true", help="print every question with its answer or closest passage")
+    args = parser.parse_args()
+    from citewell.services import open_local
+
+    services = open_local(args.home)
+    failed = ingest_realdocs(services, args.data)
+    cases = load_cases(args.data / "questions.jsonl")
+    answers: list[Answer] = []
+
+    def asked(case: AnswerCase) -> Answer:
+        answers.append(ask(services, case.identity, case.question))
+        return answers[-1]
+
+    report = evaluate(cases, asked)
+    figures = breakdown(cases, answers, report)
+    if args.show:
+        for case, answer in zip(cases, answers):
+            j = judge(case, answer)
+            mark = "RIGHT" if j.correct else ("WRONG" if j.answered else ("refused" if not case.refuse else "ok-refused"))
+            shown = answer.answer if answer.answer else (answer.closest[0].text[:300] if answer.closest else "")
+            print(f"--- {case.id} [{case.category}] {mark}: {case.question}\n    want {case.must_contain} in {case.expected_documents}"
+                  f"\n    {'answer' if answer.answer else 'closest'}: {' '.join(shown.split())[:400]}")
+    print(json.dumps({"not_published": failed, "overall": report.overall.model_dump(), **figures}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
