@@ -48,6 +48,11 @@ class TextBuilder:
         self.top_heading: str | None = None  # the first heading of level 1 or above (a title)
         self.opens_with_heading = False  # the first block is a heading
 
+    @property
+    def is_empty(self) -> bool:
+        """No block yet: a heading now opens the document."""
+        return not self._blocks
+
     def heading(self, level: int, text: str, **where: object) -> None:
         text = clean_inline(text)
         if not text:
