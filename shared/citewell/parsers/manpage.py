@@ -70,8 +70,8 @@ _Event = _Heading | _Paragraph | _Code | _Item
 
 
 def looks_like_manpage(text: str) -> bool:
-    """Rendered: the running header, or a NAME heading over an indented ``name - what`` line,
-    then another all-caps heading. Roff: a ``.TH`` (or mdoc's ``.Dd``) before any text."""
+    """Rendered: a NAME heading over an indented line, under the running header or followed
+    by a SYNOPSIS or DESCRIPTION heading. Roff: a ``.TH`` (or mdoc's ``.Dd``) before any text."""
     text = _OVERSTRIKE.sub("", text)
     lines = [line.rstrip() for line in text.splitlines()[:400]]
     body = [line for line in lines if line.strip()]
@@ -79,10 +79,11 @@ def looks_like_manpage(text: str) -> bool:
         return False
     if _roff_first(body):
         return True
-    start = 1 if _HEADER.match(body[0].strip()) else 0
-    if len(body) < start + 3 or body[start] != "NAME" or not body[start + 1].startswith(" "):
+    header = bool(_HEADER.match(body[0].strip()))
+    start = 1 if header else 0
+    if len(body) < start + 2 or body[start] != "NAME" or not body[start + 1].startswith(" "):
         return False
-    return any(line in ("SYNOPSIS", "DESCRIPTION") for line in body[start + 2 :])
+    return header or any(line in ("SYNOPSIS", "DESCRIPTION") for line in body[start + 2 :])
 
 
 def _roff_first(body: list[str]) -> bool:
