@@ -35,11 +35,10 @@ _SECTION = re.compile(r"^[A-Z][A-Z0-9 ,/&'()\[\]._-]*$")
 _ROFF_START = re.compile(r"^\.(?:TH|Dd|SH|Sh)\b", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
-# The field that names a tag, by the section it is in; else "option" for "-x" and "term".
-_TAG_FIELD = {"OPTIONS": "option", "COMMANDS": "command", "SUBCOMMANDS": "command", "COMMAND": "command",
-              "ENVIRONMENT": "variable", "ENVIRONMENT VARIABLES": "variable", "FILES": "file",
-              "EXIT STATUS": "exit status", "RETURN VALUE": "return value", "EXIT CODES": "exit code",
-              "SIGNALS": "signal", "ERRORS": "error", "EXAMPLES": "example", "CONFIGURATION": "setting"}
+# The field that names a tag is what its section lists: "OPTIONS" lists options, "EXIT VALUES"
+# exit values. These sections list something their name does not say.
+_TAG_FIELD = {"DESCRIPTION": "term", "ENVIRONMENT": "variable", "CONFIGURATION": "setting"}
+_SINGULAR = re.compile(r"(?<![su])s$")  # "OPTIONS" -> "option"; "EXIT STATUS" stays
 
 
 @dataclass
@@ -283,9 +282,14 @@ def _description(lines: list[str], indent: int) -> list[_Paragraph | _Code]:
 
 
 def _tag_field(section: str, tag: str) -> str:
+    """``option`` for ``-x``; else what the section lists ("COMMANDS": ``command``), or ``term``
+    under a heading of more than two words."""
     if tag.startswith(("-", "+")):
         return "option"
-    return _TAG_FIELD.get(section.upper(), "term")
+    words = section.lower().split()
+    if section.upper() in _TAG_FIELD or not 0 < len(words) <= 2 or not all(w.isalpha() for w in words):
+        return _TAG_FIELD.get(section.upper(), "term")
+    return " ".join([*words[:-1], _SINGULAR.sub("", words[-1])])
 
 
 def _record_part(parts: list[_Paragraph | _Code]) -> tuple[str, list[_Paragraph | _Code]]:
