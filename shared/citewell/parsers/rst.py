@@ -104,7 +104,10 @@ class _Walker:
         }
 
     def walk(self, parent: nodes.Element, depth: int) -> None:
-        for child in parent.children:
+        self.walk_nodes(parent.children, depth)
+
+    def walk_nodes(self, children: list[nodes.Node], depth: int) -> None:
+        for child in children:
             if not isinstance(child, nodes.Element):
                 continue
             handler = next((h for kind, h in self._handlers.items() if isinstance(child, kind)), None)
@@ -140,9 +143,7 @@ class _Walker:
                 continue
             own = [c for c in item.children if isinstance(c, nodes.paragraph)]
             self.builder.block(BlockKind.LIST_ITEM, " ".join(_text(p) for p in own))
-            rest = nodes.Element()
-            rest.children = [c for c in item.children if not isinstance(c, nodes.paragraph)]
-            self.walk(rest, depth)
+            self.walk_nodes([c for c in item.children if not isinstance(c, nodes.paragraph)], depth)
 
     def _definitions(self, node: nodes.Element, depth: int) -> None:
         """``term: definition``, one item each (a glossary entry, a setting and what it does)."""
@@ -153,9 +154,7 @@ class _Walker:
             body = " ".join(_text(p) for p in own)
             self.builder.block(BlockKind.LIST_ITEM, f"{term}: {body}" if body else term)
             if definition is not None:
-                rest = nodes.Element()
-                rest.children = [c for c in definition.children if not isinstance(c, nodes.paragraph)]
-                self.walk(rest, depth)
+                self.walk_nodes([c for c in definition.children if not isinstance(c, nodes.paragraph)], depth)
 
     def _fields(self, node: nodes.Element, depth: int) -> None:
         """One record of the list's fields; the bibliographic ones (``<author>``) by their name."""
@@ -219,9 +218,7 @@ class _Walker:
             if first and isinstance(child, nodes.paragraph) and label:
                 self.builder.block(BlockKind.PARAGRAPH, f"{label}: {_text(child)}")
             else:
-                holder = nodes.Element()
-                holder.children = [child]
-                self.walk(holder, depth)
+                self.walk_nodes([child], depth)
             first = False
 
 
