@@ -31,7 +31,6 @@ _HEADER = re.compile(r"^(?P<page>[^\s()]+\([0-9][\w]*\))(?:\s+.*)?\s+(?P=page)\s
 # "Git 2.39.5    10/07/2025    GIT-STASH(1)", "systemd 252    JOURNALD.CONF(5)"
 _FOOTER = re.compile(r"^\S.*\S\s{3,}(?:.*\s{2,})?[^\s()]+\([0-9][\w]*\)\s*$")
 _OVERSTRIKE = re.compile(r".\x08")  # "N\bNA\bA": bold and underline as a terminal draws them
-_SECTION = re.compile(r"^[A-Z][A-Z0-9 ,/&'()\[\]._-]*$")
 _ROFF_START = re.compile(r"^\.(?:TH|Dd|SH|Sh)\b", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
