@@ -298,7 +298,7 @@ def test_the_api_handler_imports_no_parser_model_runtime_or_cdk():
     import subprocess
     import sys
 
-    heavy = ("filetype", "pypdf", "docx", "openpyxl", "selectolax", "markdown_it", "onnxruntime", "aws_cdk", "sklearn")
+    heavy = ("filetype", "pypdf", "docx", "openpyxl", "selectolax", "markdown_it", "docutils", "onnxruntime", "aws_cdk", "sklearn")
     probe = f"import sys, app; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))"
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT / "functions" / "api", capture_output=True, text=True,
                           check=True, env={"PATH": "", "POWERTOOLS_TRACE_DISABLED": "1"})

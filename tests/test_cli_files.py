@@ -180,3 +180,26 @@ def test_a_file_that_cannot_be_read_fails_alone(capsys, tmp_path):
     code, out = ingest(capsys, tmp_path / "home", "/proc/self/mem", str(tmp_path / "leave.md"))
     assert code == 1 and out["leave.md"]["status"] == "published"
     assert out["mem"]["error"]["code"] == "unreadable" and "could not be read" in out["mem"]["error"]["message"]
+
+
+def test_a_man_page_and_an_rst_readme_are_served_with_their_records_sections_and_titles(capsys, tmp_path):
+    """The whole path: `ingest` of a rendered man page (as .txt) and an .rst README; the served
+    chunks hold the option and table records whole under their sections, titled by the files' own titles."""
+    from tests.test_document_structure import RENDERED, RST_README
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "widget.1.txt").write_text(RENDERED)
+    (folder / "README.rst").write_bytes(RST_README)
+    code, out = ingest(capsys, tmp_path / "home", str(folder))
+    assert code == 0 and {d: r["status"] for d, r in out.items()} == {"docs/widget.1.txt": "published", "docs/README.rst": "published"}
+    metadata = open_local(tmp_path / "home").metadata
+    titles = {d: metadata.get_document("northpier", d).title for d in out}
+    assert titles == {"docs/widget.1.txt": "widget - frobnicate widgets in a working directory", "docs/README.rst": "Widgetry"}
+    for document_id, record, path in (
+        ("docs/widget.1.txt", "option: -q, --quiet; description: Quiet mode.", ["OPTIONS", "General"]),
+        ("docs/README.rst", "Code: 130; Meaning: Interrupted by the user (Ctrl-C).", ["Widgetry", "Exit codes"]),
+    ):
+        active = metadata.get_document("northpier", document_id).active_revision
+        holding = [c for c in metadata.get_chunks("northpier", document_id, active) if record in c.text]
+        assert holding and all(c.heading_path == path for c in holding)

@@ -41,6 +41,8 @@ _BINARY = {
 }
 _TEXT = {
     "markdown": ("citewell.parsers.markdown", "parse_markdown"),
+    "rst": ("citewell.parsers.rst", "parse_rst"),
+    "manpage": ("citewell.parsers.manpage", "parse_manpage"),
     "html": ("citewell.parsers.html", "parse_html"),
     "csv": ("citewell.parsers.delimited", "parse_delimited"),
     "text": ("citewell.parsers.plain", "parse_plain"),

@@ -44,7 +44,14 @@ class TextBuilder:
         self._headings: list[tuple[int, str]] = []
         self._section_starts: list[tuple[int, list[str]]] = [(0, [])]
         self._section_has_body = False
-        self.first_heading: str | None = None
+        self.first_heading: str | None = None  # the first heading of any level
+        self.top_heading: str | None = None  # the first heading of level 1 or above (a title)
+        self.opens_with_heading = False  # the first block is a heading
+
+    @property
+    def is_empty(self) -> bool:
+        """No block yet: a heading now opens the document."""
+        return not self._blocks
 
     def heading(self, level: int, text: str, **where: object) -> None:
         text = clean_inline(text)
@@ -53,6 +60,9 @@ class TextBuilder:
         self._headings = [(lvl, h) for lvl, h in self._headings if lvl < level] + [(level, text)]
         if self.first_heading is None:
             self.first_heading = text
+            self.opens_with_heading = not self._blocks
+        if self.top_heading is None and level <= 1:
+            self.top_heading = text
         start = self._emit(BlockKind.HEADING, text, where)
         self._open_section(start, [h for _, h in self._headings])
 
@@ -88,10 +98,12 @@ class TextBuilder:
         self._section_has_body = False
 
     def build(self, mime: str, title: str | None = None) -> ParsedDocument:
+        """``title`` is the parser's choice by :mod:`citewell.parsers.titles`; no heading is
+        taken for it here (a lower one would name a chapter, not the document)."""
         text = "".join(self._parts)
         sections: list[Section] = []
         bounds = [(min(start, len(text)), path) for start, path in self._section_starts] + [(len(text), [])]
         for (start, path), (end, _) in zip(bounds, bounds[1:]):
             if end > start:
                 sections.append(Section(heading_path=path, start=start, end=end))
-        return ParsedDocument(mime=mime, text=text, sections=sections, blocks=self._blocks, title=title or self.first_heading)
+        return ParsedDocument(mime=mime, text=text, sections=sections, blocks=self._blocks, title=title)

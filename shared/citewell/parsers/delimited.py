@@ -8,19 +8,8 @@ import io
 from citewell.errors import EmptyText
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
+from citewell.parsers.records import record_text
 from citewell.parsers.sniff import MIME, Kind
-
-
-def record_text(header: list[str], values: list[str]) -> str:
-    """``name: value; name: value`` for the non-empty cells of one row."""
-    pairs = []
-    for i, value in enumerate(values):
-        value = value.strip()
-        if not value:
-            continue
-        name = header[i].strip() if i < len(header) else ""
-        pairs.append(f"{name}: {value}" if name else value)
-    return "; ".join(pairs)
 
 
 def parse_delimited(text: str) -> ParsedDocument:

@@ -12,7 +12,9 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from citewell.errors import CorruptFile
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
+from citewell.parsers.records import record_text
 from citewell.parsers.sniff import MIME, Kind
+from citewell.parsers.titles import choose
 
 BOILERPLATE = (
     "script, style, noscript, template, nav, footer, header, aside, form, iframe, svg, "
@@ -48,8 +50,7 @@ def _table(table: LexborNode, builder: TextBuilder) -> None:
         if not header and cells and all(c.tag == "th" for c in cells):
             header = texts
             continue
-        pairs = [f"{h}: {v}" if h else v for h, v in zip(header + [""] * len(texts), texts) if v]
-        builder.block(BlockKind.TABLE_ROW, "; ".join(pairs))
+        builder.block(BlockKind.TABLE_ROW, record_text(header, texts))
 
 
 def _drop_navigation(tree: LexborHTMLParser) -> None:
@@ -137,6 +138,18 @@ def _walk(root: LexborNode, builder: TextBuilder) -> None:
     flush()
 
 
+def fragment(html: str, builder: TextBuilder) -> None:
+    """Blocks of an HTML fragment (a Markdown file's raw HTML): its text, tables as records;
+    comments and markup are not text."""
+    tree = LexborHTMLParser(html)
+    for node in tree.css(BOILERPLATE):
+        node.decompose()
+    for br in tree.css("br"):
+        br.replace_with(" ")
+    if tree.body is not None:
+        _walk(tree.body, builder)
+
+
 def parse_html(text: str) -> ParsedDocument:
     tree = LexborHTMLParser(text)
     title_node = tree.css_first("head > title")
@@ -149,4 +162,4 @@ def parse_html(text: str) -> ParsedDocument:
     builder = TextBuilder()
     if tree.body is not None:
         _walk(tree.body, builder)
-    return builder.build(MIME[Kind.HTML], title=title or None)
+    return builder.build(MIME[Kind.HTML], title=choose(title, builder.top_heading))

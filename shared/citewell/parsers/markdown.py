@@ -1,4 +1,6 @@
-"""Markdown through markdown-it-py: headings become sections, inline markup becomes plain text."""
+"""Markdown through markdown-it-py: headings become sections, inline markup becomes plain text,
+tables become records named by their header cells, and raw HTML is read as HTML (a comment, a
+badge's ``<img>`` or a ``<div align>`` is markup, never a passage)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ from markdown_it.token import Token
 
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
+from citewell.parsers.html import fragment
+from citewell.parsers.records import record_text
 from citewell.parsers.sniff import MIME, Kind
+from citewell.parsers.titles import choose
 
 _md = MarkdownIt("commonmark").enable("table")
 
@@ -15,12 +20,13 @@ _md = MarkdownIt("commonmark").enable("table")
 def _inline_text(token: Token) -> str:
     out: list[str] = []
     for child in token.children or []:
-        if child.type in ("text", "code_inline", "html_inline"):
+        if child.type in ("text", "code_inline"):
             out.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             out.append(" ")
         elif child.type == "image":
             out.append(child.content or "")
+        # html_inline (a tag or a comment) is markup: the text between tags is its own token
     return "".join(out)
 
 
@@ -54,8 +60,7 @@ def parse_markdown(text: str) -> ParsedDocument:
             if in_head:
                 header = row
             else:
-                cells = [f"{h}: {v}" if h else v for h, v in zip(header + [""] * len(row), row) if v]
-                builder.block(BlockKind.TABLE_ROW, "; ".join(cells))
+                builder.block(BlockKind.TABLE_ROW, record_text(header, row))
             row = None
         elif tok.type == "inline":
             kind = BlockKind.LIST_ITEM if list_depth else BlockKind.PARAGRAPH
@@ -63,6 +68,6 @@ def parse_markdown(text: str) -> ParsedDocument:
         elif tok.type in ("fence", "code_block"):
             builder.block(BlockKind.CODE, tok.content)
         elif tok.type == "html_block":
-            builder.block(BlockKind.PARAGRAPH, tok.content)
+            fragment(tok.content, builder)
         i += 1
-    return builder.build(MIME[Kind.MARKDOWN])
+    return builder.build(MIME[Kind.MARKDOWN], title=choose(builder.top_heading))

@@ -7,6 +7,9 @@ So a line that starts further below the last than the body's line spacing starts
 paragraph, and in a PDF without bookmarks a short line set larger than the body text is a
 heading (the larger, the higher its level): without them a page is one paragraph, and a
 heading ends up inside the first sentence under it.
+
+The title is the metadata's /Title when it is one (not "Untitled" or a file name), else the
+first page's largest line; never a bookmark, which names a chapter.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from citewell.errors import CorruptFile, EmptyText, EncryptedPdf
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder, split_paragraphs
 from citewell.parsers.sniff import MIME, Kind
+from citewell.parsers.titles import choose
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +218,24 @@ def _paragraphs(builder: TextBuilder, lines: list[_Line], number: int, layout: _
     flush()
 
 
+def first_page_title(lines: list[_Line], body: float) -> str | None:
+    """The first page's largest line, with the lines of that size right after it (a title
+    wraps), when it is set larger than the body text; else None."""
+    sized = [line for line in lines if line.size and _heading_like(line.text)]
+    if not sized or not body:
+        return None
+    largest = max(round(line.size, 1) for line in sized)
+    if largest < body * HEADING_SIZE:
+        return None
+    start = next(i for i, line in enumerate(lines) if line.size and round(line.size, 1) == largest and _heading_like(line.text))
+    parts = []
+    for line in lines[start:]:
+        if round(line.size, 1) != largest or not line.text.strip():
+            break
+        parts.append(line.text.strip())
+    return " ".join(parts)
+
+
 def parse_pdf(data: bytes) -> ParsedDocument:
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -237,7 +259,8 @@ def parse_pdf(data: bytes) -> ParsedDocument:
                     skipped += 1
                     continue
                 _page(builder, lines, index + 1, marks.get(index, []), path, layout)
-            title = (reader.metadata.title if reader.metadata else None) or None
+            declared = reader.metadata.title if reader.metadata else None
+            title = choose(declared, first_page_title(pages[0], layout.body) if pages else None)
         for warning in caught:
             log.debug("pypdf: %s", warning.message)
     except (FileNotDecryptedError, NotImplementedError) as exc:

@@ -1,14 +1,99 @@
-"""Plain text: paragraphs are separated by blank lines."""
+"""Plain text: paragraphs are separated by blank lines and keep their line breaks.
+
+Headings are the ones plain text writes: a line underlined (and perhaps overlined) with a
+rule of one character about its length (Setext, reStructuredText-style: "Title" over
+"====="), levels in the order the styles first appear; and the outline headings of GNU NEWS
+files ("* Noteworthy changes in release 9.4", "** Bug fixes") when the file is in that form
+(an outline line with nothing under it but its like is an entry of a list, not a heading).
+A rule standing alone is layout, not text. The title is the first heading when it opens the
+file.
+"""
 
 from __future__ import annotations
+
+import re
 
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder, split_paragraphs
 from citewell.parsers.sniff import MIME, Kind
+from citewell.parsers.titles import choose
+
+_RULE = re.compile(r"^([=\-~^*+#_])\1{2,}\s*$")
+_OUTLINE = re.compile(r"^(\*{1,4}) (\S.*)$")
+_OUTLINE_MODE = re.compile(r"-\*-\s*(?:mode:\s*)?outline\s*-\*-", re.IGNORECASE)
+TITLE_CHARS = 120  # an underlined line longer than this is prose over a rule
+
+
+def _underlines(title: str, rule: str) -> bool:
+    """Whether ``rule`` is drawn under ``title``: about its length (a little short or long)."""
+    title, rule = title.strip(), rule.strip()
+    if not title or len(title) > TITLE_CHARS or _RULE.match(title) or title[0] in " \t":
+        return False
+    return 0.7 * len(title) <= len(rule) <= 1.3 * len(title) + 3
+
+
+class _Styles:
+    """Heading levels by underline style, in the order the styles first appear."""
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[str, bool]] = []
+
+    def level(self, char: str, overlined: bool) -> int:
+        style = (char, overlined)
+        if style not in self._seen:
+            self._seen.append(style)
+        return self._seen.index(style) + 1
+
+
+def _outline(paragraphs: list[str], first_line: str) -> bool:
+    """A GNU-style outline: one-line paragraphs starting "* " and "** " at the margin, or a
+    ``-*- outline -*-`` mode line."""
+    if _OUTLINE_MODE.search(first_line):
+        return True
+    single = [m.group(1) for p in paragraphs if "\n" not in p and (m := _OUTLINE.match(p))]
+    return single.count("*") >= 2 and single.count("**") >= 2
+
+
+def _outline_line(paragraph: str) -> re.Match[str] | None:
+    return _OUTLINE.match(paragraph.split("\n", 1)[0])
 
 
 def parse_plain(text: str) -> ParsedDocument:
     builder = TextBuilder()
-    for paragraph in split_paragraphs(text):
-        builder.block(BlockKind.CODE, paragraph)  # keep the author's line breaks
-    return builder.build(MIME[Kind.TEXT])
+    styles = _Styles()
+    paragraphs = split_paragraphs(text)
+    outline = bool(paragraphs) and _outline(paragraphs, paragraphs[0].split("\n", 1)[0])
+    for number, paragraph in enumerate(paragraphs):
+        match = _outline_line(paragraph) if outline else None
+        if match is None:
+            _paragraph(builder, paragraph.split("\n"), styles)
+            continue
+        level = len(match.group(1))
+        following = _outline_line(paragraphs[number + 1]) if number + 1 < len(paragraphs) else None
+        heads = "\n" not in paragraph and number + 1 < len(paragraphs) and (following is None or len(following.group(1)) > level)
+        if heads:  # something under it: a heading
+            builder.heading(level, match.group(2))
+        else:  # "** Fix a double free in FTP" among its like: an entry of the release above
+            builder.block(BlockKind.LIST_ITEM, paragraph[len(match.group(1)) + 1 :])
+    title = builder.first_heading if builder.opens_with_heading else None
+    return builder.build(MIME[Kind.TEXT], title=choose(title))
+
+
+def _paragraph(builder: TextBuilder, lines: list[str], styles: _Styles) -> None:
+    """One paragraph's lines: a heading where its first lines are an (over)underlined title,
+    the rest as text (the author's line breaks kept)."""
+    while lines:
+        overlined = len(lines) >= 3 and bool(_RULE.match(lines[0])) and _underlines(lines[1], lines[0]) \
+            and lines[2].strip() == lines[0].strip()
+        if overlined:
+            builder.heading(styles.level(lines[0].strip()[0], True), lines[1])
+            lines = lines[3:]
+            continue
+        if len(lines) >= 2 and _RULE.match(lines[1]) and _underlines(lines[0], lines[1]):
+            builder.heading(styles.level(lines[1].strip()[0], False), lines[0])
+            lines = lines[2:]
+            continue
+        if all(_RULE.match(line) for line in lines):
+            return  # a rule between parts of the file: layout
+        builder.block(BlockKind.CODE, "\n".join(lines))  # keep the author's line breaks
+        return

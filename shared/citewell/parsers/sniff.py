@@ -17,9 +17,11 @@ class Kind(StrEnum):
     DOCX = "docx"
     XLSX = "xlsx"
     MARKDOWN = "markdown"
+    RST = "rst"
     HTML = "html"
     CSV = "csv"
     TEXT = "text"
+    MANPAGE = "manpage"  # a manual page, rendered to text or as roff source
 
 
 MIME = {
@@ -27,9 +29,11 @@ MIME = {
     Kind.DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     Kind.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     Kind.MARKDOWN: "text/markdown",
+    Kind.RST: "text/x-rst",
     Kind.HTML: "text/html",
     Kind.CSV: "text/csv",
     Kind.TEXT: "text/plain",
+    Kind.MANPAGE: "text/x-manpage",
 }
 
 _BINARY_BY_MAGIC = {"pdf": Kind.PDF, "docx": Kind.DOCX, "xlsx": Kind.XLSX}
@@ -40,6 +44,8 @@ _EXTENSION_HINT = {
     ".xlsx": Kind.XLSX,
     ".md": Kind.MARKDOWN,
     ".markdown": Kind.MARKDOWN,
+    ".rst": Kind.RST,
+    ".rest": Kind.RST,
     ".html": Kind.HTML,
     ".htm": Kind.HTML,
     ".csv": Kind.CSV,
@@ -47,7 +53,7 @@ _EXTENSION_HINT = {
     ".txt": Kind.TEXT,
     ".text": Kind.TEXT,
 }
-_TEXT_KINDS = {Kind.MARKDOWN, Kind.HTML, Kind.CSV, Kind.TEXT}
+_TEXT_KINDS = {Kind.MARKDOWN, Kind.RST, Kind.HTML, Kind.CSV, Kind.TEXT, Kind.MANPAGE}
 _BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
@@ -81,6 +87,13 @@ def detect(data: bytes, filename: str | None) -> Kind:
 
 
 def _text_kind(data: bytes, hint: Kind | None) -> Kind:
+    """Text kinds by name, except that a manual page is known by its content: it arrives as
+    ``.txt``, as ``ls.1`` or with no name at all."""
+    if hint in (None, Kind.TEXT):
+        from citewell.parsers.manpage import looks_like_manpage
+
+        if looks_like_manpage(data[:16384].decode("utf-8", "replace")):
+            return Kind.MANPAGE
     if hint is not None:
         return hint
     head = data[:512].lstrip().lower()

@@ -8,7 +8,7 @@ from openpyxl import load_workbook
 
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
-from citewell.parsers.delimited import record_text
+from citewell.parsers.records import record_text
 from citewell.parsers.sniff import MIME, Kind
 
 

@@ -11,8 +11,9 @@ from docx.text.paragraph import Paragraph
 
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
-from citewell.parsers.delimited import record_text
+from citewell.parsers.records import record_text
 from citewell.parsers.sniff import MIME, Kind
+from citewell.parsers.titles import choose
 
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 
@@ -37,6 +38,7 @@ def _table(table: Table, builder: TextBuilder) -> None:
 def parse_docx(data: bytes) -> ParsedDocument:
     document = open_docx(io.BytesIO(data))
     builder = TextBuilder()
+    styled_title: str | None = None
     for item in document.iter_inner_content():
         if isinstance(item, Table):
             _table(item, builder)
@@ -44,9 +46,10 @@ def parse_docx(data: bytes) -> ParsedDocument:
         level = _heading_level(item)
         if level is not None:
             builder.heading(level, item.text)
+            if level == 0 and styled_title is None:
+                styled_title = item.text
         else:
             style = (item.style.name if item.style is not None else "") or ""
             kind = BlockKind.LIST_ITEM if style.lower().startswith("list") else BlockKind.PARAGRAPH
             builder.block(kind, item.text)
-    title = document.core_properties.title or None
-    return builder.build(MIME[Kind.DOCX], title=title)
+    return builder.build(MIME[Kind.DOCX], title=choose(document.core_properties.title, styled_title))

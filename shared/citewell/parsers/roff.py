@@ -1,0 +1,142 @@
+"""Manual pages as roff source (the man macros: ``.TH``, ``.SH``, ``.TP``), read without groff.
+
+Only what gives structure is interpreted: sections (``.SH``, ``.SS``), paragraphs (``.PP``,
+``.LP``, ``.P``, ``.sp``), tagged paragraphs (``.TP``, ``.IP tag``) as items, unfilled text
+(``.nf``/``.fi``, ``.EX``/``.EE``) as code, and the font macros (``.B``, ``.BR``) as their
+text. Escapes are reduced to the characters they print; other requests are dropped. The
+result has the shape of a rendered page, so it is built the same way
+(``citewell.parsers.manpage``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from citewell.parsers.manpage import _Code, _Event, _Heading, _Item, _Paragraph
+
+_NAMED = {"em": "—", "en": "–", "aq": "'", "dq": '"', "bu": "•", "lq": "“", "rq": "”", "oq": "‘", "cq": "’",
+          "co": "©", "rg": "®", "tm": "™", "mi": "-", "hy": "-", "ti": "~", "ha": "^", "ga": "`", "bv": "|",
+          "Fo": "«", "Fc": "»", "sl": "/", "rs": "\\", "pl": "+", "eq": "="}
+_ESCAPE = re.compile(r"\\(?:f(?:\[[^\]]*\]|\(..|.)|\((..)|\[([^\]]*)\]|\*(?:\[([^\]]*)\]|\((..)|(.))|[sS][+-]?\d+|"
+                     r"[hvwlLoxXNkzb]'[^']*'|n(?:\(..|\[[^\]]*\]|.)|(.))")
+_ALTERNATING = {"BR", "RB", "BI", "IB", "IR", "RI"}
+_FONT = {"B", "I", "SM", "SB", "R"}
+_PARAGRAPH = {"PP", "LP", "P", "sp", "br", "HP"}
+
+
+def _unescape(text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        two, bracket, string_bracket, string_two, string_one, single = match.groups()
+        name = two or bracket or string_bracket or string_two or string_one
+        if name is not None:
+            return _NAMED.get(name, "")
+        if single is not None:
+            return {"-": "-", "e": "\\", "\\": "\\", " ": " ", "~": " ", "0": " ", "|": "", "^": "", "&": "",
+                    "%": "", "c": "", "'": "'", "`": "`", ".": "."}.get(single, single)
+        return ""  # a font change, a size, a motion, a register
+
+    return _ESCAPE.sub(replace, text)
+
+
+def _arguments(rest: str) -> list[str]:
+    try:
+        return shlex.split(rest.replace("\\\"", "\x00"), posix=True)
+    except ValueError:  # an unbalanced quote: words as they are
+        return rest.split()
+
+
+def _macro_text(name: str, rest: str) -> str:
+    args = _arguments(rest)
+    if name in _ALTERNATING:
+        return _unescape("".join(args))
+    return _unescape(" ".join(args))
+
+
+def roff_events(lines: list[str]) -> list[_Event]:
+    """Sections, paragraphs, items and code of a man page's roff source."""
+    events: list[_Event] = []
+    text: list[str] = []
+    item: _Item | None = None
+    pending_tag = False  # after .TP the next text line is the tag
+    unfilled = False
+    code: list[str] = []
+
+    def flush() -> None:
+        if not text:
+            return
+        joined = " ".join(t.strip() for t in text if t.strip())
+        text.clear()
+        if not joined:
+            return
+        if item is not None:
+            item.parts.append(_Paragraph(joined))
+        else:
+            events.append(_Paragraph(joined))
+
+    def end_item() -> None:
+        nonlocal item
+        flush()
+        item = None
+
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if line.startswith(('.\\"', "'\\\"", '.\\\\"')) or line in (".", "'"):
+            continue
+        if unfilled and not line.startswith((".fi", ".EE")):
+            code.append(_unescape(line))
+            continue
+        if line.startswith((".", "'")):
+            name, _, rest = line[1:].strip().partition(" ")
+            if name in ("fi", "EE"):
+                unfilled = False
+                block = _Code("\n".join(code).strip("\n"))
+                code.clear()
+                if block.text:
+                    (item.parts if item is not None else events).append(block)
+                continue
+            if name in ("nf", "EX"):
+                flush()
+                unfilled = True
+                continue
+            if name in ("SH", "SS"):
+                end_item()
+                events.append(_Heading(1 if name == "SH" else 2, _macro_text(name, rest)))
+                pending_tag = False
+                continue
+            if name == "TP":
+                end_item()
+                pending_tag = True
+                continue
+            if name == "IP":
+                args = _arguments(rest)
+                tag = _unescape(args[0]) if args else ""
+                if tag and tag not in ("\\(bu", "•", "-", "*"):
+                    end_item()
+                    item = _Item(tag)
+                    events.append(item)
+                else:
+                    flush()
+                continue
+            if name in _PARAGRAPH:
+                if name in ("PP", "LP", "P"):
+                    end_item()
+                else:
+                    flush()
+                continue
+            if name in _FONT or name in _ALTERNATING:
+                line = _macro_text(name, rest)
+            else:
+                continue  # .TH, .RS, .RE, .in, .ad, .hy and the rest: layout
+        else:
+            line = _unescape(line)
+        if pending_tag:
+            pending_tag = False
+            item = _Item(line.strip())
+            events.append(item)
+            continue
+        text.append(line)
+    end_item()
+    if code:
+        events.append(_Code("\n".join(code)))
+    return [e for e in events if not isinstance(e, _Item) or e.tag]

@@ -1,0 +1,427 @@
+"""The structure real documents carry: reStructuredText, man pages (rendered and roff), Setext
+and outline plain text, Markdown tables and comments, and the one title rule.
+
+Every fixture is written here, in the shape of the real files (a man page as ``man | col -b``
+prints it, a README as projects write them); none is read from elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from citewell import errors
+from citewell.answers.units import RECORD
+from citewell.models import BlockKind, ParsedDocument
+from citewell.parsers import parse
+from citewell.parsers.manpage import RECORD_WORDS
+from citewell.parsers.titles import usable
+
+from tests import files
+
+
+def blocks(parsed: ParsedDocument, kind: BlockKind | None = None) -> list[str]:
+    return [parsed.text[b.start : b.end] for b in parsed.blocks if kind is None or b.kind is kind]
+
+
+def section_of(parsed: ParsedDocument, needle: str) -> list[str]:
+    at = parsed.text.index(needle)
+    return next(s.heading_path for s in parsed.sections if s.start <= at < s.end)
+
+
+def assert_well_formed(parsed: ParsedDocument) -> None:
+    """Blocks index into the text in order and hold no blank edges; sections tile the text;
+    every record block reads as a record."""
+    position = 0
+    for block in parsed.blocks:
+        assert position <= block.start < block.end <= len(parsed.text)
+        piece = parsed.text[block.start : block.end]
+        assert piece.strip() and piece == piece.strip("\n") and piece == piece.rstrip()  # code keeps its indent
+        if block.kind in (BlockKind.RECORD, BlockKind.TABLE_ROW) and "; " in piece:
+            assert RECORD.fullmatch(piece), piece
+        position = block.end
+    assert parsed.sections[0].start == 0 and parsed.sections[-1].end == len(parsed.text)
+    for before, after in zip(parsed.sections, parsed.sections[1:]):
+        assert before.end == after.start
+
+
+# -- reStructuredText ------------------------------------------------------------------------
+
+RST_README = b"""\
+========
+Widgetry
+========
+
+:Author: Ana Lopes
+:Version: 2.1
+
+Widgetry frobnicates widgets.
+
+.. contents::
+
+Exit codes
+==========
+
+====  ==========================================
+Code  Meaning
+====  ==========================================
+0     Success.
+2     The command line could not be parsed; check the flags.
+130   Interrupted by the user (Ctrl-C).
+====  ==========================================
+
+Limits
+------
+
++-----------+-------+
+| Resource  | Limit |
++===========+=======+
+| uploads   | 50 MB |
++-----------+-------+
+| requests  | 100/s |
++-----------+-------+
+
+Options
+=======
+
+-n, --dry-run   Do not change anything; print what would be done.
+-q              Quiet mode.
+
+.. note:: Options may be given in any order.
+
+.. tabs::
+
+   Linux users run ``widgetry --dry-run``.
+
+Broken `inline markup here.
+"""
+
+
+def test_rst_tables_options_and_fields_are_records_and_sections_come_from_the_markup():
+    parsed = parse(RST_README, "README.rst")
+    assert parsed.mime == "text/x-rst"
+    assert_well_formed(parsed)
+    assert "====" not in parsed.text and "+---" not in parsed.text and "| " not in parsed.text
+    rows = blocks(parsed, BlockKind.TABLE_ROW)
+    assert "Code: 2; Meaning: The command line could not be parsed, check the flags." in rows
+    assert "Code: 130; Meaning: Interrupted by the user (Ctrl-C)." in rows
+    assert "Resource: uploads; Limit: 50 MB" in rows  # a grid table
+    records = blocks(parsed, BlockKind.RECORD)
+    assert "option: -n, --dry-run; description: Do not change anything, print what would be done." in records
+    assert "option: -q; description: Quiet mode." in records
+    assert "author: Ana Lopes; version: 2.1" in records  # the bibliographic fields, one record
+    assert section_of(parsed, "Code: 2") == ["Widgetry", "Exit codes"]
+    assert section_of(parsed, "Resource: uploads") == ["Widgetry", "Exit codes", "Limits"]
+    assert section_of(parsed, "option: -q") == ["Widgetry", "Options"]
+    assert parsed.title == "Widgetry"
+    assert "Note: Options may be given in any order." in parsed.text
+    assert "Linux users run ``widgetry --dry-run``." in parsed.text  # an unknown directive keeps its source
+    assert "Broken `inline markup here." in parsed.text  # broken markup is text
+
+
+def test_rst_title_field_names_a_document_without_a_title_and_nothing_reaches_stderr(capfd):
+    source = b""":title: AWS CLI Return Codes
+:category: General
+
+These are the return codes.
+
+* ``0`` -- Success.
+* ``2`` -- The command could not be parsed.
+
+  It also means files were skipped.
+
+Unknown role :ref:`the guide <guide>` and `unclosed.
+"""
+    parsed = parse(source, "return-codes.rst")
+    assert parsed.title == "AWS CLI Return Codes"
+    assert "title: AWS CLI Return Codes; category: General" in blocks(parsed, BlockKind.RECORD)
+    assert "2 -- The command could not be parsed. It also means files were skipped." in blocks(parsed, BlockKind.LIST_ITEM)
+    assert "Unknown role the guide and `unclosed." in parsed.text
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+
+def test_rst_include_and_raw_are_not_followed(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the launch code is 0000")
+    source = f"Intro\n=====\n\nText.\n\n.. include:: {secret}\n\n.. raw:: html\n\n   <script>x()</script>\n".encode()
+    parsed = parse(source, "doc.rst")
+    assert "launch code" not in parsed.text and "<script>" not in parsed.text
+    assert parsed.text.startswith("Intro")
+
+
+def test_rst_without_a_title_is_named_by_the_file_and_a_lower_heading_is_no_title():
+    parsed = parse(b"Some intro text first.\n\nUsage\n=====\n\nRun it.\n\nMore\n====\n\nText.\n", "notes.rst")
+    assert parsed.title is None
+    assert section_of(parsed, "Run it.") == ["Usage"]
+
+
+# -- man pages --------------------------------------------------------------------------------
+
+RENDERED = """\
+WIDGET(1)                     Widget Manual                     WIDGET(1)
+
+NAME
+       widget - frobnicate widgets in a working directory
+
+SYNOPSIS
+       widget [-n | --dry-run] [-q] <path>...
+              [--level=<n>]
+
+DESCRIPTION
+       widget frobnicates the widgets it finds under each path. It never
+       changes a file it cannot read back.
+
+       update
+           Fetch the newest widget index from the configured mirror.
+
+OPTIONS
+   General
+       -n, --dry-run
+           Do not change anything; print what would be done.
+
+           Combined with -q, print nothing at all.
+
+       -q, --quiet
+           Quiet mode.
+
+   Limits
+       -l n        Frobnicate at most n widgets per path, then stop and
+                   report the rest.
+
+       --level=<n>
+           Set the frobnication level. Levels above 5 need the
+           experi\u2010
+           mental flag.
+
+EXAMPLES
+       Frobnicate two trees
+           Run it twice:
+
+               $ widget a/
+               $ widget b/
+
+EXIT STATUS
+       0   Success.
+
+       2   Bad usage.
+
+SEE ALSO
+       gadget(1), widgetrc(5)
+
+Widget 3.2                        2025-01-01                        WIDGET(1)
+"""
+
+
+@pytest.mark.parametrize("name", ["widget.1.txt", "widget", "widget.1"])
+def test_a_rendered_man_page_is_known_by_its_content_and_gets_sections_and_option_records(name):
+    parsed = parse(RENDERED.encode(), name)
+    assert parsed.mime == "text/x-manpage"
+    assert_well_formed(parsed)
+    assert parsed.title == "widget - frobnicate widgets in a working directory"
+    assert "WIDGET(1)" not in parsed.text and "2025-01-01" not in parsed.text  # header and footer dropped
+    records = blocks(parsed, BlockKind.RECORD)
+    assert "option: -n, --dry-run; description: Do not change anything, print what would be done. " \
+           "Combined with -q, print nothing at all." in records
+    assert "option: -q, --quiet; description: Quiet mode." in records
+    assert "option: -l n; description: Frobnicate at most n widgets per path, then stop and report the rest." in records
+    assert "option: --level=<n>; description: Set the frobnication level. Levels above 5 need the experimental flag." \
+           in records
+    assert "term: update; description: Fetch the newest widget index from the configured mirror." in records
+    assert section_of(parsed, "option: -q") == ["OPTIONS", "General"]
+    assert section_of(parsed, "option: -l n") == ["OPTIONS", "Limits"]
+    assert section_of(parsed, "gadget(1)") == ["SEE ALSO"]
+    assert "widget [-n | --dry-run] [-q] <path>...\n       [--level=<n>]" in blocks(parsed, BlockKind.CODE)
+    assert "example: Frobnicate two trees; description: Run it twice:" in records
+    assert "$ widget a/\n$ widget b/" in blocks(parsed, BlockKind.CODE)  # the example stays code after its record
+
+
+def test_a_long_option_description_keeps_a_record_a_chunk_can_hold():
+    sentence = "This sentence describes the option at some length for the reader. "
+    page = ("LONG(1)          General Commands Manual          LONG(1)\n\nNAME\n       long - a long page\n\n"
+            "OPTIONS\n       --verbose\n" + "".join(f"           {sentence}\n" for _ in range(30))
+            + "\n           A second paragraph.\n")
+    parsed = parse(page.encode(), "long.txt")
+    record = blocks(parsed, BlockKind.RECORD)[0]
+    assert record.startswith("option: --verbose; description: This sentence")
+    assert len(record.split()) <= RECORD_WORDS + 4
+    rest = blocks(parsed, BlockKind.PARAGRAPH)
+    assert rest[-1] == "A second paragraph." and rest[-2].startswith("This sentence")
+    assert parsed.text.count(sentence.strip()) == 30  # nothing lost
+
+
+def test_a_man_page_in_roff_source_is_read_without_groff():
+    source = rb""".\" generated
+.TH WIDGET 1 "2025-01-01" "widget 3.2"
+.SH NAME
+widget \- frobnicate \fIwidgets\fR
+.SH OPTIONS
+.TP
+.BR \-n ", " \-\-dry\-run
+Do not change anything.
+.TP
+\fB\-q\fR
+Quiet mode.
+.SH "EXIT STATUS"
+.TP
+2
+Bad usage.
+"""
+    parsed = parse(source, "widget.1")
+    assert parsed.mime == "text/x-manpage" and parsed.title == "widget - frobnicate widgets"
+    assert_well_formed(parsed)
+    assert blocks(parsed, BlockKind.RECORD) == [
+        "option: -n, --dry-run; description: Do not change anything.",
+        "option: -q; description: Quiet mode.",
+        "exit status: 2; description: Bad usage.",
+    ]
+    assert section_of(parsed, "exit status: 2") == ["EXIT STATUS"]
+
+
+def test_text_that_mentions_a_name_section_is_not_a_man_page():
+    text = b"NAME\n\nPlease write your NAME and DESCRIPTION below.\n\nDESCRIPTION\n"
+    assert parse(text, "form.txt").mime == "text/plain"
+
+
+# -- plain text -------------------------------------------------------------------------------
+
+
+def test_setext_and_underlined_headings_become_sections_and_the_first_is_the_title():
+    text = (b"Mozilla-like Licence 2.0\n========================\n\n1. Definitions\n--------------\n\n"
+            b"1.1. \"Contributor\" means each person.\n\n"
+            b"2. Grants\n---------\n\nEach Contributor grants You a licence.\n\n"
+            b"~~~~~~~~~\nNotes\n~~~~~~~~~\n\nOverlined heading body.\n\n----------------------------------------\n\n"
+            b"A final line under a lone rule.\n")
+    parsed = parse(text, "LICENSE.txt")
+    assert_well_formed(parsed)
+    assert parsed.title == "Mozilla-like Licence 2.0"
+    assert section_of(parsed, "1.1.") == ["Mozilla-like Licence 2.0", "1. Definitions"]
+    assert section_of(parsed, "Each Contributor") == ["Mozilla-like Licence 2.0", "2. Grants"]
+    assert section_of(parsed, "Overlined heading body.") == ["Mozilla-like Licence 2.0", "2. Grants", "Notes"]
+    assert "====" not in parsed.text and "----" not in parsed.text and "~~~" not in parsed.text
+    assert "A final line under a lone rule." in parsed.text
+
+
+def test_gnu_outline_news_gets_a_section_per_release_and_entries_as_items():
+    text = (b"GNU Widget NEWS -- history of user-visible changes.\n\n"
+            b"* Noteworthy changes in release 1.2 (2024-02-01)\n\n** Bug fixes\n\n"
+            b"  widget no longer crashes on empty paths.\n  [bug introduced in widget-1.0]\n\n"
+            b"* Noteworthy changes in release 1.1 (2023-05-01)\n\n** Support for autoconf 2.71\n\n"
+            b"** Fix a double free when using an\n   absolute path\n")
+    parsed = parse(text, "NEWS")
+    assert_well_formed(parsed)
+    assert section_of(parsed, "no longer crashes") == ["Noteworthy changes in release 1.2 (2024-02-01)", "Bug fixes"]
+    assert blocks(parsed, BlockKind.LIST_ITEM) == ["Support for autoconf 2.71", "Fix a double free when using an absolute path"]
+    assert section_of(parsed, "Support for autoconf") == ["Noteworthy changes in release 1.1 (2023-05-01)"]
+    assert parsed.title is None  # no heading opens the file: it is named after the file
+
+
+def test_faq_text_without_underlines_keeps_its_paragraphs_and_has_no_headings():
+    text = b"Why does ps complain?\n\n\tBecause of the standards.\n\n\t\tps -o pid,comm\n\nWhy is %CPU low?\n\n\tUpgrade.\n"
+    parsed = parse(text, "FAQ")
+    assert not any(b.kind is BlockKind.HEADING for b in parsed.blocks) and parsed.title is None
+    assert blocks(parsed)[0] == "Why does ps complain?"
+
+
+# -- Markdown -------------------------------------------------------------------------------
+
+
+def test_markdown_tables_are_records_comments_are_dropped_and_the_title_is_the_first_h1():
+    source = b"""<!-- This README is generated; edit docs/README.in instead. -->
+<p align="center"><img src="logo.svg" alt=""></p>
+
+## Badges
+
+# orjson
+
+orjson is fast. <!-- TODO: benchmark again -->
+
+| Option | Meaning |
+|--------|---------|
+| OPT_INDENT_2 | Pretty-print with two spaces; slower |
+| OPT_NAIVE_UTC | Treat naive datetimes as UTC |
+"""
+    parsed = parse(source, "README.md")
+    assert_well_formed(parsed)
+    assert "<!--" not in parsed.text and "generated" not in parsed.text and "TODO" not in parsed.text
+    assert "<p" not in parsed.text and "logo" not in parsed.text
+    assert parsed.title == "orjson"
+    assert blocks(parsed, BlockKind.TABLE_ROW) == [
+        "Option: OPT_INDENT_2; Meaning: Pretty-print with two spaces, slower",
+        "Option: OPT_NAIVE_UTC; Meaning: Treat naive datetimes as UTC",
+    ]
+    assert section_of(parsed, "Option: OPT_NAIVE_UTC") == ["orjson"]
+
+
+def test_markdown_without_an_h1_has_no_title_of_its_own():
+    assert parse(b"## Setup\n\nRun it.\n", "setup.md").title is None
+
+
+# -- titles -----------------------------------------------------------------------------------
+
+
+def test_html_title_else_its_first_h1_never_a_lower_heading():
+    assert parse(b"<html><body><h2>Contents</h2><h1>Runbook</h1><p>x</p></body></html>", "a.html").title == "Runbook"
+    assert parse(b"<html><body><h2>Contents</h2><p>x</p></body></html>", "b.html").title is None
+    assert parse(b"<html><head><title>Untitled</title></head><body><h1>Real</h1></body></html>", "c.html").title == "Real"
+
+
+def _pdf_with_bookmarks(title: str | None) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    if title:
+        pdf.set_title(title)
+    pdf.add_page()
+    pdf.set_font("Helvetica", style="B", size=24)
+    line = {"new_x": "LMARGIN", "new_y": "NEXT"}
+    pdf.multi_cell(0, 12, "Widget Service Manual", **line)
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, "Version 3.2, for operators.", **line)
+    pdf.add_page()
+    pdf.start_section("1 Introduction")
+    pdf.set_font("Helvetica", style="B", size=16)
+    pdf.multi_cell(0, 10, "1 Introduction", **line)
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, "The widget service frobnicates widgets for every tenant.", **line)
+    return bytes(pdf.output())
+
+
+@pytest.mark.parametrize(("metadata", "expected"), [
+    (None, "Widget Service Manual"),
+    ("Microsoft Word - manual.doc", "Widget Service Manual"),
+    ("untitled", "Widget Service Manual"),
+    ("Widget Operations Guide", "Widget Operations Guide"),
+])
+def test_a_pdf_is_titled_by_its_metadata_else_its_largest_first_page_line_never_a_bookmark(metadata, expected):
+    parsed = parse(_pdf_with_bookmarks(metadata), "manual.pdf")
+    assert parsed.title == expected
+    assert section_of(parsed, "frobnicates widgets") == ["1 Introduction"]
+
+
+def test_a_docx_is_titled_by_its_properties_else_its_title_styled_paragraph():
+    data = files.docx_bytes("Staff Handbook", [("Leave", ["27 days."])])
+    assert parse(data, "handbook.docx").title == "Staff Handbook"
+
+
+def test_title_placeholders_and_file_names_are_no_titles():
+    for junk in ("Untitled", "Document1", "Microsoft Word - report.docx", "report_final.pdf", "C:\\docs\\x.doc", "  ", "123"):
+        assert usable(junk) is None, junk
+    assert usable("Microsoft Word - Quarterly Report") == "Quarterly Report"
+    assert usable("  GNU   Wget 1.21 Manual ") == "GNU Wget 1.21 Manual"
+
+
+def test_a_csv_cell_holding_a_semicolon_still_makes_a_record():
+    parsed = parse(b"code,meaning\nE7,reboot; then wait\n", "codes.csv")
+    assert blocks(parsed, BlockKind.RECORD) == ["code: E7; meaning: reboot, then wait"]
+    assert RECORD.fullmatch(blocks(parsed, BlockKind.RECORD)[0])
+
+
+def test_an_rst_file_that_is_not_text_fails_typed():
+    with pytest.raises(errors.IngestError):
+        parse(bytes(range(128, 256)) * 40, "garbage.rst")
+
+
+def test_no_block_of_any_parser_starts_with_a_table_rule():
+    parsed = parse(RST_README, "README.rst")
+    assert not any(re.match(r"[=+|-]{3}", b) for b in blocks(parsed))
