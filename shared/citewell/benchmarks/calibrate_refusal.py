@@ -1,15 +1,17 @@
 """Fit the extractive path's unit and answer models, and report them on questions they never saw.
 
-``python -m citewell.benchmarks.calibrate_refusal --squad SQUAD_DIR [--work DIR] [--write]``
+``python -m citewell.benchmarks.calibrate_refusal --squad SQUAD_DIR [--realdocs DIR] [--work DIR] [--write]``
 
-Two sources of labelled questions go through the real search and evidence path, as their
-callers: SQuAD 2.0 (its paragraphs ingested as documents; half of the articles for fitting)
-and citewell's own answer set (a knowledge base in every supported format, with revisions,
-restricted documents and questions that must be refused; its ``tune`` split for fitting).
+Three sources of labelled questions go through the real search and evidence path, as their
+callers: SQuAD 2.0 (its paragraphs ingested as documents; half of the articles for fitting),
+citewell's own answer set (a knowledge base in every supported format, with revisions,
+restricted documents and questions that must be refused; its ``tune`` split for fitting) and,
+with ``--realdocs``, real files nobody here wrote with labelled questions (all fitted on; its
+figures are cross-validated over two halves of its documents).
 Each evidence unit is labelled by whether it holds a gold fact; the unit model is fitted on
 those, then the answer model on whether the answer built on the best unit (its list, or the
 unit with the sentence or heading quoted beside it) holds one, for answerable questions.
-The two sources weigh the same in both fits. Held-out figures: the other SQuAD articles and
+Each source weighs the same in both fits unless a ``--*-weight`` says otherwise. Held-out figures: the other SQuAD articles and
 the answer set's ``held_out`` split. ``--write`` replaces the shipped ``refusal_model.json``.
 """
 
@@ -47,6 +49,8 @@ class Question:
     answerable: bool
     source: str
     fit: bool  # in the fitting half
+    every_fact: bool = False  # the facts are all required (a labelled answer), not alternatives (SQuAD's spans)
+    fold: int = 0  # realdocs: which half of the documents it is about, for the cross-validated figures
 
 
 @dataclass
@@ -72,7 +76,8 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
 
             def holds(units: Sequence[Unit]) -> bool:
                 text = " ".join(u.text for u in units).lower()
-                return question.answerable and any(f in text for f in facts)
+                found = all if question.every_fact else any
+                return question.answerable and found(f in text for f in facts)
 
             observed.append(Observed(
                 question=question, unit_rows=support.unit_features,
@@ -95,29 +100,30 @@ def _answer_row(o: Observed, unit: LogisticModel) -> tuple[dict[str, float], boo
     return answer_features(o.unit_rows, p, o.evidence, o.quoted), o.answer_labels[int(np.argmax(p))]
 
 
-def _weights(sources: list[str], answerset_weight: float) -> np.ndarray:
-    """Each source weighs the same in a fit, however many rows it has; then the answer set by
-    ``answerset_weight``."""
+def _weights(sources: list[str], weights: dict[str, float]) -> np.ndarray:
+    """Each source weighs the same in a fit, however many rows it has; then each by its ``weights``
+    entry (1 when absent)."""
     counts = {s: sources.count(s) for s in set(sources)}
-    share = {s: (answerset_weight if s == "answerset" else 1.0) for s in counts}
+    share = {s: weights.get(s, 1.0) for s in counts}
     return np.array([len(sources) * share[s] / (len(counts) * counts[s]) for s in sources])
 
 
-def fit(observed: list[Observed], answerset_weight: float = 1.0) -> RefusalModel:
+def fit(observed: list[Observed], weights: dict[str, float] | None = None) -> RefusalModel:
     from sklearn.linear_model import LogisticRegression
 
+    weights = weights or {}
     train = [o for o in observed if o.question.fit]
     unit_x = [[r[f] for f in UNIT_FEATURES] for o in train for r in o.unit_rows]
     unit_y = [label for o in train for label in o.unit_labels]
     unit_sources = [o.question.source for o in train for _ in o.unit_rows]
-    fitted = LogisticRegression(max_iter=2000).fit(np.array(unit_x), np.array(unit_y, dtype=int), sample_weight=_weights(unit_sources, answerset_weight))
+    fitted = LogisticRegression(max_iter=2000).fit(np.array(unit_x), np.array(unit_y, dtype=int), sample_weight=_weights(unit_sources, weights))
     unit = LogisticModel(features=UNIT_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
                          bias=round(float(fitted.intercept_[0]), 6))
     rows = [(o.question.source, _answer_row(o, unit)) for o in train]
     usable = [(source, row) for source, row in rows if row is not None]
     answer_x = np.array([[row[0][f] for f in ANSWER_FEATURES] for _, row in usable])
     answer_y = np.array([row[1] for _, row in usable], dtype=int)
-    fitted = LogisticRegression(max_iter=2000).fit(answer_x, answer_y, sample_weight=_weights([s for s, _ in usable], answerset_weight))
+    fitted = LogisticRegression(max_iter=2000).fit(answer_x, answer_y, sample_weight=_weights([s for s, _ in usable], weights))
     answer = LogisticModel(features=ANSWER_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
                            bias=round(float(fitted.intercept_[0]), 6))
     return RefusalModel(unit=unit, answer=answer)
@@ -170,6 +176,43 @@ def answerset_questions(services: Services, folder: Path) -> list[Question]:
     ]
 
 
+def realdocs_questions(services: Services, folder: Path) -> list[Question]:
+    """A realdocs folder's questions (real files nobody here wrote; see ``benchmarks/realdocs``),
+    every one fitted on: the held-out real documents are kept outside the project. Each is in
+    one of two folds by the document it is about, so figures can be cross-validated."""
+    from citewell.answers.evaluation import load_cases
+    from citewell.benchmarks.realdocs import ingest_realdocs
+
+    failed = ingest_realdocs(services, folder)
+    if failed:
+        print(f"realdocs documents that did not publish: {failed}", flush=True)
+    cases = load_cases(folder / "questions.jsonl")
+    documents = sorted({d for c in cases for d in c.expected_documents})
+    fold_of = {d: i % 2 for i, d in enumerate(documents)}
+    return [
+        Question(text=c.question, identity=c.identity, facts=c.must_contain, answerable=not c.refuse, source="realdocs",
+                 fit=True, every_fact=True,
+                 fold=fold_of[c.expected_documents[0]] if c.expected_documents else sum(map(ord, c.id)) % 2)
+        for c in cases
+    ]
+
+
+def cross_validated(observed: list[Observed], weights: dict[str, float]) -> dict[str, float]:
+    """Realdocs figures of models fitted without the half of its documents they are measured on."""
+    others = [o for o in observed if o.question.source != "realdocs"]
+    rows = [o for o in observed if o.question.source == "realdocs"]
+    totals: dict[str, float] = {}
+    for fold in (0, 1):
+        train = others + [o for o in rows if o.question.fold != fold]
+        model = fit(train, weights)
+        held = measure([o for o in rows if o.question.fold == fold], model)
+        for key, value in held.items():
+            totals[key] = totals.get(key, 0.0) + value * held["questions"]
+    n = totals.get("questions", 0.0) or 1.0
+    return {k: (round(v / n, 4) if k != "questions" else int(v / n * n)) for k, v in totals.items() if k != "questions"} | {
+        "questions": len(rows)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--squad", type=Path, required=True)
@@ -179,30 +222,44 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="refit on the observations the last run saved in --work")
     parser.add_argument("--answerset-weight", type=float, default=1.0,
                         help="how much the answer set weighs against SQuAD in both fits (1: the same)")
+    parser.add_argument("--realdocs", type=Path, help="a realdocs folder (real documents with labelled questions) to fit on too")
+    parser.add_argument("--realdocs-weight", type=float, default=1.0, help="how much it weighs against SQuAD")
+    parser.add_argument("--squad-weight", type=float, default=1.0,
+                        help="how much SQuAD weighs (its unanswerables are adversarial, not a user's mix)")
     args = parser.parse_args()
     from citewell.services import open_local
 
-    saved = args.work / "observed.pickle"
-    if args.reuse and saved.exists():  # the same questions through the same path: refit without asking again
-        observed = pickle.loads(saved.read_bytes())
-    else:
-        squad = open_local(args.work / "squad")
-        observed = observe(squad, squad_questions(squad, args.squad))
-        if not args.squad_only:
-            answerset = open_local(args.work / "answerset")
-            observed += observe(answerset, answerset_questions(answerset, args.work / "answerset-files"))
-        saved.write_bytes(pickle.dumps(observed))
-    model = fit(observed, answerset_weight=args.answerset_weight)
+    sources = {"squad": lambda services: squad_questions(services, args.squad)}
+    if not args.squad_only:
+        sources["answerset"] = lambda services: answerset_questions(services, args.work / "answerset-files")
+    if args.realdocs:
+        sources["realdocs"] = lambda services: realdocs_questions(services, args.realdocs)
+    observed: list[Observed] = []
+    for source, questions in sources.items():
+        saved = args.work / f"observed-{source}.pickle"  # one a source: a reuse may observe just one again
+        if args.reuse and saved.exists():  # the same questions through the same path: refit without asking again
+            observed += pickle.loads(saved.read_bytes())
+            continue
+        services = open_local(args.work / source)
+        fresh = observe(services, questions(services))
+        saved.write_bytes(pickle.dumps(fresh))
+        observed += fresh
+    weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
+    model = fit(observed, weights)
     sources = sorted({o.question.source for o in observed})
     held_out = {source: measure([o for o in observed if o.question.source == source and not o.question.fit], model)
                 for source in sources}
     fitted_on = {source: sum(o.question.fit for o in observed if o.question.source == source) for source in sources}
-    model.fitted_on = f"SQuAD 2.0 dev, even-numbered articles ({fitted_on['squad']} questions)" + (
-        f", and the answer set's tune split ({fitted_on['answerset']} questions), weighing {args.answerset_weight:g} "
-        "times SQuAD" if "answerset" in fitted_on else "")
+    model.fitted_on = f"SQuAD 2.0 dev, even-numbered articles ({fitted_on['squad']} questions, weighing {args.squad_weight:g})" + (
+        f", the answer set's tune split ({fitted_on['answerset']} questions, weighing {args.answerset_weight:g})"
+        if "answerset" in fitted_on else "") + (
+        f", realdocs-tune ({fitted_on['realdocs']} questions, weighing {args.realdocs_weight:g})" if "realdocs" in fitted_on else "")
     model.metrics = {f"{source}_{k}": v for source, figures in held_out.items() for k, v in figures.items()}
     on_fitted = {source: measure([o for o in observed if o.question.source == source and o.question.fit], model)
                  for source in sources}
+    if "realdocs" in fitted_on:  # every realdocs question is fitted on: its figures come from the other half of its documents
+        held_out["realdocs"] = cross_validated(observed, weights)
+        model.metrics |= {f"realdocs_cv_{k}": v for k, v in held_out["realdocs"].items()}
     print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out}, indent=2))
     if args.write:
         target = Path(str(resources.files("citewell.answers") / MODEL_FILE))
