@@ -455,3 +455,33 @@ def test_embedding_stops_only_when_no_unit_left_could_rank_first_or_be_its_rival
     only_first = np.array([2.0, nan, nan, nan])
     assert _blocking(scores, only_first, [1, 3], [1.0, 1.0], quoting, leading=1) == [1, 3]  # no rival scored yet
     assert _blocking(scores, only_first, [2], [1.9], quoting, leading=1) == []  # all that is left is quoted with it
+
+
+def test_an_answer_is_never_a_heading_alone_a_bare_term_or_a_sentence_cut_off(embedder):
+    from citewell.answers.generators.extractive import answers_alone
+
+    text = ("Release notes\n\nwww-data\n\nTests take arguments. A numeric argument n can be specified to tests as\n\n"
+            "The daemon starts at boot. The daemon runs as the user www-data.\n\nversion: 14; codename: Forky")
+    units = units_of(item(text, ("Release notes",)))
+    by_text = {u.text: answers_alone(u, units, frozenset()) for u in units}
+    assert by_text == {"Release notes": False, "www-data": False, "Tests take arguments.": True,
+                       "A numeric argument n can be specified to tests as": False, "The daemon starts at boot.": True,
+                       "The daemon runs as the user www-data.": True, "version: 14; codename: Forky": True}
+    support = score_support(UnitEmbeddings(embedder), "Which user does the daemon run as?", [item(text, ("Release notes",))],
+                            every_unit=True)
+    assert support.units[0].text == "The daemon runs as the user www-data."
+    assert {u.text for u in support.units} == {t for t, alone in by_text.items() if alone}
+
+
+def test_a_code_the_question_names_is_found_as_a_whole_word_and_a_record_key_is_no_answer():
+    assert missing_share({"14"}, "version: 5.0; release: 2009-02-14") == 1.0
+    assert missing_share({"14"}, "version: 14; codename: forky") == 0.0
+    (record,) = units_of(item("option: -n, --dry-run; description: Show what would be removed without removing it."))
+    assert direct_answer("What does the --dry-run option do?", record, frozenset()) is None
+
+
+def test_the_folders_of_a_document_s_id_speak_for_it_as_its_title_does():
+    from citewell.answers.units import path_words
+
+    assert path_words("teamA/README.md") == "team A README md"
+    assert path_words("ops/journald.conf.5.txt") == "ops journald conf 5 txt"

@@ -38,6 +38,7 @@ from citewell.answers.units import (
     identifiers,
     missing_share,
     negates,
+    path_words,
     parts,
     run_around,
     specific_terms,
@@ -49,6 +50,7 @@ from citewell.answers.units import (
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, sha256_text
 from citewell.ports import Embedder, MetadataStore
+from citewell.terms import FUNCTION_WORDS
 
 MAX_UNITS = 2
 MAX_RUN = 12  # list items quoted at most
@@ -154,7 +156,8 @@ def score_support(
         where = (id(unit.item), span.chunk_id)
         around = (where, unit.asked, companion.start if companion else -1)
         if around not in contexts:  # the title and headings it sits under, the question it follows
-            heading = " ".join([unit.item.title, *span.section_path, unit.asked, companion.text if companion else ""])
+            heading = " ".join([unit.item.title, path_words(unit.item.document_id), *span.section_path, unit.asked,
+                                companion.text if companion else ""])
             contexts[around] = (stems(heading), heading.lower())
         context_terms, context_text = contexts[around]
         arounds.append(around)
@@ -164,7 +167,7 @@ def score_support(
             "context_coverage": coverage(weights, context_terms),
             "joint_coverage": coverage(weights, unit_terms | context_terms),
             "item_rank": 1.0 / unit.item.rank,
-            "identifiers_found": sum(n in lowered for n in named) / len(named) if named else 1.0,
+            "identifiers_found": 1.0 - missing_share(named, lowered),  # "14" is not in "2009-02-14"
             "missing_specific": missing_share(specific, f"{lowered} {context_text}"),
             "type_match": 1.0 if wanted and matches else 0.0,
             "type_mismatch": 1.0 if wanted and not matches else 0.0,
@@ -182,8 +185,11 @@ def score_support(
         quoted = [position[id(u)] for u in _quoted(question, unit, row, frozenset(wanted), units, companion)]
         row["answer_coverage"] = coverage(weights, context_terms.union(*(terms[i] for i in quoted)))
         quoting.append(frozenset(quoted))
-    cosines = _cosines(embed, question, units, rows, quoting, model.unit, leading, every_unit)
-    scored = [i for i in range(len(units)) if not np.isnan(cosines[i])]
+    alone = [answers_alone(unit, units, frozenset(wanted)) for unit in units]
+    if not any(alone):
+        return None
+    cosines = _cosines(embed, question, units, rows, quoting, model.unit, leading, every_unit, alone)
+    scored = [i for i in range(len(units)) if alone[i] and not np.isnan(cosines[i])]
     for i in scored:
         rows[i]["cosine"] = float(cosines[i])
     probabilities = np.array([model.unit.probability(rows[i]) for i in scored])
@@ -199,7 +205,7 @@ def score_support(
     return Support(
         in_order=units, units=[units[i] for i in order], probabilities=ranked_probabilities,
         unit_features=ranked_rows, features=features, wanted=frozenset(wanted), quoted=quoted_ranks,
-        complete=len(scored) == len(units),
+        complete=len(scored) == sum(alone),
     )
 
 
@@ -207,7 +213,8 @@ ROUND = 8  # units embedded at a time, best bound first
 
 
 def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list[dict[str, float]],
-             quoting: list[frozenset[int]], model: LogisticModel, leading: int, every_unit: bool) -> np.ndarray:
+             quoting: list[frozenset[int]], model: LogisticModel, leading: int, every_unit: bool,
+             alone: list[bool]) -> np.ndarray:
     """Each unit's cosine to the question, NaN for a unit left unembedded. Embedding the
     evidence's sentences is most of what an answer costs, and most of them cannot matter: the
     unit model is linear in the cosine, which lies in [-1, 1], so a unit's score is bounded
@@ -218,12 +225,13 @@ def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list
     query, known = embed.cached(question, units)
     weight = model.weights[model.features.index("cosine")]
     partial = np.array([model.logit(row) for row in rows])  # every row's cosine is still 0
-    pending = sorted((i for i in range(len(units)) if i not in known), key=lambda i: -partial[i])
+    pending = sorted((i for i in range(len(units)) if i not in known and alone[i]), key=lambda i: -partial[i])
     first = len(pending) if every_unit else (ROUND if query is None or not known else 0)  # the question rides along
     taken, pending = pending[:first], pending[first:]
     query, vectors = embed.compute(question, query, [units[i] for i in taken])
     embedded, fresh = list(taken), [vectors]
     cosines = np.full(len(units), np.nan)
+    known = {i: v for i, v in known.items() if alone[i]}  # a unit that cannot answer alone is never ranked
     if known:
         cosines[list(known)] = np.stack(list(known.values())) @ query
     cosines[taken] = vectors @ query
@@ -257,6 +265,25 @@ def _blocking(scores: np.ndarray, cosines: np.ndarray, pending: list[int], bound
     floor = -np.inf if rival is None else scores[rival]
     return [i for i, bound in zip(pending, bounds)
             if bound >= lead or (i not in quoting[scored[0]] and bound >= floor)]
+
+
+_CLOSED = re.compile(r"[.!?:;)\]\"'`»”]$")
+
+
+def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants]) -> bool:
+    """Whether an answer may be built on ``unit``: never a heading alone (unless it heads a list,
+    or holds the kind asked for, as a release's date), a bare term, or a sentence cut off before
+    its end ("... can be specified to tests as"). Such units still serve as context and companions."""
+    if unit.record:
+        return True
+    if unit.heading:
+        intro, run = _list_at(units, unit)
+        return intro is unit or any(unit.holds(k) for k in wanted & FILLABLE)
+    words = unit.text.split()
+    if len(words) < 3 and len(run_around(units, unit)) < 2:
+        return False
+    last = words[-1].lower() if words else ""
+    return bool(_CLOSED.search(unit.text)) or last not in FUNCTION_WORDS
 
 
 def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray, evidence: dict[str, float],
@@ -296,7 +323,7 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
         asked = stems(question)
         fields = [(stems(name), value.strip()) for name, _, value in (f.partition(": ") for f in unit.text.split("; "))]
         for named, value in fields:
-            if named & asked and value and value.lower() not in question.lower():
+            if named & asked and value and not _named_in(value, question):
                 return value
         if Wants.PERSON in wanted:  # "who ...?" is answered by the row's name
             return next((value for named, value in fields if named & _NAME_FIELDS and value), None)
@@ -307,6 +334,15 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
             if len(found) == 1:
                 return found.pop()
     return None
+
+
+def _named_in(value: str, question: str) -> bool:
+    """Whether the question already names the value, or one of its comma-separated forms: that
+    field is the record's key ("What does --dry-run do?" is not answered by "-n, --dry-run")."""
+    asked = question.lower()
+    return value.lower() in asked or any(
+        len(part) > 1 and re.search(rf"(?<![\w-]){re.escape(part)}(?![\w-])", asked)
+        for part in (p.strip().lower() for p in value.split(",")))
 
 
 def _singles_out(question: str, row: Unit, rows: list[Unit]) -> bool:
@@ -380,7 +416,7 @@ class ExtractiveGenerator:
                 hop = _who_is(direct, chosen, support.units)
                 if hop is not None:  # "People Operations" approves it; the directory says who that is
                     direct, chosen = hop[0], [*chosen, hop[1]]
-        pieces = [f"{direct}."] if direct else []
+        pieces = [direct if direct.endswith((".", "!", "?")) else f"{direct}."] if direct else []
         pieces += [f"{unit.text} [{unit.item.ref}]" for unit in chosen]
         return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of(chosen))
 
