@@ -289,6 +289,12 @@ class Chunk(BaseModel):
     page_starts: list[tuple[int, int]] = Field(default_factory=list)
     row_starts: list[tuple[int, int]] = Field(default_factory=list)
 
+    def record_json(self) -> str:
+        """The stored record: the page and row maps only when there is one, so a chunk on one page
+        (most of a PDF's) costs a DynamoDB item nothing for them."""
+        empty = {name for name in ("page_starts", "row_starts") if not getattr(self, name)}
+        return self.model_dump_json(exclude=empty)
+
     @staticmethod
     def make_id(document_id: str, section_index: int, index: int) -> str:
         return f"{document_id}#{section_index}#{index}"
