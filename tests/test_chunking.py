@@ -88,6 +88,35 @@ def test_access_fields_and_locators_come_from_the_record_and_blocks(embedder):
     assert chunk.pages == [1, 2]
     assert chunk.tenant == "northpier" and chunk.allowed_roles == frozenset({"staff"})
     assert chunk.revision == REVISION
+    # Where each page begins in the chunk's text: a citation names the page of its quote.
+    assert chunk.page_starts == [(0, 1), (chunk.text.index("Beta"), 2)] and chunk.row_starts == []
+
+
+def test_a_chunk_maps_its_rows_and_keeps_no_map_for_a_single_page(embedder):
+    builder = TextBuilder()
+    builder.section(["Codes"])
+    for row, code in ((2, "E1"), (3, "E2"), (5, "E3")):  # row 4 was empty in the sheet
+        builder.block(BlockKind.RECORD, f"code: {code}; action: restart", sheet="Codes", row=row)
+    (chunk,) = Chunker(embedder.count_tokens).chunk(builder.build("text/csv"), DOC, REVISION)
+    assert chunk.rows == [2, 3, 5] and chunk.sheet == "Codes"
+    assert chunk.row_starts == [(0, 2), (chunk.text.index("code: E2"), 3), (chunk.text.index("code: E3"), 5)]
+
+    builder = TextBuilder()
+    builder.block(BlockKind.PARAGRAPH, "Alpha on page one.", page=1)
+    builder.block(BlockKind.PARAGRAPH, "More on page one.", page=1)
+    (chunk,) = Chunker(embedder.count_tokens).chunk(builder.build("application/pdf"), DOC, REVISION)
+    assert chunk.pages == [1] and chunk.page_starts == []  # its pages say it exactly: nothing stored
+
+
+def test_a_chunk_that_starts_inside_a_block_maps_its_first_characters_to_that_blocks_page(embedder):
+    builder = TextBuilder()
+    builder.block(BlockKind.PARAGRAPH, " ".join(f"Sentence {i} of a long page one paragraph." for i in range(40)), page=1)
+    builder.block(BlockKind.PARAGRAPH, "Beta on page two.", page=2)
+    chunks = Chunker(embedder.count_tokens, ChunkingConfig(max_tokens=64, overlap_tokens=8)).chunk(
+        builder.build("application/pdf"), DOC, REVISION)
+    last = chunks[-1]
+    assert last.start > 0 and last.pages == [1, 2]
+    assert last.page_starts == [(0, 1), (last.text.index("Beta"), 2)]
 
 
 def test_long_paragraphs_are_segmented_window_by_window_without_losing_boundaries():

@@ -16,10 +16,14 @@ from citewell.render import snippet, where
 LONG = "crane-operations-handbook-for-the-night-shift-at-the-northern-terminal.md"
 
 
+# The code under test: a checkout run with PYTHONPATH (a worktree) is not the installed one.
+_CODE = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+
+
 def cli(home: Path, *argv: str) -> str:
     """The real command through a pipe (not a terminal), as `citewell ... | less` would run it."""
     done = subprocess.run([sys.executable, "-m", "citewell", "--home", str(home), *argv],
-                          capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin", "COLUMNS": "80"})
+                          capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin", "COLUMNS": "80", **_CODE})
     assert "Traceback" not in done.stderr, done.stderr
     return done.stdout
 
@@ -143,8 +147,9 @@ def test_a_removed_unique_word_comes_back_only_as_a_weak_match(tmp_path):
 def test_citations_say_the_pages_and_rows_to_find_them_by_hand():
     from citewell.render import place
 
-    assert place({"pages": [3]}) == "p. 3" and place({"pages": [3, 4, 5]}) == "pp. 3-5"
+    assert place({"pages": [3]}) == "page 3" and place({"pages": [3, 4, 5]}) == "pages 3-5"
     assert place({"sheet": "Bands", "rows": [4]}) == "sheet Bands, row 4" and place({"rows": [2, 3]}) == "rows 2-3"
+    assert place({"rows": [14, 17, 18]}) == "rows 14, 17-18"  # two records an elided quote joins, not those between
     assert place({"pages": [], "sheet": None, "rows": []}) == ""
 
 
@@ -157,7 +162,21 @@ def test_an_answer_from_a_pdf_shows_its_page(tmp_path):
                                                     ("Storm pins", ["Engage both storm pins when the wind exceeds 72 km/h."])]))
     cli(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
     out = cli(home, "ask", "When must both storm pins be engaged?", "--tenant", "northpier", "--roles", "staff")
-    assert "manual/cranes.pdf#" in out and (", p. 2" in out or ", pp. 1-2" in out), out  # the chunk's pages
+    assert "manual/cranes.pdf#" in out and ", page 2" in out, out  # the page of the quoted sentence
+
+
+def test_a_citation_shows_and_carries_the_page_of_its_quote_not_its_chunks(tmp_path):
+    from tests.test_citation_places import PAGE_TEXTS, plain_pdf
+
+    home, folder = tmp_path / "home", tmp_path / "office"
+    folder.mkdir()
+    (folder / "office.pdf").write_bytes(plain_pdf(PAGE_TEXTS))  # one chunk over pages 1-3
+    cli(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
+    asked = ("ask", "Where do visitors collect a day badge?", "--tenant", "northpier", "--roles", "staff")
+    out = cli(home, *asked)
+    assert ", page 2\n" in out and "pages" not in out, out
+    (citation,) = json.loads(cli(home, *asked, "--json"))["citations"]
+    assert citation["pages"] == [2] and citation["rows"] == [] and citation["sheet"] is None
 
 
 def test_text_from_a_document_never_drives_the_terminal(tmp_path):

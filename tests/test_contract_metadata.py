@@ -82,6 +82,17 @@ def test_chunk_records_replace_a_revision_and_answer_lookups(store):
     assert store.get_chunks("northpier", "handbook.md", "r1") == [] and store.chunk_revisions("northpier", "handbook.md") == ["r2"]
 
 
+def test_chunk_records_keep_their_page_and_row_maps(store):
+    mapped = chunk(0).model_copy(update={"pages": [1, 2], "page_starts": [(0, 1), (19, 2)]})
+    rows = chunk(1).model_copy(update={"sheet": "Codes", "rows": [4, 6], "row_starts": [(0, 4), (12, 6)]})
+    store.put_chunks([mapped, rows, chunk(2)])
+    found = store.get_chunks("northpier", "handbook.md", "r1")
+    assert [c.page_starts for c in found] == [[(0, 1), (19, 2)], [], []]
+    assert [c.row_starts for c in found] == [[], [(0, 4), (12, 6)], []]
+    assert found == [mapped, rows, chunk(2)]
+    assert "page_starts" not in chunk(2).record_json()  # a chunk on one page stores no map at all
+
+
 def test_embedding_cache(store):
     v = np.arange(384, dtype=np.float32)
     store.put_embeddings("model@1:384", {"h1": v, "h2": v * 2})

@@ -92,6 +92,23 @@ The tide table is posted at <img src=x onerror="window.__pwned='img'"> the harbo
 <script>window.__pwned = 'script'</script> Pilots collect the tide table from the harbour gate.
 """
 
+# A tenant of its own, so its documents change no other test's answers: a real multi-page PDF
+# (fpdf2) and a hard-wrapped text file.
+TRAVEL_PAGES = [
+    ("Travel and Expenses Policy", [
+        "Business travel must be approved by your line manager before booking. Book trains for "
+        "journeys under four hours; flights need the approval of a director.",
+        "Rail travel is standard class for every journey. First class needs the written approval of a director."]),
+    ("Hotels", ["Hotel costs are reimbursed up to 140 euros per night in port cities and 110 euros elsewhere."]),
+    ("Meals", ["The daily meal allowance is 45 euros for a full travel day and 20 euros for a half day."]),
+]
+PILOTS = """Pilot boat notes for the east quay.
+
+The pilot boat leaves the north pier at six every morning, weather
+permitting, and returns before noon. Harbour pilots board it from the
+stone steps beside the crane.
+"""
+
 # Text only support may read: staff of the same tenant and everyone of bluefen must never see it.
 SUPPORT_ONLY = ("Ballast pump", "bridge journal", "error-codes.csv")
 NORTHPIER_ONLY = ("Northpier Staff Handbook", "27 days", "Tide notes", *SUPPORT_ONLY)
@@ -122,11 +139,18 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     ingest(home, files / "northpier/support/error-codes.csv", "northpier", "support")
     ingest(home, files / "bluefen/staff/guide.md", "bluefen", "staff")
     ingest(home, files / "northpier/hostile/tide.txt", "northpier", "staff", "--title", HOSTILE_TITLE)
+    from citewell.samples.writer import pdf_bytes
+
+    (files / "eastquay").mkdir()
+    (files / "eastquay/travel.pdf").write_bytes(pdf_bytes(TRAVEL_PAGES, title="Travel and Expenses Policy"))
+    (files / "eastquay/pilots.txt").write_text(PILOTS, encoding="utf-8")
+    ingest(home, files / "eastquay", "eastquay", "staff")
     tokens = {
         "staff": mint(home, "northpier", "staff"),
         "support": mint(home, "northpier", "support"),
         "writer": mint(home, "northpier", f"staff,{WRITE}"),
         "bluefen": mint(home, "bluefen", "staff"),
+        "eastquay": mint(home, "eastquay", "staff"),
     }
     with serving(home, "--demo") as base:
         yield Site(base, home, files, tokens)
@@ -266,7 +290,49 @@ def test_a_source_says_where_it_sits_in_its_file(page: Any, site: Site) -> None:
     answer = ask(page, "What should the operator do for error E1027?")
     source = answer.find_element(By.CSS_SELECTOR, "#sources li.source")
     assert "error-codes.csv" in source.text and "Ballast pump" in source.find_element(By.CSS_SELECTOR, "blockquote").text
-    assert "rows 2–3" in source.find_element(By.CSS_SELECTOR, ".meta .where").text  # the CSV records of the passage
+    assert "row 2" in source.find_element(By.CSS_SELECTOR, ".meta .where").text  # the CSV record quoted, not the chunk's
+
+
+def open_quote(page: Any, question: str) -> tuple[str, list[str], str]:
+    """Asks, opens the first source in its document: the source's place and quote, the highlighted
+    parts, and the dialog's text (with its notes)."""
+    answer = ask(page, question)
+    source = answer.find_element(By.CSS_SELECTOR, "#sources li.source")
+    where = " ".join(w.text for w in source.find_elements(By.CSS_SELECTOR, ".meta .where"))  # none for a text file
+    quote = source.find_element(By.CSS_SELECTOR, "blockquote.quote").text
+    source.find_element(By.CSS_SELECTOR, "button.open-source").click()
+    wait_for(page, lambda b: "Opening" not in b.find_element(By.ID, "source-body").text, 20, "the document")
+    marks = [" ".join(m.text.split()) for m in page.find_elements(By.CSS_SELECTOR, "#section-text mark.quote-part")]
+    return where, [quote, *marks], page.find_element(By.ID, "source-body").text
+
+
+def test_a_quote_of_two_sentences_on_page_one_of_a_pdf_is_found_in_its_document(page: Any, site: Site) -> None:
+    """The bug this reproduces: the answerer joined two neighbouring sentences without their space
+    ("journey.First"), a quote the document does not hold, so the page said it was not there."""
+    sign_in(page, site.tokens["eastquay"])
+    where, (quote, *marks), dialog = open_quote(page, "Can I travel first class by rail?")
+    assert "journey. First class" in quote and "page 1" in where
+    assert "not in the current text" not in dialog
+    assert marks == [" ".join(quote.split())]
+
+
+def test_an_elided_quote_is_highlighted_part_by_part(page: Any, site: Site, screenshots: Path) -> None:
+    sign_in(page, site.tokens["eastquay"])
+    where, (quote, *marks), dialog = open_quote(page, "Who approves flights?")
+    assert " … " in quote, quote  # two units of the passage with the text between them left out
+    assert "not in the current text" not in dialog
+    assert marks == [" ".join(part.split()) for part in quote.split(" … ")]
+    assert not any("line manager" in mark for mark in marks)  # the sentence between them is not highlighted
+    assert where.startswith("page 1")
+    screenshot(page, "source-elided", screenshots)
+
+
+def test_a_quote_across_a_line_wrap_is_highlighted(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["eastquay"])
+    _, (quote, *marks), dialog = open_quote(page, "When does the pilot boat leave the north pier?")
+    assert "weather permitting" in " ".join(quote.split())
+    assert "not in the current text" not in dialog
+    assert marks == [" ".join(quote.split())]
 
 
 def test_search_shows_title_section_snippet_and_lanes(page: Any, site: Site, screenshots: Path) -> None:

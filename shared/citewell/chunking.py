@@ -159,6 +159,18 @@ def _continues(text: str, blocks: Sequence[Block], starts: list[int], start: int
     return before is not None and after is not None and before.kind in _SERIES and after.kind is before.kind
 
 
+def _starts(covered: Sequence[Block], start: int, field: str) -> list[tuple[int, int]]:
+    """Where each page (or row) of the blocks a chunk covers begins, as ``(offset into the chunk's
+    text, value)``: an entry where the value changes. Empty when the chunk holds at most one value,
+    which its ``pages`` (or ``rows``) say exactly: most PDF chunks sit on one page and pay nothing."""
+    found: list[tuple[int, int]] = []
+    for block in covered:
+        value = getattr(block, field)
+        if value is not None and (not found or found[-1][1] != value):
+            found.append((max(0, block.start - start), value))
+    return found if len({v for _, v in found}) > 1 else []
+
+
 class Chunker:
     """Turns one parsed revision into chunks; access fields come from the upload being published."""
 
@@ -197,6 +209,8 @@ class Chunker:
                         sheet=next((b.sheet for b in covered if b.sheet), None),
                         rows=[b.row for b in covered if b.row is not None],
                         continues=following is not None and _continues(text, blocks, starts, start, end, following),
+                        page_starts=_starts(covered, start, "page"),
+                        row_starts=_starts(covered, start, "row"),
                     )
                 )
         return chunks

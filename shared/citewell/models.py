@@ -8,6 +8,7 @@ import uuid
 from urllib.parse import quote
 from datetime import datetime, timezone
 from enum import StrEnum
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator
@@ -283,6 +284,18 @@ class Chunk(BaseModel):
     sheet: str | None = None
     rows: list[int] = Field(default_factory=list)
     continues: bool = False  # a list, table or sentence run goes on in the next chunk of the section
+    # Where each page and row begins in ``text`` (``(offset into text, page or row)``, in text order),
+    # so a citation names the page or row of its quote, not the chunk's range. Kept only when the
+    # chunk spans more than one (else ``pages``/``rows`` are exact); records written before these
+    # existed have neither, and cite the chunk's range.
+    page_starts: list[tuple[int, int]] = Field(default_factory=list)
+    row_starts: list[tuple[int, int]] = Field(default_factory=list)
+
+    def record_json(self) -> str:
+        """The stored record: the page and row maps only when there is one, so a chunk on one page
+        (most of a PDF's) costs a DynamoDB item nothing for them."""
+        empty = {name for name in ("page_starts", "row_starts") if not getattr(self, name)}
+        return self.model_dump_json(exclude=empty)
 
     @staticmethod
     def make_id(document_id: str, section_index: int, index: int) -> str:
@@ -345,9 +358,21 @@ class Place(BaseModel):
     rows: list[int] = Field(default_factory=list)
 
 
+def _starting_in(starts: Sequence[tuple[int, int]], start: int, end: int) -> list[int]:
+    """The values of ``starts`` (``(offset, value)`` in offset order) whose stretch of text, from
+    their offset to the next one's, overlaps ``[start, end)``."""
+    found = []
+    for i, (offset, value) in enumerate(starts):
+        following = starts[i + 1][0] if i + 1 < len(starts) else None
+        if offset < end and (following is None or following > start) and value not in found:
+            found.append(value)
+    return found
+
+
 class Citation(Place):
     """One source an answer rests on: a real chunk of the revision that was active when it was cited,
-    and the place in its file of that chunk.
+    and the place in its file of its quote (the pages its quoted words lie on, the rows of the
+    records it quotes); the chunk's place when the quote cannot be placed.
 
     When that source is deleted (or its revision replaced) the citation keeps only its ref and
     says so: nothing of the removed text or its ids stays behind.
@@ -433,12 +458,24 @@ class AnswerRecord(BaseModel):
 
 
 class EvidenceSpan(Place):
-    """The part of an evidence text that came from one chunk (offsets into that evidence text), and that chunk's place."""
+    """The part of an evidence text that came from one chunk (offsets into that evidence text), that
+    chunk's place, and where its pages and rows begin (offsets into the evidence text, as in
+    :attr:`Chunk.page_starts`; empty when the chunk has one page or row, or was written without them)."""
 
     chunk_id: str
     section_path: list[str]
     start: int
     end: int
+    page_starts: list[tuple[int, int]] = Field(default_factory=list)
+    row_starts: list[tuple[int, int]] = Field(default_factory=list)
+
+    def place_of(self, start: int, end: int) -> Place:
+        """The place of the evidence characters ``[start, end)`` inside this span: the pages and rows
+        they lie on where the map says, else the chunk's."""
+        start, end = max(start, self.start), min(end, self.end)
+        pages = sorted(_starting_in(self.page_starts, start, end)) if self.page_starts else self.pages
+        rows = sorted(_starting_in(self.row_starts, start, end)) if self.row_starts else self.rows
+        return Place(pages=pages or self.pages, sheet=self.sheet, rows=rows or self.rows)
 
 
 class EvidenceItem(BaseModel):
@@ -456,6 +493,22 @@ class EvidenceItem(BaseModel):
     def span_at(self, offset: int) -> EvidenceSpan:
         """The chunk span that holds ``text[offset]``."""
         return next((s for s in self.spans if s.start <= offset < s.end), self.spans[-1])
+
+    def place_of(self, parts: Sequence[tuple[int, int]]) -> Place:
+        """The place of a quote made of ``parts`` (``[start, end)`` offsets into ``text``, an elided
+        quote's in order): the pages and rows its characters lie on, in whichever chunks they are;
+        the sheet of the first part's chunk (a section is never on two sheets)."""
+        pages: set[int] = set()
+        rows: list[int] = []
+        sheet = None
+        for start, end in parts:
+            for span in self.spans:
+                if span.start < end and start < span.end:
+                    found = span.place_of(start, end)
+                    pages.update(found.pages)
+                    rows.extend(r for r in found.rows if r not in rows)
+                    sheet = sheet or found.sheet
+        return Place(pages=sorted(pages), sheet=sheet, rows=sorted(rows))
 
 
 class Draft(BaseModel):

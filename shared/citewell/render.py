@@ -117,14 +117,23 @@ def _search(payload: dict[str, Any]) -> None:
 
 
 def _span(numbers: Sequence[int]) -> str:
-    return str(numbers[0]) if len(numbers) == 1 else f"{numbers[0]}-{numbers[-1]}"
+    """``3``, ``3-5``, or ``3, 7-8``: runs of consecutive numbers as ranges, so the rows of two
+    records an elided quote joins are not shown as every row between them."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 def place(item: dict[str, Any]) -> str:
-    """Where the passage sits in its file, to find it by hand: pages, or sheet and rows."""
+    """Where the passage sits in its file, to find it by hand: pages, or sheet and rows (a
+    citation's are those of its quote, a passage's those of the whole passage)."""
     parts = []
     if item.get("pages"):
-        parts.append(("p. " if len(item["pages"]) == 1 else "pp. ") + _span(item["pages"]))
+        parts.append(("page " if len(item["pages"]) == 1 else "pages ") + _span(item["pages"]))
     if item.get("sheet"):
         parts.append(f"sheet {item['sheet']}")
     if item.get("rows"):

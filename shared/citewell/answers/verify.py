@@ -56,19 +56,27 @@ def _pattern(quote: str) -> re.Pattern[str]:
     return re.compile(r"\s+".join("".join(_SAME.get(c, re.escape(c)) for c in w) for w in words), re.IGNORECASE)
 
 
-def locate(text: str, quote: str) -> tuple[int, int] | None:
-    """Where ``quote`` stands in ``text`` (an elided quote: each part, in order), or None."""
+def locate_parts(text: str, quote: str) -> list[tuple[int, int]] | None:
+    """Where each part of ``quote`` stands in ``text``, in order: one part, or for an elided quote
+    ("A … B") each part between its ellipses; None when a part is not there. A part matches across
+    any run of whitespace (a line wrap), either kind of quote mark or dash, and any case."""
     quote = quote.replace("&lt;", "<").replace("&gt;", ">")  # as the prompt escaped it
     if (exact := text.find(quote)) >= 0 and quote.strip():
-        return exact, exact + len(quote)
-    end, first = 0, None
+        return [(exact, exact + len(quote))]
+    end, found = 0, []
     for part in filter(None, (p.strip() for p in _ELLIPSIS.split(quote))):
-        found = _pattern(part).search(text, end)
-        if found is None:
+        match = _pattern(part).search(text, end)
+        if match is None:
             return None
-        first = found.start() if first is None else first
-        end = found.end()
-    return None if first is None else (first, end)
+        found.append((match.start(), match.end()))
+        end = match.end()
+    return found or None
+
+
+def locate(text: str, quote: str) -> tuple[int, int] | None:
+    """Where ``quote`` stands in ``text`` (an elided quote: from its first part to its last), or None."""
+    parts = locate_parts(text, quote)
+    return None if parts is None else (parts[0][0], parts[-1][1])
 
 
 def _numbers(text: str) -> set[str]:
@@ -99,17 +107,19 @@ def _borrowed(text: str, question: str, cited: Sequence[EvidenceItem], evidence:
     return any(0 < sum(w in h or w.removesuffix("s") in h for h in holders) <= len(evidence) / 2 for w in used)
 
 
-def _bound(item: EvidenceItem, quote: str | None) -> tuple[str, int]:
-    """The words a citation shows and where they start. A generator's quote is shown as the
-    source has it when it stands there whole; otherwise (several of the source's sentences
-    joined) as given, placed where its first words stand."""
+def _bound(item: EvidenceItem, quote: str | None) -> tuple[str, list[tuple[int, int]] | None, int]:
+    """The words a citation shows, where they stand in the source, and where they start. A
+    generator's quote is shown as the source has it when it stands there (an elided quote: each
+    part as the source has it, an ellipsis for what is left out, so the place of the quote is the
+    place of the words quoted, not of the text between them); otherwise as given, placed where its
+    first words stand, with no parts (its place is its chunk's)."""
     if not quote:
-        return item.text.strip(), 0
-    whole = locate(item.text, quote)
-    if whole is not None:
-        return item.text[whole[0] : whole[1]], whole[0]
+        return item.text.strip(), None, 0
+    parts = locate_parts(item.text, quote)
+    if parts is not None:
+        return " … ".join(item.text[s:e] for s, e in parts), parts, parts[0][0]
     first = locate(item.text, " ".join(quote.split()[:12]))
-    return quote, first[0] if first else 0
+    return quote, None, first[0] if first else 0
 
 
 def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -> Verdict:
@@ -144,13 +154,14 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -
     text = _REF.sub(lambda m: f"[{shown[m.group(1)]}]", text)
     citations = []
     for item in cited:
-        quote, start = _bound(item, draft.quotes.get(item.ref))
+        quote, parts, start = _bound(item, draft.quotes.get(item.ref))
         span = item.span_at(start)
+        place = item.place_of(parts) if parts else span
         citations.append(
             Citation(
                 ref=shown[item.ref], chunk_id=span.chunk_id, document_id=item.document_id, revision=item.revision,
                 title=item.title, section_path=span.section_path, quote=quote,
-                pages=span.pages, sheet=span.sheet, rows=span.rows,
+                pages=place.pages, sheet=place.sheet, rows=place.rows,
             )
         )
     return Verdict(text, citations)

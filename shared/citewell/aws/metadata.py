@@ -197,7 +197,7 @@ class DynamoMetadataStore:
                 counts[key] = counts.get(key, 0) + 1
                 batch.put_item(Item={
                     "pk": f"C#{chunk.tenant}#{chunk.document_id}#{chunk.revision}", "sk": f"K#{chunk.chunk_id}",
-                    "position": position, "content_hash": chunk.content_hash, "record": chunk.model_dump_json(),
+                    "position": position, "content_hash": chunk.content_hash, "record": chunk.record_json(),
                 })
             for (tenant, document_id, revision), count in counts.items():
                 batch.put_item(Item={"pk": f"T#{tenant}", "sk": f"R#{document_id}#{revision}", "chunks": count,

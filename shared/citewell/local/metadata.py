@@ -173,7 +173,7 @@ class SqliteMetadataStore:
                 "INSERT INTO chunks (tenant, document_id, revision, chunk_id, position, content_hash, record) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (c.tenant, c.document_id, c.revision, c.chunk_id, i, c.content_hash, c.model_dump_json())
+                    (c.tenant, c.document_id, c.revision, c.chunk_id, i, c.content_hash, c.record_json())
                     for i, c in enumerate(chunks)
                 ],
             )

@@ -129,16 +129,27 @@
     return path.join(" › ");
   }
 
-  /** "page 3", "pages 3–4", "sheet Bands, row 7", or "" when the source has no such place. */
+  /** "3", "3–5" or "3, 7–8": runs of consecutive numbers as ranges (an elided quote's two records
+   *  are not every row between them). */
+  function runs(numbers) {
+    const found = [];
+    for (const n of numbers) {
+      const run = found[found.length - 1];
+      if (run && n === run[run.length - 1] + 1) run.push(n);
+      else found.push([n]);
+    }
+    return found.map((r) => (r.length === 1 ? String(r[0]) : `${r[0]}–${r[r.length - 1]}`)).join(", ");
+  }
+
+  /** "page 3", "pages 3–4", "sheet Bands, row 7", or "" when the source has no such place: a
+   *  citation's is its quote's, a passage's the whole passage's. */
   function place(item) {
     const parts = [];
     const pages = item.pages || (item.page != null ? [item.page] : []);
-    if (pages.length === 1) parts.push(`page ${pages[0]}`);
-    else if (pages.length > 1) parts.push(`pages ${pages[0]}–${pages[pages.length - 1]}`);
+    if (pages.length) parts.push(`${pages.length === 1 ? "page" : "pages"} ${runs(pages)}`);
     if (item.sheet) parts.push(`sheet ${item.sheet}`);
     const rows = item.rows || (item.row != null ? [item.row] : []);
-    if (rows.length === 1) parts.push(`row ${rows[0]}`);
-    else if (rows.length > 1) parts.push(`rows ${rows[0]}–${rows[rows.length - 1]}`);
+    if (rows.length) parts.push(`${rows.length === 1 ? "row" : "rows"} ${runs(rows)}`);
     return parts.join(", ");
   }
 
@@ -155,23 +166,37 @@
     return `${flat.slice(0, cut > SNIPPET_CHARS / 2 ? cut : SNIPPET_CHARS)} …`;
   }
 
-  /** Where `quote` sits in `text`, ignoring differences in whitespace: [start, end) or null. */
+  const SAME = { "'": "['’‘]", "’": "['’‘]", "‘": "['’‘]", '"': '["“”]', "“": '["“”]', "”": '["“”]',
+    "-": "[-–—]", "–": "[-–—]", "—": "[-–—]" };
+
+  /** A quote's part as a pattern, as the server's verification reads it: any run of whitespace
+   *  (a line wrap) between its words, either kind of quote mark or dash, any case. */
+  function partPattern(part) {
+    const words = part.split(/\s+/).filter(Boolean);
+    const escape = (c) => SAME[c] || c.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+    return new RegExp(words.map((w) => Array.from(w, escape).join("")).join("\\s+"), "giu");
+  }
+
+  /** Where each part of `quote` sits in `text`, in order: [[start, end), …] or null. An elided
+   *  quote ("A … B", two units with text left out between them) has a part on each side of its
+   *  ellipsis; each is highlighted, not the text between them. */
   function locate(text, quote) {
-    const wanted = String(quote || "").replace(/\s+/g, " ").trim();
+    const wanted = String(quote || "").trim();
     if (!wanted) return null;
     const exact = text.indexOf(wanted);
-    if (exact >= 0) return [exact, exact + wanted.length];
-    let flat = "";
-    const origin = [];
-    for (let i = 0; i < text.length; i++) {
-      const space = /\s/.test(text[i]);
-      if (space && (flat.endsWith(" ") || flat === "")) continue;
-      flat += space ? " " : text[i];
-      origin.push(i);
+    if (exact >= 0) return [[exact, exact + wanted.length]];
+    const parts = wanted.split(/\s*(?:\.\.\.|…)\s*/).map((p) => p.trim()).filter(Boolean);
+    const found = [];
+    let from = 0;
+    for (const part of parts) {
+      const pattern = partPattern(part);
+      pattern.lastIndex = from;
+      const match = pattern.exec(text);
+      if (!match) return null;
+      found.push([match.index, match.index + match[0].length]);
+      from = match.index + match[0].length;
     }
-    const at = flat.indexOf(wanted);
-    if (at < 0) return null;
-    return [origin[at], origin[at + wanted.length - 1] + 1];
+    return found.length ? found : null;
   }
 
   const shortRevision = (revision) => (revision ? String(revision).slice(0, 12) : "none");
@@ -470,6 +495,12 @@
 
   /* ---------- a source in its document ---------- */
 
+  /** The document's current text (one section of it, when `section` is not null), or throws. */
+  async function currentText(documentId, section) {
+    const path = documentPath(documentId) + (section !== null ? `?section=${encodeURIComponent(section)}` : "");
+    return api("GET", path);
+  }
+
   async function openSource(item, quote, opener) {
     const dialog = $("source-dialog");
     const body = clear($("source-body"));
@@ -478,10 +509,17 @@
     append(body, [el("p", { class: "status busy", role: "status", text: "Opening the document…" })]);
     if (!dialog.open) dialog.showModal();
     const section = sectionOf(item.chunk_id);
-    const path = documentPath(item.document_id) + (section !== null ? `?section=${encodeURIComponent(section)}` : "");
     let result;
+    let spans;
     try {
-      result = await api("GET", path);
+      result = await currentText(item.document_id, section);
+      spans = locate(result.text || "", quote);
+      if (!spans && quote && section !== null) {
+        // Touching chunks of two sections are one passage: a quote may run on past its section.
+        const whole = await currentText(item.document_id, null);
+        const there = locate(whole.text || "", quote);
+        if (there) [result, spans] = [whole, there];
+      }
     } catch (error) {
       if (error.code === "stale") return;
       clear(body).append(el("p", { class: "error", role: "alert", text: error.status === 404
@@ -497,14 +535,20 @@
       append(body, [el("p", { class: "degraded", role: "note",
         text: "This document has a newer revision than the one cited; the passage may have changed." })]);
     }
-    const span = locate(text, quote);
-    if (!span && quote) {
+    if (!spans && quote) {
       append(body, [el("p", { class: "degraded", role: "note", text: "The quoted passage is not in the current text of this section." })]);
     }
     const textBox = el("div", { class: "section-text", id: "section-text", tabindex: "0", "aria-label": "Section text" });
-    if (span) {
-      const mark = el("mark", { id: "quote-mark", text: text.slice(span[0], span[1]) });
-      append(textBox, [text.slice(0, span[0]), mark, text.slice(span[1])]);
+    if (spans) {
+      const pieces = [];
+      let last = 0;
+      spans.forEach(([start, end], number) => {
+        pieces.push(text.slice(last, start),
+          el("mark", { class: "quote-part", ...(number ? {} : { id: "quote-mark" }), text: text.slice(start, end) }));
+        last = end;
+      });
+      pieces.push(text.slice(last));
+      append(textBox, pieces);
     } else {
       textBox.textContent = text || "This section has no text.";
     }

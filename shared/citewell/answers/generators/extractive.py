@@ -514,15 +514,28 @@ def _who_is(named: str, chosen: list[Unit], ranked: list[Unit]) -> tuple[str, Un
     return None
 
 
+def _stripped(text: str, unit: Unit) -> tuple[int, int]:
+    """The unit's bounds without the whitespace at its edges (a sentence's span runs on to the next one)."""
+    start, end = unit.start, unit.end
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
 def quotes_of(units: Sequence[Unit]) -> dict[str, str]:
-    """Each source's quote: its units in source order, an ellipsis where text between them is left out."""
+    """Each source's quote: its units in source order as the source has them, with the whitespace
+    between two that follow each other (it used to be dropped, "configuration.Each", a quote the
+    source does not hold), and an ellipsis where text between them is left out."""
     quotes: dict[str, str] = {}
     for ref in dict.fromkeys(u.item.ref for u in units):
         mine = sorted((u for u in units if u.item.ref == ref), key=lambda u: u.start)
         text = mine[0].item.text
-        quote = text[mine[0].start : mine[0].end].strip()
-        for before, unit in zip(mine, mine[1:]):
-            gap = text[before.end : unit.start]
-            quote += (gap if not gap.strip() else " … ") + text[unit.start : unit.end].strip()
+        bounds = [_stripped(text, u) for u in mine]
+        quote = text[bounds[0][0] : bounds[0][1]]
+        for (_, before), (start, end) in zip(bounds, bounds[1:]):
+            gap = text[before:start]
+            quote += (gap if not gap.strip() else " … ") + text[start:end]
         quotes[ref] = " ".join(quote.split()) if "…" in quote else quote
     return quotes
