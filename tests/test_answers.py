@@ -245,3 +245,23 @@ def test_a_caller_without_identity_gets_a_refusal_and_nothing_is_recorded(servic
     assert answer.refused and answer.citations == []
     with pytest.raises(NotFound):
         recorded_citations(services, STAFF, answer.answer_id)
+
+
+def test_a_passage_over_the_budget_is_cut_back_to_its_hit_not_left_out(services):
+    """Hits among a table's rows bring the rows after them; a passage longer than the evidence
+    budget keeps the chunks from its first hit that fit, so the row asked about is still there."""
+    from citewell.answers.evidence import gather_evidence
+    from citewell.ingest.runner import ingest
+    from citewell.ingest.stages import IngestRequest
+    from citewell.models import Identity
+    from citewell.search import search
+
+    rows = ["code,component,action"] + [f"E{1000 + i},unit {i},Reset breaker {i} and log the reading" for i in range(300)]
+    (outcome,) = ingest(services, [IngestRequest(document_id="codes.csv", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                                                 data="\n".join(rows).encode(), filename="codes.csv")])
+    assert outcome.status == "published"
+    staff = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    hits = search(services, staff, "What is the action for code E1137?", k=16).hits
+    evidence = gather_evidence(services, staff, hits, budget_chars=1500)
+    assert evidence and sum(len(e.text) for e in evidence) <= 1500
+    assert any("E1137" in e.text for e in evidence)

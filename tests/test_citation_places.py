@@ -116,16 +116,10 @@ def test_a_refusals_passage_keeps_its_chunks_pages(services):
     assert [p.pages for p in refusal.closest] == [[1, 2, 3]]  # a passage is the whole chunk, shown whole
 
 
-# The lexical lane alone: with the vector lane, the hits in neighbouring chunks of 200 records
-# stitch into one passage over the evidence budget, which is left out whole (an evidence matter,
-# not a citation's: see the report of this branch). The place of a record is the same either way.
-LEXICAL = ("bm25",)
-
-
 def test_a_csv_citation_names_the_row_of_its_record(services):
     rows = records(200)
     add(services, "\n".join(",".join(map(str, r)) for r in rows).encode(), "codes.csv")
-    answer = ask(services, STAFF, "What is the action for code E1137?", lanes=LEXICAL)
+    answer = ask(services, STAFF, "What is the action for code E1137?")
     (citation,) = answer.citations
     assert "E1137" in citation.quote
     chunk = services.metadata.get_chunks_by_id("northpier", [(citation.document_id, citation.revision, citation.chunk_id)])
@@ -137,7 +131,7 @@ def test_an_xlsx_citation_names_the_sheet_and_row_of_its_record(services):
     rows = records(200)
     rows.insert(60, [None, None, None])  # an empty row: the sheet's row numbers, not a count of records
     add(services, xlsx_bytes({"Notes": [["Codes are reviewed every April."]], "Codes": rows}), "codes.xlsx")
-    answer = ask(services, STAFF, "What is the action for code E1137?", lanes=LEXICAL)
+    answer = ask(services, STAFF, "What is the action for code E1137?")
     (citation,) = answer.citations
     assert "E1137" in citation.quote
     assert citation.sheet == "Codes" and citation.rows == [140] and citation.pages == []

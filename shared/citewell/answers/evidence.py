@@ -125,6 +125,24 @@ def _near_duplicate(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> bool:
     return len(a & b) / min(len(a), len(b)) >= DUPLICATE_CONTAINMENT
 
 
+def _within(group: _Group, hit: dict[tuple[str, str, str], int], budget: int) -> _Group | None:
+    """The run of ``group``'s chunks around its best-ranked hit that fits ``budget``: that hit,
+    then the chunks after it (what it runs on into), then those before it."""
+    ranks = [hit.get((c.document_id, c.revision, c.chunk_id), len(hit) + 1) for c in group.chunks]
+    start = end = ranks.index(min(ranks))
+
+    def fits(a: int, b: int) -> bool:
+        return len(_text_of(group.chunks[a : b + 1])[0]) <= budget
+
+    if not fits(start, end):
+        return None
+    while end + 1 < len(group.chunks) and fits(start, end + 1):
+        end += 1
+    while start > 0 and fits(start - 1, end):
+        start -= 1
+    return _Group(group.document, group.chunks[start : end + 1], group.rank)
+
+
 def gather_evidence(
     services: Services,
     identity: Identity,
@@ -132,18 +150,24 @@ def gather_evidence(
     budget_chars: int = DEFAULT_BUDGET_CHARS,
     max_items: int = MAX_CANDIDATES,
 ) -> list[EvidenceItem]:
-    """Evidence in rank order, within ``budget_chars``: an item that does not fit is left out whole."""
+    """Evidence in rank order, within ``budget_chars``: a passage that does not fit is cut back to
+    the chunks around its best hit that do (the rows a table's hit brought after it can make
+    a passage longer than the budget), and left out if even that hit does not."""
     current = read_back(services, identity, hits[: max_items * 2])
+    hit = {(c.document_id, c.revision, c.chunk_id): rank for _, c, rank in current}
     evidence: list[EvidenceItem] = []
     seen: list[set[tuple[str, ...]]] = []
     used = 0
     for group in _stitch(services, identity, current):
         text, spans = _text_of(group.chunks)
+        if used + len(text) > budget_chars:
+            group = _within(group, hit, budget_chars - used)
+            if group is None:
+                continue  # fewer candidates, never a truncated chunk
+            text, spans = _text_of(group.chunks)
         shingles = _shingles(text)
         if any(_near_duplicate(shingles, other) for other in seen):
             continue
-        if used + len(text) > budget_chars:
-            continue  # fewer candidates, never a truncated one
         first = group.chunks[0]
         evidence.append(
             EvidenceItem(
