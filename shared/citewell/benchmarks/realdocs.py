@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from citewell.answers.evaluation import AnswerCase, Report, evaluate, judge, load_cases
@@ -46,16 +47,23 @@ def _holds(text: str, case: AnswerCase) -> bool:
     return bool(case.must_contain) and all(" ".join(f.split()).lower() in normal for f in case.must_contain)
 
 
+def _unconfirmed(answer: Answer) -> bool:
+    return str(getattr(answer, "outcome", "")) == "unconfirmed"
+
+
 def breakdown(cases: list[AnswerCase], answers: list[Answer], report: Report) -> dict[str, object]:
-    """The figures the issue's targets read, from one run."""
+    """The figures the targets read, from one run."""
     answerable = [(c, a, j) for c, a, j in zip(cases, answers, report.judgements) if not c.refuse]
     refusals = [(c, a, j) for c, a, j in zip(cases, answers, report.judgements) if c.refuse]
     right = sum(j.correct for _, _, j in answerable)
     wrong = sum(j.answered and not j.correct for _, _, j in answerable)
     refused = [(c, a) for c, a, j in answerable if not j.answered]
     first_held = sum(bool(a.closest) and _holds(a.closest[0].text, c) for c, a in refused)
+    unconfirmed_held = sum(_unconfirmed(a) and _holds(a.answer or "", c) for c, a in refused)
     n = len(answerable) or 1
     return {
+        "unconfirmed_holding_fact": unconfirmed_held,
+        "answered_or_unconfirmed_holding_share": round((right + unconfirmed_held) / n, 4),
         "answerable": len(answerable), "must_refuse": len(refusals),
         "answered_right": right, "answered_wrong": wrong, "refused_answerable": len(refused),
         "refused_with_answer_first_closest": first_held,
@@ -66,14 +74,50 @@ def breakdown(cases: list[AnswerCase], answers: list[Answer], report: Report) ->
     }
 
 
+TARGETS = (  # (figure, at least or at most, bound): from the issue that set them
+    ("answered_right_share", ">=", 0.8), ("answered_must_refuse_share", "<=", 1 / 12),
+    ("answered_wrong_share", "<=", 0.05), ("answered_or_unconfirmed_holding_share", ">=", 0.9),
+)
+
+
+def block(figures: dict[str, object], command: str, commit: str) -> str:
+    from datetime import UTC, datetime
+
+    from citewell.benchmarks.report import REALDOCS_END, REALDOCS_START
+
+    names = {"answered_right_share": "answered right, of answerable",
+             "answered_must_refuse_share": "answered though it must be refused, of those",
+             "answered_wrong_share": "answered wrong (a fact missing), of answerable",
+             "answered_or_unconfirmed_holding_share": "answered, or unconfirmed quoting the fact, of answerable"}
+    rows = [f"| {names[key]} | {op} {bound:.3f} | {figures[key]:.3f} | {'yes' if (figures[key] >= bound if op == '>=' else figures[key] <= bound) else '**no**'} |"
+            for key, op, bound in TARGETS]
+    return "\n".join([
+        REALDOCS_START, "## Answers on real documents (realdocs-tune)", "",
+        f"`{command}` on {datetime.now(UTC):%Y-%m-%d} at {commit}: {figures['answerable']} answerable questions and "
+        f"{figures['must_refuse']} that must be refused (out of corpus, or the answer only where the caller may not read), "
+        "over real files nobody here wrote (man pages, HTML manuals, READMEs in Markdown and reStructuredText, config "
+        "files, PDFs, NEWS files, DOCX/XLSX/CSV tables) in two role groups. The answer models were fitted on these "
+        "questions too (see `calibrate_refusal`): held-out real documents, kept outside the project, measure the result.", "",
+        "| figure | target | measured | met |", "|---|---|---|---|", *rows, "",
+        f"Counts: {figures['answered_right']} right, {figures['answered_wrong']} wrong, {figures['refused_answerable']} "
+        f"not answered ({figures['unconfirmed_holding_fact']} of them unconfirmed quoting the fact; "
+        f"{figures['refused_with_answer_first_closest']} with the fact in the first closest passage); "
+        f"{figures['answered_must_refuse']} answered that must be refused; {figures['forbidden_text']} with text the "
+        "caller may not read.", "", REALDOCS_END])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="a realdocs folder: docs/ops, docs/dev, questions.jsonl")
-    parser.add_argument("--home", type=Path, default=Path(".eval/realdocs"))
-    parser.add_argument("--show", action="store_true", help="print every question with its answer or closest passage")
+    parser.add_argument("--home", type=Path, default=Path(".eval/realdocs"), help="rebuilt on every run")
+    parser.add_argument("--show", action="store_true", help="print every question with its answer or closest passage (stderr)")
+    parser.add_argument("--out", type=Path, help="write the figures into this BENCHMARKS.md, between its realdocs markers")
     args = parser.parse_args()
     from citewell.services import open_local
 
+    import shutil
+
+    shutil.rmtree(args.home, ignore_errors=True)  # nothing of an earlier run's documents or answers stays
     services = open_local(args.home)
     failed = ingest_realdocs(services, args.data)
     cases = load_cases(args.data / "questions.jsonl")
@@ -91,7 +135,13 @@ def main() -> None:
             mark = "RIGHT" if j.correct else ("WRONG" if j.answered else ("refused" if not case.refuse else "ok-refused"))
             shown = answer.answer if answer.answer else (answer.closest[0].text[:300] if answer.closest else "")
             print(f"--- {case.id} [{case.category}] {mark}: {case.question}\n    want {case.must_contain} in {case.expected_documents}"
-                  f"\n    {'answer' if answer.answer else 'closest'}: {' '.join(shown.split())[:400]}")
+                  f"\n    {getattr(answer, 'outcome', 'answer' if answer.answer else 'closest')}: {' '.join(shown.split())[:400]}",
+                  file=sys.stderr)
+    if args.out:
+        from citewell.benchmarks.report import REALDOCS_END, REALDOCS_START, machine, write_block
+
+        command = f"python -m citewell.benchmarks.realdocs --data {args.data}"
+        write_block(args.out, block(figures, command, machine()["commit"]), REALDOCS_START, REALDOCS_END)
     print(json.dumps({"not_published": failed, "overall": report.overall.model_dump(), **figures}, indent=2))
 
 

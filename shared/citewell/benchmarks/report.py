@@ -581,7 +581,19 @@ FUZZ_START, FUZZ_END = "<!-- fuzz:start -->", "<!-- fuzz:end -->"
 
 
 COLD_START, COLD_END = "<!-- cold-cli:start -->", "<!-- cold-cli:end -->"
-KEPT_BLOCKS = ((FUZZ_START, FUZZ_END), (COLD_START, COLD_END))
+REALDOCS_START, REALDOCS_END = "<!-- realdocs:start -->", "<!-- realdocs:end -->"
+KEPT_BLOCKS = ((FUZZ_START, FUZZ_END), (COLD_START, COLD_END), (REALDOCS_START, REALDOCS_END))
+
+
+def write_block(path: Path, block: str, start_marker: str, end_marker: str) -> None:
+    """Puts ``block`` (which opens and closes with the markers) in place of the old one, or at the end."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    start, end = text.find(start_marker), text.find(end_marker)
+    if start >= 0 and end >= 0:
+        text = text[:start] + block + text[end + len(end_marker):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
 
 
 def keep_blocks(path: Path, rendered: str) -> str:

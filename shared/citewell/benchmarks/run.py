@@ -136,6 +136,10 @@ def main() -> None:
         for name, limit in (("scifact", plan.scifact_queries), ("cranfield", plan.cranfield_queries))
     ]
     results["answers"] = phases.run("answers", "answer_quality", "--home", homes / "answers", "--cache", cache)
+    out = args.out or (work / "BENCHMARKS-quick.md" if args.quick else Path("BENCHMARKS.md"))
+    if (data / "realdocs-tune").is_dir():  # answers on real documents: its own block, kept by the render below
+        results["realdocs"] = phases.run("realdocs", "realdocs", "--data", data / "realdocs-tune", "--home",
+                                         homes / "realdocs", "--out", out)
     results["honesty"] = phases.run("honesty", "honesty", data / "squad2-dev", "--home", homes / "squad2-dev",
                                     "--cache", cache, "--questions", plan.squad_questions)
     results["ingest"] = phases.run("ingest", "ingest", data / "scifact", "--home", homes / "ingest",
@@ -161,7 +165,6 @@ def main() -> None:
     results["kept"] = phases.kept_names
     results["commands"] = phases.commands
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    out = args.out or (work / "BENCHMARKS-quick.md" if args.quick else Path("BENCHMARKS.md"))
     out.write_text(keep_blocks(out, render(results, data)))
     if not args.quick and args.readme.exists():
         update_readme(args.readme, results)
