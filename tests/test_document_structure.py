@@ -175,6 +175,9 @@ DESCRIPTION
        update
            Fetch the newest widget index from the configured mirror.
 
+       •   Patterns in the index are read from the mirror's top
+           directory.
+
 OPTIONS
    General
        -n, --dry-run
@@ -228,6 +231,9 @@ def test_a_rendered_man_page_is_known_by_its_content_and_gets_sections_and_optio
     assert "option: --level=<n>; description: Set the frobnication level. Levels above 5 need the experimental flag." \
            in records
     assert "term: update; description: Fetch the newest widget index from the configured mirror." in records
+    # a bulleted item is a list item, never a record whose key is the bullet
+    assert "Patterns in the index are read from the mirror's top directory." in blocks(parsed, BlockKind.LIST_ITEM)
+    assert not any(r.startswith("term: •") for r in records)
     assert section_of(parsed, "option: -q") == ["OPTIONS", "General"]
     assert section_of(parsed, "option: -l n") == ["OPTIONS", "Limits"]
     assert section_of(parsed, "gadget(1)") == ["SEE ALSO"]

@@ -319,6 +319,9 @@ def _record_part(parts: list[_Paragraph | _Code]) -> tuple[str, list[_Paragraph 
     return " ".join(held), []
 
 
+_BULLET = re.compile(r"[•·*o+-]|\d{1,2}[.)]")
+
+
 def _build(events: list[_Event]) -> ParsedDocument:
     builder = TextBuilder()
     section = ""
@@ -336,7 +339,9 @@ def _build(events: list[_Event]) -> ParsedDocument:
             builder.block(BlockKind.CODE, event.text)
         else:
             held, rest = _record_part(event.parts)
-            if held:
+            if held and _BULLET.fullmatch(event.tag.strip()):  # a bulleted list item: its text is all it says
+                builder.block(BlockKind.LIST_ITEM, held)
+            elif held:
                 builder.block(BlockKind.RECORD, record([(_tag_field(section, event.tag), event.tag), ("description", held)]))
             else:
                 builder.block(BlockKind.PARAGRAPH, event.tag)
