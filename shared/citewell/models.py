@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator, model_validator
 
 from citewell.leases import Lease
 
@@ -373,13 +373,42 @@ class Passage(Place):
     text: str
 
 
-class Answer(BaseModel):
-    """``answer`` is None when ``refused`` (the documents do not support an answer) or when the
-    answer was withdrawn because a source it rested on was deleted (``source_deleted``)."""
+class Outcome(StrEnum):
+    """What an ask came to. ``refused`` is true for both non-answers, so a client that reads only
+    ``refused`` never takes a quote that was not confirmed for an answer."""
+
+    ANSWERED = "answered"  # the evidence states it: the answer and its citations
+    UNCONFIRMED = "unconfirmed"  # related evidence the answerer could not confirm: its best sentence quoted, labelled so
+    NOT_FOUND = "not_found"  # nothing the caller may read is about this (which says nothing of what exists elsewhere)
+
+
+class Outcomes(BaseModel):
+    """``refused`` and ``outcome`` agree. A record or draft written before outcomes existed
+    carries only ``refused``: an answer was answered, a refusal quoted nothing, so not_found."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("outcome") is None and "refused" in data:
+            return {**data, "outcome": Outcome.NOT_FOUND if data["refused"] else Outcome.ANSWERED}
+        return data
+
+    @model_validator(mode="after")
+    def _agree(self) -> Outcomes:
+        if getattr(self, "refused") != (getattr(self, "outcome") is not Outcome.ANSWERED):
+            raise ValueError("refused must be true exactly when the outcome is not answered")
+        return self
+
+
+class Answer(Outcomes):
+    """``answer`` is None when nothing was found (``not_found``) or when the answer was
+    withdrawn because a source it rested on was deleted (``source_deleted``); an ``unconfirmed``
+    answer holds the best passage's quote with its ``[Sn]``, which is not an answer."""
 
     answer_id: str
     answer: str | None
     refused: bool
+    outcome: Outcome
     citations: list[Citation] = Field(default_factory=list)
     degraded: list[str] = Field(default_factory=list)
     source_deleted: bool = False
@@ -406,7 +435,7 @@ class Removal(BaseModel):
     started_at: datetime = Field(default_factory=utcnow)
 
 
-class AnswerRecord(BaseModel):
+class AnswerRecord(Outcomes):
     """What an answer rested on, kept so a caller who may read all of it can later ask."""
 
     answer_id: str
@@ -415,6 +444,7 @@ class AnswerRecord(BaseModel):
     question: str
     answer: str | None
     refused: bool
+    outcome: Outcome
     citations: list[Citation]
     generator: str
     degraded: list[str] = Field(default_factory=list)
@@ -456,9 +486,11 @@ class EvidenceItem(BaseModel):
         return next((s for s in self.spans if s.start <= offset < s.end), self.spans[-1])
 
 
-class Draft(BaseModel):
-    """A generator's output before verification. ``quotes`` maps a ref to the exact text it supports."""
+class Draft(Outcomes):
+    """A generator's output before verification. ``quotes`` maps a ref to the exact text it
+    supports. An ``unconfirmed`` draft is refused yet has text: the quote of what came nearest."""
 
     text: str | None
     refused: bool
+    outcome: Outcome
     quotes: dict[str, str] = Field(default_factory=dict)
