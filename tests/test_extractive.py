@@ -23,7 +23,7 @@ from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.metadata import SqliteMetadataStore
-from citewell.models import EvidenceItem, EvidenceSpan, Identity
+from citewell.models import EvidenceItem, EvidenceSpan, Identity, Outcome
 
 SUPPORT = Identity(tenant="northpier", roles=frozenset({"support"}))
 CODES = b"code,component,meaning,operator action\n" \
@@ -204,7 +204,9 @@ def test_a_refusal_offers_the_closest_passages_the_caller_may_read_as_passages(s
     add(services, RUNBOOK, "runbook.md")
     add(services, b"# Salaries\n\nA shift lead earns 54000 euros.\n", "salaries.md", roles=("hr",))
     answer = ask(services, SUPPORT, "What is the salary of a crane operator in Singapore?")
-    assert answer.refused and answer.answer is None and answer.citations == []
+    # Not answered: at most the runbook's sentence about crane operators, quoted as not confirmed.
+    assert answer.refused and answer.outcome != Outcome.ANSWERED
+    assert all(c.document_id == "runbook.md" for c in answer.citations) and "54000" not in answer.model_dump_json()
     assert answer.closest and all(p.document_id == "runbook.md" for p in answer.closest)
 
 
@@ -229,6 +231,12 @@ def test_eval_answers_reports_per_category(tmp_path, capsys):
     assert report["overall"]["answer_accuracy"] == 1.0 and report["overall"]["refusal_accuracy"] == 1.0
     assert report["overall"]["forbidden_text"] == 0 and report["overall"]["fabrications"] == 0
     assert set(report["by_category"]) == {"code", "forbidden", "out_of_corpus"}
+    overall = report["overall"]
+    assert overall["answerable_outcomes"] == {"answered_right": 1, "answered_wrong": 0, "unconfirmed_with_fact": 0,
+                                              "unconfirmed_without_fact": 0, "not_found": 0}
+    assert overall["must_refuse_outcomes"]["answered"] == 0 and sum(overall["must_refuse_outcomes"].values()) == 2
+    assert overall["fact_shown"] == 1.0
+    assert [j["outcome"] for j in report["judgements"]][0] == "answered"
     path.write_text('{"id": "x", "question": ""}\n')
     assert cli(["--home", str(home), "eval-answers", str(path), "--json"]) == 2
     assert "questions.jsonl:1" in json.loads(capsys.readouterr().out)["error"]["message"]
