@@ -23,7 +23,8 @@ from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.metadata import SqliteMetadataStore
-from citewell.models import EvidenceItem, EvidenceSpan, Identity, Outcome
+from citewell.answers.evaluation import AnswerCase, judge, score
+from citewell.models import Answer, Citation, EvidenceItem, EvidenceSpan, Identity, Outcome
 
 SUPPORT = Identity(tenant="northpier", roles=frozenset({"support"}))
 CODES = b"code,component,meaning,operator action\n" \
@@ -240,6 +241,38 @@ def test_eval_answers_reports_per_category(tmp_path, capsys):
     path.write_text('{"id": "x", "question": ""}\n')
     assert cli(["--home", str(home), "eval-answers", str(path), "--json"]) == 2
     assert "questions.jsonl:1" in json.loads(capsys.readouterr().out)["error"]["message"]
+
+
+def test_eval_answers_counts_each_outcome_and_a_leak_through_an_unconfirmed_quote():
+    def case(**fields) -> AnswerCase:
+        return AnswerCase(id=str(len(fields)), question="q", tenant="t", roles=["staff"], **fields)
+
+    def reply(outcome: Outcome, text: str | None = None, document: str = "hours.md") -> Answer:
+        cited = [Citation(ref="S1", document_id=document, quote=text or "")] if text else []
+        return Answer(answer_id="a", answer=text, refused=outcome is not Outcome.ANSWERED, outcome=outcome, citations=cited)
+
+    hours = case(refuse=False, expected_documents=["hours.md"], must_contain=["10:00"])
+    near_miss = case(refuse=True, must_not_contain=["26 days"])  # out of corpus: a readable passage may be quoted
+    secret = case(refuse=True, expected_documents=["salaries.md"], must_not_contain=["54000"])  # readable only by HR
+    judged = [
+        judge(hours, reply(Outcome.ANSWERED, "10:00 [S1]")),
+        judge(hours, reply(Outcome.ANSWERED, "15:00 [S1]")),
+        judge(hours, reply(Outcome.UNCONFIRMED, "Core hours are 10:00 to 15:00. [S1]")),
+        judge(hours, reply(Outcome.UNCONFIRMED, "Core hours are 10:00 to 15:00. [S1]", document="other.md")),
+        judge(hours, reply(Outcome.NOT_FOUND)),
+        judge(near_miss, reply(Outcome.UNCONFIRMED, "Full-time staff get 26 days. [S1]")),
+        judge(secret, reply(Outcome.UNCONFIRMED, "A shift lead earns 54000 euros. [S1]")),
+        judge(secret, reply(Outcome.NOT_FOUND)),
+    ]
+    assert [j.correct for j in judged] == [True, False, False, False, False, True, False, True]
+    assert [j.fact_in_quote for j in judged] == [False, False, True, False, False, False, False, False]
+    assert judged[6].forbidden == ["54000"] and not judged[5].forbidden  # the quote leaked what only HR may read
+    scores = score(judged)
+    assert scores.answerable_outcomes.model_dump() == {"answered_right": 1, "answered_wrong": 1, "unconfirmed_with_fact": 1,
+                                                       "unconfirmed_without_fact": 1, "not_found": 1}
+    assert scores.must_refuse_outcomes.model_dump() == {"answered": 0, "unconfirmed": 2, "not_found": 1}
+    assert (scores.fact_shown, scores.answer_accuracy, scores.fabrications, scores.forbidden_text) == (0.4, 0.2, 0, 1)
+    assert scores.citation_precision == 1.0  # of answers only: an unconfirmed quote is not an answer's citation
 
 
 def test_a_question_about_one_row_is_answered_from_that_row_and_a_question_for_rows_gets_the_table(services):

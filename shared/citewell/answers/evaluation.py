@@ -65,7 +65,7 @@ class Judgement(BaseModel):
     missing: list[str] = Field(default_factory=list)
     answer: str | None = None
     outcome: Outcome
-    fact_in_quote: bool = False  # unconfirmed, and its quote holds every required fact (and cites an expected document)
+    fact_in_quote: bool = False  # answerable, unconfirmed, its quote holding every required fact and citing an expected document
     rejected: list[Rejection] = Field(default_factory=list)  # why verification rejected a generator's draft
     generator_unavailable: bool = False  # the generator's reply was unusable
 
@@ -155,7 +155,8 @@ def judge(case: AnswerCase, answer: Answer) -> Judgement:
         id=case.id, category=case.category, refuse=case.refuse, answered=answered, correct=correct and not forbidden,
         cited=len(cited) if counted else 0, cited_expected=len(expected) if counted else 0,
         fabricated=case.refuse and answered, forbidden=forbidden, missing=missing if answered else [], answer=answer.answer,
-        outcome=answer.outcome, fact_in_quote=answer.outcome is Outcome.UNCONFIRMED and holds and not forbidden,
+        outcome=answer.outcome,
+        fact_in_quote=not case.refuse and answer.outcome is Outcome.UNCONFIRMED and holds and not forbidden,
         rejected=[kind for note in answer.degraded if note.startswith(DRAFT_REJECTED) for kind in Rejection
                   if f"({kind}:" in note],
         generator_unavailable=any(note.startswith(GENERATOR_UNAVAILABLE) for note in answer.degraded),
