@@ -10,7 +10,7 @@ import pytest
 
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
-from citewell.answers.refusal import UNIT_FEATURES, LogisticModel, RefusalModel, shipped_model
+from citewell.answers.refusal import DEFAULT_UNCONFIRMED_THRESHOLD, UNIT_FEATURES, LogisticModel, RefusalModel, shipped_model
 from citewell.answers.service import ask
 from citewell.search import search
 from citewell.answers.units import (
@@ -307,6 +307,25 @@ def test_the_answer_model_is_fitted_on_what_an_answer_would_quote(embedder):
     dated = score_support(UnitEmbeddings(embedder), "When was bulk crediting added?", [item(text, ("Release notes", heading))])
     rank = next(r for r, u in enumerate(dated.units) if u.text == "Added bulk credit notes.")
     assert [u.text for u in quoted_by("When was bulk crediting added?", dated, rank)] == [heading, "Added bulk credit notes."]
+
+
+def test_the_fit_chooses_the_second_operating_point_by_recall_and_an_older_file_gets_the_default():
+    from citewell.benchmarks.calibrate_refusal import Observed, Question, choose_unconfirmed
+
+    def observed(cosine: float, holds: bool, fit: bool = True) -> Observed:
+        row = {name: 0.0 for name in UNIT_FEATURES} | {"cosine": cosine, "answer_coverage": 0.0}
+        question = Question(text="q", identity=SUPPORT, facts=["x"], answerable=True, source="answerset", fit=fit)
+        return Observed(question, [row], [holds], {"evidence_coverage": 0.0, "absent_terms": 0.0}, [holds], [frozenset({0})])
+
+    model = RefusalModel(unit=LogisticModel(features=("cosine",), weights=[1.0], bias=0.0),
+                         answer=LogisticModel(features=("best_cosine",), weights=[10.0], bias=-5.0))  # p = 0.5 at 0.5
+    rows = [observed(c, True) for c in (0.9, 0.6, 0.45, 0.4, 0.2)] + [observed(0.1, False), observed(0.05, True, fit=False)]
+    assert choose_unconfirmed(rows, model, 0.8) == 0.2689  # the fourth of five: p at cosine 0.4, rounded down
+    assert choose_unconfirmed(rows, model, 1.0) == 0.0474  # all five, not the held-out one
+    assert choose_unconfirmed(rows, model, 0.1) == 0.5  # never above the answer threshold
+    shipped = json.loads(json.dumps(shipped_model().model_dump()))
+    del shipped["unconfirmed_threshold"]
+    assert RefusalModel.model_validate(shipped).unconfirmed_threshold == DEFAULT_UNCONFIRMED_THRESHOLD
 
 
 def test_an_answer_spread_over_two_sentences_quotes_the_neighbour_that_holds_the_rest():
