@@ -103,7 +103,7 @@ def _attempt(
         extractive.embed.questions[question] = result._query_vector
     degraded = list(result.degraded)
     evidence = gather_evidence(services, identity, result.hits, budget_chars=budget_chars, max_items=CANDIDATES)
-    verdict, used = _judge(question, evidence, generator, extractive, degraded) if evidence else (Verdict(None), generator)
+    verdict, used = _verdict(question, evidence, generator, extractive, degraded) if evidence else (Verdict(None), generator)
     text, citations = verdict.answer, verdict.citations
     # Everything it was given: an answer's words may come from any of it, a refusal's question may quote it.
     considered = sorted(
@@ -133,7 +133,7 @@ def _attempt(
     return answer
 
 
-def _judge(
+def _verdict(
     question: str, evidence: Sequence[EvidenceItem], generator: Generator, extractive: ExtractiveGenerator, degraded: list[str],
 ) -> tuple[Verdict, Generator]:
     """The first verdict of the chain (the generator, then the extractive answer) that stands,
