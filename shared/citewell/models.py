@@ -382,7 +382,7 @@ class Outcome(StrEnum):
     NOT_FOUND = "not_found"  # nothing the caller may read is about this (which says nothing of what exists elsewhere)
 
 
-class Outcomes(BaseModel):
+class WithOutcome(BaseModel):
     """``refused`` and ``outcome`` agree. A record or draft written before outcomes existed
     carries only ``refused``: an answer was answered, a refusal quoted nothing, so not_found."""
 
@@ -394,13 +394,13 @@ class Outcomes(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _agree(self) -> Outcomes:
+    def _agree(self) -> WithOutcome:
         if getattr(self, "refused") != (getattr(self, "outcome") is not Outcome.ANSWERED):
             raise ValueError("refused must be true exactly when the outcome is not answered")
         return self
 
 
-class Answer(Outcomes):
+class Answer(WithOutcome):
     """``answer`` is None when nothing was found (``not_found``) or when the answer was
     withdrawn because a source it rested on was deleted (``source_deleted``); an ``unconfirmed``
     answer holds the best passage's quote with its ``[Sn]``, which is not an answer."""
@@ -435,7 +435,7 @@ class Removal(BaseModel):
     started_at: datetime = Field(default_factory=utcnow)
 
 
-class AnswerRecord(Outcomes):
+class AnswerRecord(WithOutcome):
     """What an answer rested on, kept so a caller who may read all of it can later ask."""
 
     answer_id: str
@@ -486,7 +486,7 @@ class EvidenceItem(BaseModel):
         return next((s for s in self.spans if s.start <= offset < s.end), self.spans[-1])
 
 
-class Draft(Outcomes):
+class Draft(WithOutcome):
     """A generator's output before verification. ``quotes`` maps a ref to the exact text it
     supports. An ``unconfirmed`` draft is refused yet has text: the quote of what came nearest."""
 
