@@ -152,7 +152,7 @@ def _verdict(
             continue
         if draft.outcome is Outcome.NOT_FOUND and candidate is not extractive:
             try:
-                draft = extractive.closest(question, evidence)
+                draft = extractive.nearest(question, evidence)
             except GeneratorUnavailable as error:
                 degraded.append(f"{GENERATOR_UNAVAILABLE}: {extractive.name} ({error.message}); nothing quoted")
                 return unjudged, used

@@ -385,7 +385,7 @@ class ExtractiveGenerator:
         pieces += [f"{unit.text} [{unit.item.ref}]" for unit in chosen]
         return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of(chosen))
 
-    def closest(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+    def nearest(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         """What came nearest, never an answer: the draft a declined answer gives (``unconfirmed``
         or ``not_found``), for a model generator that refused. Raises GeneratorUnavailable."""
         try:
