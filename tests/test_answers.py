@@ -1,20 +1,25 @@
 """The answer path on real local stores: read-back, stitching, budget, verification, refusal,
-degradation, citation records and the answer cache."""
+degradation, citation records and the answer cache, and the three outcomes (answered,
+unconfirmed, not found), attacked by callers who may not read what would be quoted."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 from citewell.answers.evidence import gather_evidence, read_back
+from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
+from citewell.answers.prompt import REFUSAL_SENTINEL
+from citewell.answers.refusal import LogisticModel, RefusalModel, shipped_model
 from citewell.answers.service import ask, cache_key, recorded_citations
 from citewell.answers.verify import Rejection, verify
 from citewell.chunking import Chunker, ChunkingConfig
 from citewell.errors import EmbedderUnavailable, NotFound, RetrievalUnavailable
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Draft, Identity, utcnow
+from citewell.models import AnswerRecord, Draft, Identity, Outcome, utcnow
 from citewell.search import search
 
 from tests import fake_model_service
@@ -265,3 +270,117 @@ def test_a_passage_over_the_budget_is_cut_back_to_its_hit_not_left_out(services)
     evidence = gather_evidence(services, staff, hits, budget_chars=1500)
     assert evidence and sum(len(e.text) for e in evidence) <= 1500
     assert any("E1137" in e.text for e in evidence)
+
+
+HOURS = (
+    b"# Working hours\n\nThe standard working week is 37.5 hours, Monday to Friday. Core hours are 10:00 to 15:00.\n\n"
+    b"# Leave\n\nFull-time staff receive 27 days of paid annual leave per calendar year.\n"
+)
+
+
+def test_three_outcomes_end_to_end_answered_unconfirmed_and_not_found(services):
+    add(services, HOURS, "hours.md")
+    answered = ask(services, STAFF, "How many days of paid annual leave do full-time staff receive?")
+    assert (answered.outcome, answered.refused) == (Outcome.ANSWERED, False) and "27 days" in answered.answer
+
+    unconfirmed = ask(services, STAFF, "What are the core hours on Saturday?")
+    assert (unconfirmed.outcome, unconfirmed.refused) == (Outcome.UNCONFIRMED, True)
+    assert unconfirmed.answer == "Core hours are 10:00 to 15:00. [S1]"  # the one best sentence, verbatim, cited
+    (citation,) = unconfirmed.citations
+    assert citation.document_id == "hours.md" and citation.quote == "Core hours are 10:00 to 15:00."
+    assert unconfirmed.closest and unconfirmed.closest[0].document_id == "hours.md"
+    record = recorded_citations(services, STAFF, unconfirmed.answer_id)  # recorded like an answer
+    assert record.outcome is Outcome.UNCONFIRMED and record.citations == unconfirmed.citations
+    again = ask(services, STAFF, "What are the core hours on Saturday?")
+    assert again.answer_id != unconfirmed.answer_id and again.closest  # not cached: its closest passages are read afresh
+
+    not_found = ask(services, STAFF, "Which football team won the national cup in 1998?")
+    assert (not_found.outcome, not_found.refused, not_found.answer, not_found.citations) == (Outcome.NOT_FOUND, True, None, [])
+
+
+def never_answers(unconfirmed_threshold: float) -> RefusalModel:
+    """The shipped unit model with an answer model that always declines: every draft is unconfirmed or not found."""
+    return RefusalModel(unit=shipped_model().unit, unconfirmed_threshold=unconfirmed_threshold,
+                        answer=LogisticModel(features=("best_unit",), weights=[0.0], bias=-10.0))
+
+
+def test_not_found_when_nothing_shares_a_word_of_the_question_whatever_the_threshold(services):
+    add(services, HOURS, "hours.md")
+    evidence = gather_evidence(services, STAFF, search(services, STAFF, "working week hours Monday").hits)
+    generator = ExtractiveGenerator(services.embedder, services.metadata, never_answers(0.0))
+    assert generator.generate("What is the working week?", evidence).outcome is Outcome.UNCONFIRMED
+    unrelated = generator.generate("Which football club won the cup?", evidence)
+    assert (unrelated.outcome, unrelated.text) == (Outcome.NOT_FOUND, None)
+    strict = ExtractiveGenerator(services.embedder, services.metadata, never_answers(1.0))
+    assert strict.generate("What is the working week?", evidence).outcome is Outcome.NOT_FOUND
+
+
+def test_an_unconfirmed_quote_must_stand_verbatim_in_the_source_it_cites(services):
+    add(services, HOURS, "hours.md")
+    evidence = gather_evidence(services, STAFF, search(services, STAFF, "core hours").hits)
+    exact = Draft(text="Core hours are 10:00 to 15:00. [S1]", refused=True, outcome=Outcome.UNCONFIRMED,
+                  quotes={"S1": "Core hours are 10:00 to 15:00."})
+    assert verify(exact, evidence).outcome is Outcome.UNCONFIRMED
+    for quotes in ({"S1": "Core hours are 9:00 to 15:00."}, {}, {"S1": "Core hours are 10:00 to 15:00.", "S2": "x"}):
+        bent = exact.model_copy(update={"quotes": quotes})
+        verdict = verify(bent, evidence)
+        assert (verdict.answer, verdict.rejected) == (None, Rejection.QUOTE_NOT_IN_SOURCE), quotes
+    with pytest.raises(ValueError):
+        Draft(text=None, refused=False, outcome=Outcome.NOT_FOUND)  # refused and outcome must agree
+
+
+def test_no_caller_gets_an_unconfirmed_quote_from_a_document_it_may_not_read(services):
+    add(services, HOURS, "hours.md")
+    add(services, SALARIES, "salaries.md", roles=("hr",))
+    add(services, SALARIES.replace(b"44000", b"47000"), "salaries.md", tenant="bluefen", roles=("staff",))
+    question = "How much does a shift lead earn per year?"
+    eager = never_answers(0.0)  # quotes whatever comes nearest
+    both = Identity(tenant="northpier", roles=frozenset({"staff", "hr"}))
+    privileged = ask(services, both, question, ExtractiveGenerator(services.embedder, services.metadata, eager))
+    assert privileged.outcome is Outcome.UNCONFIRMED and privileged.citations[0].document_id == "salaries.md"
+    attackers = [STAFF, Identity(tenant="northpier", roles=frozenset({"engineering"})),
+                 Identity(tenant="bluefen", roles=frozenset({"hr", "engineering"})),
+                 Identity(tenant="otherco", roles=frozenset({"staff", "hr"}))]
+    for attacker in attackers:
+        for generator in (None, ExtractiveGenerator(services.embedder, services.metadata, eager)):
+            shown = ask(services, attacker, question, generator).model_dump_json()
+            assert all(secret not in shown for secret in ("44000", "47000", "54000", "salaries.md")), shown
+        with pytest.raises(NotFound):
+            recorded_citations(services, attacker, privileged.answer_id)
+
+
+def test_a_models_refusal_never_claims_absence_when_evidence_is_near(services):
+    add(services, HOURS, "hours.md")
+    service, server = fake_model_service.start()
+    try:
+        service.replies.extend([service.chat(REFUSAL_SENTINEL)] * 2)
+        model = OpenAICompatibleGenerator(base_url=service.url, model="m", retries=0)
+        near = ask(services, STAFF, "What are the core hours on Saturday?", model)
+        far = ask(services, STAFF, "Which football team won the national cup in 1998?", model)
+    finally:
+        server.shutdown()
+    assert len(service.requests) == 2 and near.degraded == [] == far.degraded
+    assert near.outcome is Outcome.UNCONFIRMED and near.citations[0].quote == "Core hours are 10:00 to 15:00."
+    assert (far.outcome, far.answer) == (Outcome.NOT_FOUND, None)
+    assert recorded_citations(services, STAFF, near.answer_id).generator == "openai-compatible:m"
+
+
+def test_evidence_nothing_could_judge_is_unconfirmed_without_a_quote(services):
+    add(services, HOURS, "hours.md")
+    real = services.embedder
+    services.embedder = DownEmbedder()
+    try:
+        answer = ask(services, STAFF, "What are the core hours?")
+    finally:
+        services.embedder = real
+    assert (answer.outcome, answer.answer, answer.citations) == (Outcome.UNCONFIRMED, None, [])
+    assert answer.closest and "sentences cannot be scored" in answer.degraded[-1]
+
+
+def test_a_record_from_before_outcomes_loads_with_one_derived_from_refused():
+    old = {"answer_id": "a" * 32, "tenant": "northpier", "roles": ["staff"], "question": "q", "citations": [],
+           "generator": "extractive", "degraded": [], "created_at": "2026-01-01T00:00:00Z"}
+    answered = AnswerRecord.model_validate_json(json.dumps({**old, "answer": "27 days [S1]", "refused": False}))
+    refused = AnswerRecord.model_validate_json(json.dumps({**old, "answer": None, "refused": True}))
+    assert (answered.outcome, refused.outcome) == (Outcome.ANSWERED, Outcome.NOT_FOUND)
+    assert json.loads(refused.model_dump_json())["outcome"] == "not_found"

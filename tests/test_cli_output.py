@@ -16,14 +16,12 @@ from citewell.render import snippet, where
 LONG = "crane-operations-handbook-for-the-night-shift-at-the-northern-terminal.md"
 
 
-# The code under test: a checkout run with PYTHONPATH (a worktree) is not the installed one.
-_CODE = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
-
-
 def cli(home: Path, *argv: str) -> str:
-    """The real command through a pipe (not a terminal), as `citewell ... | less` would run it."""
+    """The real command through a pipe (not a terminal), as `citewell ... | less` would run it, on
+    the code under test (this checkout's, not whichever one the interpreter installed)."""
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "80", "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-m", "citewell", "--home", str(home), *argv],
-                          capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin", "COLUMNS": "80", **_CODE})
+                          capture_output=True, text=True, check=False, env=env)
     assert "Traceback" not in done.stderr, done.stderr
     return done.stdout
 
@@ -218,3 +216,31 @@ def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path):
         finally:
             os.close(write)
         assert done.returncode == 141 and done.stderr == "", (flags, done.stderr)
+
+
+def test_each_outcome_reads_differently_and_carries_its_name_in_json(tmp_path):
+    home, folder = tmp_path / "home", tmp_path / "staff"
+    folder.mkdir()
+    (folder / "hours.md").write_text("# Working hours\n\nThe standard working week is 37.5 hours, Monday to Friday. "
+                                     "Core hours are 10:00 to 15:00.\n\n# Leave\n\nFull-time staff receive 27 days of "
+                                     "paid annual leave per calendar year.\n")
+    cli(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
+    caller = ("--tenant", "northpier", "--roles", "staff")
+    answered = json.loads(cli(home, "ask", "How many days of paid annual leave do full-time staff receive?", *caller, "--json"))
+    assert (answered["outcome"], answered["refused"]) == ("answered", False)
+
+    unconfirmed = json.loads(cli(home, "ask", "What are the core hours on Saturday?", *caller, "--json"))
+    assert (unconfirmed["outcome"], unconfirmed["refused"]) == ("unconfirmed", True)
+    text = cli(home, "ask", "What are the core hours on Saturday?", *caller)
+    assert text.startswith("Not confirmed: the closest passage I found says:\n  Core hours are 10:00 to 15:00. [S1]\n"), text
+    assert '"Core hours are 10:00 to 15:00."' in text and "hours.md#" in text  # the source, its chunk and quote
+    assert "do not answer" not in text
+    recorded = cli(home, "citations", unconfirmed["answer_id"], *caller)
+    assert "Not confirmed:" in recorded and '"Core hours are 10:00 to 15:00."' in recorded
+    assert json.loads(cli(home, "citations", unconfirmed["answer_id"], *caller, "--json"))["outcome"] == "unconfirmed"
+
+    question = "Which football team won the national cup in 1998?"
+    assert json.loads(cli(home, "ask", question, *caller, "--json"))["outcome"] == "not_found"
+    text = cli(home, "ask", question, *caller)
+    assert text.startswith("Nothing in the documents you can read is about this.\n"), text
+    assert "Sources" not in text

@@ -10,7 +10,7 @@ import pytest
 
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
-from citewell.answers.refusal import UNIT_FEATURES, LogisticModel, RefusalModel, shipped_model
+from citewell.answers.refusal import DEFAULT_UNCONFIRMED_THRESHOLD, UNIT_FEATURES, LogisticModel, RefusalModel, shipped_model
 from citewell.answers.service import ask
 from citewell.search import search
 from citewell.answers.units import (
@@ -23,7 +23,8 @@ from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.metadata import SqliteMetadataStore
-from citewell.models import EvidenceItem, EvidenceSpan, Identity
+from citewell.answers.evaluation import AnswerCase, judge, score
+from citewell.models import Answer, Citation, EvidenceItem, EvidenceSpan, Identity, Outcome
 
 SUPPORT = Identity(tenant="northpier", roles=frozenset({"support"}))
 CODES = b"code,component,meaning,operator action\n" \
@@ -204,7 +205,9 @@ def test_a_refusal_offers_the_closest_passages_the_caller_may_read_as_passages(s
     add(services, RUNBOOK, "runbook.md")
     add(services, b"# Salaries\n\nA shift lead earns 54000 euros.\n", "salaries.md", roles=("hr",))
     answer = ask(services, SUPPORT, "What is the salary of a crane operator in Singapore?")
-    assert answer.refused and answer.answer is None and answer.citations == []
+    # Not answered: at most the runbook's sentence about crane operators, quoted as not confirmed.
+    assert answer.refused and answer.outcome != Outcome.ANSWERED
+    assert all(c.document_id == "runbook.md" for c in answer.citations) and "54000" not in answer.model_dump_json()
     assert answer.closest and all(p.document_id == "runbook.md" for p in answer.closest)
 
 
@@ -229,9 +232,47 @@ def test_eval_answers_reports_per_category(tmp_path, capsys):
     assert report["overall"]["answer_accuracy"] == 1.0 and report["overall"]["refusal_accuracy"] == 1.0
     assert report["overall"]["forbidden_text"] == 0 and report["overall"]["fabrications"] == 0
     assert set(report["by_category"]) == {"code", "forbidden", "out_of_corpus"}
+    overall = report["overall"]
+    assert overall["answerable_outcomes"] == {"answered_right": 1, "answered_wrong": 0, "unconfirmed_with_fact": 0,
+                                              "unconfirmed_without_fact": 0, "not_found": 0}
+    assert overall["must_refuse_outcomes"]["answered"] == 0 and sum(overall["must_refuse_outcomes"].values()) == 2
+    assert overall["fact_shown"] == 1.0
+    assert [j["outcome"] for j in report["judgements"]][0] == "answered"
     path.write_text('{"id": "x", "question": ""}\n')
     assert cli(["--home", str(home), "eval-answers", str(path), "--json"]) == 2
     assert "questions.jsonl:1" in json.loads(capsys.readouterr().out)["error"]["message"]
+
+
+def test_eval_answers_counts_each_outcome_and_a_leak_through_an_unconfirmed_quote():
+    def case(**fields) -> AnswerCase:
+        return AnswerCase(id=str(len(fields)), question="q", tenant="t", roles=["staff"], **fields)
+
+    def reply(outcome: Outcome, text: str | None = None, document: str = "hours.md") -> Answer:
+        cited = [Citation(ref="S1", document_id=document, quote=text or "")] if text else []
+        return Answer(answer_id="a", answer=text, refused=outcome is not Outcome.ANSWERED, outcome=outcome, citations=cited)
+
+    hours = case(refuse=False, expected_documents=["hours.md"], must_contain=["10:00"])
+    near_miss = case(refuse=True, must_not_contain=["26 days"])  # out of corpus: a readable passage may be quoted
+    secret = case(refuse=True, expected_documents=["salaries.md"], must_not_contain=["54000"])  # readable only by HR
+    judged = [
+        judge(hours, reply(Outcome.ANSWERED, "10:00 [S1]")),
+        judge(hours, reply(Outcome.ANSWERED, "15:00 [S1]")),
+        judge(hours, reply(Outcome.UNCONFIRMED, "Core hours are 10:00 to 15:00. [S1]")),
+        judge(hours, reply(Outcome.UNCONFIRMED, "Core hours are 10:00 to 15:00. [S1]", document="other.md")),
+        judge(hours, reply(Outcome.NOT_FOUND)),
+        judge(near_miss, reply(Outcome.UNCONFIRMED, "Full-time staff get 26 days. [S1]")),
+        judge(secret, reply(Outcome.UNCONFIRMED, "A shift lead earns 54000 euros. [S1]")),
+        judge(secret, reply(Outcome.NOT_FOUND)),
+    ]
+    assert [j.correct for j in judged] == [True, False, False, False, False, True, False, True]
+    assert [j.fact_in_quote for j in judged] == [False, False, True, False, False, False, False, False]
+    assert judged[6].forbidden == ["54000"] and not judged[5].forbidden  # the quote leaked what only HR may read
+    scores = score(judged)
+    assert scores.answerable_outcomes.model_dump() == {"answered_right": 1, "answered_wrong": 1, "unconfirmed_with_fact": 1,
+                                                       "unconfirmed_without_fact": 1, "not_found": 1}
+    assert scores.must_refuse_outcomes.model_dump() == {"answered": 0, "unconfirmed": 2, "not_found": 1}
+    assert (scores.fact_shown, scores.answer_accuracy, scores.fabrications, scores.forbidden_text) == (0.4, 0.2, 0, 1)
+    assert scores.citation_precision == 1.0  # of answers only: an unconfirmed quote is not an answer's citation
 
 
 def test_a_question_about_one_row_is_answered_from_that_row_and_a_question_for_rows_gets_the_table(services):
@@ -266,6 +307,25 @@ def test_the_answer_model_is_fitted_on_what_an_answer_would_quote(embedder):
     dated = score_support(UnitEmbeddings(embedder), "When was bulk crediting added?", [item(text, ("Release notes", heading))])
     rank = next(r for r, u in enumerate(dated.units) if u.text == "Added bulk credit notes.")
     assert [u.text for u in quoted_by("When was bulk crediting added?", dated, rank)] == [heading, "Added bulk credit notes."]
+
+
+def test_the_fit_chooses_the_second_operating_point_by_recall_and_an_older_file_gets_the_default():
+    from citewell.benchmarks.calibrate_refusal import Observed, Question, choose_unconfirmed
+
+    def observed(cosine: float, holds: bool, fit: bool = True) -> Observed:
+        row = {name: 0.0 for name in UNIT_FEATURES} | {"cosine": cosine, "answer_coverage": 0.0}
+        question = Question(text="q", identity=SUPPORT, facts=["x"], answerable=True, source="answerset", fit=fit)
+        return Observed(question, [row], [holds], {"evidence_coverage": 0.0, "absent_terms": 0.0}, [holds], [frozenset({0})])
+
+    model = RefusalModel(unit=LogisticModel(features=("cosine",), weights=[1.0], bias=0.0),
+                         answer=LogisticModel(features=("best_cosine",), weights=[10.0], bias=-5.0))  # p = 0.5 at 0.5
+    rows = [observed(c, True) for c in (0.9, 0.6, 0.45, 0.4, 0.2)] + [observed(0.1, False), observed(0.05, True, fit=False)]
+    assert choose_unconfirmed(rows, model, 0.8) == 0.2689  # the fourth of five: p at cosine 0.4, rounded down
+    assert choose_unconfirmed(rows, model, 1.0) == 0.0474  # all five, not the held-out one
+    assert choose_unconfirmed(rows, model, 0.1) == 0.5  # never above the answer threshold
+    shipped = json.loads(json.dumps(shipped_model().model_dump()))
+    del shipped["unconfirmed_threshold"]
+    assert RefusalModel.model_validate(shipped).unconfirmed_threshold == DEFAULT_UNCONFIRMED_THRESHOLD
 
 
 def test_an_answer_spread_over_two_sentences_quotes_the_neighbour_that_holds_the_rest():

@@ -9,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import re
 import socket
 import subprocess
@@ -375,11 +376,39 @@ def test_static_files_never_leave_their_folder(served, target):
 
 def test_openapi_is_the_lambdas_document(served):
     printed = subprocess.run([sys.executable, "-m", "citewell.aws.api"], capture_output=True, text=True, check=True,
-                             env={"PATH": "", "POWERTOOLS_TRACE_DISABLED": "1"}).stdout
+                             env={"PATH": "", "POWERTOOLS_TRACE_DISABLED": "1", "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
     served_document = served.client.get("/openapi.json")
     assert served_document.status_code == 200
     assert served_document.json() == json.loads(printed) == json.loads(openapi_document())
     assert "/me" in served_document.json()["paths"]
+    schemas = served_document.json()["components"]["schemas"]
+    assert schemas["Outcome"]["enum"] == ["answered", "unconfirmed", "not_found"]
+    assert {"Answer", "AnswerRecord"} <= {name for name, schema in schemas.items() if "outcome" in schema.get("properties", {})}
+
+
+def test_the_answer_json_names_its_outcome_and_an_unconfirmed_quote_is_recorded_for_its_readers_only(served):
+    writer = served.token("outcomes", ["staff", WRITE])
+    hours = (b"# Working hours\n\nThe standard working week is 37.5 hours, Monday to Friday. Core hours are 10:00 to "
+             b"15:00.\n\n# Leave\n\nFull-time staff receive 27 days of paid annual leave per calendar year.\n")
+    assert served.upload(writer, "hours.md", hours, ("staff",))["status"] == "published"
+    staff = served.token("outcomes", ["staff"])
+
+    def asked(question: str) -> dict:
+        reply = served.call("POST", "/query", staff, {"question": question})
+        assert reply.status_code == 200, reply.text
+        return reply.json()
+
+    assert asked("How many days of paid annual leave do full-time staff receive?")["outcome"] == "answered"
+    unconfirmed = asked("What are the core hours on Saturday?")
+    assert (unconfirmed["outcome"], unconfirmed["refused"], unconfirmed["answer"]) == (
+        "unconfirmed", True, "Core hours are 10:00 to 15:00. [S1]")
+    not_found = asked("Which football team won the national cup in 1998?")
+    assert (not_found["outcome"], not_found["refused"], not_found["answer"]) == ("not_found", True, None)
+    path = f"/answers/{unconfirmed['answer_id']}/citations"
+    record = served.call("GET", path, staff).json()
+    assert record["outcome"] == "unconfirmed" and record["citations"][0]["quote"] == "Core hours are 10:00 to 15:00."
+    for attacker in (served.token("outcomes", ["hr"]), served.token("northpier", ["staff"])):
+        refused(served.call("GET", path, attacker), 404)
 
 
 def test_demo_identities_exist_only_with_demo(served):

@@ -3,9 +3,9 @@ opening sources, refusals, search, uploads that publish or fail with their reaso
 and that no identity ever sees another's documents anywhere on the page.
 
 One server per module over a home this module ingests; one headless Chromium for all of it.
-Each test signs in afresh, so none depends on another's order. The ask, source, documents
-and phone-width views are photographed into this run's temporary folder, or into
-docs/screenshots/ when ``make screenshots`` asks for them (``CITEWELL_SCREENSHOTS``).
+Each test signs in afresh, so none depends on another's order. The ask, source, refusal,
+unconfirmed, documents and phone-width views are photographed into this run's temporary
+folder, or into docs/screenshots/ when ``make screenshots`` asks for them (``CITEWELL_SCREENSHOTS``).
 """
 
 from __future__ import annotations
@@ -270,8 +270,9 @@ def test_a_refusal_says_so_and_lists_the_closest_passages_as_passages(page: Any,
     sign_in(page, site.tokens["staff"])
     answer = ask(page, "Who is the chief executive of Northpier?")
     refusal = answer.find_element(By.ID, "refusal")
-    assert "The documents you can read do not answer this" in refusal.text
-    assert not answer.find_elements(By.ID, "answer-text")
+    assert "Nothing in the documents you can read is about this" in refusal.text
+    assert "do not answer" not in refusal.text  # what was found, never what exists
+    assert not answer.find_elements(By.ID, "answer-text") and not answer.find_elements(By.ID, "unconfirmed")
     assert not answer.find_elements(By.CSS_SELECTOR, "#sources")
     passages = refusal.find_elements(By.CSS_SELECTOR, "#closest li.passage")
     assert passages, "the closest passages are listed"
@@ -280,6 +281,24 @@ def test_a_refusal_says_so_and_lists_the_closest_passages_as_passages(page: Any,
         assert passage.find_element(By.CSS_SELECTOR, ".title").text
         assert passage.find_element(By.CSS_SELECTOR, ".snippet").text
     screenshot(page, "refusal", screenshots)
+
+
+def test_an_unconfirmed_answer_quotes_its_closest_passage_labelled_not_confirmed(page: Any, site: Site, screenshots: Path) -> None:
+    sign_in(page, site.tokens["staff"])
+    answer = ask(page, "What are the core hours on Saturday?")
+    box = answer.find_element(By.ID, "unconfirmed")
+    assert box.find_element(By.TAG_NAME, "h2").text == "Not confirmed"
+    assert "could not confirm that this answers your question" in box.text
+    assert not answer.find_elements(By.ID, "refusal") and not answer.find_elements(By.ID, "answer-text")
+    quote = box.find_element(By.ID, "unconfirmed-text")
+    assert quote.text == "Core hours are 10:00 to 15:00. S1"
+    (source,) = box.find_elements(By.CSS_SELECTOR, "#sources li.source")
+    assert source.find_element(By.CSS_SELECTOR, ".quote").text == "Core hours are 10:00 to 15:00."
+    assert "Working hours" in source.text
+    assert box.find_elements(By.CSS_SELECTOR, "#closest li.passage"), "the closest passages follow"
+    screenshot(page, "unconfirmed", screenshots)
+    quote.find_element(By.CSS_SELECTOR, "a.marker").click()  # the marker leads to its source, as an answer's does
+    wait_for(page, lambda b: b.switch_to.active_element.get_attribute("id") == "cite-S1", 5, "the marker focuses its source")
 
 
 # ---------- search ----------

@@ -11,7 +11,7 @@ from enum import StrEnum
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator, model_validator
 
 from citewell.leases import Lease
 
@@ -400,13 +400,42 @@ class Passage(Place):
     text: str
 
 
-class Answer(BaseModel):
-    """``answer`` is None when ``refused`` (the documents do not support an answer) or when the
-    answer was withdrawn because a source it rested on was deleted (``source_deleted``)."""
+class Outcome(StrEnum):
+    """What an ask came to. ``refused`` is true for both non-answers, so a client that reads only
+    ``refused`` never takes a quote that was not confirmed for an answer."""
+
+    ANSWERED = "answered"  # the evidence states it: the answer and its citations
+    UNCONFIRMED = "unconfirmed"  # related evidence the answerer could not confirm: its best sentence quoted, labelled so
+    NOT_FOUND = "not_found"  # nothing the caller may read is about this (which says nothing of what exists elsewhere)
+
+
+class WithOutcome(BaseModel):
+    """``refused`` and ``outcome`` agree. A record or draft written before outcomes existed
+    carries only ``refused``: an answer was answered, a refusal quoted nothing, so not_found."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("outcome") is None and "refused" in data:
+            return {**data, "outcome": Outcome.NOT_FOUND if data["refused"] else Outcome.ANSWERED}
+        return data
+
+    @model_validator(mode="after")
+    def _agree(self) -> WithOutcome:
+        if getattr(self, "refused") != (getattr(self, "outcome") is not Outcome.ANSWERED):
+            raise ValueError("refused must be true exactly when the outcome is not answered")
+        return self
+
+
+class Answer(WithOutcome):
+    """``answer`` is None when nothing was found (``not_found``) or when the answer was
+    withdrawn because a source it rested on was deleted (``source_deleted``); an ``unconfirmed``
+    answer holds the best passage's quote with its ``[Sn]``, which is not an answer."""
 
     answer_id: str
     answer: str | None
     refused: bool
+    outcome: Outcome
     citations: list[Citation] = Field(default_factory=list)
     degraded: list[str] = Field(default_factory=list)
     source_deleted: bool = False
@@ -433,7 +462,7 @@ class Removal(BaseModel):
     started_at: datetime = Field(default_factory=utcnow)
 
 
-class AnswerRecord(BaseModel):
+class AnswerRecord(WithOutcome):
     """What an answer rested on, kept so a caller who may read all of it can later ask."""
 
     answer_id: str
@@ -442,6 +471,7 @@ class AnswerRecord(BaseModel):
     question: str
     answer: str | None
     refused: bool
+    outcome: Outcome
     citations: list[Citation]
     generator: str
     degraded: list[str] = Field(default_factory=list)
@@ -511,9 +541,11 @@ class EvidenceItem(BaseModel):
         return Place(pages=sorted(pages), sheet=sheet, rows=sorted(rows))
 
 
-class Draft(BaseModel):
-    """A generator's output before verification. ``quotes`` maps a ref to the exact text it supports."""
+class Draft(WithOutcome):
+    """A generator's output before verification. ``quotes`` maps a ref to the exact text it
+    supports. An ``unconfirmed`` draft is refused yet has text: the quote of what came nearest."""
 
     text: str | None
     refused: bool
+    outcome: Outcome
     quotes: dict[str, str] = Field(default_factory=dict)

@@ -150,31 +150,43 @@ def _passage(ref: str, item: dict[str, Any], quote: str) -> None:
     _wrapped(quote, indent)
 
 
-def _answer(payload: dict[str, Any], command: str) -> None:
-    for note in payload.get("degraded", []):
-        _wrapped(f"degraded: {note}", 0, "yellow")
-    if command == "citations":
-        _wrapped(f"{payload['created_at']}  question: {payload['question']}", 0, "dim")
-    if payload.get("source_deleted"):
-        console.print("This answer was withdrawn: a source it rested on has been deleted or replaced by a newer revision; ask again.")
-    elif payload["refused"]:
-        console.print("The documents you can read do not answer this.")
-        if payload.get("closest"):
-            console.print("\n[bold]Closest passages you can read[/bold] [dim](not an answer)[/dim]")
-        for number, passage in enumerate(payload.get("closest", [])):
-            if number:
-                console.print()
-            _passage("", passage, snippet(passage["text"], passage["section_path"], 240))
-    else:
-        _wrapped(payload["answer"], 0)
-    if payload["citations"]:
+def _sources(citations: Sequence[dict[str, Any]]) -> None:
+    if citations:
         console.print("\n[bold]Sources[/bold]")
-    for c in payload["citations"]:
+    for c in citations:
         ref = f"[{c['ref']}] "
         if c.get("deleted"):
             _id_line("  ", ref, ("source deleted", "red"))
             continue
         _passage(ref, c, f"\"{' '.join(c['quote'].split())}\"")
+
+
+def _answer(payload: dict[str, Any], command: str) -> None:
+    """An answer as today; a quote not confirmed to answer, labelled so before its words; or
+    that nothing the caller may read is about it (never that no such document exists)."""
+    for note in payload.get("degraded", []):
+        _wrapped(f"degraded: {note}", 0, "yellow")
+    if command == "citations":
+        _wrapped(f"{payload['created_at']}  question: {payload['question']}", 0, "dim")
+    outcome = payload["outcome"]
+    if payload.get("source_deleted"):
+        console.print("This answer was withdrawn: a source it rested on has been deleted or replaced by a newer revision; ask again.")
+    elif outcome == "answered":
+        _wrapped(payload["answer"], 0)
+    elif outcome == "not_found":
+        console.print("Nothing in the documents you can read is about this.")
+    elif payload["answer"]:
+        console.print(Text.assemble(("Not confirmed:", "bold yellow"), " the closest passage I found says:"))
+        _wrapped(payload["answer"], 2)
+    else:
+        console.print(Text.assemble(("Not confirmed:", "bold yellow"), " I could not check what I found against your question."))
+    _sources(payload["citations"])
+    if payload.get("closest"):
+        console.print("\n[bold]Closest passages you can read[/bold] [dim](not an answer)[/dim]")
+    for number, passage in enumerate(payload.get("closest", [])):
+        if number:
+            console.print()
+        _passage("", passage, snippet(passage["text"], passage["section_path"], 240))
     _id_line(("answer id ", "dim"), payload["answer_id"])
 
 
@@ -185,6 +197,14 @@ def _eval_answers(payload: dict[str, Any]) -> None:
         table.add_row(Text(name), str(s["questions"]), *("-" if c is None else f"{c:.3f}" for c in cells),
                       str(s["fabrications"]), str(s["forbidden_text"]))
     console.print(table)
+    outcomes = Table("category", "answered right", "answered wrong", "unconfirmed, fact quoted", "unconfirmed, not",
+                     "not found", "fact shown", "must refuse: answered", "unconfirmed", "not found", title="outcomes")
+    for name, s in [*payload["by_category"].items(), ("all", payload["overall"])]:
+        a, r = s["answerable_outcomes"], s["must_refuse_outcomes"]
+        counts = [a["answered_right"], a["answered_wrong"], a["unconfirmed_with_fact"], a["unconfirmed_without_fact"], a["not_found"]]
+        shown = "-" if s["fact_shown"] is None else f"{s['fact_shown']:.3f}"
+        outcomes.add_row(Text(name), *map(str, counts), shown, str(r["answered"]), str(r["unconfirmed"]), str(r["not_found"]))
+    console.print(outcomes)
 
 
 def _delete(payload: dict[str, Any]) -> None:

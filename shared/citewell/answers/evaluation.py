@@ -5,8 +5,14 @@ which documents it should cite, and whether the documents that caller may read a
 all. Every question goes through ``ask`` as that caller; the report counts, overall and per
 category: answers that are right (every required fact in the answer, an expected document
 cited), refusals that are right, citation precision, fabrications (an answer where the right
-thing was to refuse) and forbidden text (any text that must not appear, in an answer or in
-the closest passages a refusal offers). With a model generator it also counts the drafts
+thing was to refuse) and forbidden text (any text that must not appear: in an answer; for a
+question whose answer only a document the caller may not read holds, also in the quote of an
+unconfirmed answer and the closest passages, which the caller could only see through a leak).
+It counts each outcome too: answerable questions answered right or wrong, unconfirmed with
+or without the facts in the quote, or not found; questions that must be refused answered
+(fabrications), unconfirmed (allowed: the quote is a passage the caller may read) or not
+found. ``fact_shown`` is the share of answerable questions whose facts the caller was shown,
+answered right or quoted unconfirmed. With a model generator it also counts the drafts
 verification rejected (by kind: a source it was not given, no citation, a quote or a number
 its sources do not hold) and the replies that were unusable (timeouts, errors, malformed
 replies); either way the extractive answer stood in, and that is what was scored.
@@ -24,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 from citewell.answers.service import DRAFT_REJECTED, GENERATOR_UNAVAILABLE
 from citewell.answers.verify import Rejection
 from citewell.errors import InvalidInput
-from citewell.models import Answer, Identity
+from citewell.models import Answer, Identity, Outcome
 
 
 class AnswerCase(BaseModel):
@@ -58,8 +64,24 @@ class Judgement(BaseModel):
     forbidden: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     answer: str | None = None
+    outcome: Outcome
+    fact_in_quote: bool = False  # answerable, unconfirmed, its quote holding every required fact and citing an expected document
     rejected: list[Rejection] = Field(default_factory=list)  # why verification rejected a generator's draft
     generator_unavailable: bool = False  # the generator's reply was unusable
+
+
+class AnswerableOutcomes(BaseModel):
+    answered_right: int = 0
+    answered_wrong: int = 0  # answered without a required fact, or citing no expected document
+    unconfirmed_with_fact: int = 0
+    unconfirmed_without_fact: int = 0
+    not_found: int = 0
+
+
+class MustRefuseOutcomes(BaseModel):
+    answered: int = 0  # fabrications
+    unconfirmed: int = 0
+    not_found: int = 0
 
 
 class Scores(BaseModel):
@@ -73,6 +95,9 @@ class Scores(BaseModel):
     forbidden_text: int
     drafts_rejected: int = 0  # questions where verification rejected a generator's draft
     generator_unavailable: int = 0  # questions where the generator's reply was unusable
+    fact_shown: float | None = None  # (answered right + unconfirmed with the fact) / answerable
+    answerable_outcomes: AnswerableOutcomes = Field(default_factory=AnswerableOutcomes)
+    must_refuse_outcomes: MustRefuseOutcomes = Field(default_factory=MustRefuseOutcomes)
 
 
 class Report(BaseModel):
@@ -112,21 +137,26 @@ def _normal(text: str) -> str:
 def judge(case: AnswerCase, answer: Answer) -> Judgement:
     answered = not answer.refused and answer.answer is not None
     text = _normal(answer.answer or "")
-    # A refusal whose answer exists only where the caller may not read it must not show it as a passage either.
+    # A refusal whose answer exists only where the caller may not read it must not show it as a
+    # quote or passage either; elsewhere a quote not confirmed is a passage the caller may read.
     secret = case.refuse and bool(case.expected_documents)
-    shown = " ".join([text, *(_normal(p.text) for p in answer.closest if secret)])
+    shown = " ".join([text if answered or secret else "", *(_normal(p.text) for p in answer.closest if secret)])
     forbidden = [f for f in case.must_not_contain if _normal(f) in shown]
     missing = [f for f in case.must_contain if _normal(f) not in text]
     cited = [c for c in answer.citations if not c.deleted]
     expected = [c for c in cited if c.document_id in case.expected_documents]
+    holds = bool(text) and not missing and (not case.expected_documents or bool(expected))
     if case.refuse:
         correct = not answered
     else:
-        correct = answered and not missing and (not case.expected_documents or bool(expected))
+        correct = answered and holds
+    counted = answered and not case.refuse  # citation precision is of answers to answerable questions
     return Judgement(
         id=case.id, category=case.category, refuse=case.refuse, answered=answered, correct=correct and not forbidden,
-        cited=len(cited) if not case.refuse else 0, cited_expected=len(expected) if not case.refuse else 0,
+        cited=len(cited) if counted else 0, cited_expected=len(expected) if counted else 0,
         fabricated=case.refuse and answered, forbidden=forbidden, missing=missing if answered else [], answer=answer.answer,
+        outcome=answer.outcome,
+        fact_in_quote=not case.refuse and answer.outcome is Outcome.UNCONFIRMED and holds and not forbidden,
         rejected=[kind for note in answer.degraded if note.startswith(DRAFT_REJECTED) for kind in Rejection
                   if f"({kind}:" in note],
         generator_unavailable=any(note.startswith(GENERATOR_UNAVAILABLE) for note in answer.degraded),
@@ -150,6 +180,19 @@ def score(judgements: Iterable[Judgement]) -> Scores:
         forbidden_text=sum(bool(j.forbidden) for j in rows),
         drafts_rejected=sum(bool(j.rejected) for j in rows),
         generator_unavailable=sum(j.generator_unavailable for j in rows),
+        fact_shown=_ratio(sum(j.correct or j.fact_in_quote for j in answerable), len(answerable)),
+        answerable_outcomes=AnswerableOutcomes(
+            answered_right=sum(j.answered and j.correct for j in answerable),
+            answered_wrong=sum(j.answered and not j.correct for j in answerable),
+            unconfirmed_with_fact=sum(j.fact_in_quote for j in answerable),
+            unconfirmed_without_fact=sum(j.outcome is Outcome.UNCONFIRMED and not j.fact_in_quote for j in answerable),
+            not_found=sum(j.outcome is Outcome.NOT_FOUND for j in answerable),
+        ),
+        must_refuse_outcomes=MustRefuseOutcomes(
+            answered=sum(j.answered for j in refusals),
+            unconfirmed=sum(j.outcome is Outcome.UNCONFIRMED for j in refusals),
+            not_found=sum(j.outcome is Outcome.NOT_FOUND for j in refusals),
+        ),
     )
 
 

@@ -1,8 +1,10 @@
 """The extractive path's two fitted decisions: which unit answers, and whether to answer at all.
 
 Both are logistic models over named features, fitted on labelled data by ``python -m
-citewell.benchmarks.calibrate_refusal`` and shipped in ``refusal_model.json``; nothing here is
-a hand-set threshold.
+citewell.benchmarks.calibrate_refusal`` and shipped in ``refusal_model.json``. The answer
+model has two operating points on its probability: at ``answer.threshold`` it answers; below
+it, down to ``unconfirmed_threshold``, it quotes the best unit as not confirmed; below that it
+found nothing. The fit chooses both (``--unconfirmed-recall``).
 """
 
 from __future__ import annotations
@@ -53,16 +55,27 @@ class LogisticModel(BaseModel):
         return self.probability(values) >= self.threshold
 
 
+# A file fitted before the second operating point existed gets this one: low, because a wrong
+# refusal costs as much as a wrong answer and an unconfirmed quote claims nothing.
+DEFAULT_UNCONFIRMED_THRESHOLD = 0.05
+
+
 class RefusalModel(BaseModel):
     """The two models and where they were fitted, with their held-out figures."""
 
     unit: LogisticModel
     answer: LogisticModel
+    # Declined answers at or above this probability quote their best unit, labelled not confirmed.
+    unconfirmed_threshold: float = DEFAULT_UNCONFIRMED_THRESHOLD
     fitted_on: str = ""
     metrics: dict[str, float] = {}
 
     def answers(self, values: dict[str, float]) -> bool:
         return self.answer.accepts(values)
+
+    def relates(self, values: dict[str, float]) -> bool:
+        """Whether a declined answer's best unit is near enough to quote as not confirmed."""
+        return self.answer.probability(values) >= self.unconfirmed_threshold
 
 
 MODEL_FILE = "refusal_model.json"

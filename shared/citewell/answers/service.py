@@ -4,6 +4,14 @@ An answer is recorded with every source its generator was given, cited or not (a
 words may come from any of them), and only while each still serves the revision read: a
 delete or replacement that wins the race leaves nothing of the answer behind, and the
 question is asked again on what is there now.
+
+Three outcomes (``Outcome``): ``answered``; ``unconfirmed``, the passage that came nearest
+quoted verbatim with its citation and labelled not confirmed (recorded like an answer, so
+``citations`` shows it); ``not_found``, nothing the caller may read is about this. A refusal
+never claims more than was found: a model that refuses gets the extractive quote of what came
+nearest, and evidence that no generator could judge (one down, a draft rejected, sources that
+kept changing) is ``unconfirmed`` without a quote, never ``not_found``. Only answers are
+cached: a non-answer comes with the closest passages, read afresh each time.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.verify import Verdict, verify
 from citewell.errors import GeneratorUnavailable, NotFound
-from citewell.models import Answer, AnswerRecord, EvidenceItem, Identity, Passage, SourceRef
+from citewell.models import Answer, AnswerRecord, EvidenceItem, Identity, Outcome, Passage, SourceRef
 from citewell.ports import Generator
 from citewell.search import LANES, search
 from citewell.services import Services
@@ -50,7 +58,7 @@ def _still_current(services: Services, identity: Identity, sources: set[tuple[st
 
 def _answer(record: AnswerRecord) -> Answer:
     return Answer(
-        answer_id=record.answer_id, answer=record.answer, refused=record.refused,
+        answer_id=record.answer_id, answer=record.answer, refused=record.refused, outcome=record.outcome,
         citations=record.citations, degraded=record.degraded, source_deleted=record.source_deleted,
     )
 
@@ -82,7 +90,7 @@ def ask(
             return answer
         epoch = services.metadata.tenant_epoch(identity.tenant)
         key = cache_key(identity, question, epoch, answered_by)
-    return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, degraded=[SOURCES_CHANGED])
+    return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, outcome=Outcome.UNCONFIRMED, degraded=[SOURCES_CHANGED])
 
 
 def _attempt(
@@ -95,21 +103,7 @@ def _attempt(
         extractive.embed.questions[question] = result._query_vector
     degraded = list(result.degraded)
     evidence = gather_evidence(services, identity, result.hits, budget_chars=budget_chars, max_items=CANDIDATES)
-    used: Generator = generator
-    verdict = Verdict(answer=None)
-    if evidence:
-        chain = [generator] if generator.name == extractive.name else [generator, extractive]
-        for candidate in chain:
-            fallback = "; answering extractively" if candidate is not chain[-1] else "; refusing"
-            try:
-                draft, used = candidate.generate(question, evidence), candidate
-            except GeneratorUnavailable as error:
-                degraded.append(f"{GENERATOR_UNAVAILABLE}: {candidate.name} ({error.message}){fallback}")
-                continue
-            verdict = verify(draft, evidence, question)
-            if verdict.rejected is None:
-                break
-            degraded.append(f"{DRAFT_REJECTED}: {candidate.name} ({verdict.rejected}: {verdict.detail}){fallback}")
+    verdict, used = _verdict(question, evidence, generator, extractive, degraded) if evidence else (Verdict(None), generator)
     text, citations = verdict.answer, verdict.citations
     # Everything it was given: an answer's words may come from any of it, a refusal's question may quote it.
     considered = sorted(
@@ -117,8 +111,8 @@ def _attempt(
     )
     record = AnswerRecord(
         answer_id=uuid.uuid4().hex, tenant=identity.tenant, roles=sorted(identity.roles), question=question,
-        answer=text, refused=text is None, citations=citations, generator=used.name, degraded=degraded,
-        considered=considered,
+        answer=text, refused=verdict.outcome is not Outcome.ANSWERED, outcome=verdict.outcome, citations=citations,
+        generator=used.name, degraded=degraded, considered=considered,
     )
     # A degraded answer is not worth keeping in the cache once the service is back.
     if not services.metadata.record_answer(record, (key, epoch) if not degraded and not record.refused else None):
@@ -137,6 +131,36 @@ def _attempt(
                 **({"pages": chunk.pages, "sheet": chunk.sheet, "rows": chunk.rows} if chunk else {}),
             ))
     return answer
+
+
+def _verdict(
+    question: str, evidence: Sequence[EvidenceItem], generator: Generator, extractive: ExtractiveGenerator, degraded: list[str],
+) -> tuple[Verdict, Generator]:
+    """The first verdict of the chain (the generator, then the extractive answer) that stands,
+    and who gave it; notes in ``degraded`` what befell the others. A model's refusal is a claim
+    about the evidence that only the evidence can make honest: what came nearest is quoted,
+    not confirmed, or nothing was found."""
+    chain = [generator] if generator.name == extractive.name else [generator, extractive]
+    used = generator
+    unjudged = Verdict(None, outcome=Outcome.UNCONFIRMED)  # evidence that nothing could judge
+    for candidate in chain:
+        fallback = "; answering extractively" if candidate is not chain[-1] else "; refusing"
+        try:
+            draft, used = candidate.generate(question, evidence), candidate
+        except GeneratorUnavailable as error:
+            degraded.append(f"{GENERATOR_UNAVAILABLE}: {candidate.name} ({error.message}){fallback}")
+            continue
+        if draft.outcome is Outcome.NOT_FOUND and candidate is not extractive:
+            try:
+                draft = extractive.nearest(question, evidence)
+            except GeneratorUnavailable as error:
+                degraded.append(f"{GENERATOR_UNAVAILABLE}: {extractive.name} ({error.message}); nothing quoted")
+                return unjudged, used
+        verdict = verify(draft, evidence, question)
+        if verdict.rejected is None:
+            return verdict, used
+        degraded.append(f"{DRAFT_REJECTED}: {candidate.name} ({verdict.rejected}: {verdict.detail}){fallback}")
+    return unjudged, used
 
 
 def _forget(services: Services, tenant: str, evidence: Sequence[EvidenceItem]) -> None:

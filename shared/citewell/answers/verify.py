@@ -8,6 +8,10 @@ shows itself, and one such sentence makes the rest untrustworthy. What verificat
 see is a real quote that does not answer the question; that is the refusal decision's job,
 and ``citewell eval-answers`` counts it (fabrications). A rejection's detail names refs and
 kinds only, never the draft's words: a draft is not evidence and may hold anything.
+
+An ``unconfirmed`` draft (the passage that came nearest, quoted and labelled not confirmed)
+passes the same checks, and each of its quotes must also stand verbatim in the source it
+cites: it is shown as that source's words, and it says nothing else.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from citewell.answers.prompt import REFUSAL_SENTINEL
-from citewell.models import Citation, Draft, EvidenceItem
+from citewell.models import Citation, Draft, EvidenceItem, Outcome
 from citewell.terms import FUNCTION_WORDS, words
 
 _REF = re.compile(r"\[(S\d+)\]")
@@ -42,12 +46,14 @@ class Rejection(StrEnum):
 
 @dataclass(frozen=True)
 class Verdict:
-    """``answer`` None is a refusal: the draft refused, or was ``rejected`` (then ``detail`` says why)."""
+    """``answer`` None: the draft found nothing (``not_found``), or was ``rejected`` (then
+    ``detail`` says why). An ``unconfirmed`` verdict's answer is its verified quote."""
 
     answer: str | None
     citations: list[Citation] = field(default_factory=list)
     rejected: Rejection | None = None
     detail: str = ""
+    outcome: Outcome = Outcome.NOT_FOUND
 
 
 def _pattern(quote: str) -> re.Pattern[str]:
@@ -124,7 +130,7 @@ def _bound(item: EvidenceItem, quote: str | None) -> tuple[str, list[tuple[int, 
 
 def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -> Verdict:
     text = (draft.text or "").strip()
-    if draft.refused or not text or REFUSAL_SENTINEL in text:
+    if draft.outcome is Outcome.NOT_FOUND or not text or REFUSAL_SENTINEL in text:
         return Verdict(answer=None)
     by_ref = {item.ref: item for item in evidence}
     refs = list(dict.fromkeys(_REF.findall(text)))
@@ -136,7 +142,9 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -
     cited = [by_ref[r] for r in refs]
     names = ", ".join(refs)
     quotes = [q for pair in _QUOTED.findall(text) for q in pair if q.strip()]
-    if any(all(locate(item.text, q) is None for item in cited) for q in quotes):
+    misquoted = draft.outcome is Outcome.UNCONFIRMED and (
+        set(draft.quotes) != set(refs) or any(locate(by_ref[r].text, q) is None for r, q in draft.quotes.items()))
+    if misquoted or any(all(locate(item.text, q) is None for item in cited) for q in quotes):
         return Verdict(None, rejected=Rejection.QUOTE_NOT_IN_SOURCE,
                        detail=f"it quotes words that none of its cited sources ({names}) holds")
     stated = _numbers(_ORDINAL.sub(" ", _REF.sub(" ", text)))
@@ -164,4 +172,4 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -
                 pages=place.pages, sheet=place.sheet, rows=place.rows,
             )
         )
-    return Verdict(text, citations)
+    return Verdict(text, citations, outcome=draft.outcome)

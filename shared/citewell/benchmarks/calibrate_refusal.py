@@ -13,12 +13,19 @@ those, then the answer model on whether the answer built on the best unit (its l
 unit with the sentence or heading quoted beside it) holds one, for answerable questions.
 Each source weighs the same in both fits unless a ``--*-weight`` says otherwise. Held-out figures: the other SQuAD articles and
 the answer set's ``held_out`` split. ``--write`` replaces the shipped ``refusal_model.json``.
+
+The answer model's second operating point, ``unconfirmed_threshold`` (a declined answer above
+it quotes its best unit as not confirmed), is chosen on the fitting questions by
+``--unconfirmed-recall R``: the highest threshold at which a share R of the questions whose
+best unit's answer holds a gold fact is answered or quoted. A quote not confirmed claims
+nothing, so R is a recall target, not a trade against precision. ``--reuse`` refits in seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -129,13 +136,27 @@ def fit(observed: list[Observed], weights: dict[str, float] | None = None) -> Re
     return RefusalModel(unit=unit, answer=answer)
 
 
+def choose_unconfirmed(observed: list[Observed], model: RefusalModel, recall: float) -> float:
+    """The highest probability at which, of the fitting questions whose best unit's answer holds
+    a gold fact, at least ``recall`` are at or above it; never above the answer threshold."""
+    held = sorted((model.answer.probability(row[0]) for o in observed if o.question.fit
+                   if (row := _answer_row(o, model.unit)) is not None and row[1]), reverse=True)
+    if not held:
+        return model.unconfirmed_threshold
+    at = held[max(0, math.ceil(recall * len(held)) - 1)]
+    return min(model.answer.threshold, math.floor(at * 10_000) / 10_000)
+
+
 def measure(observed: list[Observed], model: RefusalModel) -> dict[str, float]:
     """Right answers (the answer built on the best unit holds a gold fact) and right refusals, on these questions."""
-    answered = correct = answerable = answered_right = refused_right = unanswerable = 0
+    answered = correct = answerable = answered_right = refused_right = unanswerable = quoted_right = quoted_unanswerable = 0
     for o in observed:
         row = _answer_row(o, model.unit)
         says = row is not None and model.answer.accepts(row[0])
         right = says and row is not None and row[1]
+        quotes = row is not None and not says and model.relates(row[0])
+        quoted_right += quotes and row is not None and row[1]
+        quoted_unanswerable += quotes and not o.question.answerable
         answerable += o.question.answerable
         unanswerable += not o.question.answerable
         answered += says
@@ -148,6 +169,9 @@ def measure(observed: list[Observed], model: RefusalModel) -> dict[str, float]:
         "answer_rate_answerable": round(answered_right / answerable, 4) if answerable else 0.0,
         "refusal_rate_unanswerable": round(refused_right / unanswerable, 4) if unanswerable else 0.0,
         "always_refuse_accuracy": round(unanswerable / len(observed), 4) if observed else 0.0,
+        # a declined answer quoting its best unit; labelled as its answer would be, without the shared-word check
+        "fact_shown_answerable": round((answered_right + quoted_right) / answerable, 4) if answerable else 0.0,
+        "unconfirmed_rate_unanswerable": round(quoted_unanswerable / unanswerable, 4) if unanswerable else 0.0,
     }
 
 
@@ -226,6 +250,8 @@ def main() -> None:
     parser.add_argument("--realdocs-weight", type=float, default=1.0, help="how much it weighs against SQuAD")
     parser.add_argument("--squad-weight", type=float, default=1.0,
                         help="how much SQuAD weighs (its unanswerables are adversarial, not a user's mix)")
+    parser.add_argument("--unconfirmed-recall", type=float, default=0.95,
+                        help="share of fitting questions with a fact in the best unit to answer or quote as not confirmed")
     args = parser.parse_args()
     from citewell.services import open_local
 
@@ -246,6 +272,7 @@ def main() -> None:
         observed += fresh
     weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
     model = fit(observed, weights)
+    model.unconfirmed_threshold = choose_unconfirmed(observed, model, args.unconfirmed_recall)
     sources = sorted({o.question.source for o in observed})
     held_out = {source: measure([o for o in observed if o.question.source == source and not o.question.fit], model)
                 for source in sources}

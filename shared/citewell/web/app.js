@@ -391,6 +391,8 @@
       append(box, [el("div", { class: "refusal withdrawn" },
         el("h2", { text: "This answer was withdrawn" }),
         el("p", { text: "A document it rested on has since been deleted or replaced, so its text is no longer shown. Ask again for an answer from the documents as they are now." }))]);
+    } else if (answer.outcome === "unconfirmed") {
+      append(box, [renderUnconfirmed(answer)]);
     } else if (answer.refused) {
       append(box, [renderRefusal(answer)]);
     } else {
@@ -465,21 +467,36 @@
       el("span", { class: "doc-id", text: item.document_id }));
   }
 
+  /** Found nothing the caller may read about it: said as what was found, never as what exists. */
   function renderRefusal(answer) {
-    const closest = answer.closest || [];
     const box = el("div", { class: "refusal", id: "refusal" },
-      el("h2", { text: "The documents you can read do not answer this." }),
-      el("p", { text: "citewell found no passage that supports an answer, so it gives none rather than guess." }));
-    if (closest.length) {
-      append(box, [
-        el("h3", { text: "Closest passages" }),
-        el("p", { class: "hint", text: "These came nearest to your question. They are passages to read, not an answer." }),
-        el("ol", { class: "passages", id: "closest" }, closest.map(passage)),
-      ]);
-    } else {
-      append(box, [el("p", { class: "muted", text: "Nothing you may read came near it." })]);
+      el("h2", { text: "Nothing in the documents you can read is about this." }),
+      el("p", { text: "citewell gives no answer rather than guess." }));
+    return append(box, closestPassages(answer.closest || [], "Nothing you may read came near it."));
+  }
+
+  /** The passage that came nearest, quoted with its source, and labelled: it may not answer the question. */
+  function renderUnconfirmed(answer) {
+    const quoted = Boolean(answer.answer);
+    const box = el("div", { class: "unconfirmed", id: "unconfirmed" },
+      el("h2", { text: "Not confirmed" }),
+      el("p", { text: quoted
+        ? "citewell could not confirm that this answers your question. The closest passage it found says:"
+        : "citewell found passages you can read but could not check them against your question." }));
+    if (quoted) {
+      append(box, [el("p", { class: "answer-text unconfirmed-text", id: "unconfirmed-text" },
+        withMarkers(answer.answer, answer.citations || [])), renderSources(answer.citations || [])]);
     }
-    return box;
+    return append(box, closestPassages(answer.closest || [], ""));
+  }
+
+  function closestPassages(closest, none) {
+    if (!closest.length) return none ? [el("p", { class: "muted", text: none })] : [];
+    return [
+      el("h3", { text: "Closest passages" }),
+      el("p", { class: "hint", text: "These came nearest to your question. They are passages to read, not an answer." }),
+      el("ol", { class: "passages", id: "closest" }, closest.map(passage)),
+    ];
   }
 
   function passage(item) {

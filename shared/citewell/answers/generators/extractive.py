@@ -9,7 +9,8 @@ The answer states the direct answer first when one can be read off the unit (a r
 field, the one number or date it holds), then quotes the unit (or the whole list) with its
 ``[Sn]``. A unit is scored and quoted with its companion, the sentence or heading that holds
 the kind of answer it lacks; a "who" answer that names a team is followed to the person the
-evidence names for it.
+evidence names for it. A declined answer whose best unit is near enough (the model's second
+operating point) and shares a word of the question quotes that unit alone, as not confirmed.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from citewell.answers.units import (
     wants,
 )
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
-from citewell.models import Draft, EvidenceItem, sha256_text
+from citewell.models import Draft, EvidenceItem, Outcome, sha256_text
 from citewell.ports import Embedder, MetadataStore
 from citewell.terms import FUNCTION_WORDS
 
@@ -397,7 +398,7 @@ class ExtractiveGenerator:
         asks = parts(question)
         each, every = best_of_each(self.embed, asks, evidence, self.model) if len(asks) > 1 else ([], False)
         if not (self.model.answers(support.features) or every):  # the whole question, or each of its asks
-            return Draft(text=None, refused=True)
+            return self._nearest(question, evidence, support)
         best = support.units[0]
         intro, run = list_of(question, support, 0)
         if len(run) > 1:
@@ -419,6 +420,34 @@ class ExtractiveGenerator:
         pieces = [direct if direct.endswith((".", "!", "?")) else f"{direct}."] if direct else []
         pieces += [f"{unit.text} [{unit.item.ref}]" for unit in chosen]
         return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of(chosen))
+
+    def nearest(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+        """What came nearest, never an answer: the draft a declined answer gives (``unconfirmed``
+        or ``not_found``), for a model generator that refused. Raises GeneratorUnavailable."""
+        try:
+            support = score_support(self.embed, question, evidence, self.model)
+        except EmbedderUnavailable as error:
+            raise GeneratorUnavailable(f"sentences cannot be scored: {error.message}") from error
+        return Draft(text=None, refused=True) if support is None else self._nearest(question, evidence, support)
+
+    def _nearest(self, question: str, evidence: Sequence[EvidenceItem], support: Support) -> Draft:
+        """The best unit that is not a heading, with the companion its answer would quote,
+        quoted verbatim as not confirmed; ``not_found`` when the model puts it below its second
+        operating point or it holds none of the question's words, whatever the model says."""
+        if not self.model.relates(support.features):
+            return Draft(text=None, refused=True)
+        if support.units[0].heading and not support.complete:  # the ranking below the first is settled only in part
+            support = score_support(self.embed, question, evidence, self.model, every_unit=True) or support
+        rank = next((r for r, u in enumerate(support.units) if not u.heading), None)
+        if rank is None:
+            return Draft(text=None, refused=True)
+        best = support.units[rank]
+        companion = completion(support.in_order, best, set(support.wanted))
+        chosen = [companion, best] if companion else [best]
+        if not stems(question) & stems(" ".join(u.text for u in chosen)):
+            return Draft(text=None, refused=True)
+        text = " ".join(f"{unit.text} [{unit.item.ref}]" for unit in chosen)
+        return Draft(text=text, refused=True, outcome=Outcome.UNCONFIRMED, quotes=quotes_of(chosen))
 
 
 def list_of(question: str, support: Support, rank: int) -> tuple[Unit | None, list[Unit]]:
