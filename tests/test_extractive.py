@@ -545,3 +545,26 @@ def test_the_folders_of_a_document_s_id_speak_for_it_as_its_title_does():
 
     assert path_words("teamA/README.md") == "team A README md"
     assert path_words("ops/journald.conf.5.txt") == "ops journald conf 5 txt"
+
+
+def test_a_faq_question_is_context_a_lead_in_needs_its_list_and_a_row_needs_the_asked_column():
+    from citewell.answers.generators.extractive import answers_alone
+
+    faq = units_of(item("A script runs xz -9 and fails. Can I make it work without editing it?\n\nYes: set XZ_DEFAULTS."))
+    assert [(u.text, u.asked) for u in faq] == [
+        ("Yes: set XZ_DEFAULTS.", "A script runs xz -9 and fails. Can I make it work without editing it?")]
+    lead = units_of(item("Libffi provides these type descriptors, used as argument types:\n\nThe list is long. It is below."))
+    assert not answers_alone(lead[0], lead, frozenset())
+    rows = units_of(item("version: 14; codename: Forky; release: 2026-08-01\n\nversion: 15; codename: Duke; created: 2027-08-01"))
+    asked = frozenset(stems("When was Debian 15 Duke released?"))
+    assert [answers_alone(u, rows, frozenset(), asked) for u in rows] == [True, False]
+    assert [answers_alone(u, rows, frozenset(), frozenset(stems("Which codename has Debian 15?"))) for u in rows] == [True, True]
+
+
+def test_section_numbers_are_no_numbers_and_a_number_the_question_names_is_no_direct_answer():
+    (heading, _) = units_of(item("2.3.1 Primitive Types\n\nLibffi provides built-in types.", ("2.3.1 Primitive Types",)))
+    assert heading.heading and not heading.holds(Wants.NUMBER)
+    (unit,) = units_of(item("Enforce 53-bit limit on integers."))
+    question = "What is the orjson option to enforce the 53-bit integer limit?"
+    assert direct_answer(question, unit, frozenset(wants(question))) is None
+    assert Wants.NUMBER in wants("Which wget release fixed the cookie injection vulnerability?")

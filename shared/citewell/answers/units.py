@@ -59,7 +59,8 @@ _WANTS = {
         r"\b(?:which|what) (?:are|were)\b|\blist\b|\b(?:types|kinds|options)\b|"
         r"\b(?:which|what) (?:\w+ )?\w+[^s\W]s (?:are|were|can|do|does|did|have|must|should)\b", re.I),
     Wants.NUMBER: re.compile(
-        r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
+        r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:which|what) (?:\w+ )?(?:release|version)\b|"
+        r"\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
         r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b", re.I),
     Wants.MONEY: re.compile(r"\b(?:costs?|price[sd]?|fees?|salar(?:y|ies)|(?<!\bin )charges?|charged)\b|"
                             r"\bhow much (?:\w+ ){0,6}?(?:cost|pay|paid|charge|spend|spent|earn|earned)\b", re.I),
@@ -207,9 +208,11 @@ class Unit:
         if kind is Wants.MONEY and self.record and _CURRENCY_FIELD.search(self.text):
             return True  # a spreadsheet's amounts carry their currency in the column's name
         pattern = _PATTERNS.get(kind)
-        return bool(pattern and pattern.search(self.text))
+        text = _NUMBERING.sub("", self.text) if self.heading else self.text  # "2.3.1 Primitive Types" holds no number
+        return bool(pattern and pattern.search(text))
 
 
+_NUMBERING = re.compile(r"^\s*(?:\d+\.)*\d+\.?\s+(?=\D)")
 _ITEM = re.compile(r"[ \t]*(?:\d{1,2}[.)]|[-*•])[ \t]+\S", re.MULTILINE)
 
 
@@ -259,6 +262,9 @@ def units_of(item: EvidenceItem) -> list[Unit]:
             continue
         unwrapped = block.replace("\n", " ")  # same length: offsets still hold
         sentences = [(s, e, " ".join(unwrapped[s:e].split())) for s, e in _sentences(unwrapped) if unwrapped[s:e].strip()]
+        if sentences and sentences[-1][2].endswith("?"):  # a FAQ's question, with the lines that set it up
+            asked = " ".join(sentence for _, _, sentence in sentences)
+            continue
         answers = sum(not sentence.endswith("?") for _, _, sentence in sentences)
         for s, e, sentence in sentences:
             if sentence.endswith("?"):
@@ -303,7 +309,7 @@ def completion(units: list[Unit], best: Unit, wanted: set[Wants]) -> Unit | None
     return companions(units, wanted)[position]
 
 
-def _fields(unit: Unit) -> tuple[str, ...]:
+def field_names(unit: Unit) -> tuple[str, ...]:
     return tuple(field.partition(": ")[0] for field in unit.text.split("; "))
 
 
@@ -315,7 +321,7 @@ def run_around(units: list[Unit], best: Unit) -> list[Unit]:
 
     def kin(unit: Unit) -> bool:
         return (unit.whole_block and not unit.heading and unit.record == best.record
-                and (not best.record or _fields(unit) == _fields(best)))
+                and (not best.record or field_names(unit) == field_names(best)))
 
     same = [u for u in units if u.item is best.item]
     position = same.index(best)

@@ -43,6 +43,7 @@ from citewell.answers.units import (
     parts,
     run_around,
     specific_terms,
+    field_names,
     stems,
     units_identity,
     units_of,
@@ -186,7 +187,8 @@ def score_support(
         quoted = [position[id(u)] for u in _quoted(question, unit, row, frozenset(wanted), units, companion)]
         row["answer_coverage"] = coverage(weights, context_terms.union(*(terms[i] for i in quoted)))
         quoting.append(frozenset(quoted))
-    alone = [answers_alone(unit, units, frozenset(wanted)) for unit in units]
+    asked_stems = frozenset(stems(question))
+    alone = [answers_alone(unit, units, frozenset(wanted), asked_stems) for unit in units]
     if not any(alone):
         return None
     cosines = _cosines(embed, question, units, rows, quoting, model.unit, leading, every_unit, alone)
@@ -271,20 +273,33 @@ def _blocking(scores: np.ndarray, cosines: np.ndarray, pending: list[int], bound
 _CLOSED = re.compile(r"[.!?:;)\]\"'`»”]$")
 
 
-def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants]) -> bool:
+def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked: frozenset[str] = frozenset()) -> bool:
     """Whether an answer may be built on ``unit``: never a heading alone (unless it heads a list,
-    or holds the kind asked for, as a release's date), a bare term, or a sentence cut off before
-    its end ("... can be specified to tests as"). Such units still serve as context and companions."""
+    or holds the kind asked for, as a release's date), a bare term, a sentence cut off before
+    its end ("... can be specified to tests as"), a lead-in without the list it introduces, or a
+    table row without the column the question asks for (``asked``: the question's stems) when
+    other rows have it. Such units still serve as context and companions."""
     if unit.record:
-        return True
-    if unit.heading:
+        return not _lacks_asked_field(unit, units, asked)
+    if unit.heading or unit.text.endswith(":"):
         intro, run = _list_at(units, unit)
-        return intro is unit or any(unit.holds(k) for k in wanted & FILLABLE)
+        return intro is unit or (unit.heading and any(unit.holds(k) for k in wanted & FILLABLE))
     words = unit.text.split()
     if len(words) < 3 and len(run_around(units, unit)) < 2:
         return False
     last = words[-1].lower() if words else ""
     return bool(_CLOSED.search(unit.text)) or last not in FUNCTION_WORDS
+
+
+def _lacks_asked_field(unit: Unit, units: list[Unit], asked: frozenset[str]) -> bool:
+    """A row of a table whose other rows have a column the question names, and it has not
+    ("When was Debian 15 released?": its row has no release date yet)."""
+    if not asked:
+        return False
+    mine = {stem for name in field_names(unit) for stem in stems(name)}
+    others = {stem for u in units if u.record and u.item is unit.item and u is not unit
+              for name in field_names(u) for stem in stems(name)}
+    return bool((others - mine) & asked)
 
 
 def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray, evidence: dict[str, float],
@@ -331,7 +346,9 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
         return None
     for kind, pattern in ((Wants.DATE, DATE), (Wants.MONEY, MONEY), (Wants.NUMBER, NUMBER), (Wants.PERSON, PERSON)):
         if kind in wanted:
+            named = set(re.findall(r"\d[\d,.]*\d|\d", question))  # "53" in "the 53-bit limit" is no answer to it
             found = {m.group(0).strip() for m in pattern.finditer(unit.text)} - {"", *re.findall(r"\S+", question)}
+            found = {f for f in found if not set(re.findall(r"\d[\d,.]*\d|\d", f)) & named}
             if len(found) == 1:
                 return found.pop()
     return None
