@@ -74,7 +74,7 @@ from citewell.records import current_upload, is_current
 from citewell.search import search
 from citewell.services import Services
 
-from tests.residue import file_residue, tantivy_residue
+from tests.residue import file_residue, sqlite_rows, tantivy_residue
 
 TENANTS = ("northpier", "bluefen")
 DOCUMENTS = ("policy.md", "guide", "guide/intro.md")  # one id a path prefix of another, on purpose
@@ -543,7 +543,8 @@ class Interleaver:
             left = file_residue(self.home, words)
             left += [f"tantivy segment {s}: {t}" for s, t in tantivy_residue(self.home, words).items()]
             if left:
-                self.violation("crash-residue", f"after a kill -9 and a restart the read-only audit says ok, yet deleted text is left: {left[:3]}")
+                self.violation("crash-residue", f"after a kill -9 and a restart the read-only audit says ok, yet deleted text is left: {left[:3]}"
+                               f"; rows holding it: {sqlite_rows(self.home, words)[:3] or 'none (freed pages only)'}")
 
     def resync(self) -> None:
         """After a crash or an audit the model follows the records: who is latest, what is served."""
@@ -748,7 +749,9 @@ class Interleaver:
             left = file_residue(self.home, self.markers)
             left += [f"tantivy segment {s}: {t}" for s, t in tantivy_residue(self.home, self.markers).items()]
             if left:
-                self.violation("end-residue", f"after every document was deleted and audit --repair ran, text is left: {left[:3]}")
+                rows = sqlite_rows(self.home, self.markers)  # a live row, or only freed pages?
+                self.violation("end-residue", f"after every document was deleted and audit --repair ran, text is left: {left[:3]}"
+                               f"; rows holding it: {rows[:3] or 'none (freed pages only)'}")
 
 
 @contextmanager

@@ -64,3 +64,28 @@ def tantivy_residue(home: Path, words: set[str]) -> dict[str, dict[str, int]]:
                 if hits:
                     found[f"{folder.name}/{sid}"] = hits
     return found
+
+
+def sqlite_rows(home: Path, words: set[str]) -> list[str]:
+    """``file table: word`` for every live row of a SQLite file under ``home`` holding one of
+    ``words``, so a residue found in a database's bytes says whether a row keeps it (and
+    which) or only freed pages do."""
+    import sqlite3
+
+    found = []
+    for path in sorted(home.rglob("*.db")):
+        try:
+            connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        except sqlite3.Error:
+            continue
+        try:
+            tables = [r[0] for r in connection.execute("select name from sqlite_master where type = 'table'")]
+            for table in tables:
+                for row in connection.execute(f'select * from "{table}"'):  # noqa: S608 - names from the file itself
+                    text = " ".join(str(v).lower() for v in row if isinstance(v, str | bytes))
+                    found += [f"{path.relative_to(home).as_posix()} {table}: {w} in {text[:160]!r}" for w in sorted(words) if w in text]
+        except sqlite3.Error as error:
+            found.append(f"{path.name}: unreadable ({error})")
+        finally:
+            connection.close()
+    return found
