@@ -222,19 +222,18 @@ def realdocs_questions(services: Services, folder: Path) -> list[Question]:
 
 
 def cross_validated(observed: list[Observed], weights: dict[str, float]) -> dict[str, float]:
-    """Realdocs figures of models fitted without the half of its documents they are measured on."""
+    """Realdocs figures of models fitted without the half of its documents they are measured on:
+    each fold's figures weighted by its questions."""
     others = [o for o in observed if o.question.source != "realdocs"]
     rows = [o for o in observed if o.question.source == "realdocs"]
-    totals: dict[str, float] = {}
+    folds = []
     for fold in (0, 1):
-        train = others + [o for o in rows if o.question.fold != fold]
-        model = fit(train, weights)
-        held = measure([o for o in rows if o.question.fold == fold], model)
-        for key, value in held.items():
-            totals[key] = totals.get(key, 0.0) + value * held["questions"]
-    n = totals.get("questions", 0.0) or 1.0
-    return {k: (round(v / n, 4) if k != "questions" else int(v / n * n)) for k, v in totals.items() if k != "questions"} | {
-        "questions": len(rows)}
+        held = [o for o in rows if o.question.fold == fold]
+        if held:
+            folds.append(measure(held, fit(others + [o for o in rows if o.question.fold != fold], weights)))
+    total = sum(f["questions"] for f in folds) or 1
+    keys = [k for k in (folds[0] if folds else {}) if k != "questions"]
+    return {"questions": total, **{k: round(sum(f[k] * f["questions"] for f in folds) / total, 4) for k in keys}}
 
 
 def main() -> None:
