@@ -533,18 +533,14 @@ def test_an_answer_is_never_a_heading_alone_a_bare_term_or_a_sentence_cut_off(em
     assert {u.text for u in support.units} == {t for t, alone in by_text.items() if alone}
 
 
-def test_a_code_the_question_names_is_found_as_a_whole_word_and_a_record_key_is_no_answer():
+def test_a_code_the_question_names_is_found_as_a_whole_word_and_a_record_key_is_no_answer(embedder):
     assert missing_share({"14"}, "version: 5.0; release: 2009-02-14") == 1.0
     assert missing_share({"14"}, "version: 14; codename: forky") == 0.0
+    record_item = item("code: TF-4031; HTTP status: 403; action: Create a new API key with the invoices:write scope")
+    support = score_support(UnitEmbeddings(embedder), "how to fix TF-4031", [record_item], every_unit=True)
+    assert support.unit_features[0]["identifiers_found"] == 1.0  # its 4031 is the code's own, not a number apart
     (record,) = units_of(item("option: -n, --dry-run; description: Show what would be removed without removing it."))
     assert direct_answer("What does the --dry-run option do?", record, frozenset()) is None
-
-
-def test_the_folders_of_a_document_s_id_speak_for_it_as_its_title_does():
-    from citewell.answers.units import path_words
-
-    assert path_words("teamA/README.md") == "team A README md"
-    assert path_words("ops/journald.conf.5.txt") == "ops journald conf 5 txt"
 
 
 def test_a_faq_question_is_context_a_lead_in_needs_its_list_and_a_row_needs_the_asked_column():

@@ -170,16 +170,6 @@ def negates(text: str) -> bool:
     return _NEGATION.search(text) is not None
 
 
-_PATH_PARTS = re.compile(r"[/\\_.-]+")
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-
-
-def path_words(document_id: str) -> str:
-    """What a document's id says of it (``teamA/README.md``: "team A README md"): the folders a
-    file sits in speak for it as its title does, and a sentence inside never repeats them."""
-    return " ".join(_CAMEL.sub(" ", part) for part in _PATH_PARTS.split(document_id) if part)
-
-
 def missing_share(terms: set[str], text: str) -> float:
     """The share of ``terms`` that ``text`` (lower case) does not hold as whole words."""
     if not terms:

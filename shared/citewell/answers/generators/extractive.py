@@ -39,7 +39,6 @@ from citewell.answers.units import (
     identifiers,
     missing_share,
     negates,
-    path_words,
     parts,
     run_around,
     specific_terms,
@@ -144,6 +143,7 @@ def score_support(
     terms = [stems(t) for t in texts]
     weights = term_weights(stems(question), terms)
     named = identifiers(question)
+    named = {n for n in named if not any(n != other and n in other for other in named)}  # "4031" of "tf-4031" is that code
     wanted = wants(question)
     contexts: dict[tuple[tuple[int, str], str], tuple[set[str], str]] = {}
     specific = specific_terms(question)
@@ -158,8 +158,7 @@ def score_support(
         where = (id(unit.item), span.chunk_id)
         around = (where, unit.asked, companion.start if companion else -1)
         if around not in contexts:  # the title and headings it sits under, the question it follows
-            heading = " ".join([unit.item.title, path_words(unit.item.document_id), *span.section_path, unit.asked,
-                                companion.text if companion else ""])
+            heading = " ".join([unit.item.title, *span.section_path, unit.asked, companion.text if companion else ""])
             contexts[around] = (stems(heading), heading.lower())
         context_terms, context_text = contexts[around]
         arounds.append(around)
@@ -293,11 +292,15 @@ def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked
 
 def _lacks_asked_field(unit: Unit, units: list[Unit], asked: frozenset[str]) -> bool:
     """A row of a table whose other rows have a column the question names, and it has not
-    ("When was Debian 15 released?": its row has no release date yet)."""
+    ("When was Debian 15 released?": its row has no release date yet). Other rows are those of
+    the same table: the same section (a sheet is one), sharing most of this row's columns."""
     if not asked:
         return False
-    mine = {stem for name in field_names(unit) for stem in stems(name)}
+    names = set(field_names(unit))
+    section = unit.item.span_at(unit.start).section_path
+    mine = {stem for name in names for stem in stems(name)}
     others = {stem for u in units if u.record and u.item is unit.item and u is not unit
+              and u.item.span_at(u.start).section_path == section and 2 * len(names & set(field_names(u))) >= len(names)
               for name in field_names(u) for stem in stems(name)}
     return bool((others - mine) & asked)
 
