@@ -85,6 +85,11 @@ def block(figures: dict[str, object], command: str, commit: str) -> str:
 
     from citewell.benchmarks.report import REALDOCS_END, REALDOCS_START
 
+    from citewell.answers.refusal import shipped_model
+
+    fitted = ("The shipped answer models were fitted on these questions too (`calibrate_refusal --realdocs`): held-out "
+              "real documents, kept outside the project, measure the result." if "realdocs" in shipped_model().fitted_on else
+              f"The shipped answer models were not fitted on them ({shipped_model().fitted_on}).")
     names = {"answered_right_share": "answered right, of answerable",
              "answered_must_refuse_share": "answered though it must be refused, of those",
              "answered_wrong_share": "answered wrong (a fact missing), of answerable",
@@ -96,8 +101,7 @@ def block(figures: dict[str, object], command: str, commit: str) -> str:
         f"`{command}` on {datetime.now(UTC):%Y-%m-%d} at {commit}: {figures['answerable']} answerable questions and "
         f"{figures['must_refuse']} that must be refused (out of corpus, or the answer only where the caller may not read), "
         "over real files nobody here wrote (man pages, HTML manuals, READMEs in Markdown and reStructuredText, config "
-        "files, PDFs, NEWS files, DOCX/XLSX/CSV tables) in two role groups. The answer models were fitted on these "
-        "questions too (see `calibrate_refusal`): held-out real documents, kept outside the project, measure the result.", "",
+        "files, PDFs, NEWS files, DOCX/XLSX/CSV tables) in two role groups. " + fitted, "",
         "| figure | target | measured | met |", "|---|---|---|---|", *rows, "",
         f"Counts: {figures['answered_right']} right, {figures['answered_wrong']} wrong, {figures['refused_answerable']} "
         f"not answered ({figures['unconfirmed_holding_fact']} of them unconfirmed quoting the fact; "
