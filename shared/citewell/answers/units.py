@@ -148,7 +148,8 @@ def _bare(code: str) -> str:
 def identifiers(text: str) -> set[str]:
     """Codes and numbers named in a question (E1027, WX-4012, 16384, release 5.5): an answer
     must hold them."""
-    codes = {_bare(m.group(0).strip("`").lower()) for m in CODE.finditer(text)}
+    codes = {_bare(m.group(0).strip("`").lower()) for m in CODE.finditer(text)
+             if not (m.group(0).startswith("-") and m.start() and text[m.start() - 1].isalnum())}  # "out-of-hours" is no flag
     return codes | set(re.findall(r"\b\d{2,}\b", text)) | set(_DECIMAL.findall(text))
 
 
