@@ -539,7 +539,8 @@ def test_a_code_the_question_names_is_found_as_a_whole_word_and_a_record_key_is_
     record_item = item("code: TF-4031; HTTP status: 403; action: Create a new API key with the invoices:write scope")
     support = score_support(UnitEmbeddings(embedder), "how to fix TF-4031", [record_item], every_unit=True)
     assert support.unit_features[0]["identifiers_found"] == 1.0  # its 4031 is the code's own, not a number apart
-    assert identifiers("How do I reach the out-of-hours duty manager?") == set()  # a hyphenated word holds no flag
+    assert identifiers("How do I reach the out-of-hours duty manager?") == {"out-of-hours"}  # a word, not a flag "-of-hours"
+    assert identifiers("How many days of leave do part-time staff get?") == {"part-time"}  # not the "-time" of full-time
     assert identifiers("What does git stash --keep-index do?") == {"--keep-index"}
     (record,) = units_of(item("option: -n, --dry-run; description: Show what would be removed without removing it."))
     assert direct_answer("What does the --dry-run option do?", record, frozenset()) is None

@@ -145,11 +145,20 @@ def _bare(code: str) -> str:
     return _AFFIX.sub("", code)
 
 
+_HYPHENATED = re.compile(r"(?<![\w-])[A-Za-z]+(?:-[A-Za-z]+)+(?![\w-])")
+
+
+def _inside_word(text: str, match: re.Match[str]) -> bool:
+    """A flag-like match that is the tail of a hyphenated word ("-time" of "part-time")."""
+    return match.group(0).startswith("-") and match.start() > 0 and text[match.start() - 1].isalnum()
+
+
 def identifiers(text: str) -> set[str]:
     """Codes and numbers named in a question (E1027, WX-4012, 16384, release 5.5): an answer
     must hold them."""
-    codes = {_bare(m.group(0).strip("`").lower()) for m in CODE.finditer(text)
-             if not (m.group(0).startswith("-") and m.start() and text[m.start() - 1].isalnum())}  # "out-of-hours" is no flag
+    codes = {_bare(m.group(0).strip("`").lower()) for m in CODE.finditer(text) if not _inside_word(text, m)}
+    # "part-time" is not "full-time": a hyphenated word the question names is one to find whole
+    codes |= {_bare(w.lower()) for w in _HYPHENATED.findall(text)}
     return codes | set(re.findall(r"\b\d{2,}\b", text)) | set(_DECIMAL.findall(text))
 
 
