@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from citewell.local.metadata import SqliteMetadataStore
-from citewell.models import AnswerRecord, Chunk, Citation, Document, DocumentStatus, SourceRef, Upload
+from citewell.models import AnswerRecord, Chunk, Citation, Document, DocumentStatus, Outcome, SourceRef, Upload
 from tests.conftest import moto_dynamodb
 
 
@@ -117,7 +117,7 @@ def test_answers_citations_cache_and_epochs(store):
     withdrawn = record.model_copy(update={"citations": [Citation(ref="S1", deleted=True)], "answer": None})
     store.put_answer(withdrawn)
     assert store.answers_citing("northpier", "handbook.md") == [] and store.citation_inventory() == []
-    refusal = record.model_copy(update={"answer_id": "a3", "answer": None, "refused": True, "citations": [],
+    refusal = record.model_copy(update={"answer_id": "a3", "answer": None, "refused": True, "outcome": Outcome.NOT_FOUND, "citations": [],
                                         "considered": [SourceRef(document_id="guide.md", revision="r7")]})
     store.put_answer(refusal)  # a refusal rests on what it read: a delete of that must find it
     assert [a.answer_id for a in store.answers_citing("northpier", "guide.md", "r7")] == ["a3"]
