@@ -53,6 +53,7 @@ from citewell.answers.service import ask, recorded_citations
 from citewell.answers.units import units_identity
 from citewell.audit import audit
 from citewell.benchmarks.report import FUZZ_END, FUZZ_START
+from citewell.benchmarks.report import write_block as replace_block
 from citewell.deletion import delete_document
 from citewell.errors import CitewellError, Conflict, NotFound
 from citewell.ingest.orphans import adopt_orphans
@@ -787,13 +788,8 @@ def fuzz_block(probes: int, runs: int, seconds: float, failures: list[str], comm
 
 
 def write_block(path: Path, block: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    start, end = text.find(FUZZ_START), text.find(FUZZ_END)
-    if start >= 0 and end >= 0:
-        text = text[:start] + block + text[end + len(FUZZ_END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    """The fuzz's block in BENCHMARKS.md, between its markers."""
+    replace_block(path, block, FUZZ_START, FUZZ_END)
 
 
 STEPS = 300
