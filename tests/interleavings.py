@@ -751,7 +751,11 @@ class Interleaver:
             left += [f"tantivy segment {s}: {t}" for s, t in tantivy_residue(self.home, self.markers).items()]
             if left:
                 rows = sqlite_rows(self.home, self.markers)  # a live row, or only freed pages?
-                self.violation("end-residue", f"after every document was deleted and audit --repair ran, text is left: {left[:3]}"
+                # Deleted text in a database's pages that no row holds is its own kind: a known open defect
+                # (issue 25, seed 1020) that the make-test sample counts instead of raising; make fuzz raises it.
+                freed = not rows and all(entry.startswith("metadata.db:") for entry in left)
+                self.violation("end-residue-freed" if freed else "end-residue",
+                               f"after every document was deleted and audit --repair ran, text is left: {left[:3]}"
                                f"; rows holding it: {rows[:3] or 'none (freed pages only)'}")
 
 
