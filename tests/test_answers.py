@@ -365,14 +365,10 @@ def test_a_models_refusal_never_claims_absence_when_evidence_is_near(services):
     assert recorded_citations(services, STAFF, near.answer_id).generator == "openai-compatible:m"
 
 
-def test_evidence_nothing_could_judge_is_unconfirmed_without_a_quote(services):
+def test_evidence_nothing_could_judge_is_unconfirmed_without_a_quote(services, monkeypatch):
     add(services, HOURS, "hours.md")
-    real = services.embedder
-    services.embedder = DownEmbedder()
-    try:
-        answer = ask(services, STAFF, "What are the core hours?")
-    finally:
-        services.embedder = real
+    monkeypatch.setattr(services, "embedder", DownEmbedder())
+    answer = ask(services, STAFF, "What are the core hours?")
     assert (answer.outcome, answer.answer, answer.citations) == (Outcome.UNCONFIRMED, None, [])
     assert answer.closest and "sentences cannot be scored" in answer.degraded[-1]
 

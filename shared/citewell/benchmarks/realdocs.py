@@ -47,30 +47,23 @@ def _holds(text: str, case: AnswerCase) -> bool:
     return bool(case.must_contain) and all(" ".join(f.split()).lower() in normal for f in case.must_contain)
 
 
-def _unconfirmed(answer: Answer) -> bool:
-    return str(getattr(answer, "outcome", "")) == "unconfirmed"
-
-
 def breakdown(cases: list[AnswerCase], answers: list[Answer], report: Report) -> dict[str, object]:
-    """The figures the targets read, from one run."""
-    answerable = [(c, a, j) for c, a, j in zip(cases, answers, report.judgements) if not c.refuse]
-    refusals = [(c, a, j) for c, a, j in zip(cases, answers, report.judgements) if c.refuse]
-    right = sum(j.correct for _, _, j in answerable)
-    wrong = sum(j.answered and not j.correct for _, _, j in answerable)
-    refused = [(c, a) for c, a, j in answerable if not j.answered]
-    first_held = sum(bool(a.closest) and _holds(a.closest[0].text, c) for c, a in refused)
-    unconfirmed_held = sum(_unconfirmed(a) and _holds(a.answer or "", c) for c, a in refused)
-    n = len(answerable) or 1
+    """The figures the targets read, from one run: ``eval-answers``'s own counts, and how often a
+    non-answer's first closest passage held the fact (retrieval found it; the decision did not)."""
+    scores = report.overall
+    mine, refusals = scores.answerable_outcomes, scores.must_refuse_outcomes
+    first_held = sum(bool(a.closest) and _holds(a.closest[0].text, c)
+                     for c, a, j in zip(cases, answers, report.judgements) if not c.refuse and not j.answered)
+    n, m = scores.answerable or 1, scores.must_refuse or 1
     return {
-        "unconfirmed_holding_fact": unconfirmed_held,
-        "answered_or_unconfirmed_holding_share": round((right + unconfirmed_held) / n, 4),
-        "answerable": len(answerable), "must_refuse": len(refusals),
-        "answered_right": right, "answered_wrong": wrong, "refused_answerable": len(refused),
-        "refused_with_answer_first_closest": first_held,
-        "answered_must_refuse": sum(j.answered for _, _, j in refusals),
-        "answered_right_share": round(right / n, 4), "answered_wrong_share": round(wrong / n, 4),
-        "answered_must_refuse_share": round(sum(j.answered for _, _, j in refusals) / (len(refusals) or 1), 4),
-        "forbidden_text": report.overall.forbidden_text,
+        "answerable": scores.answerable, "must_refuse": scores.must_refuse,
+        "answered_right": mine.answered_right, "answered_wrong": mine.answered_wrong,
+        "refused_answerable": scores.answerable - mine.answered_right - mine.answered_wrong,
+        "unconfirmed_holding_fact": mine.unconfirmed_with_fact, "refused_with_answer_first_closest": first_held,
+        "answered_must_refuse": refusals.answered,
+        "answered_right_share": round(mine.answered_right / n, 4), "answered_wrong_share": round(mine.answered_wrong / n, 4),
+        "answered_or_unconfirmed_holding_share": scores.fact_shown or 0.0,
+        "answered_must_refuse_share": round(refusals.answered / m, 4), "forbidden_text": scores.forbidden_text,
     }
 
 
@@ -139,7 +132,7 @@ def main() -> None:
             mark = "RIGHT" if j.correct else ("WRONG" if j.answered else ("refused" if not case.refuse else "ok-refused"))
             shown = answer.answer if answer.answer else (answer.closest[0].text[:300] if answer.closest else "")
             print(f"--- {case.id} [{case.category}] {mark}: {case.question}\n    want {case.must_contain} in {case.expected_documents}"
-                  f"\n    {getattr(answer, 'outcome', 'answer' if answer.answer else 'closest')}: {' '.join(shown.split())[:400]}",
+                  f"\n    {answer.outcome}: {' '.join(shown.split())[:400]}",
                   file=sys.stderr)
     if args.out:
         from citewell.benchmarks.report import REALDOCS_END, REALDOCS_START, machine, write_block

@@ -187,7 +187,8 @@ def score_support(
         row["answer_coverage"] = coverage(weights, context_terms.union(*(terms[i] for i in quoted)))
         quoting.append(frozenset(quoted))
     asked_stems = frozenset(stems(question))
-    alone = [answers_alone(unit, units, frozenset(wanted), asked_stems) for unit in units]
+    columns = record_columns(units) if asked_stems else {}
+    alone = [answers_alone(unit, units, frozenset(wanted), asked_stems, columns) for unit in units]
     if not any(alone):
         return None
     cosines = _cosines(embed, question, units, rows, quoting, model.unit, leading, every_unit, alone)
@@ -272,14 +273,16 @@ def _blocking(scores: np.ndarray, cosines: np.ndarray, pending: list[int], bound
 _CLOSED = re.compile(r"[.!?:;)\]\"'`»”]$")
 
 
-def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked: frozenset[str] = frozenset()) -> bool:
+def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked: frozenset[str] = frozenset(),
+                  columns: dict[int, _Columns] | None = None) -> bool:
     """Whether an answer may be built on ``unit``: never a heading alone (unless it heads a list,
     or holds the kind asked for, as a release's date), a bare term, a sentence cut off before
     its end ("... can be specified to tests as"), a lead-in without the list it introduces, or a
     table row without the column the question asks for (``asked``: the question's stems) when
-    other rows have it. Such units still serve as context and companions."""
+    other rows have it (``columns``: ``record_columns(units)``, computed once for all of them).
+    Such units still serve as context and companions."""
     if unit.record:
-        return not _lacks_asked_field(unit, units, asked)
+        return not (asked and _lacks_asked_field(unit, units, asked, record_columns(units) if columns is None else columns))
     if unit.heading or unit.text.endswith(":"):
         intro, run = _list_at(units, unit)
         return intro is unit or (unit.heading and any(unit.holds(k) for k in wanted & FILLABLE))
@@ -290,19 +293,33 @@ def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked
     return bool(_CLOSED.search(unit.text)) or last not in FUNCTION_WORDS
 
 
-def _lacks_asked_field(unit: Unit, units: list[Unit], asked: frozenset[str]) -> bool:
+@dataclass(frozen=True)
+class _Columns:
+    names: frozenset[str]  # a record's field names
+    stems: frozenset[str]  # their stems
+    section: tuple[str, ...]  # the section it is in (a sheet is one)
+
+
+def record_columns(units: list[Unit]) -> dict[int, _Columns]:
+    """Each record's columns, by ``id`` of its unit: what ``_lacks_asked_field`` compares rows by."""
+    columns = {}
+    for unit in units:
+        if unit.record:
+            names = frozenset(field_names(unit))
+            columns[id(unit)] = _Columns(names, frozenset(s for name in names for s in stems(name)),
+                                         tuple(unit.item.span_at(unit.start).section_path))
+    return columns
+
+
+def _lacks_asked_field(unit: Unit, units: list[Unit], asked: frozenset[str], columns: dict[int, _Columns]) -> bool:
     """A row of a table whose other rows have a column the question names, and it has not
     ("When was Debian 15 released?": its row has no release date yet). Other rows are those of
     the same table: the same section (a sheet is one), sharing most of this row's columns."""
-    if not asked:
-        return False
-    names = set(field_names(unit))
-    section = unit.item.span_at(unit.start).section_path
-    mine = {stem for name in names for stem in stems(name)}
+    mine = columns[id(unit)]
     others = {stem for u in units if u.record and u.item is unit.item and u is not unit
-              and u.item.span_at(u.start).section_path == section and 2 * len(names & set(field_names(u))) >= len(names)
-              for name in field_names(u) for stem in stems(name)}
-    return bool((others - mine) & asked)
+              and (theirs := columns[id(u)]).section == mine.section and 2 * len(mine.names & theirs.names) >= len(mine.names)
+              for stem in theirs.stems}
+    return bool((others - mine.stems) & asked)
 
 
 def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray, evidence: dict[str, float],
@@ -335,6 +352,9 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
     }
 
 
+_DIGITS = re.compile(r"\d[\d,.]*\d|\d")
+
+
 def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | None:
     """What the answer is, in a few words, when the unit says it plainly: the record field the
     question names, or the only number, date or name of the kind asked for."""
@@ -347,11 +367,11 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
         if Wants.PERSON in wanted:  # "who ...?" is answered by the row's name
             return next((value for named, value in fields if named & _NAME_FIELDS and value), None)
         return None
+    named = set(_DIGITS.findall(question))  # "53" in "the 53-bit limit" is no answer to it
     for kind, pattern in ((Wants.DATE, DATE), (Wants.MONEY, MONEY), (Wants.NUMBER, NUMBER), (Wants.PERSON, PERSON)):
         if kind in wanted:
-            named = set(re.findall(r"\d[\d,.]*\d|\d", question))  # "53" in "the 53-bit limit" is no answer to it
             found = {m.group(0).strip() for m in pattern.finditer(unit.text)} - {"", *re.findall(r"\S+", question)}
-            found = {f for f in found if not set(re.findall(r"\d[\d,.]*\d|\d", f)) & named}
+            found = {f for f in found if not set(_DIGITS.findall(f)) & named}
             if len(found) == 1:
                 return found.pop()
     return None
