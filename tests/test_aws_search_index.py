@@ -73,7 +73,7 @@ def test_deletes_are_not_merged_inline_and_the_expunge_is_asked_for_without_wait
     index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
     index.upsert([chunk(0, "Staff get 27 days of leave.")], unit(1, 1024), TITAN)
     knn_proxy.calls.clear()
-    assert index.delete_document("northpier", "handbook.md") == 1 and index.compact()
+    assert index.delete_document("northpier", "handbook.md") == 1 and index.compact(removed=True)
     assert not [path for _, _, path in knn_proxy.calls if "_forcemerge" in path]
     index.expunge()
     assert [path for _, _, path in knn_proxy.calls if "_forcemerge" in path] == ["/citewell-chunks/_forcemerge"]

@@ -68,7 +68,7 @@ def test_upsert_replaces_a_revision_and_counts_and_deletes(index):
     assert index.delete_document("northpier", "handbook.md") == 1
     assert index.count("northpier", "handbook.md", "r2") == 0 and index.revisions("northpier", "handbook.md") == []
     assert index.count("bluefen", "guide.md", "r1") == 1
-    index.compact()
+    assert index.compact(removed=True)
 
 
 def test_one_embedding_model_per_index(index):

@@ -131,4 +131,4 @@ def test_answers_citations_cache_and_epochs(store):
     assert store.drop_cached_answers("northpier", ["a2"]) == 1
     assert store.bump_epoch("northpier") == 1 and store.tenant_epoch("northpier") == 1
     assert store.get_cached_answer("k1", "northpier", 0) is None and store.cache_inventory() == []
-    store.compact()
+    assert store.compact(removed=True)

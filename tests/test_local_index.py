@@ -257,7 +257,7 @@ def test_a_document_deleted_before_it_reached_the_lexical_index_leaves_no_byte_b
     load(index, [chunk("secret.md", "Secret", "The quillaby codeword opens the east gate.")])
 
     index.delete_document("northpier", "secret.md")
-    index.compact()
+    assert index.compact(removed=True)
 
     assert index.lexical("quillaby codeword", STAFF, 3) == []
     for path in tmp_path.rglob("*"):

@@ -180,10 +180,10 @@ def test_compact_reports_a_log_pinned_by_a_reader(tmp_path: Path, monkeypatch: p
     reader.execute("BEGIN")
     reader.execute("SELECT COUNT(*) FROM chunks").fetchone()  # a snapshot that pins the log
     index.delete_document("northpier", "handbook.md")
-    assert index.compact() is False
+    assert index.compact(removed=True) is False
     assert wal.stat().st_size > 0
     reader.execute("COMMIT")
-    assert index.compact() is True
+    assert index.compact(removed=True) is True
     assert wal.stat().st_size == 0
     reader.close()
 
@@ -307,9 +307,58 @@ def test_space_that_deletions_freed_goes_back_to_the_disk_once_it_is_most_of_the
     vectors = {f"{i:064x}": np.full(384, i, dtype=np.float32) for i in range(14_000)}  # about 21 MB
     store.put_embeddings("model@1", vectors)
     store.put_embeddings("model@1", {"kept": np.ones(384, dtype=np.float32)})
-    store.compact()
+    store.compact(removed=False)
     full = (tmp_path / "metadata.db").stat().st_size
     store.delete_embeddings("model@1", set(vectors))
-    assert store.compact()
+    assert store.compact(removed=False)
     assert (tmp_path / "metadata.db").stat().st_size < full / 4
     assert set(store.get_embeddings("model@1", ["kept", "0" * 64])) == {"kept"}
+
+
+def test_a_removal_leaves_no_copy_of_its_text_in_the_unused_space_of_live_pages(tmp_path: Path) -> None:
+    """``secure_delete`` zeroes a deleted cell, not the copy a b-tree rebalance left on the page
+    the row moved from: after churn like an ingest's (rows in, states updated, documents out)
+    deleted words stayed on live leaf pages. The compaction after a removal rewrites the file."""
+    import random
+    import string
+
+    from citewell.local.sqlite import compact_file, connect
+
+    conn = connect(tmp_path / "churn.db")
+    conn.execute("CREATE TABLE chunks (id TEXT PRIMARY KEY, doc TEXT, state TEXT, body TEXT)")
+    conn.execute("CREATE INDEX chunks_doc ON chunks (doc, state)")
+    conn.execute("CREATE TABLE answers (id TEXT PRIMARY KEY, question TEXT, answer TEXT)")
+    rng = random.Random(7)  # a churn that leaves five deleted markers behind on this SQLite
+
+    def word(n: int) -> str:
+        return "".join(rng.choice(string.ascii_lowercase) for _ in range(n))
+
+    live: dict[str, str] = {}
+    deleted: list[str] = []
+    for _ in range(3000):
+        roll = rng.random()
+        if roll < 0.3:
+            doc, marker = word(6), "mk" + word(14)
+            live[doc] = marker
+            for _ in range(rng.randint(1, 6)):
+                body = " ".join(word(rng.randint(3, 9)) for _ in range(rng.randint(10, 900)))
+                conn.execute("INSERT INTO chunks VALUES (?, ?, 'pending', ?)", (word(20), doc, f"{body} {marker}"))
+            conn.execute("INSERT INTO answers VALUES (?, ?, ?)", (word(12), f"what {marker}", f"answer {marker}"))
+        elif roll < 0.6 and live:
+            conn.execute("UPDATE chunks SET state = ? WHERE doc = ?", (rng.choice(["embedded", "published"]), rng.choice(list(live))))
+        elif roll < 0.75 and live:
+            doc = rng.choice(list(live))
+            marker = live.pop(doc)
+            conn.execute("DELETE FROM chunks WHERE doc = ?", (doc,))
+            conn.execute("DELETE FROM answers WHERE answer = ?", (f"answer {marker}",))
+            deleted.append(marker)
+
+    def left() -> list[str]:
+        data = (tmp_path / "churn.db").read_bytes()
+        return [m for m in deleted if m.encode() in data]
+
+    assert compact_file(conn, removed=False)  # the log only: what secure_delete alone leaves
+    assert left(), "this churn no longer leaves stale copies: the test no longer shows the hole"
+    assert compact_file(conn, removed=True)
+    assert left() == []
+    assert {m for (m,) in conn.execute("SELECT substr(answer, 8) FROM answers")} == set(live.values())

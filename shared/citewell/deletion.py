@@ -153,9 +153,10 @@ def compact(services: Services) -> list[str]:
     that had ended when it started are seen through once both stores compacted."""
     settled = unfinished_removals(services)
     pending = []
-    if not services.index.compact():
+    removed = bool(settled)  # every removal of text runs under an intent: none, nothing to rewrite
+    if not services.index.compact(removed):
         pending.append(f"index: removed rows remain in its files until the next compaction ({PENDING_HINT})")
-    if not services.metadata.compact():
+    if not services.metadata.compact(removed):
         pending.append(f"metadata: removed records remain in its log until the next compaction ({PENDING_HINT})")
     if not pending and settled:
         services.metadata.clear_removals(settled)

@@ -106,9 +106,11 @@ class MetadataStore(Protocol):
 
     def get_cached_answer(self, cache_key: str, tenant: str, epoch: int) -> str | None: ...
     def put_cached_answer(self, cache_key: str, tenant: str, epoch: int, answer_id: str) -> None: ...
-    def compact(self) -> bool:
-        """Make deletions physical: nothing removed may remain in logs or free space. False
-        when that could not finish now (another reader pins the log): the bytes are pending."""
+    def compact(self, removed: bool) -> bool:
+        """Make deletions physical: nothing removed may remain in logs, free space or the unused
+        space of live pages; ``removed`` says text was removed since the last compaction that
+        finished (a store may then rewrite its files). False when that could not finish now
+        (another reader pins the log): the bytes are pending."""
         ...
 
     def begin_removal(self, owner: Lease | None) -> str:
@@ -156,8 +158,9 @@ class SearchIndex(Protocol):
     def delete_document(self, tenant: str, document_id: str) -> int: ...
     def revisions(self, tenant: str, document_id: str) -> list[str]: ...
     def inventory(self) -> list[tuple[str, str, str, int]]: ...
-    def compact(self) -> bool:
-        """Make deletions physical: nothing removed may remain in segments, logs or free space.
+    def compact(self, removed: bool) -> bool:
+        """Make deletions physical: nothing removed may remain in segments, logs, free space or
+        the unused space of live pages (``removed`` as for the metadata store's).
         False when that could not finish now: the bytes are pending until the next compaction."""
         ...
 

@@ -374,7 +374,7 @@ class DynamoMetadataStore:
     def clear_removals(self, removal_ids: Iterable[str]) -> None:
         return None
 
-    def compact(self) -> bool:
+    def compact(self, removed: bool) -> bool:
         """Nothing to do: DynamoDB keeps no deleted item (point-in-time backups are the table's policy)."""
         return True
 

@@ -261,7 +261,7 @@ class OpenSearchIndex:
                 found.append((tenant, document_id, revision, frozenset(r for r, n in roles.items() if n >= count), title))
         return found
 
-    def compact(self) -> bool:
+    def compact(self, removed: bool) -> bool:
         """Nothing to finish inside a request: deleted rows are refreshed away (never matched or
         served again) and the bytes leave the segments when they are merged. The scheduled
         audit asks for that merge (:meth:`expunge`); a delete never waits on it."""

@@ -30,7 +30,7 @@ import numpy as np
 
 from citewell.errors import Busy, EmbedderMismatch
 from citewell.local.clusters import CLUSTER_SCHEMA, cluster_rows
-from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, checkpoint, ensure_schema, reclaim
+from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, compact_file, ensure_schema
 from citewell.local.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit, QueryVector, query_vector
@@ -241,18 +241,17 @@ class SqliteSearchIndex:
         )
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
-    def compact(self) -> bool:
-        """Delete the lexical index's dropped segment files and truncate the WAL.
+    def compact(self, removed: bool) -> bool:
+        """Delete the lexical index's dropped segment files, then rewrite the table's file after a
+        removal and truncate its log (see ``compact_file``).
 
-        Deleted rows' lexical segments were already rewritten by the delete; with
-        ``secure_delete`` on, the table's freed pages are zeroed, so deleted text leaves the
-        files. False when a reader in another connection kept the log from being truncated:
-        deleted text may still sit there until a later compact returns True.
+        Deleted rows' lexical segments were already rewritten by the delete. False when another
+        connection held the write lock or kept the log from being truncated: deleted text may
+        still sit there until a later compact returns True.
         """
         with Transaction(self.conn):  # the write lock: tantivy allows one writer per folder
             self._lexicon().collect_garbage()
-        reclaim(self.conn)
-        return checkpoint(self.conn)
+        return compact_file(self.conn, removed)
 
     # -- the lexical index ---------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.local.sqlite import Connection, PerThread, Transaction, checkpoint, ensure_schema, reclaim
+from citewell.local.sqlite import Connection, PerThread, Transaction, compact_file, ensure_schema
 from citewell.leases import Lease
 from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, Removal, Upload, new_token, utcnow
 
@@ -382,11 +382,9 @@ class SqliteMetadataStore:
                 for h in hashes
             )
 
-    def compact(self) -> bool:
-        """Move everything out of the write-ahead log and truncate it, so no deleted page survives
-        there; give the disk back what deletions freed, when that is most of the file."""
-        reclaim(self.conn)
-        return checkpoint(self.conn)
+    def compact(self, removed: bool) -> bool:
+        """Rewrite the file after a removal and truncate its log (see ``compact_file``)."""
+        return compact_file(self.conn, removed)
 
     def embedding_hashes(self, identity: str) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT content_hash FROM embeddings WHERE identity = ?", (identity,))}

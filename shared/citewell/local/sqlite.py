@@ -185,21 +185,30 @@ CHECKPOINT_WAIT_SECONDS = 2.0  # then the removal is reported pending, not waite
 RECLAIM_BYTES = 16 * 1024 * 1024
 
 
-def reclaim(conn: sqlite3.Connection) -> None:
-    """Give the disk back the pages deletions freed, once they are most of the file and more
-    than 16 MB: a large document deleted or replaced otherwise left its size behind for good
-    (``secure_delete`` zeroes freed pages, so this is space, not privacy). ``VACUUM`` rewrites
-    the live pages only; a home busy with another process's transaction leaves it to the next
-    compaction."""
+def compact_file(conn: sqlite3.Connection, removed: bool) -> bool:
+    """Make a file's deletions physical; False when that could not finish now (another
+    connection holds the write lock or pins the log), so the removal stays pending.
+
+    ``secure_delete`` zeroes what a delete frees, but not all of it: when SQLite rebalances a
+    b-tree it rebuilds pages without clearing their unused space, so the copy a row left on the
+    page it moved from outlives the row's delete (the fuzz found deleted text on live leaf
+    pages, between their cell pointers and their cells). Only rewriting the file clears that:
+    after a removal the file is ``VACUUM``ed, otherwise only once freed pages are most of it
+    and more than 16 MB (to give the disk back). Then the log is checkpointed and truncated.
+    """
+    if removed or _mostly_free(conn):
+        try:
+            conn.execute("VACUUM")
+        except (Busy, sqlite3.OperationalError):  # a writer elsewhere, or a statement open here
+            return False
+    return checkpoint(conn)
+
+
+def _mostly_free(conn: sqlite3.Connection) -> bool:
     free = conn.execute("PRAGMA freelist_count").fetchone()[0]
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
     size = conn.execute("PRAGMA page_size").fetchone()[0]
-    if free * size < RECLAIM_BYTES or free * 2 < pages:
-        return
-    try:
-        conn.execute("VACUUM")
-    except (Busy, sqlite3.OperationalError):
-        return
+    return free * size >= RECLAIM_BYTES and free * 2 >= pages
 
 
 def checkpoint(conn: sqlite3.Connection) -> bool:
