@@ -1,5 +1,5 @@
-"""The README stays a short front page, and every relative link in it and in docs/ points at a
-file that exists (and, with a #fragment, at a heading that file has)."""
+"""The README stays a short front page, and every relative link in it, in docs/ and in events/
+points at a file that exists (and, with a #fragment, at a heading that file has)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from citewell.benchmarks.report import HEADLINE_END, HEADLINE_START
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [README, ROOT / "events" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MAX_README_LINES = 200
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
