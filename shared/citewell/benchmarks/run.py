@@ -110,7 +110,7 @@ def main() -> None:
     args = parser.parse_args()
     for name in ("scifact", "cranfield", "squad2-dev"):
         if not (args.data / name).is_dir():
-            raise SystemExit(f"[bench] {args.data / name} is missing: pass --data DIR (BEIR layout, see the README)")
+            raise SystemExit(f"[bench] {args.data / name} is missing: pass --data DIR (BEIR layout, see docs/evaluation.md)")
     plan = QUICK if args.quick else FULL
     if args.sizes:
         _, queries, asks, peer_queries = plan.sizes[0]
