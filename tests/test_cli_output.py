@@ -244,3 +244,17 @@ def test_each_outcome_reads_differently_and_carries_its_name_in_json(tmp_path):
     text = cli(home, "ask", question, *caller)
     assert text.startswith("Nothing in the documents you can read is about this.\n"), text
     assert "Sources" not in text
+
+
+def test_the_operator_is_told_when_a_mistyped_tenant_or_unused_roles_found_nothing(home):
+    """A `--tenant` typo or a role no document allows is an ordinary refusal to a caller; the
+    operator at the CLI is told the cause (the API never says it: it would reveal what exists)."""
+    typo = " ".join(cli(home, "search", "storm pins", "--tenant", "northpeir", "--roles", "operators").split())
+    assert "no results" in typo and "tenant 'northpeir' has no documents; tenants with documents here: northpier" in typo
+    roles = json.loads(cli(home, "ask", "Where is the crane parked in a storm?", "--tenant", "northpier",
+                           "--roles", "staff", "--json"))
+    assert roles["outcome"] == "not_found"
+    assert roles["operator_note"] == "no document of tenant 'northpier' allows the roles staff; roles its documents allow: operators"
+    found = json.loads(cli(home, "search", "storm pins", "--tenant", "northpier", "--roles", "operators", "--json"))
+    assert found["hits"] and "operator_note" not in found
+

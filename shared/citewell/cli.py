@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput, readable
-from citewell.models import Identity, validate_document_id, validate_name, validate_tenant
+from citewell.models import Identity, Outcome, validate_document_id, validate_name, validate_tenant
 
 if TYPE_CHECKING:
     from citewell.services import Services
@@ -265,8 +265,12 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
     lanes = tuple(dict.fromkeys(lane for name in args.lanes for lane in LANE_CHOICES[name]))
     identity = Identity(tenant=args.tenant, roles=args.roles)
-    result = search(open_local(args.home, existing=True), identity, args.question, k=args.k, lanes=lanes)
-    return result.model_dump(mode="json"), EXIT_OK
+    services = open_local(args.home, existing=True)
+    result = search(services, identity, args.question, k=args.k, lanes=lanes)
+    payload = result.model_dump(mode="json")
+    if not result.hits:
+        payload["operator_note"] = operator_note(services, identity)
+    return payload, EXIT_OK
 
 
 def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -277,7 +281,26 @@ def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     services = open_local(args.home, existing=True)
     identity = Identity(tenant=args.tenant, roles=args.roles)
     answer = ask(services, identity, args.question, generator_from_env(services), budget_chars=evidence_budget())
-    return answer.model_dump(mode="json"), EXIT_OK
+    payload = answer.model_dump(mode="json")
+    if answer.outcome is Outcome.NOT_FOUND:
+        payload["operator_note"] = operator_note(services, identity)
+    return payload, EXIT_OK
+
+
+def operator_note(services: Services, identity: Identity) -> str | None:
+    """Why nothing was found, when the cause is the caller's scope: a tenant with no documents
+    (a mistyped ``--tenant``) or roles no document allows. For the operator's CLI only: the API
+    never says it, as it would tell a caller what exists beyond what they may read."""
+    served = [d for d in services.metadata.list_documents(identity.tenant) if d.active_revision]
+    if not served:
+        tenants = sorted({d.tenant for d in services.metadata.all_documents() if d.active_revision})
+        known = f"; tenants with documents here: {', '.join(tenants)}" if tenants else "; this home has no documents"
+        return f"tenant {identity.tenant!r} has no documents{known}"
+    in_use = sorted(set().union(*(d.allowed_roles for d in served)))
+    if identity.roles & set(in_use):
+        return None
+    asked = f"the roles {', '.join(sorted(identity.roles))}" if identity.roles else "a caller without roles"
+    return f"no document of tenant {identity.tenant!r} allows {asked}; roles its documents allow: {', '.join(in_use)}"
 
 
 def cmd_eval_answers(args: argparse.Namespace) -> tuple[dict[str, Any], int]:

@@ -102,6 +102,7 @@ def _search(payload: dict[str, Any]) -> None:
         _wrapped(f"degraded: {note}", 0, "yellow")
     if not payload["hits"]:
         console.print("no results")
+        _operator_note(payload)
     elif all(hit.get("weak") for hit in payload["hits"]):
         _wrapped("No passage holds these words: the nearest in meaning follow, marked weak.", 0, "yellow")
     for number, hit in enumerate(payload["hits"]):
@@ -161,6 +162,11 @@ def _sources(citations: Sequence[dict[str, Any]]) -> None:
         _passage(ref, c, f"\"{' '.join(c['quote'].split())}\"")
 
 
+def _operator_note(payload: dict[str, Any]) -> None:
+    if payload.get("operator_note"):
+        _wrapped(f"note: {payload['operator_note']}", 0, "yellow")
+
+
 def _answer(payload: dict[str, Any], command: str) -> None:
     """An answer as today; a quote not confirmed to answer, labelled so before its words; or
     that nothing the caller may read is about it (never that no such document exists)."""
@@ -175,6 +181,7 @@ def _answer(payload: dict[str, Any], command: str) -> None:
         _wrapped(payload["answer"], 0)
     elif outcome == "not_found":
         console.print("Nothing in the documents you can read is about this.")
+        _operator_note(payload)
     elif payload["answer"]:
         console.print(Text.assemble(("Not confirmed:", "bold yellow"), " the closest passage I found says:"))
         _wrapped(payload["answer"], 2)
