@@ -467,6 +467,9 @@ def test_files_the_server_would_refuse_are_refused_before_sending_and_a_name_wit
     choose_roles(page, "staff")
     upload(page, empty, big, hashed)
     assert "empty" in settled(page, "empty.md").text
+    sizes = {row.get_attribute("data-name"): row.find_element(By.CSS_SELECTOR, ".size").text
+             for row in page.find_elements(By.CSS_SELECTOR, "#upload-list li")}
+    assert sizes["empty.md"] == "0 bytes" and sizes["big.txt"] == "50.0 MB" and sizes["notes#1.md"].endswith(" bytes")
     refused = settled(page, "big.txt")
     assert refused.get_attribute("data-state") == "failed" and "too_large" in refused.text and "nothing was sent" in refused.text
     assert settled(page, "notes#1.md").get_attribute("data-state") == "published"

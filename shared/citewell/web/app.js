@@ -207,7 +207,9 @@
   }
 
   function megabytes(bytes) {
-    return bytes >= 1048576 ? `${(bytes / 1048576).toFixed(1)} MB` : `${Math.max(1, Math.round(bytes / 1024))} KB`;
+    if (bytes >= 1048576) return `${(bytes / 1048576).toFixed(1)} MB`;
+    if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
+    return bytes === 1 ? "1 byte" : `${bytes} bytes`;  // an empty file is 0 bytes, not "1 KB"
   }
 
   /* ---------- notices ---------- */
