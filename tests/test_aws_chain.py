@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote_plus
+from urllib.parse import quote, quote_plus
 
 import boto3
 import pytest
@@ -28,6 +28,7 @@ from moto import mock_aws
 from citewell.aws.metadata import TABLE_DEFINITION
 from citewell.aws.settings import services_from_env
 from citewell.keys import raw_key
+from citewell.models import MAX_DOCUMENT_ID_BYTES, validate_document_id
 from tests.aws_roles import refusals
 from tests.strict_aws import RECORDED, StrictAws
 from tests.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
@@ -227,11 +228,12 @@ def post_upload(created: dict, data: bytes) -> requests.Response:
     return requests.post(form["url"], data=form["fields"], files={"file": ("upload", data)}, timeout=30)
 
 
-def upload(aws, document_id: str, data: bytes, roles=("staff",)) -> str:
+def upload(aws, document_id: str, data: bytes, roles=("staff",), tenant: str = "northpier") -> str:
     """Register an upload through the API and send its bytes with the presigned POST; returns the key."""
-    status, created = api("POST", "/documents", {"document_id": document_id, "allowed_roles": list(roles), "filename": document_id})
+    status, created = api("POST", "/documents", {"document_id": document_id, "allowed_roles": list(roles), "filename": document_id},
+                          tenant=tenant)
     assert status == 201 and created["upload"]["url"] == "https://citewell-documents.s3.eu-west-1.amazonaws.com/", created
-    key = raw_key("northpier", document_id, created["upload_id"])
+    key = raw_key(tenant, document_id, created["upload_id"])
     assert created["upload"]["fields"]["key"] == key
     aws.setdefault("forms", {})[key] = created
     resend(aws, key, data)
@@ -297,6 +299,27 @@ def test_bad_files_and_bad_requests_are_4xx_and_recorded(aws):
     assert api("GET", "/documents/absent.md")[0] == 404
     assert api("DELETE", "/documents/absent.md")[0] == 404
     assert api("GET", "/documents/scan.pdf", query={"section": "x"})[0] == 400
+
+
+def test_the_longest_document_id_is_published_found_answered_and_deleted(aws):
+    """Every key built from a document id fits its store for the longest valid one (512 bytes, in
+    the longest tenant), where its chunk ids become OpenSearch ``_id``s (512 bytes at most) and
+    DynamoDB sort keys (1,024)."""
+    tenant, document_id = "t" * 64, "handbooks/" + "h" * (MAX_DOCUMENT_ID_BYTES - len("handbooks/.md")) + ".md"
+    assert len(document_id.encode()) == MAX_DOCUMENT_ID_BYTES and validate_document_id(document_id)
+    upload(aws, document_id, HANDBOOK, tenant=tenant)
+    assert [prefix for prefix, _ in pump(aws)] == ["raw/", "parsed/", "chunks/", "embedded/"]
+    found = api("POST", "/search", {"question": "annual leave days"}, tenant=tenant)[1]["hits"]
+    assert found and {h["document_id"] for h in found} == {document_id} and "27 days" in found[0]["text"]
+    status, answer = api("POST", "/query", {"question": "How many days of paid annual leave do full-time staff receive?"}, tenant=tenant)
+    assert status == 200 and not answer["refused"] and "27 days" in answer["answer"]
+    upload(aws, document_id, HANDBOOK.replace(b"27 days", b"28 days"), tenant=tenant)  # the old revision is purged
+    pump(aws)
+    assert "28 days" in api("POST", "/search", {"question": "annual leave days"}, tenant=tenant)[1]["hits"][0]["text"]
+    assert api("DELETE", f"/documents/{quote(document_id, safe='')}", tenant=tenant)[0] == 200
+    services = services_from_env()[1]
+    assert services.index.inventory() == [] and services.metadata.chunk_inventory() == []
+    assert services.metadata.embedding_identities() == {}  # no reference to its chunks was left to keep a vector
 
 
 def removal_event(key: str) -> dict:
