@@ -75,6 +75,15 @@ def services(
 
 
 @pytest.fixture(scope="session")
+def function_roles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
+    """Each function's policy documents as the stack synthesizes them (tests.aws_roles), once a session."""
+    pytest.importorskip("aws_cdk")
+    from tests.aws_roles import roles, synthesize
+
+    return roles(synthesize(tmp_path_factory.mktemp("synth")))
+
+
+@pytest.fixture(scope="session")
 def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the browser tests write their screenshots: this run's temporary folder, or the
     folder ``CITEWELL_SCREENSHOTS`` names (``make screenshots``: docs/screenshots)."""

@@ -3,17 +3,22 @@ osmem-server (OpenSearch over HTTP) behind a kNN-capable stand-in (test_aws_knn)
 lanes run. An upload goes through the presigned POST the API returns and produces an S3
 notification on the moto queue; the test hands the real messages to each stage's handler
 in turn until the document is published, then queries through the API handler with
-authorizer-shaped events. Every AWS call each function makes is recorded under its name,
-for the IAM replay of test_aws_iam."""
+authorizer-shaped events. Every AWS call each function makes is recorded under its name and,
+when the test ends, checked against the role the stack synthesizes for that function
+(tests.aws_roles); test_aws_iam also walks every path and finds what is granted but unused.
+S3 and DynamoDB answer as strictly as AWS where moto is kinder (tests.strict_aws): a read of a
+missing key is a 403 for a role that may not list the bucket, and keys and items are held to
+DynamoDB's sizes."""
 
 from __future__ import annotations
 
 import copy
 import importlib.util
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote_plus
+from urllib.parse import quote, quote_plus
 
 import boto3
 import pytest
@@ -23,6 +28,9 @@ from moto import mock_aws
 from citewell.aws.metadata import TABLE_DEFINITION
 from citewell.aws.settings import services_from_env
 from citewell.keys import raw_key
+from citewell.models import MAX_DOCUMENT_ID_BYTES, validate_document_id
+from tests.aws_roles import refusals
+from tests.strict_aws import RECORDED, StrictAws
 from tests.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,13 +55,31 @@ class Calls:
         self.made: list[tuple[str, str, str, dict]] = []  # (caller, service, operation, params)
         self.containers = False  # True: each function gets its own container (services built anew on a switch)
         self.last = ""
+        self.pending: list[tuple[str, str, Callable[[], object]]] = []  # see interject
+
+    def interject(self, caller: str, operation: str, action: Callable[[], object]) -> None:
+        """Run ``action`` once, just before ``caller`` next makes ``operation``: what another
+        request does while a function runs, at the AWS call it would land between."""
+        self.pending.append((caller, operation, action))
 
     @property
     def caller(self) -> str:
         return self.proxy.caller
 
-    def record(self, params: dict, model, **_: object) -> None:
-        self.made.append((self.caller, model.service_model.endpoint_prefix, model.name, dict(params)))
+    def record(self, params: dict, model, context: dict | None = None, **_: object) -> None:
+        entry = dict(params)
+        self.made.append((self.caller, model.service_model.endpoint_prefix, model.name, entry))
+        if context is not None:
+            context[RECORDED] = entry  # tests.strict_aws notes on it what S3 had to check
+        for n, (caller, operation, action) in enumerate(self.pending):
+            if (caller, operation) == (self.caller, model.name):
+                del self.pending[n]
+                action()
+                return
+
+    def all(self) -> list[tuple[str, str, str, dict]]:
+        """Every call so far, the domain's HTTP requests as ``es`` calls of (method, path)."""
+        return self.made + [(caller, "es", method, {"path": path}) for caller, method, path in self.proxy.calls]
 
 
 CALLS: list[Calls] = []  # the recorder of the running test, for load_handler
@@ -82,7 +108,7 @@ def load_handler(function: str):
 
 
 @pytest.fixture
-def aws(monkeypatch, knn_proxy):
+def aws(monkeypatch, knn_proxy, function_roles):
     env = {
         "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
         "CITEWELL_BUCKET": "citewell-documents", "CITEWELL_TABLE": "citewell-metadata",
@@ -97,6 +123,7 @@ def aws(monkeypatch, knn_proxy):
     with mock_aws():
         boto3.setup_default_session()  # mock_aws starts from a fresh default session: record its calls
         boto3.DEFAULT_SESSION.events.register("before-parameter-build", calls.record)
+        StrictAws(function_roles, lambda: calls.caller, boto3.session.Session().client("s3")).install(boto3.DEFAULT_SESSION.events)
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket="citewell-documents", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
         s3.put_bucket_versioning(Bucket="citewell-documents", VersioningConfiguration={"Status": "Enabled"})
@@ -114,6 +141,8 @@ def aws(monkeypatch, knn_proxy):
         services_from_env.cache_clear()
     CALLS.remove(calls)
     boto3.DEFAULT_SESSION = None
+    refused = refusals(function_roles, calls.all())
+    assert not refused, "refused by the synthesized role:\n" + "\n".join(refused)
 
 
 def sqs_event(messages: list[dict]) -> dict:
@@ -199,11 +228,12 @@ def post_upload(created: dict, data: bytes) -> requests.Response:
     return requests.post(form["url"], data=form["fields"], files={"file": ("upload", data)}, timeout=30)
 
 
-def upload(aws, document_id: str, data: bytes, roles=("staff",)) -> str:
+def upload(aws, document_id: str, data: bytes, roles=("staff",), tenant: str = "northpier") -> str:
     """Register an upload through the API and send its bytes with the presigned POST; returns the key."""
-    status, created = api("POST", "/documents", {"document_id": document_id, "allowed_roles": list(roles), "filename": document_id})
+    status, created = api("POST", "/documents", {"document_id": document_id, "allowed_roles": list(roles), "filename": document_id},
+                          tenant=tenant)
     assert status == 201 and created["upload"]["url"] == "https://citewell-documents.s3.eu-west-1.amazonaws.com/", created
-    key = raw_key("northpier", document_id, created["upload_id"])
+    key = raw_key(tenant, document_id, created["upload_id"])
     assert created["upload"]["fields"]["key"] == key
     aws.setdefault("forms", {})[key] = created
     resend(aws, key, data)
@@ -269,6 +299,27 @@ def test_bad_files_and_bad_requests_are_4xx_and_recorded(aws):
     assert api("GET", "/documents/absent.md")[0] == 404
     assert api("DELETE", "/documents/absent.md")[0] == 404
     assert api("GET", "/documents/scan.pdf", query={"section": "x"})[0] == 400
+
+
+def test_the_longest_document_id_is_published_found_answered_and_deleted(aws):
+    """Every key built from a document id fits its store for the longest valid one (512 bytes, in
+    the longest tenant), where its chunk ids become OpenSearch ``_id``s (512 bytes at most) and
+    DynamoDB sort keys (1,024)."""
+    tenant, document_id = "t" * 64, "handbooks/" + "h" * (MAX_DOCUMENT_ID_BYTES - len("handbooks/.md")) + ".md"
+    assert len(document_id.encode()) == MAX_DOCUMENT_ID_BYTES and validate_document_id(document_id)
+    upload(aws, document_id, HANDBOOK, tenant=tenant)
+    assert [prefix for prefix, _ in pump(aws)] == ["raw/", "parsed/", "chunks/", "embedded/"]
+    found = api("POST", "/search", {"question": "annual leave days"}, tenant=tenant)[1]["hits"]
+    assert found and {h["document_id"] for h in found} == {document_id} and "27 days" in found[0]["text"]
+    status, answer = api("POST", "/query", {"question": "How many days of paid annual leave do full-time staff receive?"}, tenant=tenant)
+    assert status == 200 and not answer["refused"] and "27 days" in answer["answer"]
+    upload(aws, document_id, HANDBOOK.replace(b"27 days", b"28 days"), tenant=tenant)  # the old revision is purged
+    pump(aws)
+    assert "28 days" in api("POST", "/search", {"question": "annual leave days"}, tenant=tenant)[1]["hits"][0]["text"]
+    assert api("DELETE", f"/documents/{quote(document_id, safe='')}", tenant=tenant)[0] == 200
+    services = services_from_env()[1]
+    assert services.index.inventory() == [] and services.metadata.chunk_inventory() == []
+    assert services.metadata.embedding_identities() == {}  # no reference to its chunks was left to keep a vector
 
 
 def removal_event(key: str) -> dict:

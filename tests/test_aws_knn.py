@@ -177,3 +177,18 @@ def test_the_stand_in_refuses_what_the_engine_refuses(knn_proxy):
     wrong_field = {"query": {"knn": {"embedding": {"vector": [1.0, 0.0, 0.0], "k": 2}}}}
     replies = client.msearch(index="knn-test", body=[{}, wrong_dims, {}, wrong_field])["responses"]
     assert "dimension" in replies[0]["error"]["reason"] and "not knn_vector" in replies[1]["error"]["reason"]
+
+
+def test_the_stand_in_refuses_an_id_over_512_bytes_as_the_engine_does(knn_proxy):
+    client = _client(knn_proxy)
+    _mapped(client, 3)
+
+    def bulk(doc_id: str) -> requests.Response:
+        lines = [{"index": {"_index": "knn-test", "_id": doc_id}}, {"tenant": "a", "vector": [0.0, 0.0, 1.0]}]
+        return requests.post(f"{knn_proxy.url}/_bulk", data="".join(json.dumps(line) + "\n" for line in lines).encode(),
+                             headers={"Content-Type": "application/x-ndjson"}, timeout=30)
+
+    assert bulk("i" * 512).status_code == 200
+    refused = bulk("é" * 257)  # 514 bytes in 257 characters: bytes are counted
+    assert refused.status_code == 400 and "is too long, must be no longer than 512 bytes" in refused.text
+    assert requests.put(f"{knn_proxy.url}/knn-test/_doc/{'i' * 513}", json={"tenant": "a"}, timeout=30).status_code == 400

@@ -5,7 +5,8 @@ deleted document's embedding, or drop one a new chunk just started to use."""
 
 from __future__ import annotations
 
-from citewell.models import Chunk
+from citewell.aws.metadata import SORT_KEY_BYTES
+from citewell.models import MAX_DOCUMENT_ID_BYTES, Chunk
 from tests.conftest import moto_dynamodb
 
 
@@ -31,6 +32,21 @@ def test_hashes_in_use_reads_the_table_consistently(monkeypatch):
         store.put_chunks([chunk(0, "Staff get 27 days.", "r1"), chunk(0, "Staff get 27 days.", "r2")])
         store.delete_chunks("northpier", "handbook.md", "r1")
         assert store.hashes_in_use([first.content_hash]) == {first.content_hash}
+
+
+def test_references_fit_for_the_longest_ids_and_keep_the_spelling_of_those_that_fit(monkeypatch):
+    longest = "d" * MAX_DOCUMENT_ID_BYTES
+    long = chunk(999, "Staff get 27 days.").model_copy(update={
+        "tenant": "t" * 64, "revision": "f" * 64, "document_id": longest, "chunk_id": Chunk.make_id(longest, 99, 999)})
+    with moto_dynamodb(monkeypatch) as store:
+        store.put_chunks([long])
+        store.put_chunks([chunk(0, "Report sickness early.")])
+        references = {i["sk"] for i in store.table.scan()["Items"] if i["pk"].startswith("H#")}
+        assert "REF#northpier#handbook.md#r1#handbook.md#0#0" in references  # written before: the same key
+        assert len(references) == 2 and all(len(sk.encode()) <= SORT_KEY_BYTES for sk in references)
+        assert store.hashes_in_use([long.content_hash]) == {long.content_hash}
+        store.delete_chunks(long.tenant, longest, long.revision)
+        assert store.hashes_in_use([long.content_hash]) == set()  # its reference went with it
 
 
 def test_the_audit_inventories_query_and_never_scan(monkeypatch):

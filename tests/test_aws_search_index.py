@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
-from citewell.aws.search_index import OpenSearchIndex, index_body
+from citewell.aws.search_index import MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
 from citewell.errors import EmbedderMismatch
-from citewell.models import Chunk, Identity
+from citewell.models import MAX_DOCUMENT_ID_BYTES, Chunk, Identity
 from tests.test_aws_knn import knn_proxy  # noqa: F401
 
 TITAN = "amazon.titan-embed-text-v2@2:1024"
@@ -89,3 +89,14 @@ def test_the_vector_lane_reports_cosine_as_the_local_index_does(knn_proxy):
     found = index.lanes(None, vectors[1], TITAN, caller, 5)["vector"]
     assert [h.score for h in found] == pytest.approx([1.0, float(vectors[0] @ vectors[1])], abs=1e-5)
     assert [h.score for h in index.vector(vectors[1], TITAN, caller, 5)] == pytest.approx([h.score for h in found])
+
+
+def test_row_ids_fit_opensearch_for_the_longest_ids_and_keep_the_spelling_of_those_that_fit():
+    longest = "d" * MAX_DOCUMENT_ID_BYTES
+    rows = [chunk(n, "text").model_copy(update={"tenant": "t" * 64, "revision": "f" * 64, "document_id": longest,
+                                                "chunk_id": Chunk.make_id(longest, 99, n)}) for n in (998, 999)]
+    ids = [row_id(r) for r in rows]
+    assert all(len(i.encode()) <= MAX_ID_BYTES for i in ids) and ids[0] != ids[1] and ids == [row_id(r) for r in rows]
+    assert row_id(chunk(0, "text")) == "northpier|r1|handbook.md#0#0"  # rows written before keep their ids
+    at_limit = chunk(0, "text").model_copy(update={"chunk_id": "c" * (MAX_ID_BYTES - len("northpier|r1|"))})
+    assert row_id(at_limit) == f"northpier|r1|{at_limit.chunk_id}"

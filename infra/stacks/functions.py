@@ -33,10 +33,14 @@ RECORDS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynam
 # What each ingestion stage does with records: read its upload and the document, compare-and-set
 # the document (parse), record the object that used an upload's form on its intent (parse,
 # UpdateItem), write chunk records (chunk), cache embeddings (embed), register a tenant or an
-# embedder identity for the audit (PutItem), and drop what a superseded upload wrote.
+# embedder identity for the audit (PutItem), and drop what a superseded upload wrote: its chunk
+# records and the cached vectors no other record uses, looked up in batches (BatchGetItem) and
+# deleted in batches (BatchWriteItem), by any stage, parse too (a batch redelivered late).
 STAGE_RECORDS = {
-    "parse": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
-    "chunk": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
+    "parse": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+              "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"],
+    "chunk": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem",
+              "dynamodb:BatchWriteItem"],
     "embed": ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem",
               "dynamodb:BatchWriteItem"],
     "publish": RECORDS,
@@ -112,9 +116,15 @@ class Functions(Construct):
 
         def cleans_up(fn: lambda_.Function) -> None:
             """Removing an upload's objects: every version goes (ListBucketVersions, DeleteObjectVersion),
-            and HeadObject, which tells whether there was one, needs s3:GetObject."""
+            and HeadObject, which tells whether there was one, needs s3:GetObject.
+
+            S3 answers a read of a missing key with 404 only to a role allowed s3:ListBucket on the
+            bucket, and with 403 to any other, which the object store rightly takes for a refusal.
+            Whoever cleans up reads keys that may never have been written (a failed or superseded
+            upload's artifacts), so it may list. S3 documents no s3:prefix for that check, so the
+            grant is the bucket's, as ListBucketVersions (which names every key too) already is."""
             allow(fn, ["s3:GetObject", "s3:DeleteObjectVersion"], objects(*STAGES))
-            allow(fn, ["s3:ListBucketVersions"], [bucket.bucket_arn])
+            allow(fn, ["s3:ListBucket", "s3:ListBucketVersions"], [bucket.bucket_arn])
 
         def records(fn: lambda_.Function, actions: list[str]) -> None:
             allow(fn, actions, [table.table_arn])
@@ -138,12 +148,11 @@ class Functions(Construct):
             cleans_up(fn)  # a superseded upload removes what it wrote; reads of its inputs are GetObject
             records(fn, STAGE_RECORDS[name])
             self.stages[name] = fn
-        allow(self.stages["publish"], ["s3:ListBucket"], [bucket.bucket_arn])  # the old revision's objects, by prefix
         # Parse reads the version of an upload's key it admitted, not a replay of the form written over it.
         allow(self.stages["parse"], ["s3:GetObjectVersion"], objects("raw"))
         search.grant_index(self.stages["publish"].role)  # type: ignore[arg-type]
-        for name in ("chunk", "embed"):  # a superseded upload removes the index rows of its revision
-            search.grant_query(self.stages[name].role)  # type: ignore[arg-type]
+        for name in ("parse", "chunk", "embed"):  # a superseded upload removes the index rows of its revision
+            search.grant_purge(self.stages[name].role)  # type: ignore[arg-type]
 
         # Removing an upload from the bucket deletes the document everywhere.
         self.delete = function("delete", 300, 1024)
@@ -165,7 +174,7 @@ class Functions(Construct):
         for fn in (self.delete, self.api, self.audit):
             cleans_up(fn)
             records(fn, RECORDS)
-            allow(fn, ["s3:ListBucket", "s3:ListBucketMultipartUploads"], [bucket.bucket_arn])
+            allow(fn, ["s3:ListBucketMultipartUploads"], [bucket.bucket_arn])
             allow(fn, ["s3:AbortMultipartUpload"], objects(*STAGES))  # an unfinished write of the document
         search.grant_query(self.delete.role)  # type: ignore[arg-type]
         search.grant_query(self.api.role)  # type: ignore[arg-type]

@@ -46,6 +46,14 @@ class Search(Construct):
         arn = self.domain.domain_arn
         return [f"{arn}/{ALIAS}", f"{arn}/{ALIAS}-*", f"{arn}/{ALIAS}/*", f"{arn}/_alias/{ALIAS}"]
 
+    def grant_purge(self, role: iam.IRole) -> None:
+        """Remove one revision's rows and nothing else: look the alias up (HEAD), read its mapping
+        (GET), POST ``_delete_by_query``. A stage whose upload was superseded purges what it indexed."""
+        arn = self.domain.domain_arn
+        for action, path in (("es:ESHttpHead", f"_alias/{ALIAS}"), ("es:ESHttpGet", f"{ALIAS}/_mapping"),
+                             ("es:ESHttpPost", f"{ALIAS}/_delete_by_query")):
+            role.add_to_principal_policy(iam.PolicyStatement(actions=[action], resources=[f"{arn}/{path}"]))
+
     def grant_query(self, role: iam.IRole) -> None:
         """Search, count and delete rows of the chunk indexes (deletion is a POST of _delete_by_query)."""
         role.add_to_principal_policy(iam.PolicyStatement(actions=list(READ), resources=self._paths()))

@@ -8,8 +8,8 @@ Item layout, by partition:
   ``EPOCH`` the tenant's corpus epoch. Document ids cannot contain ``#``, so no prefix of one
   document's keys matches another's.
 - ``C#tenant#doc#revision``: ``K#chunk_id`` chunk records.
-- ``H#content_hash``: ``REF#tenant#doc#revision#chunk_id``, one reference per chunk record using that
-  text, written before the record and deleted before it, so a strongly consistent query of
+- ``H#content_hash``: ``REF#tenant#doc#revision#chunk_id`` (``REF##`` and its SHA-256 when that is over
+  1,024 bytes), one reference per chunk record using that text, written before the record and deleted before it, so a strongly consistent query of
   the partition says whether a cached embedding is still used (an index could lag).
 - ``X#tenant#doc``: ``revision#answer`` entries: the answers that cite or considered a revision.
 - ``E#identity``: ``hash`` cached embeddings (float32 bytes).
@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from citewell.leases import Lease
-from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, Removal, Upload, new_token, utcnow
+from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, Removal, Upload, new_token, sha256_text, utcnow
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
+SORT_KEY_BYTES = 1024  # DynamoDB's limit; a partition key may take 2,048 (every other key here fits the longest ids)
 
 
 class DynamoMetadataStore:
@@ -220,7 +221,15 @@ class DynamoMetadataStore:
 
     @staticmethod
     def _reference(content_hash: str, tenant: str, document_id: str, revision: str, chunk_id: str) -> dict[str, str]:
-        return {"pk": f"H#{content_hash}", "sk": f"REF#{tenant}#{document_id}#{revision}#{chunk_id}"}
+        """The reference's key names the chunk record. A long document id appears in it twice (once
+        in the chunk id), so a name over DynamoDB's 1,024-byte sort key is ``REF##`` and its SHA-256:
+        stable, unique, and never a name (a tenant is never empty). A name that fits keeps the
+        spelling it was always written with."""
+        name = f"{tenant}#{document_id}#{revision}#{chunk_id}"
+        sk = f"REF#{name}"
+        if len(sk.encode("utf-8")) > SORT_KEY_BYTES:
+            sk = f"REF##{sha256_text(name)}"
+        return {"pk": f"H#{content_hash}", "sk": sk}
 
     def hashes_in_use(self, content_hashes: Iterable[str]) -> set[str]:
         from boto3.dynamodb.conditions import Key

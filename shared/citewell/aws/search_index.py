@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from citewell.errors import EmbedderMismatch, RetrievalUnavailable
-from citewell.models import Chunk, Identity
+from citewell.models import Chunk, Identity, sha256_text
 from citewell.ports import Embedder, LaneHit, QueryVector, query_vector
 from citewell.services import Services
 
 DEFAULT_ALIAS = "citewell-chunks"
+MAX_ID_BYTES = 512  # OpenSearch refuses a longer _id
 _SOURCE = ["chunk_id", "document_id", "revision", "title", "section_path", "body"]
 
 
@@ -106,6 +107,17 @@ def _mismatch(current: str, dims: int | None, wanted: str) -> EmbedderMismatch:
     built = f"{current} vectors" + (f" in {dims} dimensions" if dims is not None else "")
     return EmbedderMismatch(f"this index holds {built}; {wanted} cannot be used with it: "
                             "migrate to a new index for this embedder (citewell.aws.migrate)")
+
+
+def row_id(chunk: Chunk) -> str:
+    """A row's ``_id``: its tenant, revision and chunk id. A chunk id that would take it over
+    OpenSearch's 512 bytes (a long document id) is ``#`` and its SHA-256 instead: stable across
+    redeliveries, unique, and never a chunk id (a document id has no ``#``). An id that fits keeps
+    the spelling rows were always written with."""
+    natural = f"{chunk.tenant}|{chunk.revision}|{chunk.chunk_id}"
+    if len(natural.encode("utf-8")) <= MAX_ID_BYTES:
+        return natural
+    return f"{chunk.tenant}|{chunk.revision}|#{sha256_text(chunk.chunk_id)}"
 
 
 def _doc_filter(tenant: str, document_id: str, revision: str | None = None) -> dict[str, Any]:
@@ -190,7 +202,7 @@ class OpenSearchIndex:
 
         actions = [
             {
-                "_op_type": "index", "_index": target, "_id": f"{c.tenant}|{c.revision}|{c.chunk_id}",
+                "_op_type": "index", "_index": target, "_id": row_id(c),
                 "_source": {
                     "tenant": c.tenant, "roles": sorted(c.allowed_roles), "document_id": c.document_id,
                     "revision": c.revision, "status": "live", "chunk_id": c.chunk_id, "title": c.title,

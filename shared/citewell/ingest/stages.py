@@ -136,7 +136,13 @@ def chunk_stage(services: Services, upload: Upload) -> ChunksArtifact | None:
     if not is_current(document, upload):
         abandon(services, upload)
         return None
-    raw = services.objects.get(parsed_key(upload.tenant, upload.document_id, upload.upload_id))
+    try:
+        raw = services.objects.get(parsed_key(upload.tenant, upload.document_id, upload.upload_id))
+    except NotFound:  # removed since the check: a delete or a newer upload's publish took it
+        if is_current(services.metadata.get_document(upload.tenant, upload.document_id), upload):
+            raise
+        abandon(services, upload)
+        return None
     artifact = ParsedArtifact.model_validate_json(raw)
     access = Document(
         document_id=upload.document_id, tenant=upload.tenant, allowed_roles=upload.allowed_roles, title=artifact.title,

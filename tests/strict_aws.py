@@ -1,0 +1,162 @@
+"""AWS answering as strictly as AWS where moto is kinder, for the AWS tests that run the functions.
+
+- S3 tells a caller that a key (or a version of it) is not there only if the caller may list
+  the bucket: a GetObject or HeadObject of a missing key is a 404 for a role allowed
+  ``s3:ListBucket`` on the bucket and a 403 for any other (AccessDenied; a HEAD has no body,
+  so a bare 403), so that a role without it learns nothing of what the bucket holds. S3
+  documents no ``s3:prefix`` for that check, so a ListBucket limited by prefix is taken not to
+  count. A DeleteObject of a missing key is a 204 either way (moto answers so already). The
+  test's own calls are the operator's, who may list.
+- DynamoDB refuses a key over its limits (partition key 2,048 bytes, sort key 1,024) in every
+  request that names one, read or write, and an item over 400 KB in every put (moto checks
+  key sizes on puts only, and items against a limit of its own).
+
+OpenSearch's 512-byte limit on ``_id`` is osmem's own, on bulk and single writes alike
+(``tests/test_aws_knn`` holds the stand-in to it).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ClientError
+
+from citewell.aws.metadata import TABLE_DEFINITION
+from tests.aws_roles import Policies, permitted
+
+PARTITION_KEY_BYTES, SORT_KEY_BYTES, ITEM_BYTES = 2048, 1024, 400 * 1024
+_KEY = {k["KeyType"]: k["AttributeName"] for k in TABLE_DEFINITION["KeySchema"]}
+PARAMS = "citewell.params"  # a call's API parameters, kept in its request context for its before-call
+RECORDED = "citewell.recorded"  # the entry a recorder (tests.test_aws_chain.Calls) made of the call
+OPERATOR = "test"
+
+
+class _NoBody:
+    def stream(self, **_: object) -> Iterator[bytes]:
+        yield b""
+
+
+def refusal(status: int, code: str, message: str) -> tuple[AWSResponse, dict[str, Any]]:
+    """What botocore makes of an error reply, ready for a ``before-call`` handler to return."""
+    http = AWSResponse("https://strict.invalid/", status, {}, _NoBody())
+    return http, {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": {}}}
+
+
+class StrictAws:
+    """Installed on a boto3 session's events; ``caller()`` names the function making a call."""
+
+    def __init__(self, roles: dict[str, Policies], caller: Callable[[], str], inspector: Any) -> None:
+        self.roles = roles
+        self.caller = caller
+        self.inspector = inspector  # an S3 client whose calls nobody records: what the bucket holds
+
+    def install(self, events: Any) -> None:
+        events.register("before-parameter-build", self._keep_params)
+        events.register("before-call.s3.GetObject", self._read)
+        events.register("before-call.s3.HeadObject", self._read)
+        events.register("before-call.dynamodb", self._dynamodb)
+
+    @staticmethod
+    def _keep_params(params: dict[str, Any], context: dict[str, Any] | None = None, **_: object) -> None:
+        if context is not None:
+            context[PARAMS] = params
+
+    # -- S3: a missing key is a 404 only for a role that may list the bucket ---------------
+
+    def _read(self, model: Any, context: dict[str, Any], **_: object) -> tuple[AWSResponse, dict[str, Any]] | None:
+        params = context[PARAMS]
+        if self._present(params):
+            return None
+        if (recorded := context.get(RECORDED)) is not None:
+            recorded["absent"] = True  # S3 checked s3:ListBucket to answer this one
+        caller = self.caller()
+        if caller == OPERATOR or permitted(self.roles.get(caller, []), "s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}"):
+            return None  # moto's own 404
+        if model.name == "HeadObject":
+            return refusal(403, "403", "Forbidden")
+        return refusal(403, "AccessDenied", "Access Denied")
+
+    def _present(self, params: dict[str, Any]) -> bool:
+        version = {"VersionId": params["VersionId"]} if params.get("VersionId") else {}
+        try:
+            self.inspector.head_object(Bucket=params["Bucket"], Key=params["Key"], **version)
+        except ClientError as error:
+            if error.response["Error"]["Code"] in ("404", "NoSuchKey", "NoSuchVersion", "NotFound"):
+                return False
+            raise
+        return True
+
+    # -- DynamoDB: key and item sizes in every request ----------------------------------
+
+    @staticmethod
+    def _dynamodb(model: Any, params: dict[str, Any], **_: object) -> tuple[AWSResponse, dict[str, Any]] | None:
+        problem = dynamodb_problem(model.name, json.loads(params.get("body") or b"{}"))
+        return None if problem is None else refusal(400, "ValidationException", problem)
+
+
+def dynamodb_problem(operation: str, request: dict[str, Any]) -> str | None:
+    """Why DynamoDB refuses this request (as the JSON on the wire has it), or None."""
+    for attributes, is_item in _named(operation, request):
+        if _KEY["HASH"] in attributes and attribute_bytes(attributes[_KEY["HASH"]]) > PARTITION_KEY_BYTES:
+            return ("One or more parameter values were invalid: Size of hashkey has exceeded the maximum size "
+                    f"limit of{PARTITION_KEY_BYTES} bytes")
+        if _KEY["RANGE"] in attributes and attribute_bytes(attributes[_KEY["RANGE"]]) > SORT_KEY_BYTES:
+            return ("One or more parameter values were invalid: Aggregated size of all range keys has exceeded "
+                    f"the size limit of {SORT_KEY_BYTES} bytes")
+        if is_item and item_bytes(attributes) > ITEM_BYTES:
+            return "Item size has exceeded the maximum allowed size"
+    return None
+
+
+def _named(operation: str, request: dict[str, Any]) -> Iterator[tuple[dict[str, Any], bool]]:
+    """``(attributes, is a whole item)`` of every key and item a request names."""
+    if operation == "PutItem":
+        yield request["Item"], True
+    elif operation in ("GetItem", "DeleteItem", "UpdateItem"):
+        yield request["Key"], False
+    elif operation == "BatchGetItem":
+        for table in request["RequestItems"].values():
+            for key in table["Keys"]:
+                yield key, False
+    elif operation == "BatchWriteItem":
+        for writes in request["RequestItems"].values():
+            for write in writes:
+                yield (write["PutRequest"]["Item"], True) if "PutRequest" in write else (write["DeleteRequest"]["Key"], False)
+    elif operation in ("TransactWriteItems", "TransactGetItems"):
+        for entry in request["TransactItems"]:
+            for kind, body in entry.items():
+                yield (body["Item"], True) if kind == "Put" else (body["Key"], False)
+    if "ExclusiveStartKey" in request:
+        yield request["ExclusiveStartKey"], False
+
+
+def attribute_bytes(value: dict[str, Any]) -> int:
+    """DynamoDB's size of one attribute value: UTF-8 bytes of a string, raw bytes of a binary,
+    about one byte per two significant digits of a number plus one, 3 bytes of overhead and
+    one per element of a list or map."""
+    ((kind, given),) = value.items()
+    if kind == "S":
+        return len(given.encode("utf-8"))
+    if kind == "B":
+        return len(base64.b64decode(given))
+    if kind == "N":
+        digits = given.lstrip("-").replace(".", "").split("e")[0].split("E")[0].strip("0") or "0"
+        return (len(digits) + 1) // 2 + 1
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind in ("SS", "NS", "BS"):
+        return sum(attribute_bytes({kind[0]: member}) for member in given)
+    if kind == "L":
+        return 3 + sum(1 + attribute_bytes(member) for member in given)
+    if kind == "M":
+        return 3 + sum(len(name.encode("utf-8")) + 1 + attribute_bytes(member) for name, member in given.items())
+    raise AssertionError(f"no DynamoDB size for a {kind} value")
+
+
+def item_bytes(item: dict[str, Any]) -> int:
+    """An item's size: each attribute's name in UTF-8 bytes and its value."""
+    return sum(len(name.encode("utf-8")) + attribute_bytes(value) for name, value in item.items())
