@@ -65,8 +65,12 @@ serve: $(VENV)/.local
 	@test -d $(DEMO)/home || { echo "no demo home yet: run make demo first"; exit 2; }
 	$(CITEWELL) serve --demo --port $(PORT)
 
+# The suite on every core (four workers at most), each test file on one worker so that its module
+# fixtures are built once; then, one at a time, the tests marked alone, whose assertions time the
+# machine and would feel another worker's load.
 test: $(VENV)/.dev browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not alone"
+	$(BIN)/python -m pytest -m alone
 
 # The web page's tests drive headless Chromium from Debian's packages; installed here when missing
 # and possible (root or password-less sudo, and apt-get), else those tests are skipped with this reason.
