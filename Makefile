@@ -7,7 +7,7 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo serve test browser screenshots eval bench bench-quick fuzz layer synth clean
+.PHONY: demo serve test browser screenshots eval bench bench-quick bench-test fuzz layer synth clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,8 +70,12 @@ serve: $(VENV)/.local
 	@test -d $(DEMO)/home || { echo "no demo home yet: run make demo first"; exit 2; }
 	$(CITEWELL) serve --demo --port $(PORT)
 
+# The suite on every core (four workers at most), each test file on one worker so that its module
+# fixtures are built once; then, one at a time, the tests marked alone, whose assertions time the
+# machine and would feel another worker's load.
 test: $(VENV)/.dev browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not alone"
+	$(BIN)/python -m pytest -m alone
 
 # The web page's tests drive headless Chromium from Debian's packages; installed here when missing
 # and possible (root or password-less sudo, and apt-get), else those tests are skipped with this reason.
@@ -103,13 +107,18 @@ eval: $(VENV)/.local
 	$(BIN)/citewell --home .eval/scifact eval $(DATA)/scifact
 
 # Benchmarks beside the Haystack peer; writes BENCHMARKS.md and the README headline (needs $(DATA)).
+# They are benchmarks/ of this clone, not of the package: `python -m` from here finds them.
 # BENCH_ARGS=--resume keeps the phases an earlier run of the same clean commit finished.
 bench: $(VENV)/.bench
-	$(BIN)/python -m citewell.benchmarks.run --data $(DATA) $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.run --data $(DATA) $(BENCH_ARGS)
 
 # A smaller sample in under five minutes; writes .bench/BENCHMARKS-quick.md.
 bench-quick: $(VENV)/.bench
-	$(BIN)/python -m citewell.benchmarks.run --quick --data $(DATA)
+	$(BIN)/python -m benchmarks.run --quick --data $(DATA)
+
+# The benchmarks' end-to-end test, with the peer it measures (make test skips it: no peer there).
+bench-test: $(VENV)/.dev $(VENV)/.bench
+	$(BIN)/python -m pytest tests/test_benchmarks.py
 
 # Randomised interleavings of every operation (uploads, stages, replacements, deletes, asks, the answer
 # cache, citations, audits) with kill -9 at any write, then real concurrent processes killed at random:

@@ -52,8 +52,6 @@ from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.service import ask, recorded_citations
 from citewell.answers.units import units_identity
 from citewell.audit import audit
-from citewell.benchmarks.report import FUZZ_END, FUZZ_START
-from citewell.benchmarks.report import write_block as replace_block
 from citewell.deletion import delete_document
 from citewell.errors import CitewellError, Conflict, NotFound
 from citewell.ingest.orphans import adopt_orphans
@@ -75,6 +73,8 @@ from citewell.records import current_upload, is_current
 from citewell.search import search
 from citewell.services import Services
 
+from benchmarks.report import FUZZ_END, FUZZ_START
+from benchmarks.report import write_block as replace_block
 from tests.residue import file_residue, sqlite_rows, tantivy_residue
 
 TENANTS = ("northpier", "bluefen")

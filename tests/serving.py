@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -36,10 +36,36 @@ CORPUS = [  # (tenant, document id, roles, bytes)
 ]
 
 
+LISTENING = b"Uvicorn running on"  # logged once the socket is bound, after the app's start-up
+PORT_TAKEN = b"address already in use"
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def start_serve(home: Path, command: Callable[[int], list[str]], env: dict[str, str],
+                seconds: float = 120) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """``command(port)`` (a ``citewell serve``) on a free loopback port: its process, port and log.
+
+    A port found free may be bound by another process before the server binds it (a test worker
+    running beside this one, or a client's outgoing connection): that server exits saying so and
+    starts again on another port. It is waited for until its own log says it listens, so a probe
+    of the port never reaches another process's server; an exit for any other reason, or no word
+    in time, is the caller's to report."""
+    for _ in range(5):
+        port = free_port()
+        log = home.parent / f"serve-{port}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(command(port), stdout=out, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + seconds
+        while process.poll() is None and LISTENING not in log.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if process.poll() is None or PORT_TAKEN not in log.read_bytes().lower():
+            return process, port, log
+    raise RuntimeError(f"citewell serve found every port it tried taken:\n{log.read_text()}")
 
 
 class Served:
@@ -49,16 +75,12 @@ class Served:
     def __init__(self, home: Path, *, demo: bool = False, env: dict[str, str] | None = None, args: Iterable[str] = (),
                  home_after: bool = False) -> None:
         self.home = home
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = home.parent / f"serve-{self.port}.log"
         where = ["serve", "--home", str(home)] if home_after else ["--home", str(home), "serve"]
-        command = [sys.executable, "-m", "citewell", *where, "--port", str(self.port), *args]
-        if demo:
-            command.append("--demo")
+        options = [*args, *(["--demo"] if demo else [])]
         environment = {**os.environ, "CITEWELL_EMBED_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        self.process, self.port, self.log = start_serve(
+            home, lambda port: [sys.executable, "-m", "citewell", *where, "--port", str(port), *options], environment)
+        self.url = f"http://127.0.0.1:{self.port}"
         self.client = httpx.Client(base_url=self.url, timeout=60)
         self._wait_ready()
 

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from citewell.benchmarks.answerset import build as answerset
+from benchmarks.answerset import build as answerset
 from citewell.parsers import parse
 
 FORMATS = {".md", ".txt", ".csv", ".html", ".docx", ".xlsx", ".pdf"}

@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from citewell.benchmarks.report import HEADLINE_END, HEADLINE_START
+from benchmarks.report import HEADLINE_END, HEADLINE_START
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

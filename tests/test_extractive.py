@@ -310,7 +310,7 @@ def test_the_answer_model_is_fitted_on_what_an_answer_would_quote(embedder):
 
 
 def test_the_fit_chooses_the_second_operating_point_by_recall_and_an_older_file_gets_the_default():
-    from citewell.benchmarks.calibrate_refusal import Observed, Question, choose_unconfirmed
+    from benchmarks.calibrate_refusal import Observed, Question, choose_unconfirmed
 
     def observed(cosine: float, holds: bool, fit: bool = True) -> Observed:
         row = {name: 0.0 for name in UNIT_FEATURES} | {"cosine": cosine, "answer_coverage": 0.0}

@@ -326,6 +326,7 @@ def test_the_audit_removes_embeddings_no_chunk_uses(services):
     assert search(services, STAFF, "vorpaltrine").hits
 
 
+@pytest.mark.alone  # the kills are timed by a measured run, which another test's load would stretch
 def test_kill_9_during_ingest_then_the_audit_leaves_every_document_whole(tmp_path):
     """A real `citewell ingest` is killed at spread-out moments; each time `audit --repair` (with
     nothing considered fresh) must leave a home whose documents are each served whole or failed,

@@ -57,6 +57,7 @@ def state(home: Path) -> dict[str, tuple[DocumentStatus, str | None, str | None]
     return found
 
 
+@pytest.mark.alone  # the signal is timed by a measured run, which another test's load would stretch
 def test_ctrl_c_during_ingest_stops_in_one_line_with_130_and_leaves_every_document_whole(tmp_path):
     folder, home = tmp_path / "memos", tmp_path / "home"
     ingest = command(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json")
@@ -122,6 +123,7 @@ def test_ctrl_c_inside_an_exec_of_a_string_still_ends_in_one_line_with_130(tmp_p
     assert json.loads(done.stdout)["error"]["code"] == "interrupted"
 
 
+@pytest.mark.alone  # the signal is timed by a measured run, which another test's load would stretch
 def test_a_killed_ingest_is_found_by_the_audit_at_once(tmp_path):
     """kill -9 leaves documents in flight; the audit sees their process is gone without
     waiting CITEWELL_STUCK_MINUTES, and --repair leaves every document whole or failed."""

@@ -17,14 +17,15 @@ from citewell.answers.generators.openai_compatible import OpenAICompatibleGenera
 from citewell.answers.prompt import REFUSAL_SENTINEL, SYSTEM_PROMPT, user_prompt
 from citewell.answers.service import ask
 from citewell.answers.verify import Rejection
-from citewell.benchmarks.model_generators import fault_outcomes
-from citewell.benchmarks.model_server import MODEL_NAME, serve
-from citewell.benchmarks.standin_model import Fault, StandInModel
 from citewell.cli import main
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import EvidenceItem, EvidenceSpan, Identity
 
+from benchmarks import ROOT
+from benchmarks.model_generators import fault_outcomes
+from benchmarks.model_server import MODEL_NAME, serve
+from benchmarks.standin_model import Fault, StandInModel
 from tests import fake_model_service
 from tests.conftest import make_services
 from tests.fake_model_service import Reply
@@ -233,8 +234,9 @@ def test_eval_answers_through_a_model_server_process(tmp_path, monkeypatch, caps
     questions = tmp_path / "questions.jsonl"
     questions.write_text("".join(json.dumps({"tenant": "northpier", "roles": ["staff"], **c}) + "\n" for c in CASES))
     log = tmp_path / "replies.jsonl"
-    process = subprocess.Popen([sys.executable, "-m", "citewell.benchmarks.model_server", "--port", "0",
-                                "--fault-rate", "0.5", "--seed", "11", "--log", str(log)], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "benchmarks.model_server", "--port", "0",
+                                "--fault-rate", "0.5", "--seed", "11", "--log", str(log)], stdout=subprocess.PIPE, text=True,
+                               cwd=ROOT)
     try:
         url = process.stdout.readline().split(" at ")[1].split("/v1 ")[0]
         reports = {}

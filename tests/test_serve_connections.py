@@ -21,6 +21,10 @@ READ_SECONDS = 4.0
 PER_CLIENT = 6
 PUBLIC = "https://kb.example.org"
 
+# The server's deadlines are checked to the second and its replies under a flood to a fraction of
+# one: these run alone, not beside another test's load.
+pytestmark = pytest.mark.alone
+
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> Iterator[Served]:

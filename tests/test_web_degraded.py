@@ -4,6 +4,7 @@ at a loopback port where nothing listens."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,6 @@ from tests.web_browser import (
     ask,
     assert_clean,
     browser_paths,
-    free_port,
     ingest,
     mint,
     screenshot,
@@ -38,11 +38,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
                         "per calendar year, plus public holidays.\n", encoding="utf-8")
     home = root / "home"
     ingest(home, handbook, "northpier", "staff")
-    nothing_listens = f"http://127.0.0.1:{free_port()}/v1"
-    env = {"CITEWELL_GENERATOR": "openai", "CITEWELL_OPENAI_BASE_URL": nothing_listens,
-           "CITEWELL_OPENAI_MODEL": "absent-model", "CITEWELL_GENERATOR_TIMEOUT": "2"}
-    with serving(home, env=env) as base:
-        yield base, mint(home, "northpier", "staff")
+    with socket.socket() as held:  # bound and never listening: connections are refused, and no other
+        held.bind(("127.0.0.1", 0))  # process (a test worker beside this one) can serve on the port
+        nothing_listens = f"http://127.0.0.1:{held.getsockname()[1]}/v1"
+        env = {"CITEWELL_GENERATOR": "openai", "CITEWELL_OPENAI_BASE_URL": nothing_listens,
+               "CITEWELL_OPENAI_MODEL": "absent-model", "CITEWELL_GENERATOR_TIMEOUT": "2"}
+        with serving(home, env=env) as base:
+            yield base, mint(home, "northpier", "staff")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.serving import start_serve
 
 try:
     from selenium.webdriver.common.by import By
@@ -74,12 +75,6 @@ def start_browser() -> Any:
     return browser
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def citewell(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CITEWELL, "--home", str(home), *args], capture_output=True, text=True, check=check,
                           timeout=300)
@@ -99,11 +94,9 @@ def mint(home: Path, tenant: str, roles: str) -> str:
 def serving(home: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """``citewell serve`` on a free loopback port (``env`` added to this environment); yields its
     base URL, stops it with SIGTERM."""
-    port = free_port()
-    log = home.parent / f"serve-{port}.log"
-    with open(log, "w") as out:
-        process = subprocess.Popen([*CITEWELL, "--home", str(home), "serve", "--host", "127.0.0.1", "--port", str(port),
-                                    *extra], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    process, port, log = start_serve(
+        home, lambda port: [*CITEWELL, "--home", str(home), "serve", "--host", "127.0.0.1", "--port", str(port), *extra],
+        {**os.environ, **(env or {})})
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

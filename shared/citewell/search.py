@@ -19,7 +19,7 @@ LANE_CHOICES = {"bm25": ("bm25",), "vector": ("vector",), "hybrid": LANES}  # wh
 MIN_DEPTH = 50
 # Below this cosine a hit that only the vector lane found is marked weak: one relevant hit in
 # twenty on SciFact and Cranfield falls below it, and every made-up word's nearest passage does
-# (docs/measurements.md, `python -m citewell.benchmarks.vector_support`). For all-MiniLM-L6-v2;
+# (docs/measurements.md, `python -m benchmarks.vector_support`). For all-MiniLM-L6-v2;
 # another embedding model needs it measured again.
 WEAK_SIMILARITY = 0.43
 

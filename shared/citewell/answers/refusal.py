@@ -1,10 +1,11 @@
 """The extractive path's two fitted decisions: which unit answers, and whether to answer at all.
 
-Both are logistic models over named features, fitted on labelled data by ``python -m
-citewell.benchmarks.calibrate_refusal`` and shipped in ``refusal_model.json``. The answer
-model has two operating points on its probability: at ``answer.threshold`` it answers; below
-it, down to ``unconfirmed_threshold``, it quotes the best unit as not confirmed; below that it
-found nothing. The fit chooses both (``--unconfirmed-recall``).
+Both are logistic models over named features, fitted on labelled data in a clone of the
+repository (``python -m benchmarks.calibrate_refusal``, not installed) and shipped in
+``refusal_model.json``. The answer model has two operating points on its probability: at
+``answer.threshold`` it answers; below it, down to ``unconfirmed_threshold``, it quotes the
+best unit as not confirmed; below that it found nothing. The fit chooses both
+(``--unconfirmed-recall``).
 """
 
 from __future__ import annotations

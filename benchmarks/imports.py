@@ -1,6 +1,6 @@
 """Cold import time of each Lambda handler module, the bulk of a Python Lambda's cold start.
 
-``python -m citewell.benchmarks.imports [--runs 5]`` imports ``functions/NAME/app.py`` in a
+``python -m benchmarks.imports [--runs 5]`` imports ``functions/NAME/app.py`` in a
 fresh interpreter with ``-X importtime`` several times and prints the median total (ms)
 and the slowest top-level imports.
 """
@@ -16,7 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
+from benchmarks import ROOT
+
+FUNCTIONS = ROOT / "functions"
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)")
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.benchmarks.cache import CachedEmbedder
 from citewell.evaluation import EVAL_TENANT
 from citewell.models import Chunk, Document
 from citewell.services import Services, open_local
+
+from benchmarks.cache import CachedEmbedder
 
 
 def fresh_home(home: Path, cache: Path | None = None) -> Services:

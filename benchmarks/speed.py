@@ -1,6 +1,6 @@
 """Warm query latency at a corpus size, for citewell or for the peer, in a process of its own.
 
-``python -m citewell.benchmarks.speed HOME --queries DATASET_DIR [--build SOURCE_HOME ...
+``python -m benchmarks.speed HOME --queries DATASET_DIR [--build SOURCE_HOME ...
 --chunks N] [--peer] [--limit N] [--ask N] --cache FILE``
 
 With ``--build``, HOME is first filled from the source homes to N chunks (``grow``, in a child
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.benchmarks.cache import CachedEmbedder
-from citewell.benchmarks.measure import emit, percentiles
 from citewell.evaluation import EVAL_IDENTITY, load_qrels, load_queries
 from citewell.search import search
 from citewell.services import Services, open_local
 
+from benchmarks.cache import CachedEmbedder
+from benchmarks.measure import emit, percentiles
 
 
 def timed(queries: list[str], call: Callable[[str], object]) -> dict[str, float]:
@@ -80,7 +80,7 @@ def vector_recall(services: Services, vectors: np.ndarray) -> dict[str, object]:
 
 
 def peer_latency(services: Services, queries: list[str]) -> dict[str, object]:
-    from citewell.benchmarks import peer
+    from benchmarks import peer
 
     haystack, index_seconds = peer.HaystackPeer.over_home(services, EVAL_IDENTITY)
     pipe = haystack.pipeline(depth=30)  # what citewell's k=10 search asks of each lane
@@ -103,7 +103,7 @@ def main() -> None:
     if args.build:
         started = time.perf_counter()
         built = subprocess.run(
-            [sys.executable, "-m", "citewell.benchmarks.grow", args.home, *args.build, "--chunks", str(args.chunks)],
+            [sys.executable, "-m", "benchmarks.grow", args.home, *args.build, "--chunks", str(args.chunks)],
             check=True, stdout=subprocess.PIPE, text=True)
         report["built"] = json.loads(built.stdout.strip().splitlines()[-1])
         report["build_seconds"] = round(time.perf_counter() - started, 1)

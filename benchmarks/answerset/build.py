@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from citewell.benchmarks.answerset import texts
 from citewell.samples.writer import docx_bytes, pdf_bytes, xlsx_bytes
+
+from benchmarks.answerset import texts
 
 QUESTIONS = Path(__file__).with_name("questions.jsonl")
 SPLITS = ("tune", "held_out")
@@ -122,5 +123,5 @@ if __name__ == "__main__":
     import sys
 
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m citewell.benchmarks.answerset.build DIR")
+        sys.exit("usage: python -m benchmarks.answerset.build DIR")
     print(json.dumps(build(Path(sys.argv[1])), indent=1))

@@ -1,6 +1,6 @@
 """Where a cold ``citewell search`` or ``citewell ask`` spends its time, in fresh processes.
 
-    python -m citewell.benchmarks.cold_cli --home HOME --tenant T --roles R [--runs 7]
+    python -m benchmarks.cold_cli --home HOME --tenant T --roles R [--runs 7]
 
 For each command it reports the median wall time of the real command run ``--runs`` times
 (each a new interpreter, as a person typing it gets) and its CPU time (less moved by other

@@ -1,6 +1,6 @@
 """Ingestion throughput by stage on an empty vector cache, beside the embedder alone.
 
-``python -m citewell.benchmarks.ingest DATASET_DIR --home DIR [--documents N]`` ingests a
+``python -m benchmarks.ingest DATASET_DIR --home DIR [--documents N]`` ingests a
 fixed sample of the corpus (every k-th document) into a fresh home with no cached vectors,
 so every chunk goes through the model, and reports seconds and chunks per second of each
 stage. Then the same chunks' texts go through the embedder alone, in the same process with
@@ -14,9 +14,10 @@ import argparse
 import time
 from pathlib import Path
 
-from citewell.benchmarks.homes import fresh_home, published
-from citewell.benchmarks.measure import emit
 from citewell.evaluation import ingest_corpus, load_corpus
+
+from benchmarks.homes import fresh_home, published
+from benchmarks.measure import emit
 
 
 def main() -> None:

@@ -19,6 +19,6 @@ questions about it.
 HELD OUT: questions with ``"split": "held_out"`` are for reporting only. Never look at
 their answers while tuning, never fit or choose anything on them; tune on ``"tune"``.
 
-Use it as ``from citewell.benchmarks.answerset import build as answerset`` then
+Use it as ``from benchmarks.answerset import build as answerset`` then
 ``answerset.build(root)`` and ``answerset.questions("tune")``.
 """

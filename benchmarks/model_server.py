@@ -1,7 +1,7 @@
 """A local model server for measuring citewell's model generators: the stand-in model
 (``standin_model``: no language model, nothing downloaded) behind the two APIs they speak.
 
-``python -m citewell.benchmarks.model_server [--port 8080] [--fault-rate 0.2] [--seed 0] [--log FILE]``
+``python -m benchmarks.model_server [--port 8080] [--fault-rate 0.2] [--seed 0] [--log FILE]``
 
 - OpenAI-compatible: ``GET /v1/models``, ``POST /v1/chat/completions`` (no streaming), as
   llama.cpp's server, vLLM and Ollama serve them. Point ``CITEWELL_OPENAI_BASE_URL`` at
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from citewell.benchmarks.standin_model import Fault, Reply, StandInModel, parse_prompt
+from benchmarks.standin_model import Fault, Reply, StandInModel, parse_prompt
 
 MODEL_NAME = "citewell-stand-in"
 

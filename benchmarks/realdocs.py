@@ -1,4 +1,4 @@
-"""Answers on real documents nobody on the project wrote: ``python -m citewell.benchmarks.realdocs --data DIR``.
+"""Answers on real documents nobody on the project wrote: ``python -m benchmarks.realdocs --data DIR``.
 
 ``DIR`` is a realdocs folder (``docs/ops``, ``docs/dev``, ``questions.jsonl``): man pages,
 manuals, READMEs, config files, PDFs and tables in two role groups, and labelled questions in
@@ -76,7 +76,7 @@ TARGETS = (  # (figure, at least or at most, bound): from the issue that set the
 def block(figures: dict[str, object], command: str, commit: str) -> str:
     from datetime import UTC, datetime
 
-    from citewell.benchmarks.report import REALDOCS_END, REALDOCS_START
+    from benchmarks.report import REALDOCS_END, REALDOCS_START
 
     from citewell.answers.refusal import shipped_model
 
@@ -135,9 +135,9 @@ def main() -> None:
                   f"\n    {answer.outcome}: {' '.join(shown.split())[:400]}",
                   file=sys.stderr)
     if args.out:
-        from citewell.benchmarks.report import REALDOCS_END, REALDOCS_START, machine, write_block
+        from benchmarks.report import REALDOCS_END, REALDOCS_START, machine, write_block
 
-        command = f"python -m citewell.benchmarks.realdocs --data {args.data}"
+        command = f"python -m benchmarks.realdocs --data {args.data}"
         write_block(args.out, block(figures, command, machine()["commit"]), REALDOCS_START, REALDOCS_END)
     print(json.dumps({"not_published": failed, "overall": report.overall.model_dump(), **figures}, indent=2))
 

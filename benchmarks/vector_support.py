@@ -12,7 +12,7 @@ hits only the vector lane found are too few to fit on, a handful at k=10 because
 lane ranks 50 deep; the report shows them beside it.) It also says what share of the
 irrelevant hits falls below, and where made-up words, the unique-word case, land.
 
-    python -m citewell.benchmarks.vector_support --home-scifact .bench/homes/scifact \\
+    python -m benchmarks.vector_support --home-scifact .bench/homes/scifact \\
         --home-cranfield .bench/homes/cranfield --data ../shared/data
 
 The homes are evaluation homes as ``make bench`` builds them (``citewell eval`` builds the

@@ -1,6 +1,6 @@
 """``citewell serve`` under load, and search through it beside search in-process.
 
-``python -m citewell.benchmarks.serve_load --work DIR [--clients 16] [--seconds 60] [--cache FILE]
+``python -m benchmarks.serve_load --work DIR [--clients 16] [--seconds 60] [--cache FILE]
 [--search-home HOME --queries DATASET_DIR [--limit N]]``
 
 Load: a fresh home holds two tenants' documents for three roles each, every passage carrying the
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import httpx
 
-from citewell.benchmarks.measure import emit
+from benchmarks.measure import emit
 
 TENANTS = ("northpier", "bluefen")
 ROLES = ("staff", "support", "hr")
@@ -121,7 +121,7 @@ def token(home: Path, tenant: str, roles: tuple[str, ...] | list[str], ttl: int 
 
 def build_home(home: Path, cache: Path | None, documents: int) -> int:
     """The two tenants' corpus, ingested in this process; returns its chunk count."""
-    from citewell.benchmarks.homes import fresh_home
+    from benchmarks.homes import fresh_home
     from citewell.ingest.runner import ingest
     from citewell.ingest.stages import IngestRequest
 

@@ -1,6 +1,6 @@
 """Ingest time of two large files: a 20 MB text on one line and a 300-page PDF.
 
-``python -m citewell.benchmarks.large_files --data DIR --work DIR [--megabytes 20] [--pages 300]``
+``python -m benchmarks.large_files --data DIR --work DIR [--megabytes 20] [--pages 300]``
 
 Both are written at bench time from the real text in the data folder (SciFact abstracts and
 Cranfield's aeronautics papers): the text file as one line of their sentences, reshuffled
@@ -24,10 +24,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from citewell.benchmarks.homes import fresh_home
-from citewell.benchmarks.measure import peak_rss_mb
 from citewell.ingest.runner import StageClock, ingest
 from citewell.ingest.stages import IngestRequest
+
+from benchmarks.homes import fresh_home
+from benchmarks.measure import peak_rss_mb
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 

@@ -1,6 +1,6 @@
 """Retrieval quality of each lane on a BEIR-layout dataset, citewell beside the Haystack peer.
 
-``python -m citewell.benchmarks.quality DATASET_DIR --home DIR --cache FILE [--queries N]``
+``python -m benchmarks.quality DATASET_DIR --home DIR --cache FILE [--queries N]``
 ingests the corpus into a fresh home through the real pipeline (vectors from the cache when
 a text was embedded before), runs every judged query through citewell's BM25, vector and
 hybrid search, then through the peer over the very same chunks and vectors. With
@@ -15,9 +15,6 @@ import argparse
 import time
 from pathlib import Path
 
-from citewell.benchmarks import peer
-from citewell.benchmarks.homes import fresh_home
-from citewell.benchmarks.measure import emit, percentiles
 from citewell.evaluation import (
     EVAL_IDENTITY,
     RUN_DEPTH,
@@ -31,6 +28,10 @@ from citewell.evaluation import (
     score,
 )
 from citewell.search import LANE_CHOICES
+
+from benchmarks import peer
+from benchmarks.homes import fresh_home
+from benchmarks.measure import emit, percentiles
 
 
 def sample(folder: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]], keep: int) -> tuple[dict[str, str], set[str]]:

@@ -11,6 +11,8 @@ from typing import Any
 
 from citewell.local.clusters import IVF_MIN_ROWS
 
+from benchmarks import ROOT
+
 HEADLINE_START = "<!-- bench:headline:start -->"
 HEADLINE_END = "<!-- bench:headline:end -->"
 _REFERENCE = re.compile(r"^- (?P<name>.+?):\s*(?P<ndcg>0\.\d+)\s*/\s*(?P<recall>0\.\d+)\s*$")
@@ -56,8 +58,7 @@ def machine() -> dict[str, str]:
         total = next((line.split()[1] for line in meminfo.read_text().splitlines() if line.startswith("MemTotal")), None)
         memory = f"{int(total) / 1024 / 1024:.1f} GiB" if total else memory
     try:
-        repo = Path(__file__).resolve().parents[3]
-        commit = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty"],
+        commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
                                 capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
@@ -209,14 +210,14 @@ def _honesty(h: dict[str, Any]) -> list[str]:
         f"| ask p50 / p95 ms (vectors cached) | {_ms(h['ask_cached_embeddings'])} |",
         "",
         "Only the held-out articles are asked: the answer models were fitted on the other half "
-        "(`python -m citewell.benchmarks.calibrate_refusal`).",
+        "(`python -m benchmarks.calibrate_refusal`).",
         "",
     ]
 
 
 def _answers(a: dict[str, Any]) -> list[str]:
     lines = [
-        "citewell's own answer set (`shared/citewell/benchmarks/answerset/`): a fictional two-tenant knowledge base "
+        "citewell's own answer set (`benchmarks/answerset/`): a fictional two-tenant knowledge base "
         "in every supported format, with restricted documents and a revised one, and labelled questions asked "
         "through `ask` as their callers, scored as `citewell eval-answers` scores them. The `held_out` split was "
         "never used to fit or tune anything; `tune` was used to fit the answer models.",
@@ -255,7 +256,7 @@ def _model_generators(extractive: dict[str, Any], models: list[dict[str, Any]]) 
         "### Model generators",
         "",
         f"The held-out split again, with `CITEWELL_GENERATOR=openai` and `=bedrock` pointed at the local model server "
-        f"(`python -m citewell.benchmarks.model_server`, seed {models[0]['seed']}) and run as `citewell eval-answers` "
+        f"(`python -m benchmarks.model_server`, seed {models[0]['seed']}) and run as `citewell eval-answers` "
         "in a process of its own. The server holds no language model: a stand-in reads the sources in the prompt, "
         "quotes the sentence sharing most of the question's rarer words with its `[Sn]` (or refuses when none holds "
         "half their weight), and at the given rate makes a model's mistakes. Bedrock goes through boto3's Converse "
@@ -414,7 +415,7 @@ def _large_files(large: dict[str, Any]) -> list[str]:
     lines = [
         "### Large files",
         "",
-        "Written at bench time from SciFact's and Cranfield's text (`citewell.benchmarks.large_files`): one line of "
+        "Written at bench time from SciFact's and Cranfield's text (`benchmarks.large_files`): one line of "
         "their sentences, reshuffled on each pass so no chunk repeats, and a manual of pages with chapter bookmarks. "
         "Each goes through the `citewell ingest` runner into an empty home with no cached vectors, the model loaded "
         "before the clock.",

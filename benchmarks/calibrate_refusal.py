@@ -1,6 +1,6 @@
 """Fit the extractive path's unit and answer models, and report them on questions they never saw.
 
-``python -m citewell.benchmarks.calibrate_refusal --squad SQUAD_DIR [--realdocs DIR] [--work DIR] [--write]``
+``python -m benchmarks.calibrate_refusal --squad SQUAD_DIR [--realdocs DIR] [--work DIR] [--write]``
 
 Three sources of labelled questions go through the real search and evidence path, as their
 callers: SQuAD 2.0 (its paragraphs ingested as documents; half of the articles for fitting),
@@ -189,8 +189,8 @@ def squad_questions(services: Services, squad: Path) -> list[Question]:
 
 
 def answerset_questions(services: Services, folder: Path) -> list[Question]:
-    from citewell.benchmarks.answer_quality import ingest_answerset
-    from citewell.benchmarks.answerset import build as answerset
+    from benchmarks.answer_quality import ingest_answerset
+    from benchmarks.answerset import build as answerset
 
     ingest_answerset(services, folder)
     return [
@@ -205,7 +205,7 @@ def realdocs_questions(services: Services, folder: Path) -> list[Question]:
     every one fitted on: the held-out real documents are kept outside the project. Each is in
     one of two folds by the document it is about, so figures can be cross-validated."""
     from citewell.answers.evaluation import load_cases
-    from citewell.benchmarks.realdocs import ingest_realdocs
+    from benchmarks.realdocs import ingest_realdocs
 
     failed = ingest_realdocs(services, folder)
     if failed:

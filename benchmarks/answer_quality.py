@@ -1,6 +1,6 @@
 """Answer quality on citewell's own answer set, both splits, as ``citewell eval-answers`` measures it.
 
-``python -m citewell.benchmarks.answer_quality --home DIR [--cache FILE] [--no-models] [--split tune]`` builds
+``python -m benchmarks.answer_quality --home DIR [--cache FILE] [--no-models] [--split tune]`` builds
 the answer set's knowledge base (every supported format, two tenants, restricted documents, a
 revised document ingested twice) into a fresh home and asks every question as its caller. The
 ``held_out`` split was never used to fit or tune anything. Then the model generators
@@ -19,17 +19,18 @@ from pathlib import Path
 
 from citewell.answers.evaluation import AnswerCase, evaluate
 from citewell.answers.service import ask
-from citewell.benchmarks.homes import fresh_home
-from citewell.benchmarks.measure import emit, percentiles
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.services import Services
+
+from benchmarks.homes import fresh_home
+from benchmarks.measure import emit, percentiles
 
 
 def ingest_answerset(services: Services, folder: Path) -> None:
     """Write the answer set's files under ``folder`` and ingest them, stage by stage (a revised
     document's second version replaces its first)."""
-    from citewell.benchmarks.answerset import build as answerset
+    from benchmarks.answerset import build as answerset
 
     manifest = answerset.build(folder)
     stages: defaultdict[int, list[IngestRequest]] = defaultdict(list)
@@ -46,7 +47,7 @@ def ingest_answerset(services: Services, folder: Path) -> None:
 
 
 def main() -> None:
-    from citewell.benchmarks.answerset import build as answerset
+    from benchmarks.answerset import build as answerset
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path, required=True)
@@ -74,7 +75,7 @@ def main() -> None:
         reports[split]["wrong"] = [j.model_dump() for j in report.judgements if not j.correct][:40]
     result: dict[str, object] = {"splits": reports, "ask": percentiles(milliseconds)}
     if not args.no_models and "held_out" in (args.split or ("held_out",)):
-        from citewell.benchmarks import model_generators
+        from benchmarks import model_generators
 
         result["models"] = model_generators.run(args.home, answerset.QUESTIONS, answerset.questions(), "held_out", args.home.parent)
     emit(result)

@@ -1,6 +1,6 @@
 """Build a home of a given size from evaluated homes, by copying their real documents.
 
-``python -m citewell.benchmarks.grow TARGET_HOME SOURCE_HOME [SOURCE_HOME ...] --chunks 50000``
+``python -m benchmarks.grow TARGET_HOME SOURCE_HOME [SOURCE_HOME ...] --chunks 50000``
 copies the published documents of each source in turn (records, chunk records, cached
 vectors, index rows), then copies of them as ``copy-N/...``, until TARGET_HOME holds at
 least that many chunks. No text is invented and nothing is re-embedded. For latency at
@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.benchmarks.homes import fresh_home, published
 from citewell.services import open_local
+
+from benchmarks.homes import fresh_home, published
 
 BATCH = 20_000  # chunks per index write: each is one commit of the lexical index
 

@@ -1,6 +1,6 @@
 """Honesty of the extractive answer path on SQuAD 2.0, with the answer models as shipped.
 
-``python -m citewell.benchmarks.honesty SQUAD_DIR --home DIR --cache FILE [--questions N]``
+``python -m benchmarks.honesty SQUAD_DIR --home DIR --cache FILE [--questions N]``
 ingests the paragraphs into a fresh home and asks the questions of the held-out articles (the
 half the models were not fitted on; or the first N of them) through ``ask``, as a user would. Unanswerable questions were written to look answerable from
 their paragraph, so refusing them is the test; on answerable ones the answer should cite the
@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 
 from citewell.answers.service import ask
-from citewell.benchmarks.homes import fresh_home
-from citewell.benchmarks.measure import emit, percentiles
 from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
 from citewell.models import Answer
+
+from benchmarks.homes import fresh_home
+from benchmarks.measure import emit, percentiles
 
 
 def _rate(part: int, whole: int) -> float:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from citewell.benchmarks.model_server import MODEL_NAME
+from benchmarks.model_server import MODEL_NAME
 
 SEED = 7
 
@@ -47,7 +47,7 @@ def generator_environment(generator: str, url: str) -> dict[str, str]:
 @contextmanager
 def model_server(fault_rate: float, seed: int, log: Path) -> Iterator[str]:
     """The local model server as a process; yields its base URL (without ``/v1``)."""
-    command = [sys.executable, "-m", "citewell.benchmarks.model_server", "--port", "0",
+    command = [sys.executable, "-m", "benchmarks.model_server", "--port", "0",
                "--fault-rate", str(fault_rate), "--seed", str(seed), "--log", str(log)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:

@@ -1,6 +1,6 @@
 """``make bench``: every benchmark phase, each in a process of its own, then BENCHMARKS.md.
 
-``python -m citewell.benchmarks.run [--quick] [--data DIR] [--work DIR] [--out FILE] [--readme FILE]``
+``python -m benchmarks.run [--quick] [--data DIR] [--work DIR] [--out FILE] [--readme FILE]``
 
 The phases are the modules beside this one; each prints one JSON report. Homes are rebuilt
 on every run; embeddings come from a vector cache in the work folder keyed by content hash,
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from citewell.benchmarks.report import keep_blocks, machine, render, update_readme
+from benchmarks.report import keep_blocks, machine, render, update_readme
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class Phases:
         self.seconds = 0.0  # every phase's own time, kept ones included
 
     def run(self, name: str, module: str, *args: object) -> dict:
-        command = [sys.executable, "-m", f"citewell.benchmarks.{module}", *map(str, args)]
+        command = [sys.executable, "-m", f"benchmarks.{module}", *map(str, args)]
         shown = " ".join(["python", *command[1:]])
         self.commands.append(shown)
         kept = self.kept / f"{name}.json"
