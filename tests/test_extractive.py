@@ -279,7 +279,10 @@ def test_a_question_about_one_row_is_answered_from_that_row_and_a_question_for_r
     add(services, CODES, "error-codes.csv")
     answer = ask(services, SUPPORT, "What should the operator do for error E1027?")
     assert not answer.refused, answer
-    assert "E1027" in answer.answer and "E1043" not in answer.answer
+    # The asked field once, the row it came from as the quote beneath (not the field twice)
+    assert answer.answer == "Stop the move and inspect the twistlock sensor [S1]"
+    [quoted] = [c.quote for c in answer.citations]
+    assert "E1027" in quoted and "E1043" not in quoted
     rows = units_of(item("code: E1027; meaning: Twistlock\n\ncode: E1043; meaning: Hoist hot\n\nA closing sentence."))
     assert [u.text for u in run_around(rows, rows[1])] == ["code: E1027; meaning: Twistlock", "code: E1043; meaning: Hoist hot"]
 
@@ -567,3 +570,26 @@ def test_section_numbers_are_no_numbers_and_a_number_the_question_names_is_no_di
     question = "What is the orjson option to enforce the 53-bit integer limit?"
     assert direct_answer(question, unit, frozenset(wants(question))) is None
     assert Wants.NUMBER in wants("Which wget release fixed the cookie injection vulnerability?")
+
+
+def test_contact_asks_for_a_person_as_a_noun_not_as_a_modifier():
+    assert Wants.PERSON not in wants("How long are contact centre call recordings kept?")
+    assert Wants.PERSON in wants("Who is the contact for payroll questions?")
+    assert Wants.PERSON in wants("Whom do I contact about a lost badge?")
+
+
+def test_a_row_asked_how_long_is_answered_by_its_period_not_by_its_owner(services):
+    table = (b"# Records Retention\n\n| Record | Retention period | Owner |\n|---|---|---|\n"
+             b"| Contact centre call recordings | 90 days | Customer Services |\n"
+             b"| CCTV footage at treatment works | 31 days | Facilities |\n")
+    add(services, table, "retention.md")
+    answer = ask(services, SUPPORT, "How long are contact centre call recordings kept?")
+    assert answer.outcome is Outcome.ANSWERED and answer.answer == "90 days [S1]", answer
+
+
+def test_a_passage_sharing_only_its_documents_name_with_the_question_is_not_quoted(services):
+    """"Who is the chief executive of Northpier?" meets "Northpier" in every passage of
+    Northpier's handbook: that says what the document is about, not that it answers."""
+    add(services, b"# Northpier Staff Handbook\n\nNorthpier Logistics runs container terminals in three ports.\n", "handbook.md")
+    answer = ask(services, SUPPORT, "Who is the chief executive of Northpier?")
+    assert answer.outcome is Outcome.NOT_FOUND and answer.answer is None, answer

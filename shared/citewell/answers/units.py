@@ -68,7 +68,10 @@ _WANTS = {
     # "In which months are reviews done?" asks for a time as much as "when" does.
     Wants.DATE: re.compile(r"^\W*when\b|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time)\b|"
                            r"\b(?:which|what) (?:days?|weeks?|months?|years?)\b", re.I),
-    Wants.PERSON: re.compile(r"\bwho(?:m|se)?\b|\b(?:contact|owner|owns|responsible|in charge)\b", re.I),
+    # "contact" asks for a person as a noun ("the contact for", "whom to contact"), not as a
+    # modifier: "contact centre call recordings" asks how long they are kept.
+    Wants.PERSON: re.compile(r"\bwho(?:m|se)?\b|\b(?:owner|owns|responsible|in charge)\b|"
+                             r"\bcontact\b(?!\s+(?:centre|center|details|form|number|information|list)s?\b)", re.I),
     Wants.CODE: re.compile(r"\b(?:code|command|error|flag|setting|parameter|key)\b", re.I),
 }
 # A list written inside one sentence: "invoices, customers and payments", "CSV, JSON or XML".

@@ -364,6 +364,11 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
         for named, value in fields:
             if named & asked and value and not _named_in(value, question):
                 return value
+        for kind, pattern in ((Wants.DATE, DATE), (Wants.MONEY, MONEY), (Wants.NUMBER, NUMBER)):
+            valued = [value for _, value in fields if kind in wanted and value and pattern.search(value)
+                      and not _named_in(value, question)]
+            if len(valued) == 1:  # "how long ...?" is answered by the row's one period, whatever its column says
+                return valued[0]
         if Wants.PERSON in wanted:  # "who ...?" is answered by the row's name
             return next((value for named, value in fields if named & _NAME_FIELDS and value), None)
         return None
@@ -457,6 +462,8 @@ class ExtractiveGenerator:
                 hop = _who_is(direct, chosen, support.units)
                 if hop is not None:  # "People Operations" approves it; the directory says who that is
                     direct, chosen = hop[0], [*chosen, hop[1]]
+        if direct and best.record and chosen == [best]:  # the row is the quote beneath: its field once, not twice
+            return Draft(text=f"{direct} [{best.item.ref}]", refused=False, quotes=quotes_of(chosen))
         pieces = [direct if direct.endswith((".", "!", "?")) else f"{direct}."] if direct else []
         pieces += [f"{unit.text} [{unit.item.ref}]" for unit in chosen]
         return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of(chosen))
@@ -473,7 +480,8 @@ class ExtractiveGenerator:
     def _nearest(self, question: str, evidence: Sequence[EvidenceItem], support: Support) -> Draft:
         """The best unit that is not a heading, with the companion its answer would quote,
         quoted verbatim as not confirmed; ``not_found`` when the model puts it below its second
-        operating point or it holds none of the question's words, whatever the model says."""
+        operating point or it holds none of the question's words but its document's name, whatever
+        the model says."""
         if not self.model.relates(support.features):
             return Draft(text=None, refused=True)
         if support.units[0].heading and not support.complete:  # the ranking below the first is settled only in part
@@ -484,7 +492,10 @@ class ExtractiveGenerator:
         best = support.units[rank]
         companion = completion(support.in_order, best, set(support.wanted))
         chosen = [companion, best] if companion else [best]
-        if not stems(question) & stems(" ".join(u.text for u in chosen)):
+        # A word shared only through the document's name ("Northpier" in Northpier's handbook) says
+        # the passage is about the document, not about what was asked.
+        named = stems(" ".join(u.item.title for u in chosen))
+        if not (stems(question) & stems(" ".join(u.text for u in chosen))) - named:
             return Draft(text=None, refused=True)
         text = " ".join(f"{unit.text} [{unit.item.ref}]" for unit in chosen)
         return Draft(text=text, refused=True, outcome=Outcome.UNCONFIRMED, quotes=quotes_of(chosen))
