@@ -11,7 +11,7 @@ import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 cdk = pytest.importorskip("aws_cdk")
-from aws_cdk.assertions import Match, Template  # noqa: E402
+from aws_cdk.assertions import Annotations, Match, Template  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "infra"))
@@ -27,11 +27,14 @@ def built_layer(tmp_path_factory) -> Path:
     return layer
 
 
-def synth(tmp_path_factory, **config: object) -> Template:
+def build(tmp_path_factory, **config: object) -> CitewellStack:
     app = cdk.App(outdir=str(tmp_path_factory.mktemp("cdk.out")))
     config.setdefault("layer_path", str(built_layer(tmp_path_factory)))
-    stack = CitewellStack(app, "Citewell", config=StackConfig(**config))
-    return Template.from_stack(stack)
+    return CitewellStack(app, "Citewell", config=StackConfig(**config))
+
+
+def synth(tmp_path_factory, **config: object) -> Template:
+    return Template.from_stack(build(tmp_path_factory, **config))
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +177,8 @@ def test_every_route_needs_the_jwt_authorizer(template):
 def test_audit_schedule_and_alarms_to_a_topic(tmp_path_factory, template):
     template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(6 hours)"})
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
-    dead_letter = [a for a in alarms.values() if a["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"]
-    errors = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"]
+    dead_letter = [a for a in alarms.values() if a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"]
+    errors = [a for a in alarms.values() if a["Properties"].get("MetricName") == "Errors"]
     assert len(dead_letter) == 5 and len(errors) == 7
     (topic,) = template.find_resources("AWS::SNS::Topic")
     assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values())
@@ -190,3 +193,50 @@ def test_no_function_may_do_everything_everywhere(template):
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             assert not ("*" in actions and "*" in resources), statement
             assert not any(a.endswith(":*") for a in actions) or "*" not in resources, statement
+
+
+def test_the_domain_the_api_and_the_audit_are_alarmed(template):
+    """As AWS recommends for OpenSearch Service (AWS/ES by DomainName and ClientId); the HTTP
+    API's 5xx (its handler answers an unexpected error with a 500, so no function error shows
+    it); and the audit's metrics, in the namespace and service dimension its handler emits them."""
+    alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
+    single = {a["MetricName"]: a for a in alarms if "MetricName" in a}
+    (domain,) = template.find_resources("AWS::OpenSearchService::Domain")
+    volume = template.find_resources("AWS::OpenSearchService::Domain")[domain]["Properties"]["EBSOptions"]["VolumeSize"]
+    expected = {  # metric: statistic, threshold, comparison, minutes in a row
+        "ClusterStatus.red": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 1),
+        "FreeStorageSpace": ("Minimum", volume * 1024 // 4, "LessThanOrEqualToThreshold", 1),  # 25% of a node's MiB
+        "JVMMemoryPressure": ("Maximum", 95, "GreaterThanOrEqualToThreshold", 3),
+        "AutomatedSnapshotFailure": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 1),
+    }
+    for name, (statistic, threshold, comparison, periods) in expected.items():
+        alarm = single[name]
+        assert alarm["Namespace"] == "AWS/ES" and sorted(alarm["Dimensions"], key=lambda d: d["Name"]) == [
+            {"Name": "ClientId", "Value": {"Ref": "AWS::AccountId"}}, {"Name": "DomainName", "Value": {"Ref": domain}}], name
+        assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"], alarm["Period"], alarm["EvaluationPeriods"]) == (
+            statistic, threshold, comparison, 60, periods), name
+    (api,) = template.find_resources("AWS::ApiGatewayV2::Api")
+    server = single["5xx"]
+    assert server["Namespace"] == "AWS/ApiGateway" and server["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": api}}]
+    assert (server["Statistic"], server["Threshold"], server["ComparisonOperator"]) == ("Sum", 1, "GreaterThanOrEqualToThreshold")
+
+    emitted = (ROOT / "shared" / "citewell" / "aws" / "handlers.py").read_text()
+    assert 'Metrics(namespace="citewell", service="citewell-audit")' in emitted
+    audit_dims = [{"Name": "service", "Value": "citewell-audit"}]
+    expunge = single["ExpungeFailed"]
+    assert 'name="ExpungeFailed"' in emitted and expunge["Namespace"] == "citewell" and expunge["Dimensions"] == audit_dims
+    (unrepaired,) = [a for a in alarms if "Metrics" in a]  # what the audit found and could not repair
+    used = {m["Id"]: m for m in unrepaired["Metrics"]}
+    assert [m["Expression"] for m in used.values() if "Expression" in m] == ["findings - repairs"]
+    for id_, name in (("findings", "AuditFindings"), ("repairs", "AuditRepairs")):
+        metric = used[id_]["MetricStat"]["Metric"]
+        assert f'name="{name}"' in emitted and (metric["Namespace"], metric["MetricName"], metric["Dimensions"]) == (
+            "citewell", name, audit_dims)
+    assert (unrepaired["Threshold"], unrepaired["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+
+
+def test_synthesis_warns_when_nobody_is_subscribed_to_the_alarms(tmp_path_factory):
+    unsubscribed = Annotations.from_stack(build(tmp_path_factory))
+    unsubscribed.has_warning("/Citewell/Alarms", Match.string_like_regexp("no alarm_email"))
+    subscribed = Annotations.from_stack(build(tmp_path_factory, alarm_email="ops@example.com"))
+    subscribed.has_no_warning("*", Match.string_like_regexp("alarm_email"))

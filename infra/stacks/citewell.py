@@ -110,5 +110,6 @@ class CitewellStack(cdk.Stack):
         storage = Storage(self, "Storage", noncurrent_version_days=config.noncurrent_version_days)
         search = Search(self, "Search")
         functions = Functions(self, "Functions", storage=storage, search=search, layer=layer, config=config)
-        Api(self, "Api", handler=functions.api, issuer=config.jwt_issuer, audience=config.jwt_audience)
-        Alarms(self, "Alarms", queues=functions.dead_letter_queues, functions=functions.all, email=config.alarm_email)
+        api = Api(self, "Api", handler=functions.api, issuer=config.jwt_issuer, audience=config.jwt_audience)
+        Alarms(self, "Alarms", queues=functions.dead_letter_queues, functions=functions.all, email=config.alarm_email,
+               domain=search.domain, volume_gib=search.volume_gib, http_api=api.http_api)

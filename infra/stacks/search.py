@@ -23,12 +23,13 @@ WRITE = ("es:ESHttpPut",)  # create an index and its alias
 class Search(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
+        self.volume_gib = 50  # per data node
         self.domain = opensearch.Domain(
             self, "Domain",
             version=opensearch.EngineVersion.OPENSEARCH_2_19,
             capacity=opensearch.CapacityConfig(data_nodes=2, data_node_instance_type="r6g.large.search",
                                                multi_az_with_standby_enabled=False),
-            ebs=opensearch.EbsOptions(volume_size=50, volume_type=ec2.EbsDeviceVolumeType.GP3),
+            ebs=opensearch.EbsOptions(volume_size=self.volume_gib, volume_type=ec2.EbsDeviceVolumeType.GP3),
             zone_awareness=opensearch.ZoneAwarenessConfig(enabled=True, availability_zone_count=2),
             node_to_node_encryption=True,
             encryption_at_rest=opensearch.EncryptionAtRestOptions(enabled=True),
