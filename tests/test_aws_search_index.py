@@ -69,6 +69,17 @@ def test_a_container_reads_the_mapping_once(knn_proxy):
     assert [path for _, _, path in knn_proxy.calls] == ["/citewell-chunks/_msearch"] * 3
 
 
+def test_bulk_and_msearch_go_to_the_alias_and_name_no_index_in_their_bodies(knn_proxy):
+    """The domain refuses a body naming an index (the stand-in too), so the index a role may
+    reach is the one in the path: the alias's."""
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    vectors = unit(1, 1024)
+    index.upsert([chunk(0, "Staff get 27 days of leave.")], vectors, TITAN)
+    assert index.lanes("leave", vectors[0], TITAN, Identity(tenant="northpier", roles=frozenset({"staff"})), 5)["vector"]
+    multi = [(method, path) for _, method, path in knn_proxy.calls if path.endswith(("/_bulk", "/_msearch"))]
+    assert multi == [("POST", "/citewell-chunks/_bulk"), ("POST", "/citewell-chunks/_msearch")]
+
+
 def test_deletes_are_not_merged_inline_and_the_expunge_is_asked_for_without_waiting(knn_proxy):
     index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
     index.upsert([chunk(0, "Staff get 27 days of leave.")], unit(1, 1024), TITAN)

@@ -69,6 +69,21 @@ def test_the_search_domain_is_encrypted_and_reached_through_iam_with_no_manual_s
     assert "es:ESHttp*" in json.dumps(policy["Properties"])
 
 
+def test_a_request_body_cannot_name_an_index_so_the_roles_index_paths_hold(template):
+    """With ``rest.action.multi.allow_explicit_index`` true, a ``_bulk`` or ``_msearch`` granted
+    anywhere could name any index in its body; the domain refuses that, and no role is granted
+    a path outside the alias and the indexes behind it (the domain's root ``_bulk`` is not)."""
+    (domain,) = template.find_resources("AWS::OpenSearchService::Domain").values()
+    assert domain["Properties"]["AdvancedOptions"] == {"rest.action.multi.allow_explicit_index": "false"}
+    paths = set()
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if any(a.startswith("es:ESHttp") for a in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])):
+                for resource in statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]:
+                    paths.add(resource["Fn::Join"][1][-1])  # the domain's ARN, then the path
+    assert paths and all(p.startswith(("/citewell-chunks", "/_alias/citewell-chunks")) for p in paths), paths
+
+
 def test_serverless_is_refused_and_says_why():
     app = cdk.App(context={"search": "serverless"})
     with pytest.raises(ConfigError, match="_delete_by_query"):

@@ -2,7 +2,10 @@
 
 Fine-grained access control is off, so no OpenSearch role has to be mapped by hand after a
 deploy: the domain's resource policy delegates to IAM (the account's principals), and each
-function role's identity policy names the HTTP verbs and index paths it uses. OpenSearch
+function role's identity policy names the HTTP verbs and index paths it uses. Those paths hold
+because the domain refuses an index named in a request body
+(``rest.action.multi.allow_explicit_index: false``): a ``_bulk`` or ``_msearch`` reaches only
+the index in its path, so every one is sent to the alias's (or a migration's index's). OpenSearch
 Serverless is not offered: its vector collections take no custom document ids, no
 ``refresh``, no ``_delete_by_query`` and no force merge, which the deletion guarantee rests on.
 """
@@ -16,7 +19,7 @@ from aws_cdk import aws_opensearchservice as opensearch
 from constructs import Construct
 
 ALIAS = "citewell-chunks"  # the alias and the prefix of every index behind it (CITEWELL_INDEX_ALIAS)
-READ = ("es:ESHttpHead", "es:ESHttpGet", "es:ESHttpPost")  # lookups, _search, _msearch, _count, _delete_by_query
+READ = ("es:ESHttpHead", "es:ESHttpGet", "es:ESHttpPost")  # lookups, _search, _msearch, _count, _delete_by_query, _bulk
 WRITE = ("es:ESHttpPut",)  # create an index and its alias
 
 
@@ -35,6 +38,7 @@ class Search(Construct):
             encryption_at_rest=opensearch.EncryptionAtRestOptions(enabled=True),
             enforce_https=True,
             tls_security_policy=opensearch.TLSSecurityPolicy.TLS_1_2,
+            advanced_options={"rest.action.multi.allow_explicit_index": "false"},
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
         account = cdk.Stack.of(self).account
@@ -60,7 +64,7 @@ class Search(Construct):
         role.add_to_principal_policy(iam.PolicyStatement(actions=list(READ), resources=self._paths()))
 
     def grant_index(self, role: iam.IRole) -> None:
-        """Also create the index for an embedder identity, its alias, and bulk-write rows."""
+        """Also create the index for an embedder identity and its alias; rows are bulk-written
+        on the alias's path (``POST citewell-chunks/_bulk``), never the domain's root."""
         self.grant_query(role)
         role.add_to_principal_policy(iam.PolicyStatement(actions=list(WRITE), resources=self._paths()))
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["es:ESHttpPost"], resources=[f"{self.domain.domain_arn}/_bulk"]))

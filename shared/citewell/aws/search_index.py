@@ -198,11 +198,13 @@ class OpenSearchIndex:
         """Nothing to do: each bulk write is refreshed before it returns."""
 
     def _bulk(self, target: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
+        """Sent to ``target``'s ``_bulk``, no action naming an index: the domain refuses one
+        (``rest.action.multi.allow_explicit_index: false``), so a role's index paths hold."""
         from opensearchpy import helpers
 
         actions = [
             {
-                "_op_type": "index", "_index": target, "_id": row_id(c),
+                "_op_type": "index", "_id": row_id(c),
                 "_source": {
                     "tenant": c.tenant, "roles": sorted(c.allowed_roles), "document_id": c.document_id,
                     "revision": c.revision, "status": "live", "chunk_id": c.chunk_id, "title": c.title,
@@ -212,7 +214,8 @@ class OpenSearchIndex:
             }
             for c, v in zip(chunks, vectors)
         ]
-        written, errors = helpers.bulk(self.client, actions, refresh=True, raise_on_error=False, raise_on_exception=False)
+        written, errors = helpers.bulk(self.client, actions, index=target, refresh=True, raise_on_error=False,
+                                       raise_on_exception=False)
         if errors:
             first = errors[0]
             raise RetrievalUnavailable(f"{len(errors)} of {len(actions)} chunks were not indexed; first: {first}")
@@ -304,7 +307,8 @@ class OpenSearchIndex:
     def lanes(
         self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int
     ) -> dict[str, list[LaneHit]]:
-        """Both lanes in one ``_msearch``, each with the caller's filter inside its query."""
+        """Both lanes in one ``_msearch`` on the alias's path, each with the caller's filter inside
+        its query; the headers name no index (the domain refuses one)."""
         vector = query_vector(vector)
         exists = self._check(embedder_identity) if vector is not None else self._exists()
         wanted = msearch_body(text, vector, identity, k) if exists and not identity.is_empty and k > 0 else []
