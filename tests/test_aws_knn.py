@@ -54,6 +54,7 @@ class KnnProxy:
         self.upstream = upstream.rstrip("/")
         self.calls: list[tuple[str, str, str]] = []  # (caller, method, path)
         self.caller = "test"
+        self.overloaded: set[str] = set()  # endpoints (``_bulk``) answered 429 as a domain under load does
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -90,6 +91,9 @@ class KnnProxy:
 
     def handle(self, method: str, path: str, body: bytes, content_type: str | None) -> tuple[int, bytes, str]:
         route = urlsplit(path).path
+        if route.rsplit("/", 1)[-1] in self.overloaded:
+            reason = "rejected execution of coordinating operation"
+            return 429, json.dumps(_error(429, "es_rejected_execution_exception", reason)).encode(), "application/json"
         if method in ("POST", "PUT", "GET") and route.endswith(("/_bulk", "/_msearch")) and (refused := _explicit_index(route, body)):
             return 400, json.dumps(_error(400, "illegal_argument_exception", refused)).encode(), "application/json"
         if method in ("GET", "POST") and route.endswith("/_msearch"):

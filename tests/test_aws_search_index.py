@@ -10,7 +10,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from citewell.aws.search_index import MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
-from citewell.errors import EmbedderMismatch
+from citewell.errors import EmbedderMismatch, RetrievalUnavailable
 from citewell.models import MAX_DOCUMENT_ID_BYTES, Chunk, Identity
 from tests.test_aws_knn import knn_proxy  # noqa: F401
 
@@ -78,6 +78,19 @@ def test_bulk_and_msearch_go_to_the_alias_and_name_no_index_in_their_bodies(knn_
     assert index.lanes("leave", vectors[0], TITAN, Identity(tenant="northpier", roles=frozenset({"staff"})), 5)["vector"]
     multi = [(method, path) for _, method, path in knn_proxy.calls if path.endswith(("/_bulk", "/_msearch"))]
     assert multi == [("POST", "/citewell-chunks/_bulk"), ("POST", "/citewell-chunks/_msearch")]
+
+
+def test_a_refused_bulk_says_why_without_the_text_it_carried(knn_proxy):
+    """A bulk the domain refuses as a whole (429 under load) fails the write; its message, which
+    goes to logs and X-Ray, names the rows and the reason, never their text."""
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    index.upsert([chunk(0, "Staff get 27 days of leave.")], unit(1, 1024), TITAN)
+    knn_proxy.overloaded.add("_bulk")
+    with pytest.raises(RetrievalUnavailable) as refused:
+        index.upsert([chunk(0, "Staff get 28 days of leave."), chunk(1, "Report sickness early.")], unit(2, 1024), TITAN)
+    message = str(refused.value)
+    assert "2 of 2" in message and "429" in message and "es_rejected_execution_exception" in message, message
+    assert "northpier|r1|handbook.md#0#0" in message and "days of leave" not in message and "sickness" not in message
 
 
 def test_deletes_are_not_merged_inline_and_the_expunge_is_asked_for_without_waiting(knn_proxy):

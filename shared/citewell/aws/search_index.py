@@ -120,6 +120,19 @@ def row_id(chunk: Chunk) -> str:
     return f"{chunk.tenant}|{chunk.revision}|#{sha256_text(chunk.chunk_id)}"
 
 
+def _bulk_error(item: dict[str, Any]) -> str:
+    """One failed bulk row as its action, ``_id``, status and reason: the helpers' error also
+    holds the row's source (its text and vector), which must reach no log or trace."""
+    ((action, info),) = item.items()
+    error = info.get("error")
+    if isinstance(error, dict):
+        error = f"{error.get('type')}: {error.get('reason')}"
+    elif isinstance(info.get("exception"), Exception):  # the whole request failed: its status and error type
+        exception = info["exception"]
+        error = f"{type(exception).__name__}: {getattr(exception, 'error', '')}"
+    return f"{action} {info.get('_id')!r}: {info.get('status')} {str(error)[:300]}"
+
+
 def _doc_filter(tenant: str, document_id: str, revision: str | None = None) -> dict[str, Any]:
     terms = [{"term": {"tenant": tenant}}, {"term": {"document_id": document_id}}]
     if revision is not None:
@@ -217,8 +230,7 @@ class OpenSearchIndex:
         written, errors = helpers.bulk(self.client, actions, index=target, refresh=True, raise_on_error=False,
                                        raise_on_exception=False)
         if errors:
-            first = errors[0]
-            raise RetrievalUnavailable(f"{len(errors)} of {len(actions)} chunks were not indexed; first: {first}")
+            raise RetrievalUnavailable(f"{len(errors)} of {len(actions)} chunks were not indexed; first: {_bulk_error(errors[0])}")
         return written
 
     def _delete(self, query: dict[str, Any]) -> int:
