@@ -84,6 +84,27 @@ def test_a_request_body_cannot_name_an_index_so_the_roles_index_paths_hold(templ
     assert paths and all(p.startswith(("/citewell-chunks", "/_alias/citewell-chunks")) for p in paths), paths
 
 
+def test_the_production_profile_spreads_three_data_nodes_over_three_zones_with_dedicated_masters(tmp_path_factory, template):
+    def cluster(synthesized: Template) -> dict:
+        (domain,) = synthesized.find_resources("AWS::OpenSearchService::Domain").values()
+        return domain["Properties"]["ClusterConfig"]
+
+    default = cluster(template)
+    assert (default["InstanceCount"], default["ZoneAwarenessConfig"], default["ZoneAwarenessEnabled"]) == (
+        2, {"AvailabilityZoneCount": 2}, True)
+    assert not default.get("DedicatedMasterEnabled") and "DedicatedMasterCount" not in default
+    production = cluster(synth(tmp_path_factory, profile="production"))
+    assert (production["InstanceCount"], production["ZoneAwarenessConfig"], production["ZoneAwarenessEnabled"]) == (
+        3, {"AvailabilityZoneCount": 3}, True)
+    assert (production["DedicatedMasterEnabled"], production["DedicatedMasterCount"], production["DedicatedMasterType"]) == (
+        True, 3, "m6g.large.search")
+    assert production["InstanceType"] == default["InstanceType"] and production["MultiAZWithStandbyEnabled"] is False
+    assert CONTEXT["profile"] == "default"  # cdk.json keeps the default; -c profile=production asks for it
+    assert StackConfig.from_context(cdk.App(context={"profile": "production"}).node).profile == "production"
+    with pytest.raises(ConfigError, match="profile"):
+        synth(tmp_path_factory, profile="large")
+
+
 def test_serverless_is_refused_and_says_why():
     app = cdk.App(context={"search": "serverless"})
     with pytest.raises(ConfigError, match="_delete_by_query"):

@@ -12,6 +12,8 @@ Serverless is not offered: its vector collections take no custom document ids, n
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -23,17 +25,42 @@ READ = ("es:ESHttpHead", "es:ESHttpGet", "es:ESHttpPost")  # lookups, _search, _
 WRITE = ("es:ESHttpPut",)  # create an index and its alias
 
 
+@dataclass(frozen=True)
+class Capacity:
+    """The domain's nodes: data nodes spread over ``zones`` Availability Zones, and ``masters``
+    dedicated master nodes (none: the data nodes elect a master among themselves)."""
+
+    data_nodes: int
+    zones: int
+    masters: int
+    data_node_type: str = "r6g.large.search"
+    master_node_type: str = "m6g.large.search"
+    volume_gib: int = 50  # gp3, per data node
+
+
+# Context ``profile``. The default keeps each shard's replica in the other zone, but its two data
+# nodes are also its only master-eligible nodes: losing one can leave the cluster without a
+# master, and cluster management competes with search. Production spreads three data nodes over
+# three zones, and three dedicated masters keep a quorum when a zone goes.
+PROFILES = {
+    "default": Capacity(data_nodes=2, zones=2, masters=0),
+    "production": Capacity(data_nodes=3, zones=3, masters=3),
+}
+
+
 class Search(Construct):
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, profile: str = "default") -> None:
         super().__init__(scope, construct_id)
-        self.volume_gib = 50  # per data node
+        capacity = PROFILES[profile]
+        self.volume_gib = capacity.volume_gib
+        masters = {"master_nodes": capacity.masters, "master_node_instance_type": capacity.master_node_type} if capacity.masters else {}
         self.domain = opensearch.Domain(
             self, "Domain",
             version=opensearch.EngineVersion.OPENSEARCH_2_19,
-            capacity=opensearch.CapacityConfig(data_nodes=2, data_node_instance_type="r6g.large.search",
-                                               multi_az_with_standby_enabled=False),
+            capacity=opensearch.CapacityConfig(data_nodes=capacity.data_nodes, data_node_instance_type=capacity.data_node_type,
+                                               multi_az_with_standby_enabled=False, **masters),  # type: ignore[arg-type]
             ebs=opensearch.EbsOptions(volume_size=self.volume_gib, volume_type=ec2.EbsDeviceVolumeType.GP3),
-            zone_awareness=opensearch.ZoneAwarenessConfig(enabled=True, availability_zone_count=2),
+            zone_awareness=opensearch.ZoneAwarenessConfig(enabled=True, availability_zone_count=capacity.zones),
             node_to_node_encryption=True,
             encryption_at_rest=opensearch.EncryptionAtRestOptions(enabled=True),
             enforce_https=True,
