@@ -30,6 +30,14 @@ def _error(status: int, kind: str, reason: str) -> dict[str, Any]:
     return {"error": {"root_cause": [{"type": kind, "reason": reason}], "type": kind, "reason": reason}, "status": status}
 
 
+def _indexed_vector(hit: dict[str, Any], field: str) -> np.ndarray:
+    """A hit's vector as the index holds it: its doc values (a list, or osmem's "[x y z]" text)."""
+    (value,) = hit.get("fields", {}).get(field) or [[]]
+    if isinstance(value, str):
+        value = value.strip("[]").split()
+    return np.asarray(value, dtype=np.float64)
+
+
 def _explicit_index(route: str, body: bytes) -> str | None:
     """OpenSearch's refusal of a body naming an index while ``allow_explicit_index`` is false:
     any ``_index`` in a bulk action's metadata, any ``index`` or ``indices`` in a multi-search header."""
@@ -138,11 +146,13 @@ class KnnProxy:
         if len(vector) != int(spec["dimension"]):
             return _error(400, "illegal_argument_exception",
                           f"Query vector has invalid dimension: {len(vector)}. Dimension should be: {spec['dimension']}")
-        rows = {"size": 10000, "query": clause.get("filter") or {"match_all": {}}}
+        # The plugin scores the vectors it indexed, which the mapping keeps out of _source: read
+        # them from the field's doc values (osmem writes one as "[x y z]").
+        rows = {"size": 10000, "query": clause.get("filter") or {"match_all": {}}, "docvalue_fields": [field]}
         found = requests.post(f"{self.upstream}/{index}/_search", json=rows, timeout=30).json()["hits"]["hits"]
         scored = []
         for hit in found:
-            stored = np.asarray(hit["_source"].get(field) or [], dtype=np.float64)
+            stored = _indexed_vector(hit, field)
             if len(stored) != len(vector):
                 continue
             cosine = float(stored @ vector / max(np.linalg.norm(stored) * np.linalg.norm(vector), 1e-12))

@@ -36,6 +36,10 @@ def test_the_index_takes_its_dimension_from_the_embedder_identity(knn_proxy):
     assert index.upsert([chunk(0, "Staff get 27 days of leave."), chunk(1, "Report sickness early.")], vectors, TITAN) == 2
     (mapping,) = index.client.indices.get_mapping(index="citewell-chunks").values()
     assert mapping["mappings"]["properties"]["vector"]["dimension"] == 1024
+    # Vectors are searched, never stored a second time in _source (nor sent back, nor snapshotted there).
+    assert mapping["mappings"]["_source"] == {"excludes": ["vector"]}
+    (row,) = index.client.search(index="citewell-chunks", body={"query": {"term": {"chunk_id": "handbook.md#0#1"}}})["hits"]["hits"]
+    assert "vector" not in row["_source"] and row["_source"]["body"] == "Report sickness early."
     caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
     found = index.lanes("annual leave", vectors[1], TITAN, caller, 5)
     assert found["vector"][0].chunk_id == "handbook.md#0#1" and found["bm25"][0].chunk_id == "handbook.md#0#0"

@@ -78,6 +78,10 @@ def index_body(embedder_identity: str, dims: int) -> dict[str, Any]:
         "settings": {"index": {"knn": True}},
         "mappings": {
             "_meta": {"embedder_identity": embedder_identity},
+            # The k-NN engine searches the vectors it indexed; a copy in _source would only be
+            # stored, snapshotted and sent back. Nothing reads it: a migration re-embeds through
+            # the embedding cache, and no update or reindex runs on these indexes.
+            "_source": {"excludes": ["vector"]},
             "properties": {
                 "tenant": keyword, "roles": keyword, "document_id": keyword, "revision": keyword,
                 "status": keyword, "chunk_id": keyword,
