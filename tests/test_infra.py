@@ -62,6 +62,7 @@ def test_the_search_domain_is_encrypted_and_reached_through_iam_with_no_manual_s
     props = domain["Properties"]
     assert props["EncryptionAtRestOptions"] == {"Enabled": True} and props["NodeToNodeEncryptionOptions"] == {"Enabled": True}
     assert props["DomainEndpointOptions"]["EnforceHTTPS"] is True
+    assert props["DomainEndpointOptions"]["TLSSecurityPolicy"] == "Policy-Min-TLS-1-2-PFS-2023-10"  # the newest: TLS 1.2-1.3, PFS
     # No fine-grained access control, so no OpenSearch role must be mapped by hand after a deploy:
     assert not props.get("AdvancedSecurityOptions", {}).get("Enabled")
     # the domain's resource policy delegates to IAM, set by the stack itself.
@@ -103,6 +104,19 @@ def test_the_production_profile_spreads_three_data_nodes_over_three_zones_with_d
     assert StackConfig.from_context(cdk.App(context={"profile": "production"}).node).profile == "production"
     with pytest.raises(ConfigError, match="profile"):
         synth(tmp_path_factory, profile="large")
+
+
+def test_the_cdk_it_requires_has_the_engine_version_it_deploys():
+    """aws-cdk-lib 2.195.0 is the first release with EngineVersion.OPENSEARCH_2_19 (2.194.0 has
+    none; TLSSecurityPolicy.TLS_1_2_PFS is older): a lower bound below it installs a CDK that
+    cannot synthesize the stack."""
+    import re
+    import tomllib
+
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    (bound,) = [re.fullmatch(r"aws-cdk-lib>=([\d.]+)", d).group(1) for d in dev if d.startswith("aws-cdk-lib")]
+    assert tuple(int(n) for n in bound.split(".")) >= (2, 195)
+    assert "OPENSEARCH_2_19" in (ROOT / "infra" / "stacks" / "search.py").read_text()
 
 
 def test_serverless_is_refused_and_says_why():

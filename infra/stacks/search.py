@@ -64,7 +64,7 @@ class Search(Construct):
             node_to_node_encryption=True,
             encryption_at_rest=opensearch.EncryptionAtRestOptions(enabled=True),
             enforce_https=True,
-            tls_security_policy=opensearch.TLSSecurityPolicy.TLS_1_2,
+            tls_security_policy=opensearch.TLSSecurityPolicy.TLS_1_2_PFS,  # TLS 1.2 and 1.3, forward-secret ciphers only
             advanced_options={"rest.action.multi.allow_explicit_index": "false"},
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
