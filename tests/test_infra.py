@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "infra"))
 from stacks.citewell import CitewellStack, ConfigError, StackConfig  # noqa: E402
 
 CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
+FLAGS = {name: value for name, value in CONTEXT.items() if name.startswith("@aws-cdk")}  # synthesized as `cdk deploy` does
 
 
 def built_layer(tmp_path_factory) -> Path:
@@ -28,7 +29,7 @@ def built_layer(tmp_path_factory) -> Path:
 
 
 def build(tmp_path_factory, **config: object) -> CitewellStack:
-    app = cdk.App(outdir=str(tmp_path_factory.mktemp("cdk.out")))
+    app = cdk.App(outdir=str(tmp_path_factory.mktemp("cdk.out")), context=FLAGS)
     config.setdefault("layer_path", str(built_layer(tmp_path_factory)))
     return CitewellStack(app, "Citewell", config=StackConfig(**config))
 
@@ -117,6 +118,20 @@ def test_the_cdk_it_requires_has_the_engine_version_it_deploys():
     (bound,) = [re.fullmatch(r"aws-cdk-lib>=([\d.]+)", d).group(1) for d in dev if d.startswith("aws-cdk-lib")]
     assert tuple(int(n) for n in bound.split(".")) >= (2, 195)
     assert "OPENSEARCH_2_19" in (ROOT / "infra" / "stacks" / "search.py").read_text()
+
+
+def test_cdk_json_sets_the_feature_flags_cdk_init_writes_for_this_cdk():
+    """What ``cdk init`` writes for the installed aws-cdk-lib (its recommended-feature-flags.json),
+    so the stack is built with today's defaults and not those of CDK 2.0. One is left unset:
+    ``useCdkManagedLogGroup`` adds a log group kept two years for the CDK's own custom-resource
+    function, outside ``log_retention_days``."""
+    import tarfile
+
+    (assembly,) = (Path(cdk.__file__).parent / "_jsii").glob("aws-cdk-lib@*.jsii.tgz")
+    with tarfile.open(assembly) as package:
+        recommended = json.load(package.extractfile("package/recommended-feature-flags.json"))
+    recommended.pop("@aws-cdk/aws-lambda:useCdkManagedLogGroup")
+    assert FLAGS == recommended
 
 
 def test_serverless_is_refused_and_says_why():
