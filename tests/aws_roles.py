@@ -11,6 +11,7 @@ does not know fails the test instead of being guessed.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -42,7 +43,9 @@ def synthesize(tmp: Path) -> dict[str, Any]:
     layer = tmp / "layer"
     (layer / "python" / "citewell").mkdir(parents=True)
     (layer / "python" / "citewell" / "__init__.py").write_text("")
-    app = cdk.App(outdir=str(tmp / "cdk.out"))
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    flags = {name: value for name, value in context.items() if name.startswith("@aws-cdk")}  # as `cdk deploy` synthesizes
+    app = cdk.App(outdir=str(tmp / "cdk.out"), context=flags)
     stack = CitewellStack(app, "Citewell", config=StackConfig(layer_path=str(layer)))
     return cdk.assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
 

@@ -344,6 +344,24 @@ def test_removing_the_upload_from_s3_deletes_the_document_everywhere(aws):
     assert_no_residue(aws, answer["answer_id"])
 
 
+def test_a_delete_s3_does_not_finish_is_not_reported_done(aws):
+    """DeleteObjects answers 200 with the versions it kept in ``Errors``: the delete raises (the
+    API answers 500), the document stays a tombstone that is never served, and a retry finishes."""
+    from tests.test_contract_objects import KeptVersions
+
+    upload(aws, "handbook.md", HANDBOOK)
+    pump(aws)
+    services = services_from_env()[1]
+    KeptVersions(services.objects.client, times=3, code="AccessDenied")  # every try of the first object
+    assert api("DELETE", "/documents/handbook.md")[0] == 500
+    assert services.metadata.get_document("northpier", "handbook.md").status.value == "deleting"
+    assert api("POST", "/search", {"question": "annual leave days"})[1]["hits"] == []
+    assert aws["s3"].list_object_versions(Bucket="citewell-documents").get("Versions", [])
+    assert api("DELETE", "/documents/handbook.md")[0] == 200
+    assert services.metadata.get_document("northpier", "handbook.md") is None
+    assert aws["s3"].list_object_versions(Bucket="citewell-documents").get("Versions", []) == []
+
+
 def test_the_api_handler_imports_no_parser_model_runtime_or_cdk():
     """The query path's cold start stays small: nothing heavy is imported until it is needed."""
     import subprocess

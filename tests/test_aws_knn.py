@@ -4,8 +4,10 @@ osmem answers everything but the ``knn`` query. The proxy forwards every request
 and answers ``knn`` itself, the way the k-NN plugin's lucene engine does with a filter
 (exact over the filtered rows, score ``(1 + cosine) / 2``), after checking the request against
 the index mapping as OpenSearch does: the field must be a ``knn_vector`` and the query vector
-must have its dimension. Every request is recorded with the function that made it, so the
-IAM replay can check each against that function's role.
+must have its dimension. It refuses a ``_bulk`` or ``_msearch`` body that names an index, as
+the stack's domain does (``rest.action.multi.allow_explicit_index: false``), so the index in
+the path is the only one a request reaches. Every request is recorded with the function that
+made it, so the IAM replay can check each against that function's role.
 
 The tests at the end hold the stand-in itself to what the real engine does.
 """
@@ -28,6 +30,31 @@ def _error(status: int, kind: str, reason: str) -> dict[str, Any]:
     return {"error": {"root_cause": [{"type": kind, "reason": reason}], "type": kind, "reason": reason}, "status": status}
 
 
+def _indexed_vector(hit: dict[str, Any], field: str) -> np.ndarray:
+    """A hit's vector as the index holds it: its doc values (a list, or osmem's "[x y z]" text)."""
+    (value,) = hit.get("fields", {}).get(field) or [[]]
+    if isinstance(value, str):
+        value = value.strip("[]").split()
+    return np.asarray(value, dtype=np.float64)
+
+
+def _explicit_index(route: str, body: bytes) -> str | None:
+    """OpenSearch's refusal of a body naming an index while ``allow_explicit_index`` is false:
+    any ``_index`` in a bulk action's metadata, any ``index`` or ``indices`` in a multi-search header."""
+    lines = iter(json.loads(line) for line in body.decode().splitlines() if line.strip())
+    if route.endswith("/_msearch"):
+        if any("index" in header or "indices" in header for header, _ in zip(lines, lines)):
+            return "explicit index in multi search is not allowed"
+        return None
+    for line in lines:
+        ((action, meta),) = line.items()
+        if "_index" in meta:
+            return "explicit index in bulk is not allowed"
+        if action != "delete":  # every other action is followed by its source
+            next(lines, None)
+    return None
+
+
 class KnnProxy:
     """Forwards to ``upstream``; ``_search`` and ``_msearch`` bodies with a ``knn`` query are answered here."""
 
@@ -35,6 +62,7 @@ class KnnProxy:
         self.upstream = upstream.rstrip("/")
         self.calls: list[tuple[str, str, str]] = []  # (caller, method, path)
         self.caller = "test"
+        self.overloaded: set[str] = set()  # endpoints (``_bulk``) answered 429 as a domain under load does
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,6 +99,11 @@ class KnnProxy:
 
     def handle(self, method: str, path: str, body: bytes, content_type: str | None) -> tuple[int, bytes, str]:
         route = urlsplit(path).path
+        if route.rsplit("/", 1)[-1] in self.overloaded:
+            reason = "rejected execution of coordinating operation"
+            return 429, json.dumps(_error(429, "es_rejected_execution_exception", reason)).encode(), "application/json"
+        if method in ("POST", "PUT", "GET") and route.endswith(("/_bulk", "/_msearch")) and (refused := _explicit_index(route, body)):
+            return 400, json.dumps(_error(400, "illegal_argument_exception", refused)).encode(), "application/json"
         if method in ("GET", "POST") and route.endswith("/_msearch"):
             index = route.rsplit("/_msearch", 1)[0].strip("/")
             return 200, json.dumps(self._msearch(index, body)).encode(), "application/json"
@@ -113,11 +146,13 @@ class KnnProxy:
         if len(vector) != int(spec["dimension"]):
             return _error(400, "illegal_argument_exception",
                           f"Query vector has invalid dimension: {len(vector)}. Dimension should be: {spec['dimension']}")
-        rows = {"size": 10000, "query": clause.get("filter") or {"match_all": {}}}
+        # The plugin scores the vectors it indexed, which the mapping keeps out of _source: read
+        # them from the field's doc values (osmem writes one as "[x y z]").
+        rows = {"size": 10000, "query": clause.get("filter") or {"match_all": {}}, "docvalue_fields": [field]}
         found = requests.post(f"{self.upstream}/{index}/_search", json=rows, timeout=30).json()["hits"]["hits"]
         scored = []
         for hit in found:
-            stored = np.asarray(hit["_source"].get(field) or [], dtype=np.float64)
+            stored = _indexed_vector(hit, field)
             if len(stored) != len(vector):
                 continue
             cosine = float(stored @ vector / max(np.linalg.norm(stored) * np.linalg.norm(vector), 1e-12))
@@ -184,11 +219,28 @@ def test_the_stand_in_refuses_an_id_over_512_bytes_as_the_engine_does(knn_proxy)
     _mapped(client, 3)
 
     def bulk(doc_id: str) -> requests.Response:
-        lines = [{"index": {"_index": "knn-test", "_id": doc_id}}, {"tenant": "a", "vector": [0.0, 0.0, 1.0]}]
-        return requests.post(f"{knn_proxy.url}/_bulk", data="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        lines = [{"index": {"_id": doc_id}}, {"tenant": "a", "vector": [0.0, 0.0, 1.0]}]
+        return requests.post(f"{knn_proxy.url}/knn-test/_bulk", data="".join(json.dumps(line) + "\n" for line in lines).encode(),
                              headers={"Content-Type": "application/x-ndjson"}, timeout=30)
 
     assert bulk("i" * 512).status_code == 200
     refused = bulk("é" * 257)  # 514 bytes in 257 characters: bytes are counted
     assert refused.status_code == 400 and "is too long, must be no longer than 512 bytes" in refused.text
     assert requests.put(f"{knn_proxy.url}/knn-test/_doc/{'i' * 513}", json={"tenant": "a"}, timeout=30).status_code == 400
+
+
+def test_the_stand_in_refuses_a_body_naming_an_index_as_the_domain_does(knn_proxy):
+    """The stack's domain sets ``rest.action.multi.allow_explicit_index`` to false."""
+    client = _client(knn_proxy)
+    _mapped(client, 3)
+
+    def post(path: str, lines: list[dict]) -> requests.Response:
+        return requests.post(f"{knn_proxy.url}{path}", data="".join(json.dumps(line) + "\n" for line in lines).encode(),
+                             headers={"Content-Type": "application/x-ndjson"}, timeout=30)
+
+    named = post("/knn-test/_bulk", [{"delete": {"_id": "x"}}, {"index": {"_index": "other", "_id": "w"}}, {"tenant": "a"}])
+    assert named.status_code == 400 and "explicit index in bulk is not allowed" in named.text
+    assert post("/knn-test/_bulk", [{"delete": {"_id": "x"}}, {"index": {"_id": "w"}}, {"tenant": "a"}]).status_code == 200
+    searched = post("/knn-test/_msearch", [{}, {"query": {"match_all": {}}}, {"index": "other"}, {"query": {"match_all": {}}}])
+    assert searched.status_code == 400 and "explicit index in multi search is not allowed" in searched.text
+    assert post("/knn-test/_msearch", [{}, {"query": {"match_all": {}}}]).status_code == 200

@@ -10,7 +10,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from citewell.aws.search_index import MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
-from citewell.errors import EmbedderMismatch
+from citewell.errors import EmbedderMismatch, RetrievalUnavailable
 from citewell.models import MAX_DOCUMENT_ID_BYTES, Chunk, Identity
 from tests.test_aws_knn import knn_proxy  # noqa: F401
 
@@ -36,6 +36,10 @@ def test_the_index_takes_its_dimension_from_the_embedder_identity(knn_proxy):
     assert index.upsert([chunk(0, "Staff get 27 days of leave."), chunk(1, "Report sickness early.")], vectors, TITAN) == 2
     (mapping,) = index.client.indices.get_mapping(index="citewell-chunks").values()
     assert mapping["mappings"]["properties"]["vector"]["dimension"] == 1024
+    # Vectors are searched, never stored a second time in _source (nor sent back, nor snapshotted there).
+    assert mapping["mappings"]["_source"] == {"excludes": ["vector"]}
+    (row,) = index.client.search(index="citewell-chunks", body={"query": {"term": {"chunk_id": "handbook.md#0#1"}}})["hits"]["hits"]
+    assert "vector" not in row["_source"] and row["_source"]["body"] == "Report sickness early."
     caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
     found = index.lanes("annual leave", vectors[1], TITAN, caller, 5)
     assert found["vector"][0].chunk_id == "handbook.md#0#1" and found["bm25"][0].chunk_id == "handbook.md#0#0"
@@ -67,6 +71,30 @@ def test_a_container_reads_the_mapping_once(knn_proxy):
     for _ in range(3):
         index.lanes("leave", unit(1, 1024)[0], TITAN, caller, 5)
     assert [path for _, _, path in knn_proxy.calls] == ["/citewell-chunks/_msearch"] * 3
+
+
+def test_bulk_and_msearch_go_to_the_alias_and_name_no_index_in_their_bodies(knn_proxy):
+    """The domain refuses a body naming an index (the stand-in too), so the index a role may
+    reach is the one in the path: the alias's."""
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    vectors = unit(1, 1024)
+    index.upsert([chunk(0, "Staff get 27 days of leave.")], vectors, TITAN)
+    assert index.lanes("leave", vectors[0], TITAN, Identity(tenant="northpier", roles=frozenset({"staff"})), 5)["vector"]
+    multi = [(method, path) for _, method, path in knn_proxy.calls if path.endswith(("/_bulk", "/_msearch"))]
+    assert multi == [("POST", "/citewell-chunks/_bulk"), ("POST", "/citewell-chunks/_msearch")]
+
+
+def test_a_refused_bulk_says_why_without_the_text_it_carried(knn_proxy):
+    """A bulk the domain refuses as a whole (429 under load) fails the write; its message, which
+    goes to logs and X-Ray, names the rows and the reason, never their text."""
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    index.upsert([chunk(0, "Staff get 27 days of leave.")], unit(1, 1024), TITAN)
+    knn_proxy.overloaded.add("_bulk")
+    with pytest.raises(RetrievalUnavailable) as refused:
+        index.upsert([chunk(0, "Staff get 28 days of leave."), chunk(1, "Report sickness early.")], unit(2, 1024), TITAN)
+    message = str(refused.value)
+    assert "2 of 2" in message and "429" in message and "es_rejected_execution_exception" in message, message
+    assert "northpier|r1|handbook.md#0#0" in message and "days of leave" not in message and "sickness" not in message
 
 
 def test_deletes_are_not_merged_inline_and_the_expunge_is_asked_for_without_waiting(knn_proxy):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from botocore.awsrequest import AWSResponse
 
+from citewell.aws.objects import ObjectsNotDeleted
 from citewell.errors import InvalidInput, NotFound
 from citewell.keys import chunks_key, document_prefix, parse_key, raw_key
 from citewell.local.objects import FolderObjectStore
@@ -52,6 +54,62 @@ def test_s3_delete_removes_every_version(monkeypatch):
         left = client.list_object_versions(Bucket="citewell-versions", Prefix="raw/t/doc.md")
         assert [v["Key"] for v in left.get("Versions", [])] == ["raw/t/doc.md.bak"]
         assert left.get("DeleteMarkers", []) == []
+
+
+class KeptVersions:
+    """S3 keeping versions it was asked to delete, as DeleteObjects reports it: 200, the others
+    deleted, and each kept one in ``Errors`` (moto never fails a delete by itself). The first
+    ``times`` calls keep the oldest version of each key."""
+
+    def __init__(self, client, times: int, code: str = "InternalError") -> None:
+        self.times, self.code, self.kept, self.sent = times, code, [], True
+        client.meta.events.register("before-parameter-build.s3.DeleteObjects", self.keep)
+        client.meta.events.register("before-call.s3.DeleteObjects", self.answer)
+        client.meta.events.register("after-call.s3.DeleteObjects", self.report)
+
+    def keep(self, params, **_):
+        self.kept, self.sent = [], True
+        if self.times <= 0:
+            return
+        self.times -= 1
+        objects = params["Delete"]["Objects"]
+        oldest = {}
+        for item in objects:  # listed newest first: the last of each key is its oldest version
+            oldest[item["Key"]] = item
+        self.kept = list(oldest.values())
+        deleted = [o for o in objects if o not in self.kept]
+        self.sent = bool(deleted)  # S3 takes no empty list: with nothing to delete, answer without sending
+        params["Delete"]["Objects"] = deleted or objects
+
+    def answer(self, **_):
+        if self.sent:
+            return None
+        return AWSResponse("https://s3.invalid/", 200, {}, None), {"ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}}}
+
+    def report(self, parsed, **_):
+        parsed.setdefault("Errors", []).extend(
+            {"Key": o["Key"], "VersionId": o["VersionId"], "Code": self.code, "Message": "We encountered an internal error."}
+            for o in self.kept)
+
+
+def test_s3_delete_tries_again_what_s3_kept(monkeypatch):
+    with moto_bucket(monkeypatch, "citewell-kept") as s3:
+        for body in (b"1", b"2", b"3"):
+            s3.put("raw/t/doc.md", body)
+        refusing = KeptVersions(s3.client, times=1)
+        assert s3.delete("raw/t/doc.md") == 1
+        assert refusing.times == 0 and s3.client.list_object_versions(Bucket="citewell-kept").get("Versions", []) == []
+
+
+def test_s3_delete_is_not_done_while_s3_keeps_a_version(monkeypatch):
+    with moto_bucket(monkeypatch, "citewell-kept") as s3:
+        for body in (b"1", b"2"):
+            s3.put("raw/t/doc.md", body)
+        KeptVersions(s3.client, times=10, code="AccessDenied")
+        with pytest.raises(ObjectsNotDeleted, match="raw/t/doc.md.*AccessDenied"):
+            s3.delete("raw/t/doc.md")
+        left = s3.client.list_object_versions(Bucket="citewell-kept")["Versions"]
+        assert [v["Key"] for v in left] == ["raw/t/doc.md"]  # the oldest version, which S3 kept
 
 
 LONG_IDS = [

@@ -11,13 +11,14 @@ import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 cdk = pytest.importorskip("aws_cdk")
-from aws_cdk.assertions import Match, Template  # noqa: E402
+from aws_cdk.assertions import Annotations, Match, Template  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "infra"))
 from stacks.citewell import CitewellStack, ConfigError, StackConfig  # noqa: E402
 
 CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
+FLAGS = {name: value for name, value in CONTEXT.items() if name.startswith("@aws-cdk")}  # synthesized as `cdk deploy` does
 
 
 def built_layer(tmp_path_factory) -> Path:
@@ -27,11 +28,14 @@ def built_layer(tmp_path_factory) -> Path:
     return layer
 
 
-def synth(tmp_path_factory, **config: object) -> Template:
-    app = cdk.App(outdir=str(tmp_path_factory.mktemp("cdk.out")))
+def build(tmp_path_factory, **config: object) -> CitewellStack:
+    app = cdk.App(outdir=str(tmp_path_factory.mktemp("cdk.out")), context=FLAGS)
     config.setdefault("layer_path", str(built_layer(tmp_path_factory)))
-    stack = CitewellStack(app, "Citewell", config=StackConfig(**config))
-    return Template.from_stack(stack)
+    return CitewellStack(app, "Citewell", config=StackConfig(**config))
+
+
+def synth(tmp_path_factory, **config: object) -> Template:
+    return Template.from_stack(build(tmp_path_factory, **config))
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +63,75 @@ def test_the_search_domain_is_encrypted_and_reached_through_iam_with_no_manual_s
     props = domain["Properties"]
     assert props["EncryptionAtRestOptions"] == {"Enabled": True} and props["NodeToNodeEncryptionOptions"] == {"Enabled": True}
     assert props["DomainEndpointOptions"]["EnforceHTTPS"] is True
+    assert props["DomainEndpointOptions"]["TLSSecurityPolicy"] == "Policy-Min-TLS-1-2-PFS-2023-10"  # the newest: TLS 1.2-1.3, PFS
     # No fine-grained access control, so no OpenSearch role must be mapped by hand after a deploy:
     assert not props.get("AdvancedSecurityOptions", {}).get("Enabled")
     # the domain's resource policy delegates to IAM, set by the stack itself.
     (policy,) = [r for r in template.find_resources("Custom::OpenSearchAccessPolicy").values()]
     assert "es:ESHttp*" in json.dumps(policy["Properties"])
+
+
+def test_a_request_body_cannot_name_an_index_so_the_roles_index_paths_hold(template):
+    """With ``rest.action.multi.allow_explicit_index`` true, a ``_bulk`` or ``_msearch`` granted
+    anywhere could name any index in its body; the domain refuses that, and no role is granted
+    a path outside the alias and the indexes behind it (the domain's root ``_bulk`` is not)."""
+    (domain,) = template.find_resources("AWS::OpenSearchService::Domain").values()
+    assert domain["Properties"]["AdvancedOptions"] == {"rest.action.multi.allow_explicit_index": "false"}
+    paths = set()
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if any(a.startswith("es:ESHttp") for a in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])):
+                for resource in statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]:
+                    paths.add(resource["Fn::Join"][1][-1])  # the domain's ARN, then the path
+    assert paths and all(p.startswith(("/citewell-chunks", "/_alias/citewell-chunks")) for p in paths), paths
+
+
+def test_the_production_profile_spreads_three_data_nodes_over_three_zones_with_dedicated_masters(tmp_path_factory, template):
+    def cluster(synthesized: Template) -> dict:
+        (domain,) = synthesized.find_resources("AWS::OpenSearchService::Domain").values()
+        return domain["Properties"]["ClusterConfig"]
+
+    default = cluster(template)
+    assert (default["InstanceCount"], default["ZoneAwarenessConfig"], default["ZoneAwarenessEnabled"]) == (
+        2, {"AvailabilityZoneCount": 2}, True)
+    assert not default.get("DedicatedMasterEnabled") and "DedicatedMasterCount" not in default
+    production = cluster(synth(tmp_path_factory, profile="production"))
+    assert (production["InstanceCount"], production["ZoneAwarenessConfig"], production["ZoneAwarenessEnabled"]) == (
+        3, {"AvailabilityZoneCount": 3}, True)
+    assert (production["DedicatedMasterEnabled"], production["DedicatedMasterCount"], production["DedicatedMasterType"]) == (
+        True, 3, "m6g.large.search")
+    assert production["InstanceType"] == default["InstanceType"] and production["MultiAZWithStandbyEnabled"] is False
+    assert CONTEXT["profile"] == "default"  # cdk.json keeps the default; -c profile=production asks for it
+    assert StackConfig.from_context(cdk.App(context={"profile": "production"}).node).profile == "production"
+    with pytest.raises(ConfigError, match="profile"):
+        synth(tmp_path_factory, profile="large")
+
+
+def test_the_cdk_it_requires_has_the_engine_version_it_deploys():
+    """aws-cdk-lib 2.195.0 is the first release with EngineVersion.OPENSEARCH_2_19 (2.194.0 has
+    none; TLSSecurityPolicy.TLS_1_2_PFS is older): a lower bound below it installs a CDK that
+    cannot synthesize the stack."""
+    import re
+    import tomllib
+
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    (bound,) = [re.fullmatch(r"aws-cdk-lib>=([\d.]+)", d).group(1) for d in dev if d.startswith("aws-cdk-lib")]
+    assert tuple(int(n) for n in bound.split(".")) >= (2, 195)
+    assert "OPENSEARCH_2_19" in (ROOT / "infra" / "stacks" / "search.py").read_text()
+
+
+def test_cdk_json_sets_the_feature_flags_cdk_init_writes_for_this_cdk():
+    """What ``cdk init`` writes for the installed aws-cdk-lib (its recommended-feature-flags.json),
+    so the stack is built with today's defaults and not those of CDK 2.0. One is left unset:
+    ``useCdkManagedLogGroup`` adds a log group kept two years for the CDK's own custom-resource
+    function, outside ``log_retention_days``."""
+    import tarfile
+
+    (assembly,) = (Path(cdk.__file__).parent / "_jsii").glob("aws-cdk-lib@*.jsii.tgz")
+    with tarfile.open(assembly) as package:
+        recommended = json.load(package.extractfile("package/recommended-feature-flags.json"))
+    recommended.pop("@aws-cdk/aws-lambda:useCdkManagedLogGroup")
+    assert FLAGS == recommended
 
 
 def test_serverless_is_refused_and_says_why():
@@ -174,8 +242,8 @@ def test_every_route_needs_the_jwt_authorizer(template):
 def test_audit_schedule_and_alarms_to_a_topic(tmp_path_factory, template):
     template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(6 hours)"})
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
-    dead_letter = [a for a in alarms.values() if a["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"]
-    errors = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"]
+    dead_letter = [a for a in alarms.values() if a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"]
+    errors = [a for a in alarms.values() if a["Properties"].get("MetricName") == "Errors"]
     assert len(dead_letter) == 5 and len(errors) == 7
     (topic,) = template.find_resources("AWS::SNS::Topic")
     assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values())
@@ -190,3 +258,50 @@ def test_no_function_may_do_everything_everywhere(template):
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             assert not ("*" in actions and "*" in resources), statement
             assert not any(a.endswith(":*") for a in actions) or "*" not in resources, statement
+
+
+def test_the_domain_the_api_and_the_audit_are_alarmed(template):
+    """As AWS recommends for OpenSearch Service (AWS/ES by DomainName and ClientId); the HTTP
+    API's 5xx (its handler answers an unexpected error with a 500, so no function error shows
+    it); and the audit's metrics, in the namespace and service dimension its handler emits them."""
+    alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
+    single = {a["MetricName"]: a for a in alarms if "MetricName" in a}
+    (domain,) = template.find_resources("AWS::OpenSearchService::Domain")
+    volume = template.find_resources("AWS::OpenSearchService::Domain")[domain]["Properties"]["EBSOptions"]["VolumeSize"]
+    expected = {  # metric: statistic, threshold, comparison, minutes in a row
+        "ClusterStatus.red": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 1),
+        "FreeStorageSpace": ("Minimum", volume * 1024 // 4, "LessThanOrEqualToThreshold", 1),  # 25% of a node's MiB
+        "JVMMemoryPressure": ("Maximum", 95, "GreaterThanOrEqualToThreshold", 3),
+        "AutomatedSnapshotFailure": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 1),
+    }
+    for name, (statistic, threshold, comparison, periods) in expected.items():
+        alarm = single[name]
+        assert alarm["Namespace"] == "AWS/ES" and sorted(alarm["Dimensions"], key=lambda d: d["Name"]) == [
+            {"Name": "ClientId", "Value": {"Ref": "AWS::AccountId"}}, {"Name": "DomainName", "Value": {"Ref": domain}}], name
+        assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"], alarm["Period"], alarm["EvaluationPeriods"]) == (
+            statistic, threshold, comparison, 60, periods), name
+    (api,) = template.find_resources("AWS::ApiGatewayV2::Api")
+    server = single["5xx"]
+    assert server["Namespace"] == "AWS/ApiGateway" and server["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": api}}]
+    assert (server["Statistic"], server["Threshold"], server["ComparisonOperator"]) == ("Sum", 1, "GreaterThanOrEqualToThreshold")
+
+    emitted = (ROOT / "shared" / "citewell" / "aws" / "handlers.py").read_text()
+    assert 'Metrics(namespace="citewell", service="citewell-audit")' in emitted
+    audit_dims = [{"Name": "service", "Value": "citewell-audit"}]
+    expunge = single["ExpungeFailed"]
+    assert 'name="ExpungeFailed"' in emitted and expunge["Namespace"] == "citewell" and expunge["Dimensions"] == audit_dims
+    (unrepaired,) = [a for a in alarms if "Metrics" in a]  # what the audit found and could not repair
+    used = {m["Id"]: m for m in unrepaired["Metrics"]}
+    assert [m["Expression"] for m in used.values() if "Expression" in m] == ["findings - repairs"]
+    for id_, name in (("findings", "AuditFindings"), ("repairs", "AuditRepairs")):
+        metric = used[id_]["MetricStat"]["Metric"]
+        assert f'name="{name}"' in emitted and (metric["Namespace"], metric["MetricName"], metric["Dimensions"]) == (
+            "citewell", name, audit_dims)
+    assert (unrepaired["Threshold"], unrepaired["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+
+
+def test_synthesis_warns_when_nobody_is_subscribed_to_the_alarms(tmp_path_factory):
+    unsubscribed = Annotations.from_stack(build(tmp_path_factory))
+    unsubscribed.has_warning("/Citewell/Alarms", Match.string_like_regexp("no alarm_email"))
+    subscribed = Annotations.from_stack(build(tmp_path_factory, alarm_email="ops@example.com"))
+    subscribed.has_no_warning("*", Match.string_like_regexp("alarm_email"))

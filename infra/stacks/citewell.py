@@ -15,7 +15,7 @@ from constructs import Construct, Node
 from stacks.api import Api
 from stacks.functions import Functions
 from stacks.monitoring import Alarms
-from stacks.search import Search
+from stacks.search import PROFILES, Search
 from stacks.storage import Storage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +44,7 @@ class StackConfig:
     max_concurrency: dict[str, int] = field(default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4})
     batch_size: dict[str, int] = field(default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1})
     api_reserved_concurrency: int | None = None
+    profile: str = "default"  # the search domain's nodes: default | production (stacks/search.py PROFILES)
 
     @classmethod
     def from_context(cls, node: Node) -> StackConfig:
@@ -74,6 +75,8 @@ class StackConfig:
             raise ConfigError("context generator must be 'extractive' or 'bedrock'")
         if self.generator == "bedrock" and not self.generator_model:
             raise ConfigError("context generator=bedrock needs generator_model (a Bedrock model or inference profile id)")
+        if self.profile not in PROFILES:
+            raise ConfigError(f"context profile must be one of {', '.join(sorted(PROFILES))}")
         if set(self.max_concurrency) != set(self.batch_size) or any(v < 2 for v in self.max_concurrency.values()):
             raise ConfigError("context max_concurrency names every queue-fed stage, each at least 2 (Lambda's floor)")
 
@@ -108,7 +111,8 @@ class CitewellStack(cdk.Stack):
             description="citewell core and its dependencies (make layer)",
         )
         storage = Storage(self, "Storage", noncurrent_version_days=config.noncurrent_version_days)
-        search = Search(self, "Search")
+        search = Search(self, "Search", profile=config.profile)
         functions = Functions(self, "Functions", storage=storage, search=search, layer=layer, config=config)
-        Api(self, "Api", handler=functions.api, issuer=config.jwt_issuer, audience=config.jwt_audience)
-        Alarms(self, "Alarms", queues=functions.dead_letter_queues, functions=functions.all, email=config.alarm_email)
+        api = Api(self, "Api", handler=functions.api, issuer=config.jwt_issuer, audience=config.jwt_audience)
+        Alarms(self, "Alarms", queues=functions.dead_letter_queues, functions=functions.all, email=config.alarm_email,
+               domain=search.domain, volume_gib=search.volume_gib, http_api=api.http_api)

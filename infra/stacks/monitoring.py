@@ -1,35 +1,83 @@
 """Alarms, sent to one SNS topic (an email subscription from context ``alarm_email``): anything
-in a dead-letter queue, and any function error."""
+in a dead-letter queue, any function error, any 5xx the API answers, the search domain's health
+(red cluster, free storage, JVM memory pressure, a failed automated snapshot), an audit finding
+it could not repair, and an expunge the domain refused.
+
+The API handler answers an unexpected exception with a 500 instead of raising, so its Lambda
+``Errors`` alarm never sees one: the 5xx alarm on the HTTP API does. A topic nobody subscribes
+to alarms nobody, so synthesis warns when ``alarm_email`` is not given."""
 
 from __future__ import annotations
 
+import aws_cdk as cdk
+from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_opensearchservice as opensearch
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+AT_LEAST = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+AT_MOST = cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD
+MINUTE = cdk.Duration.minutes(1)
+# What the audit function emits (citewell.aws.handlers.audit_handler, Powertools' EMF: the
+# service is a dimension of every metric).
+NAMESPACE, AUDIT_SERVICE = "citewell", "citewell-audit"
+
 
 class Alarms(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, queues: list[sqs.Queue], functions: list[lambda_.Function],
-                 email: str | None) -> None:
+                 email: str | None, domain: opensearch.Domain, volume_gib: int, http_api: apigw.HttpApi) -> None:
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(self, "Alarms", display_name="citewell alarms", enforce_ssl=True)
         if email:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
-        notify = actions.SnsAction(self.topic)
+        else:
+            cdk.Annotations.of(self).add_warning_v2(
+                "citewell:alarm-subscriber", "no alarm_email: the alarms notify an SNS topic nobody is subscribed to; pass "
+                "-c alarm_email=ops@example.com, or subscribe to the topic yourself")
+        self._notify = actions.SnsAction(self.topic)
+
         for n, queue in enumerate(queues):
-            queue.metric_approximate_number_of_messages_visible().create_alarm(
-                self, f"DeadLetters{n}", threshold=1, evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                alarm_description="messages were dead-lettered: a document failed more than the retry limit",
-            ).add_alarm_action(notify)
+            self._alarm(f"DeadLetters{n}", queue.metric_approximate_number_of_messages_visible(), 1, AT_LEAST,
+                        "messages were dead-lettered: a document failed more than the retry limit", missing=False)
         for n, fn in enumerate(functions):
-            fn.metric_errors().create_alarm(
-                self, f"Errors{n}", threshold=1, evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=f"{fn.node.id} raised an error",
-            ).add_alarm_action(notify)
+            self._alarm(f"Errors{n}", fn.metric_errors(), 1, AT_LEAST, f"{fn.node.id} raised an error")
+        self._alarm("Api5xx", http_api.metric_server_error(period=MINUTE, statistic="Sum"), 1, AT_LEAST,
+                    "the API answered 5xx: an unexpected error (the handler answers it, so no function error shows it)")
+
+        # The domain, as AWS recommends for OpenSearch Service (AWS/ES, by DomainName and ClientId).
+        self._alarm("ClusterRed", domain.metric_cluster_status_red(period=MINUTE, statistic="Maximum"), 1, AT_LEAST,
+                    "the search domain is red: a primary shard and its replicas are unassigned", missing=False)
+        self._alarm("FreeStorage", domain.metric_free_storage_space(period=MINUTE, statistic="Minimum"),
+                    volume_gib * 1024 // 4, AT_MOST, "a search node is down to 25% of its storage (MiB)", missing=False)
+        self._alarm("JvmPressure", domain.metric_jvm_memory_pressure(period=MINUTE, statistic="Maximum"), 95, AT_LEAST,
+                    "search nodes' JVM memory pressure is at 95%: out-of-memory errors are near", periods=3, missing=False)
+        self._alarm("SnapshotFailed", domain.metric_automated_snapshot_failure(period=MINUTE, statistic="Maximum"), 1,
+                    AT_LEAST, "an automated snapshot of the search domain failed")
+
+        # The audit's own metrics: what it found and could not repair, and an expunge the domain refused.
+        def audit(name: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(namespace=NAMESPACE, metric_name=name, dimensions_map={"service": AUDIT_SERVICE},
+                                     statistic="Sum", period=cdk.Duration.hours(1))
+
+        unrepaired = cloudwatch.MathExpression(expression="findings - repairs", label="unrepaired audit findings",
+                                               using_metrics={"findings": audit("AuditFindings"), "repairs": audit("AuditRepairs")},
+                                               period=cdk.Duration.hours(1))
+        self._alarm("AuditUnrepaired", unrepaired, 1, AT_LEAST,
+                    "the audit found what it could not repair: see its 'audit finding' log lines")
+        self._alarm("ExpungeFailed", audit("ExpungeFailed"), 1, AT_LEAST,
+                    "the audit could not ask the search domain to expunge deleted rows")
+
+    def _alarm(self, name: str, metric: cloudwatch.Metric | cloudwatch.MathExpression, threshold: float, comparison: cloudwatch.ComparisonOperator,
+               description: str, periods: int = 1, missing: bool = True) -> cloudwatch.Alarm:
+        """``missing``: no data is no event (a function that did not run, a metric only emitted on failure)."""
+        alarm = metric.create_alarm(
+            self, name, threshold=threshold, evaluation_periods=periods, comparison_operator=comparison,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING if missing else None,
+            alarm_description=description)
+        alarm.add_alarm_action(self._notify)
+        return alarm

@@ -2,12 +2,17 @@
 
 Fine-grained access control is off, so no OpenSearch role has to be mapped by hand after a
 deploy: the domain's resource policy delegates to IAM (the account's principals), and each
-function role's identity policy names the HTTP verbs and index paths it uses. OpenSearch
+function role's identity policy names the HTTP verbs and index paths it uses. Those paths hold
+because the domain refuses an index named in a request body
+(``rest.action.multi.allow_explicit_index: false``): a ``_bulk`` or ``_msearch`` reaches only
+the index in its path, so every one is sent to the alias's (or a migration's index's). OpenSearch
 Serverless is not offered: its vector collections take no custom document ids, no
 ``refresh``, no ``_delete_by_query`` and no force merge, which the deletion guarantee rests on.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
@@ -16,24 +21,51 @@ from aws_cdk import aws_opensearchservice as opensearch
 from constructs import Construct
 
 ALIAS = "citewell-chunks"  # the alias and the prefix of every index behind it (CITEWELL_INDEX_ALIAS)
-READ = ("es:ESHttpHead", "es:ESHttpGet", "es:ESHttpPost")  # lookups, _search, _msearch, _count, _delete_by_query
+READ = ("es:ESHttpHead", "es:ESHttpGet", "es:ESHttpPost")  # lookups, _search, _msearch, _count, _delete_by_query, _bulk
 WRITE = ("es:ESHttpPut",)  # create an index and its alias
 
 
+@dataclass(frozen=True)
+class Capacity:
+    """The domain's nodes: data nodes spread over ``zones`` Availability Zones, and ``masters``
+    dedicated master nodes (none: the data nodes elect a master among themselves)."""
+
+    data_nodes: int
+    zones: int
+    masters: int
+    data_node_type: str = "r6g.large.search"
+    master_node_type: str = "m6g.large.search"
+    volume_gib: int = 50  # gp3, per data node
+
+
+# Context ``profile``. The default keeps each shard's replica in the other zone, but its two data
+# nodes are also its only master-eligible nodes: losing one can leave the cluster without a
+# master, and cluster management competes with search. Production spreads three data nodes over
+# three zones, and three dedicated masters keep a quorum when a zone goes.
+PROFILES = {
+    "default": Capacity(data_nodes=2, zones=2, masters=0),
+    "production": Capacity(data_nodes=3, zones=3, masters=3),
+}
+
+
 class Search(Construct):
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, profile: str = "default") -> None:
         super().__init__(scope, construct_id)
+        capacity = PROFILES[profile]
+        self.volume_gib = capacity.volume_gib
+        masters = {"master_nodes": capacity.masters, "master_node_instance_type": capacity.master_node_type} if capacity.masters else {}
         self.domain = opensearch.Domain(
             self, "Domain",
             version=opensearch.EngineVersion.OPENSEARCH_2_19,
-            capacity=opensearch.CapacityConfig(data_nodes=2, data_node_instance_type="r6g.large.search",
-                                               multi_az_with_standby_enabled=False),
-            ebs=opensearch.EbsOptions(volume_size=50, volume_type=ec2.EbsDeviceVolumeType.GP3),
-            zone_awareness=opensearch.ZoneAwarenessConfig(enabled=True, availability_zone_count=2),
+            capacity=opensearch.CapacityConfig(data_nodes=capacity.data_nodes, data_node_instance_type=capacity.data_node_type,
+                                               multi_az_with_standby_enabled=False, **masters),  # type: ignore[arg-type]
+            ebs=opensearch.EbsOptions(volume_size=self.volume_gib, volume_type=ec2.EbsDeviceVolumeType.GP3),
+            zone_awareness=opensearch.ZoneAwarenessConfig(enabled=True, availability_zone_count=capacity.zones),
             node_to_node_encryption=True,
             encryption_at_rest=opensearch.EncryptionAtRestOptions(enabled=True),
             enforce_https=True,
-            tls_security_policy=opensearch.TLSSecurityPolicy.TLS_1_2,
+            tls_security_policy=opensearch.TLSSecurityPolicy.TLS_1_2_PFS,  # TLS 1.2 and 1.3, forward-secret ciphers only
+            advanced_options={"rest.action.multi.allow_explicit_index": "false"},
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
         account = cdk.Stack.of(self).account
@@ -59,7 +91,7 @@ class Search(Construct):
         role.add_to_principal_policy(iam.PolicyStatement(actions=list(READ), resources=self._paths()))
 
     def grant_index(self, role: iam.IRole) -> None:
-        """Also create the index for an embedder identity, its alias, and bulk-write rows."""
+        """Also create the index for an embedder identity and its alias; rows are bulk-written
+        on the alias's path (``POST citewell-chunks/_bulk``), never the domain's root."""
         self.grant_query(role)
         role.add_to_principal_policy(iam.PolicyStatement(actions=list(WRITE), resources=self._paths()))
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["es:ESHttpPost"], resources=[f"{self.domain.domain_arn}/_bulk"]))

@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from citewell.api.events import check_body, handle, one_id_segment
 from citewell.api.routes import ApiBackend, build_resolver, openapi_document
+from citewell.aws import UNTRACED
 from citewell.aws.settings import services_from_env
 
 __all__ = ["app", "check_body", "handler", "one_id_segment", "openapi_document"]
@@ -37,7 +38,7 @@ app = build_resolver(aws_backend)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(**UNTRACED)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(app, event, context)
 

@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes import S3Event
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from citewell.aws import UNTRACED
 from citewell.aws.forms import Notified
 from citewell.aws.pipeline import run_stage
 from citewell.aws.settings import services_from_env
@@ -37,7 +38,7 @@ def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> C
     metrics = Metrics(namespace="citewell", service=f"citewell-{stage}")
     processor = BatchProcessor(event_type=EventType.SQS)
 
-    @tracer.capture_method
+    @tracer.capture_method(**UNTRACED)
     def record_handler(record: SQSRecord) -> None:
         _, services = services_from_env()
         for notified in notified_objects(record, events):
@@ -46,7 +47,7 @@ def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> C
             metrics.add_metric(name="ObjectsProcessed", unit=MetricUnit.Count, value=1)
 
     @logger.inject_lambda_context
-    @tracer.capture_lambda_handler
+    @tracer.capture_lambda_handler(**UNTRACED)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))
@@ -64,7 +65,7 @@ def audit_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     metrics = Metrics(namespace="citewell", service="citewell-audit")
 
     @logger.inject_lambda_context
-    @tracer.capture_lambda_handler
+    @tracer.capture_lambda_handler(**UNTRACED)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         _, services = services_from_env()

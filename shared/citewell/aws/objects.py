@@ -9,6 +9,7 @@ SigV4 URL for the global endpoint breaks on the redirect to the region.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
@@ -16,6 +17,14 @@ from typing import Any, NamedTuple
 from citewell.errors import NotFound
 
 UPLOAD = "?uploadId="  # joins a key and the id of an unfinished multipart upload in a temporary's key
+DELETE_ATTEMPTS = 3  # DeleteObjects calls for the versions S3 reports it kept, before the delete raises
+GONE = ("NoSuchKey", "NoSuchVersion")  # a version S3 cannot find is not there: deleted
+
+
+class ObjectsNotDeleted(RuntimeError):
+    """S3 kept versions of a key it was asked to delete (DeleteObjects answers 200 and lists each
+    one in ``Errors``). The delete is not done: whoever asked retries it (a stage's message is
+    redelivered, the API answers 500, the audit finds the object again)."""
 
 
 class ObjectVersion(NamedTuple):
@@ -101,10 +110,26 @@ class S3ObjectStore:
                 if item["Key"] == key:
                     versions.append({"Key": key, "VersionId": item["VersionId"]})
         for offset in range(0, len(versions), 1000):
-            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": versions[offset : offset + 1000], "Quiet": True})
+            self._delete_versions(key, versions[offset : offset + 1000])
         if not versions and existed:  # an unversioned bucket
             self.client.delete_object(Bucket=self.bucket, Key=key)
         return 1 if existed else 0
+
+    def _delete_versions(self, key: str, versions: list[dict[str, str]]) -> None:
+        """Up to 1,000 versions in one DeleteObjects, then again those S3 reports it kept (a
+        throttle or an internal error is often gone a moment later); raises if some stay."""
+        for attempt in range(DELETE_ATTEMPTS):
+            if attempt:
+                time.sleep(0.1 * 2**attempt)
+            reply = self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": versions, "Quiet": True})
+            errors = [e for e in reply.get("Errors", []) if e.get("Code") not in GONE]
+            kept = {(e.get("Key"), e.get("VersionId")) for e in errors}
+            versions = [v for v in versions if (v["Key"], v["VersionId"]) in kept or (v["Key"], None) in kept]
+            if not versions:
+                return
+        first = errors[0]
+        raise ObjectsNotDeleted(f"S3 kept {len(versions)} version(s) of {key!r} after {DELETE_ATTEMPTS} attempts; "
+                                f"first: {first.get('Code')}: {first.get('Message')}")
 
     def versions(self, key: str) -> list[ObjectVersion]:
         """Every version of ``key`` (not delete markers), oldest first: S3 lists a key's versions newest first."""
