@@ -173,6 +173,18 @@ def test_the_cognito_id_token_carries_the_tenant_and_users_cannot_write_it(templ
     assert authorizer["Properties"]["JwtConfiguration"]["Audience"] == [{"Ref": client_id}]
 
 
+def test_users_sign_in_with_their_password_and_no_oauth_flow_points_at_example_com(template):
+    """The app client allowed SRP only, with the CDK's OAuth defaults (code and implicit grants to
+    https://example.com) and no domain to use them: `citewell login` signs in with USER_PASSWORD_AUTH."""
+    (client,) = template.find_resources("AWS::Cognito::UserPoolClient").values()
+    props = client["Properties"]
+    assert set(props["ExplicitAuthFlows"]) == {"ALLOW_USER_PASSWORD_AUTH", "ALLOW_USER_SRP_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"}
+    assert not props.get("AllowedOAuthFlowsUserPoolClient") and not {"CallbackURLs", "AllowedOAuthFlows"} & set(props)
+    assert "example.com" not in json.dumps(template.to_json())
+    assert props["PreventUserExistenceErrors"] == "ENABLED"  # a wrong user name is told apart from a wrong password by no one
+    assert not props.get("GenerateSecret")  # a command line cannot keep a client secret
+
+
 def test_replaced_versions_expire_and_unfinished_uploads_are_aborted(template):
     (bucket,) = template.find_resources("AWS::S3::Bucket").values()
     rules = {r["Id"]: r for r in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
