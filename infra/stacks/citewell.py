@@ -96,7 +96,8 @@ def layer_asset(config: StackConfig, scope: Construct) -> lambda_.Code:
     if not config.synth_only:
         raise ConfigError("; ".join(found) + " (or pass -c synth_only=true, or CITEWELL_SYNTH_ONLY=1, to check the "
                           "template without deploying it)")
-    cdk.Annotations.of(scope).add_warning_v2("citewell:layer", "synth_only: the layer is a placeholder; do not deploy this")
+    cdk.Annotations.of(scope).add_warning_v2("citewell:layer", f"synth_only: the layer is a placeholder ({'; '.join(found)}); "
+                                                               "do not deploy this")
     placeholder = Path(tempfile.mkdtemp(prefix="citewell-layer-"))
     (placeholder / "python").mkdir()
     return lambda_.Code.from_asset(str(placeholder))
