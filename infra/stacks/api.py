@@ -34,8 +34,11 @@ class Api(Construct):
                                     custom_attributes={"tenant": cognito.StringAttribute(mutable=False, min_len=1, max_len=64)},
                                     removal_policy=cdk.RemovalPolicy.RETAIN)
             # Users read their tenant in the ID token but can never write it (only an administrator sets it).
+            # They sign in with `citewell login` (USER_PASSWORD_AUTH, over TLS to Cognito) or SRP; there is no
+            # hosted UI, so no OAuth flow (the CDK's default would send codes to https://example.com).
             client = pool.add_client(
-                "Web", auth_flows=cognito.AuthFlow(user_srp=True),
+                "Web", auth_flows=cognito.AuthFlow(user_srp=True, user_password=True), disable_o_auth=True,
+                prevent_user_existence_errors=True, generate_secret=False,
                 read_attributes=cognito.ClientAttributes().with_standard_attributes(email=True).with_custom_attributes("tenant"),
                 write_attributes=cognito.ClientAttributes().with_standard_attributes(email=True),
             )

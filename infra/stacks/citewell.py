@@ -12,6 +12,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, Node
 
+from layer import problems, unzipped_bytes
 from stacks.api import Api
 from stacks.functions import Functions
 from stacks.monitoring import Alarms
@@ -86,15 +87,20 @@ class StackConfig:
 
 
 def layer_asset(config: StackConfig, scope: Construct) -> lambda_.Code:
-    """The built layer; without it a deployment would fail every import, so synthesis stops here
-    unless it was asked only to check the template."""
+    """The built layer. One that is not built, lacks what the embedder imports (embedder=minilm
+    needs onnxruntime, the model and tokenizers) or is over Lambda's 250 MB would deploy
+    functions that fail every import or every embedding, or fail the deployment itself: so
+    synthesis stops here, unless it was asked only to check the template."""
     path = config.layer()
-    if (path / "python" / "citewell" / "__init__.py").is_file():
+    functions = max(unzipped_bytes(folder) for folder in (ROOT / "functions").iterdir() if folder.is_dir())
+    found = problems(path, config.embedder, function_bytes=functions)
+    if not found:
         return lambda_.Code.from_asset(str(path))
     if not config.synth_only:
-        raise ConfigError(f"the Lambda layer is not built at {path}: run `make layer` before `cdk deploy` "
-                          "(or pass -c synth_only=true, or CITEWELL_SYNTH_ONLY=1, to check the template without deploying it)")
-    cdk.Annotations.of(scope).add_warning_v2("citewell:layer", "synth_only: the layer is a placeholder; do not deploy this")
+        raise ConfigError("; ".join(found) + " (or pass -c synth_only=true, or CITEWELL_SYNTH_ONLY=1, to check the "
+                          "template without deploying it)")
+    cdk.Annotations.of(scope).add_warning_v2("citewell:layer", f"synth_only: the layer is a placeholder ({'; '.join(found)}); "
+                                                               "do not deploy this")
     placeholder = Path(tempfile.mkdtemp(prefix="citewell-layer-"))
     (placeholder / "python").mkdir()
     return lambda_.Code.from_asset(str(placeholder))
@@ -108,7 +114,7 @@ class CitewellStack(cdk.Stack):
             self, "CoreLayer",
             code=layer_asset(config, self),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
-            description="citewell core and its dependencies (make layer)",
+            description=f"citewell core and its dependencies for embedder={config.embedder} (make layer)",
         )
         storage = Storage(self, "Storage", noncurrent_version_days=config.noncurrent_version_days)
         search = Search(self, "Search", profile=config.profile)
