@@ -17,7 +17,8 @@ import aws_cdk as cdk
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stacks.citewell import CitewellStack, StackConfig  # noqa: E402
+from stacks.citewell import CitewellStack  # noqa: E402
+from stacks.config import StackConfig  # noqa: E402
 
 
 def main() -> None:

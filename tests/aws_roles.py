@@ -38,7 +38,8 @@ def synthesize(tmp: Path) -> dict[str, Any]:
 
     if str(ROOT / "infra") not in sys.path:
         sys.path.insert(0, str(ROOT / "infra"))
-    from stacks.citewell import CitewellStack, StackConfig
+    from stacks.citewell import CitewellStack
+    from stacks.config import StackConfig
 
     layer = tmp / "layer"
     (layer / "python" / "citewell").mkdir(parents=True)

@@ -20,7 +20,8 @@ from aws_cdk.assertions import Annotations, Match, Template  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "infra"))
 from layer import EMBEDDER_PACKAGES, LIMIT, prune  # noqa: E402
-from stacks.citewell import CitewellStack, ConfigError, StackConfig  # noqa: E402
+from stacks.citewell import CitewellStack  # noqa: E402
+from stacks.config import ConfigError, StackConfig  # noqa: E402
 
 CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
 FLAGS = {name: value for name, value in CONTEXT.items() if name.startswith("@aws-cdk")}  # synthesized as `cdk deploy` does

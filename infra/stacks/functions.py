@@ -18,11 +18,12 @@ from aws_cdk import aws_s3_notifications as notifications
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks.config import ROOT
 from stacks.search import ALIAS, Search
 from stacks.storage import Storage
 
 if TYPE_CHECKING:
-    from stacks.citewell import StackConfig
+    from stacks.config import StackConfig
 
 MAX_RECEIVES = 5  # a message that fails this often goes to the dead-letter queue
 STAGES = ("raw", "parsed", "chunks", "embedded")  # object key prefixes, one per stage's output
@@ -51,7 +52,6 @@ class Functions(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, storage: Storage, search: Search,
                  layer: lambda_.ILayerVersion, config: StackConfig) -> None:
         super().__init__(scope, construct_id)
-        from stacks.citewell import ROOT
 
         stack = cdk.Stack.of(self)
         bucket, table = storage.bucket, storage.table

@@ -397,14 +397,3 @@ def migrate(services: Services, embedder: Embedder, batch: int = 256) -> dict[st
     index._mapped = None
     return {"identity": embedder.identity, "chunks": written, "switched": True, "dropped": previous}
 
-
-if __name__ == "__main__":  # python -m citewell.aws.search_index migrate, with the new embedder's CITEWELL_* settings
-    import json
-    import sys
-
-    from citewell.aws.settings import services_from_env
-
-    if sys.argv[1:] != ["migrate"]:
-        raise SystemExit("usage: python -m citewell.aws.search_index migrate")
-    _, found = services_from_env()
-    print(json.dumps(migrate(found, found.embedder)))

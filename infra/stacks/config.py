@@ -1,0 +1,78 @@
+"""The stack's configuration, read from the CDK context: what every construct of the stack builds from."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from constructs import Node
+
+from stacks.search import PROFILES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ConfigError(ValueError):
+    """A context value the stack cannot deploy with; the message says which and what to pass."""
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    layer_path: str = "build/layer"
+    synth_only: bool = False  # check the template without a built layer; never deploy such a synthesis
+    embedder: str = "bedrock"  # bedrock | minilm (a packaged model, no Bedrock grant)
+    embedding_model: str = "amazon.titan-embed-text-v2:0"
+    generator: str = "extractive"  # extractive | bedrock
+    generator_model: str | None = None  # a Bedrock model or inference profile id, with generator=bedrock
+    tenant_claim: str = "custom:tenant"
+    roles_claim: str = "cognito:groups"
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    alarm_email: str | None = None
+    log_retention_days: int = 90
+    noncurrent_version_days: int = 7
+    # per stage: the most concurrent invocations SQS starts (Lambda's floor is 2) and the batch size
+    max_concurrency: dict[str, int] = field(default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4})
+    batch_size: dict[str, int] = field(default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1})
+    api_reserved_concurrency: int | None = None
+    profile: str = "default"  # the search domain's nodes: default | production (stacks/search.py PROFILES)
+
+    @classmethod
+    def from_context(cls, node: Node) -> StackConfig:
+        if node.try_get_context("search") not in (None, "domain"):
+            raise ConfigError("context search=serverless is not offered: OpenSearch Serverless vector collections take no "
+                              "custom document ids, refresh, _delete_by_query or force merge, which deletion rests on; "
+                              "the stack deploys a managed domain")
+        values: dict[str, Any] = {name: node.try_get_context(name) for name in cls.__dataclass_fields__}
+        if os.environ.get("CITEWELL_SYNTH_ONLY"):
+            values["synth_only"] = True
+        if isinstance(values.get("synth_only"), str):
+            values["synth_only"] = values["synth_only"].lower() == "true"
+        for name in ("log_retention_days", "noncurrent_version_days", "api_reserved_concurrency"):
+            if isinstance(values.get(name), str):
+                values[name] = int(values[name])
+        return cls(**{k: v for k, v in values.items() if v is not None})
+
+    def check(self) -> None:
+        """Refuse what would deploy but not work."""
+        if self.jwt_issuer is not None and not (self.jwt_audience or "").strip():
+            raise ConfigError("context jwt_issuer needs jwt_audience too (the client id your identity provider puts in the "
+                              "token's aud claim): pass -c jwt_audience=...")
+        if self.jwt_audience is not None and self.jwt_issuer is None:
+            raise ConfigError("context jwt_audience is only used with jwt_issuer; the bundled Cognito pool sets its own")
+        if self.embedder not in ("bedrock", "minilm"):
+            raise ConfigError("context embedder must be 'bedrock' or 'minilm'")
+        if self.generator not in ("extractive", "bedrock"):
+            raise ConfigError("context generator must be 'extractive' or 'bedrock'")
+        if self.generator == "bedrock" and not self.generator_model:
+            raise ConfigError("context generator=bedrock needs generator_model (a Bedrock model or inference profile id)")
+        if self.profile not in PROFILES:
+            raise ConfigError(f"context profile must be one of {', '.join(sorted(PROFILES))}")
+        if set(self.max_concurrency) != set(self.batch_size) or any(v < 2 for v in self.max_concurrency.values()):
+            raise ConfigError("context max_concurrency names every queue-fed stage, each at least 2 (Lambda's floor)")
+
+    def layer(self) -> Path:
+        path = Path(self.layer_path)
+        return path if path.is_absolute() else ROOT / path
