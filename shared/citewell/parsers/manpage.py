@@ -16,22 +16,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
+from citewell.parsers.man_events import HEADER, OVERSTRIKE, Code, Event, Heading, Item, Paragraph, roff_first
 from citewell.parsers.records import record
+from citewell.parsers.roff import roff_events
 from citewell.parsers.sniff import MIME, Kind
 from citewell.parsers.titles import choose
 
 RECORD_WORDS = 110  # the chunker's budget is 200 tokens; man text runs about 1.4 tokens a word
 
-# "GIT-STASH(1)   Git Manual   GIT-STASH(1)", "LS(1)   LS(1)": the page name, then the same again.
-_HEADER = re.compile(r"^(?P<page>[^\s()]+\([0-9][\w]*\))(?:\s+.*)?\s+(?P=page)\s*$")
 # "Git 2.39.5    10/07/2025    GIT-STASH(1)", "systemd 252    JOURNALD.CONF(5)"
 _FOOTER = re.compile(r"^\S.*\S\s{3,}(?:.*\s{2,})?[^\s()]+\([0-9][\w]*\)\s*$")
-_OVERSTRIKE = re.compile(r".\x08")  # "N\bNA\bA": bold and underline as a terminal draws them
-_ROFF_START = re.compile(r"^\.(?:TH|Dd|SH|Sh)\b", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 # The field that names a tag is what its section lists: "OPTIONS" lists options, "EXIT VALUES"
@@ -40,65 +37,11 @@ _TAG_FIELD = {"DESCRIPTION": "term", "ENVIRONMENT": "variable", "CONFIGURATION":
 _SINGULAR = re.compile(r"(?<![su])s$")  # "OPTIONS" -> "option"; "EXIT STATUS" stays
 
 
-@dataclass
-class _Heading:
-    level: int
-    text: str
-
-
-@dataclass
-class _Paragraph:
-    text: str
-
-
-@dataclass
-class _Code:
-    text: str
-
-
-@dataclass
-class _Item:
-    """A tag and what describes it: paragraphs, and examples indented deeper (as code)."""
-
-    tag: str
-    parts: list[_Paragraph | _Code] = field(default_factory=list)
-
-
-_Event = _Heading | _Paragraph | _Code | _Item
-
-
-def looks_like_manpage(text: str) -> bool:
-    """Rendered: a NAME heading over an indented line, under the running header or followed
-    by a SYNOPSIS or DESCRIPTION heading. Roff: a ``.TH`` (or mdoc's ``.Dd``) before any text."""
-    text = _OVERSTRIKE.sub("", text)
-    lines = [line.rstrip() for line in text.splitlines()[:400]]
-    body = [line for line in lines if line.strip()]
-    if not body:
-        return False
-    if _roff_first(body):
-        return True
-    header = bool(_HEADER.match(body[0].strip()))
-    start = 1 if header else 0
-    if len(body) < start + 2 or body[start] != "NAME" or not body[start + 1].startswith(" "):
-        return False
-    return header or any(line in ("SYNOPSIS", "DESCRIPTION") for line in body[start + 2 :])
-
-
-def _roff_first(body: list[str]) -> bool:
-    for line in body:
-        if line.startswith(('.\\"', "'\\\"", '.\\\\"')):
-            continue
-        return bool(_ROFF_START.match(line))
-    return False
-
-
 def parse_manpage(text: str) -> ParsedDocument:
-    text = _OVERSTRIKE.sub("", text)
+    text = OVERSTRIKE.sub("", text)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     body = [line for line in lines if line.strip()]
-    if body and _roff_first(body):
-        from citewell.parsers.roff import roff_events
-
+    if body and roff_first(body):
         events = roff_events(lines)
     else:
         events = rendered_events(lines)
@@ -132,7 +75,7 @@ def _drop_running_lines(lines: list[str]) -> list[str]:
     """Without the header (and its repeats at page breaks) and the footer."""
     lines = [line.expandtabs().rstrip() for line in lines]
     first = next((line.strip() for line in lines if line.strip()), "")
-    header = _HEADER.match(first)
+    header = HEADER.match(first)
     page = header.group("page") if header else None
     kept = []
     for line in lines:
@@ -145,11 +88,11 @@ def _drop_running_lines(lines: list[str]) -> list[str]:
     return kept
 
 
-def rendered_events(lines: list[str]) -> list[_Event]:
+def rendered_events(lines: list[str]) -> list[Event]:
     """The sections, paragraphs, code and tagged items of a page rendered to text."""
     lines = _drop_running_lines(lines)
     base = _body_indent(lines)
-    events: list[_Event] = []
+    events: list[Event] = []
     section = ""
     i = 0
     while i < len(lines):
@@ -160,11 +103,11 @@ def rendered_events(lines: list[str]) -> list[_Event]:
         indent = _indent(line)
         if indent == 0:
             section = line.strip()
-            events.append(_Heading(1, section))
+            events.append(Heading(1, section))
             i += 1
             continue
         if indent < base:
-            events.append(_Heading(2, line.strip()))
+            events.append(Heading(2, line.strip()))
             i += 1
             continue
         run_end = i
@@ -174,7 +117,7 @@ def rendered_events(lines: list[str]) -> list[_Event]:
         deeper = run_end < len(lines) and lines[run_end].strip() and _indent(lines[run_end]) > indent
         if section.upper() == "SYNOPSIS":  # lines as written, up to a blank line
             end = _block_end(lines, i, base - 1, stop_at_blank=True)
-            events.append(_Code(_dedent(lines[i:end])))
+            events.append(Code(_dedent(lines[i:end])))
             i = end
             continue
         if deeper and (len(run) <= 3 or _tag_like(run)):
@@ -182,15 +125,15 @@ def rendered_events(lines: list[str]) -> list[_Event]:
             tag_lines, first = _split_inline_tag(run, described)
             end = _block_end(lines, run_end, indent, stop_at_blank=False)
             described_lines = ([" " * described + first] if first else []) + lines[run_end:end]
-            events.append(_Item(_tag(tag_lines), _description(described_lines, described)))
+            events.append(Item(_tag(tag_lines), _description(described_lines, described)))
             i = end
             continue
         if indent > base:
             end = _block_end(lines, i, base, stop_at_blank=True)
-            events.append(_Code(_dedent(lines[i:end])))
+            events.append(Code(_dedent(lines[i:end])))
             i = end
             continue
-        events.append(_Paragraph(_join(run)))
+        events.append(Paragraph(_join(run)))
         i = run_end
     return events
 
@@ -253,15 +196,15 @@ def _dedent(lines: list[str]) -> str:
     return "\n".join(line[margin:] for line in lines)
 
 
-def _description(lines: list[str], indent: int) -> list[_Paragraph | _Code]:
+def _description(lines: list[str], indent: int) -> list[Paragraph | Code]:
     """Paragraphs at the description's indent; runs indented deeper (examples) as code."""
-    parts: list[_Paragraph | _Code] = []
+    parts: list[Paragraph | Code] = []
     run: list[str] = []
     code = False
 
     def flush() -> None:
         if any(line.strip() for line in run):
-            parts.append(_Code(_dedent(run)) if code else _Paragraph(_join(run)))
+            parts.append(Code(_dedent(run)) if code else Paragraph(_join(run)))
         run.clear()
 
     for line in lines:
@@ -291,13 +234,13 @@ def _tag_field(section: str, tag: str) -> str:
     return " ".join([*words[:-1], _SINGULAR.sub("", words[-1])])
 
 
-def _record_part(parts: list[_Paragraph | _Code]) -> tuple[str, list[_Paragraph | _Code]]:
+def _record_part(parts: list[Paragraph | Code]) -> tuple[str, list[Paragraph | Code]]:
     """The description a record holds (its paragraphs up to the first example or the size of
     a record), and what follows it."""
     held: list[str] = []
     words = 0
     for number, part in enumerate(parts):
-        if isinstance(part, _Code):
+        if isinstance(part, Code):
             return " ".join(held), parts[number:]
         paragraph = part.text
         size = len(paragraph.split())
@@ -314,7 +257,7 @@ def _record_part(parts: list[_Paragraph | _Code]) -> tuple[str, list[_Paragraph 
                 taken.append(sentence)
                 words += len(sentence.split())
             rest = " ".join(sentences[len(taken) :])
-            return " ".join(taken), ([_Paragraph(rest)] if rest else []) + parts[number + 1 :]
+            return " ".join(taken), ([Paragraph(rest)] if rest else []) + parts[number + 1 :]
         return " ".join(held), parts[number:]
     return " ".join(held), []
 
@@ -322,20 +265,20 @@ def _record_part(parts: list[_Paragraph | _Code]) -> tuple[str, list[_Paragraph 
 _BULLET = re.compile(r"[•·*o+-]|\d{1,2}[.)]")
 
 
-def _build(events: list[_Event]) -> ParsedDocument:
+def _build(events: list[Event]) -> ParsedDocument:
     builder = TextBuilder()
     section = ""
     name_line: str | None = None
     for event in events:
-        if isinstance(event, _Heading):
+        if isinstance(event, Heading):
             if event.level == 1:
                 section = event.text
             builder.heading(event.level, event.text)
-        elif isinstance(event, _Paragraph):
+        elif isinstance(event, Paragraph):
             if section.upper() == "NAME" and name_line is None:
                 name_line = event.text
             builder.block(BlockKind.PARAGRAPH, event.text)
-        elif isinstance(event, _Code):
+        elif isinstance(event, Code):
             builder.block(BlockKind.CODE, event.text)
         else:
             held, rest = _record_part(event.parts)
@@ -346,5 +289,5 @@ def _build(events: list[_Event]) -> ParsedDocument:
             else:
                 builder.block(BlockKind.PARAGRAPH, event.tag)
             for part in rest:
-                builder.block(BlockKind.CODE if isinstance(part, _Code) else BlockKind.PARAGRAPH, part.text)
+                builder.block(BlockKind.CODE if isinstance(part, Code) else BlockKind.PARAGRAPH, part.text)
     return builder.build(MIME[Kind.MANPAGE], title=choose(name_line))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from citewell.parsers.manpage import _Code, _Event, _Heading, _Item, _Paragraph
+from citewell.parsers.man_events import Code, Event, Heading, Item, Paragraph
 
 _NAMED = {"em": "—", "en": "–", "aq": "'", "dq": '"', "bu": "•", "lq": "“", "rq": "”", "oq": "‘", "cq": "’",
           "co": "©", "rg": "®", "tm": "™", "mi": "-", "hy": "-", "ti": "~", "ha": "^", "ga": "`", "bv": "|",
@@ -53,11 +53,11 @@ def _macro_text(name: str, rest: str) -> str:
     return _unescape(" ".join(args))
 
 
-def roff_events(lines: list[str]) -> list[_Event]:
+def roff_events(lines: list[str]) -> list[Event]:
     """Sections, paragraphs, items and code of a man page's roff source."""
-    events: list[_Event] = []
+    events: list[Event] = []
     text: list[str] = []
-    item: _Item | None = None
+    item: Item | None = None
     pending_tag = False  # after .TP the next text line is the tag
     unfilled = False
     code: list[str] = []
@@ -70,9 +70,9 @@ def roff_events(lines: list[str]) -> list[_Event]:
         if not joined:
             return
         if item is not None:
-            item.parts.append(_Paragraph(joined))
+            item.parts.append(Paragraph(joined))
         else:
-            events.append(_Paragraph(joined))
+            events.append(Paragraph(joined))
 
     def end_item() -> None:
         nonlocal item
@@ -90,7 +90,7 @@ def roff_events(lines: list[str]) -> list[_Event]:
             name, _, rest = line[1:].strip().partition(" ")
             if name in ("fi", "EE"):
                 unfilled = False
-                block = _Code("\n".join(code).strip("\n"))
+                block = Code("\n".join(code).strip("\n"))
                 code.clear()
                 if block.text:
                     (item.parts if item is not None else events).append(block)
@@ -101,7 +101,7 @@ def roff_events(lines: list[str]) -> list[_Event]:
                 continue
             if name in ("SH", "SS"):
                 end_item()
-                events.append(_Heading(1 if name == "SH" else 2, _macro_text(name, rest)))
+                events.append(Heading(1 if name == "SH" else 2, _macro_text(name, rest)))
                 pending_tag = False
                 continue
             if name == "TP":
@@ -113,7 +113,7 @@ def roff_events(lines: list[str]) -> list[_Event]:
                 tag = _unescape(args[0]) if args else ""
                 if tag and tag not in ("\\(bu", "•", "-", "*"):
                     end_item()
-                    item = _Item(tag)
+                    item = Item(tag)
                     events.append(item)
                 else:
                     flush()
@@ -132,11 +132,11 @@ def roff_events(lines: list[str]) -> list[_Event]:
             line = _unescape(line)
         if pending_tag:
             pending_tag = False
-            item = _Item(line.strip())
+            item = Item(line.strip())
             events.append(item)
             continue
         text.append(line)
     end_item()
     if code:
-        events.append(_Code("\n".join(code)))
-    return [e for e in events if not isinstance(e, _Item) or e.tag]
+        events.append(Code("\n".join(code)))
+    return [e for e in events if not isinstance(e, Item) or e.tag]

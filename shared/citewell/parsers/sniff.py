@@ -10,6 +10,7 @@ import filetype
 
 from citewell.errors import LegacyDoc, TypeMismatch, UnsupportedType
 from citewell.parsers.encoding import decode
+from citewell.parsers.man_events import looks_like_manpage
 
 
 class Kind(StrEnum):
@@ -90,8 +91,6 @@ def _text_kind(data: bytes, hint: Kind | None) -> Kind:
     """Text kinds by name, except that a manual page is known by its content: it arrives as
     ``.txt``, as ``ls.1`` or with no name at all."""
     if hint in (None, Kind.TEXT):
-        from citewell.parsers.manpage import looks_like_manpage
-
         if looks_like_manpage(data[:16384].decode("utf-8", "replace")):
             return Kind.MANPAGE
     if hint is not None:

@@ -1,0 +1,65 @@
+"""What a manual page reads as, rendered or in roff: the events both readers emit, and how a
+page is known by its content (sniffing asks this; neither reader is needed to answer it)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# "GIT-STASH(1)   Git Manual   GIT-STASH(1)", "LS(1)   LS(1)": the page name, then the same again.
+HEADER = re.compile(r"^(?P<page>[^\s()]+\([0-9][\w]*\))(?:\s+.*)?\s+(?P=page)\s*$")
+OVERSTRIKE = re.compile(r".\x08")  # "N\bNA\bA": bold and underline as a terminal draws them
+ROFF_START = re.compile(r"^\.(?:TH|Dd|SH|Sh)\b", re.MULTILINE)
+
+
+@dataclass
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass
+class Paragraph:
+    text: str
+
+
+@dataclass
+class Code:
+    text: str
+
+
+@dataclass
+class Item:
+    """A tag and what describes it: paragraphs, and examples indented deeper (as code)."""
+
+    tag: str
+    parts: list[Paragraph | Code] = field(default_factory=list)
+
+
+Event = Heading | Paragraph | Code | Item
+
+
+def looks_like_manpage(text: str) -> bool:
+    """Rendered: a NAME heading over an indented line, under the running header or followed
+    by a SYNOPSIS or DESCRIPTION heading. Roff: a ``.TH`` (or mdoc's ``.Dd``) before any text."""
+    text = OVERSTRIKE.sub("", text)
+    lines = [line.rstrip() for line in text.splitlines()[:400]]
+    body = [line for line in lines if line.strip()]
+    if not body:
+        return False
+    if roff_first(body):
+        return True
+    header = bool(HEADER.match(body[0].strip()))
+    start = 1 if header else 0
+    if len(body) < start + 2 or body[start] != "NAME" or not body[start + 1].startswith(" "):
+        return False
+    return header or any(line in ("SYNOPSIS", "DESCRIPTION") for line in body[start + 2 :])
+
+
+def roff_first(body: list[str]) -> bool:
+    """The first line that is not a roff comment is a roff title or section request."""
+    for line in body:
+        if line.startswith(('.\\"', "'\\\"", '.\\\\"')):
+            continue
+        return bool(ROFF_START.match(line))
+    return False
