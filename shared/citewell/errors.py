@@ -111,6 +111,12 @@ class EmptyText(IngestError):
     code = "empty_text"
 
 
+class OcrLowConfidence(IngestError):
+    """A scanned page was read, but too poorly to index: its words would be noise."""
+
+    code = "ocr_low_confidence"
+
+
 class TooLarge(IngestError):
     code = "too_large"
 

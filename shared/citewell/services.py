@@ -8,7 +8,7 @@ from pathlib import Path
 
 from citewell.chunking import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, Chunker, ChunkingConfig
 from citewell.parsers import DEFAULT_MAX_BYTES
-from citewell.ports import Embedder, MetadataStore, ObjectStore, SearchIndex
+from citewell.ports import Embedder, MetadataStore, ObjectStore, OcrEngine, SearchIndex
 
 
 @dataclass
@@ -19,6 +19,7 @@ class Services:
     embedder: Embedder
     chunker: Chunker
     max_bytes: int = DEFAULT_MAX_BYTES
+    ocr: OcrEngine | None = None  # reads scans; None: images and PDF pages without text are empty_text
 
 
 def default_home() -> Path:
@@ -54,6 +55,7 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
     from citewell.local.index import SqliteSearchIndex
     from citewell.local.metadata import SqliteMetadataStore
     from citewell.local.objects import FolderObjectStore
+    from citewell.ocr import embedded_engine
 
     home = (home or default_home()).expanduser()
     if existing and not (home / "metadata.db").exists():  # a folder in its place is named by the store
@@ -73,4 +75,5 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
         embedder=embedder,
         chunker=Chunker(embedder.count_tokens, chunking),
         max_bytes=max_bytes,
+        ocr=embedded_engine(),
     )
