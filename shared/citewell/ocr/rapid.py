@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from citewell.errors import CorruptFile
+from citewell.errors import CorruptFile, TooLarge
 from citewell.ocr import OcrLine, OcrPage
 
 DPI = 200
@@ -63,11 +63,16 @@ def _images(document: bytes) -> list[np.ndarray]:
         return [_render_pdf_page(document)]
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
-    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
     try:
-        with Image.open(io.BytesIO(document)) as image:
-            return [np.asarray(_fit(frame.convert("RGB"))) for frame in ImageSequence.Iterator(image)]
-    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError) as exc:
+        with Image.open(io.BytesIO(document)) as image:  # reads the header only
+            pages = []
+            for frame in ImageSequence.Iterator(image):
+                if frame.width * frame.height > MAX_PIXELS:
+                    raise TooLarge(f"the image is {frame.width:,} x {frame.height:,} pixels, over the "
+                                   f"{MAX_PIXELS:,} that OCR decodes")
+                pages.append(np.asarray(_fit(frame.convert("RGB"))))
+            return pages
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
         raise CorruptFile(f"the image cannot be decoded: {exc}") from exc
 
 
