@@ -302,8 +302,8 @@ def parse_pdf(data: bytes, ocr: OcrEngine | None = None) -> ParsedDocument:
     if not parsed.text.strip() and scanned and ocr is None:
         raise EmptyText(f"the PDF has no text layer (a scan), and {NOT_INSTALLED}")
     if not parsed.text.strip() and scanned and ocr is not None:
-        raise EmptyText(f"the PDF has no text layer, and OCR ({ocr.name}) found no text on its "
-                        f"{scanned} page{'s' if scanned != 1 else ''}")
+        raise EmptyText(f"the PDF has no text layer, and OCR ({ocr.name}) found no text on "
+                        + ("its page" if scanned == 1 else f"any of its {scanned} pages"))
     if not parsed.text.strip():
         raise EmptyText("no text could be extracted from the PDF")
     return parsed
