@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Literal
 
 from citewell.api.settings import ApiSettings
 from citewell.parsers import DEFAULT_MAX_BYTES
@@ -19,6 +20,7 @@ class AwsSettings(ApiSettings):
     index_alias: str = "citewell-chunks"
     embedder: str = "bedrock"  # bedrock | openai | minilm
     bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
+    ocr: Literal["none", "textract"] = "none"  # textract: scans read by Amazon Textract (the stack sets it where uploads are parsed)
 
     @classmethod
     def from_env(cls) -> AwsSettings:
@@ -33,6 +35,7 @@ class AwsSettings(ApiSettings):
             index_alias=env.get("CITEWELL_INDEX_ALIAS", "citewell-chunks"),
             embedder=env.get("CITEWELL_EMBEDDER", "bedrock"),
             bedrock_embed_model=env.get("CITEWELL_BEDROCK_EMBED_MODEL") or "amazon.titan-embed-text-v2:0",
+            ocr=env.get("CITEWELL_OCR") or "none",
         )
 
 
@@ -71,6 +74,11 @@ def open_aws(settings: AwsSettings) -> Services:
         assert settings.opensearch_host, "CITEWELL_OPENSEARCH_HOST or CITEWELL_OPENSEARCH_URL must be set"
         index = OpenSearchIndex.connect(settings.opensearch_host, settings.region or "", settings.index_alias)
     embedder = _embedder(settings)  # the index is mapped from its identity on first write
+    ocr = None
+    if settings.ocr == "textract":
+        from citewell.aws.textract import TextractOcr
+
+        ocr = TextractOcr(boto3.client("textract", region_name=settings.region))
     return Services(
         objects=S3ObjectStore(settings.bucket, regional_client(settings.region)),
         metadata=DynamoMetadataStore(settings.table, boto3.resource("dynamodb", region_name=settings.region)),
@@ -80,6 +88,7 @@ def open_aws(settings: AwsSettings) -> Services:
         # that ships with the package, close to the sub-word counts of the hosted models.
         chunker=Chunker(MiniLMEmbedder().count_tokens),
         max_bytes=int(os.environ.get("CITEWELL_MAX_BYTES", DEFAULT_MAX_BYTES)),
+        ocr=ocr,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from citewell.errors import CorruptFile, EmptyText, IngestError, TooLarge
+from citewell.errors import CitewellError, CorruptFile, EmptyText, TooLarge
 from typing import TYPE_CHECKING
 
 from citewell.models import ParsedDocument
@@ -30,7 +30,7 @@ def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_
     kind = detect(data, filename)
     try:
         parsed = _parse_kind(kind, data, ocr)
-    except IngestError:
+    except CitewellError:  # typed: an IngestError for the file, or a service to retry (OcrUnavailable)
         raise
     except Exception as exc:  # a parser library choking on malformed input is the file's fault
         raise CorruptFile(f"the {kind.upper()} file could not be parsed: {type(exc).__name__}: {exc}") from exc
