@@ -12,7 +12,8 @@ from citewell import errors
 from citewell.chunking import Chunker
 from citewell.embedders.minilm import MiniLMEmbedder
 from citewell.models import Chunk, Document
-from citewell.ocr import CONFIDENCE_FLOOR, embedded_engine
+from citewell.ocr import CONFIDENCE_FLOOR
+from citewell.ocr.rapid import embedded_engine
 from citewell.parsers import parse
 
 MEMO = ["Harbour crane inspection memo", "", "Cranes on berth four are inspected", "every Tuesday before the night shift.",

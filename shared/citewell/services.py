@@ -55,7 +55,7 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
     from citewell.local.index import SqliteSearchIndex
     from citewell.local.metadata import SqliteMetadataStore
     from citewell.local.objects import FolderObjectStore
-    from citewell.ocr import embedded_engine
+    from citewell.ocr.rapid import embedded_engine
 
     home = (home or default_home()).expanduser()
     if existing and not (home / "metadata.db").exists():  # a folder in its place is named by the store

@@ -11,11 +11,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from importlib.util import find_spec
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from citewell.ports import OcrEngine
 
 # A page whose characters were read at under this mean confidence fails ``ocr_low_confidence``.
 # RapidOCR reads clean and lightly blurred scans at 0.95 and above; text blurred past reading
@@ -65,14 +60,4 @@ class OcrPage:
         return paragraphs
 
 
-def embedded_engine() -> OcrEngine | None:
-    """The embedded default, RapidOCR, when the ``ocr`` extra is installed (its models load on
-    the first scanned page, not here); None without it, and scans are then ``empty_text``."""
-    if not all(find_spec(name) for name in ("rapidocr_onnxruntime", "pypdfium2", "PIL")):
-        return None
-    from citewell.ocr.rapid import RapidOcr
-
-    return RapidOcr()
-
-
-__all__ = ["CONFIDENCE_FLOOR", "OcrLine", "OcrPage", "embedded_engine"]
+__all__ = ["CONFIDENCE_FLOOR", "OcrLine", "OcrPage"]

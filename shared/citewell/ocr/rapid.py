@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import threading
+from importlib.util import find_spec
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,14 @@ class RapidOcr:
             lines.append(OcrLine(text=str(text), confidence=float(score), top=min(ys) / height,
                                  height=(max(ys) - min(ys)) / height))
         return OcrPage(lines=lines)
+
+
+def embedded_engine() -> RapidOcr | None:
+    """The embedded default when the ``ocr`` extra is installed (the models load on the first
+    scanned page, not here); None without it, and scans are then ``empty_text`` saying so."""
+    if not all(find_spec(name) for name in ("rapidocr_onnxruntime", "pypdfium2", "PIL")):
+        return None
+    return RapidOcr()
 
 
 def _images(document: bytes) -> list[np.ndarray]:
@@ -102,4 +111,4 @@ def _render_pdf_page(document: bytes) -> np.ndarray:
         pdf.close()
 
 
-__all__ = ["RapidOcr"]
+__all__ = ["RapidOcr", "embedded_engine"]
