@@ -25,6 +25,10 @@ MAX_PIXELS = 60_000_000  # an image declaring more is refused before it is decod
 # Lines RapidOCR would drop (its default text_score is 0.5) are kept, so a badly read page
 # shows as badly read (its confidence under the floor) instead of as a page with a few words.
 TEXT_SCORE = 0.2
+# The line classifier turns lines it takes for upside down; on small print it turned upright
+# lines too, and read them as garbage: 47% of a dense page's words right with it, 97% without
+# (BENCHMARKS.md, "OCR"). Scans come upright; one that does not is read as it lies.
+USE_CLASSIFIER = False
 
 
 class RapidOcr:
@@ -41,7 +45,7 @@ class RapidOcr:
             if self._engine is None:
                 from rapidocr_onnxruntime import RapidOCR
 
-                self._engine = RapidOCR(text_score=TEXT_SCORE)
+                self._engine = RapidOCR(text_score=TEXT_SCORE, use_cls=USE_CLASSIFIER)
             return self._engine
 
     def read(self, document: bytes) -> list[OcrPage]:
