@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from citewell.errors import CitewellError, CorruptFile, EmptyText, TooLarge
 from typing import TYPE_CHECKING
 
+from citewell.errors import CitewellError, CorruptFile, EmptyText, TooLarge
 from citewell.models import ParsedDocument
+from citewell.settings import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
     from citewell.ports import OcrEngine
-
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
 def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES,
