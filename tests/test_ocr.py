@@ -162,3 +162,16 @@ def test_chunks_of_a_scan_carry_its_confidence_and_keep_it_when_stored(ocr):
     text = parse(scanned_pdf(["Tug assignments follow the berth schedule."]), "tugs.pdf", ocr=ocr)
     typed = chunker.chunk(text, document, "r2")
     assert all(c.ocr_confidence is None for c in typed) and "ocr_confidence" not in typed[0].record_json()
+
+
+def test_the_demos_scanned_memo_has_no_text_layer_and_becomes_searchable_text(ocr):
+    from citewell.samples import texts
+    from citewell.samples.writer import blank_pdf_bytes, scanned_pdf_bytes
+
+    memo = scanned_pdf_bytes(texts.SCANNED_MEMO)
+    with pytest.raises(errors.EmptyText):
+        parse(memo, "gate-hours-scan.pdf")  # no text layer: without OCR there is nothing
+    parsed = parse(memo, "gate-hours-scan.pdf", ocr=ocr)
+    assert "the east gate closes at ten in the evening" in parsed.text
+    with pytest.raises(errors.EmptyText, match="found no text"):  # the demo's other unusable file
+        parse(blank_pdf_bytes(), "blank-scan.pdf", ocr=ocr)
