@@ -26,8 +26,8 @@ MAX_PIXELS = 60_000_000  # an image declaring more is refused before it is decod
 # shows as badly read (its confidence under the floor) instead of as a page with a few words.
 TEXT_SCORE = 0.2
 # The line classifier turns lines it takes for upside down; on small print it turned upright
-# lines too, and read them as garbage: 47% of a dense page's words right with it, 97% without
-# (BENCHMARKS.md, "OCR"). Scans come upright; one that does not is read as it lies.
+# lines too, and read them as garbage: 47% of two dense pages' words right with it, 75% of
+# five without (BENCHMARKS.md, "OCR"). Scans come upright; one that does not is read as it lies.
 USE_CLASSIFIER = False
 
 
