@@ -261,6 +261,8 @@ def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> list[
     for document in services.metadata.list_documents(args.tenant):
         if document.document_id in seen or not any(document.source.startswith(folder) for folder in folders):
             continue
+        if _still_there(document.source):  # ingested on its own ("ingest teamA/README.md"): its file is here
+            continue
         if args.prune:
             try:
                 delete_document(services, args.tenant, document.document_id)
@@ -268,6 +270,14 @@ def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> list[
                 pass
         gone.append({"document_id": document.document_id, "source": document.source, "deleted": bool(args.prune)})
     return gone
+
+
+def _still_there(source: str) -> bool:
+    """Whether the file a ``file:`` source names is still a file."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(source)
+    return parts.scheme == "file" and Path(unquote(parts.path, errors="surrogateescape")).is_file()
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
