@@ -87,6 +87,9 @@ class Recorder:
     def step(self, stage: str, document_id: str) -> None:
         self.events.append(("step", stage, document_id))
 
+    def advance(self, stage: str, done: int, total: int) -> None:
+        self.events.append(("advance", stage, done, total))
+
     def embedding(self, done: int, total: int) -> None:
         self.events.append(("embedding", done, total))
 
