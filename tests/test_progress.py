@@ -109,3 +109,14 @@ def test_progress_is_reported_as_each_document_settles_and_across_batches(servic
     assert embedding[-1] == (5, 5) and embedding == sorted(embedding)  # cumulative over the three batches
     first_finish = recorder.events.index(finished[0])
     assert any(e[0] == "step" and e[2] == "memo-4.md" for e in recorder.events[first_finish:])  # not all at the end
+
+
+def test_chunking_a_large_file_reports_how_far_it_got(services):
+    """Chunking a 20 MB file took minutes with nothing moving: it now reports characters done."""
+    text = large_text(6000)
+    recorder = Recorder()
+    ingest(services, [IngestRequest(document_id="reports.txt", tenant="t", allowed_roles=frozenset({"r"}),
+                                    data=text.encode(), filename="reports.txt")], progress=recorder)
+    moves = [(e[2], e[3]) for e in recorder.events if e[0] == "advance" and e[1] == "chunk"]
+    assert len(moves) >= 4 and moves == sorted(moves) and moves[-1] == (len(text), len(text))
+    assert moves[0][0] < len(text) // 2  # the first report comes early, not at the end

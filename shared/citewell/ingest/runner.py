@@ -3,8 +3,9 @@
 Each document is registered, parsed, chunked and published on its own. On an index that takes
 staged publications (the embedded one, :class:`~citewell.ports.StagedIndex`) it is published
 by words first: searchable and citeable before its vectors exist, which :class:`_Vectors`
-brings after, one slice between two documents and the rest once the last is published. A small
-file never waits for a large one's embedding (and the CLI sends files smallest first, so none
+brings after: between two documents, a slice whenever vectors have waited ``VECTOR_LAG_SECONDS``
+(words first while documents come quickly, meaning soon after), and the rest once the last is
+published. A small file never waits for a large one's embedding (and the CLI sends files smallest first, so none
 waits for a large one's parsing either). An index that takes whole publications gets each
 document embedded before it is published.
 
@@ -46,6 +47,7 @@ from citewell.services import Services
 
 BATCH_DOCUMENTS = 64  # documents published between two commits of the lexical index, at most
 FLUSH_SECONDS = 1.0  # or this long: a search from another process finds a new document this soon
+VECTOR_LAG_SECONDS = 30.0  # between documents, a slice is embedded once the oldest waiting vector has waited this long
 
 
 class IngestOutcome(BaseModel):
@@ -130,7 +132,7 @@ def ingest(
         vectors.add(resume_vectors(services))
         for request in requests:
             run.one(request)
-            vectors.step()  # one slice between documents: the next is published a slice later at most
+            vectors.step()  # a slice between documents once vectors have waited VECTOR_LAG_SECONDS
         run.flush()
         vectors.drain()
     except KeyboardInterrupt:
@@ -197,19 +199,21 @@ class _Vectors:
     def __init__(self, services: Services, report: _Reporter, clock: StageClock) -> None:
         self.services, self.report, self.clock = services, report, clock
         self.waiting: deque[Chunk] = deque()
+        self.since: deque[float] = deque()  # when each waiting chunk was published
         self.done = self.total = 0
         self.failure: CitewellError | None = None
 
     def add(self, chunks: Iterable[Chunk]) -> None:
         before = len(self.waiting)
         self.waiting.extend(chunks)
+        self.since.extend([time.monotonic()] * (len(self.waiting) - before))
         if len(self.waiting) > before:
             self.total += len(self.waiting) - before
             self.report.embedding(self.done, self.total)
 
     def step(self) -> None:
-        """Embed one slice, when a whole one waits (or ``drain`` asks for the rest)."""
-        if len(self.waiting) >= EMBED_SLICE:
+        """Between documents: one slice, once the oldest waiting vector has waited long enough."""
+        if self.since and time.monotonic() - self.since[0] >= VECTOR_LAG_SECONDS:
             self._slice()
 
     def drain(self) -> None:
@@ -237,6 +241,7 @@ class _Vectors:
             return
         for _ in part:
             self.waiting.popleft()
+            self.since.popleft()
         self.done += len(part)
         self.report.embedding(self.done, self.total)
 
@@ -249,11 +254,11 @@ class _Vectors:
                 live = document is not None and document.status is not DocumentStatus.DELETING
                 served[key] = document.active_revision if live and document is not None else None
         gone = {key for key, revision in served.items() if revision is None}
-        kept = deque(c for c in self.waiting if (c.tenant, c.document_id) not in gone
-                     and served.get((c.tenant, c.document_id), c.revision) == c.revision)
+        kept = [(c, t) for c, t in zip(self.waiting, self.since) if (c.tenant, c.document_id) not in gone
+                and served.get((c.tenant, c.document_id), c.revision) == c.revision]
         if len(kept) < len(self.waiting):
             self.total -= len(self.waiting) - len(kept)
-            self.waiting = kept
+            self.waiting, self.since = deque(c for c, _ in kept), deque(t for _, t in kept)
             self.report.embedding(self.done, self.total)
 
 
