@@ -20,11 +20,13 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from citewell.errors import CitewellError
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
 from citewell.services import open_local
@@ -87,13 +89,13 @@ def main() -> None:
         if services is None:
             try:
                 services = open_local(home, existing=True)
-            except Exception:  # the home is still being made by the ingest
+            except (CitewellError, sqlite3.Error):  # the home is still being made by the ingest
                 time.sleep(0.05)
                 continue
         waiting = [word for document_id, word in words.items() if document_id not in found][:QUERY_WORDS]
         try:
             hits = search(services, identity, " ".join(waiting), k=2 * QUERY_WORDS, lanes=("bm25",)).hits
-        except Exception:  # the index's first write is under way
+        except (CitewellError, sqlite3.Error):  # the index's first write is under way
             time.sleep(0.05)
             continue
         searches += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from citewell.errors import EmbedderUnavailable
+from citewell.errors import CitewellError, EmbedderUnavailable
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.index import SqliteSearchIndex
@@ -181,7 +182,7 @@ def test_ctrl_c_keeps_every_document_already_published(tmp_path, folder):
         if (home / "metadata.db").exists():
             try:
                 documents = open_local(home, existing=True).metadata.list_documents("northpier")
-            except Exception:  # the home is still being created by the ingest
+            except (CitewellError, sqlite3.Error):  # the home is still being created by the ingest
                 continue
             published = {d.document_id.removeprefix("handbook/") for d in documents
                          if d.status is DocumentStatus.PUBLISHED and d.document_id.removeprefix("handbook/") in SMALL}
