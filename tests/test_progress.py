@@ -67,6 +67,7 @@ def test_one_large_file_shows_chunks_embedded_moving_with_a_rate(tmp_path, big_f
     moving = sorted(done for done, t in counts if t == total)
     assert len([d for d in moving if 0 < d < total]) >= 2, counts  # seen part-way, more than once
     assert re.search(r"\d+ chunks/s", shown) and re.search(r"\d+:\d\d:\d\d", shown)  # a rate and an estimate
+    assert re.search(r"chunked .*\d+\.\d/\d+\.\d MB", shown)  # its text chunked, in megabytes, while it is
 
 
 def test_no_bar_with_json_or_without_a_terminal(tmp_path, big_file):

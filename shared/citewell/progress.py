@@ -16,7 +16,7 @@ from citewell.ingest.runner import IngestOutcome
 from citewell.terminal import printable
 
 _STAGES = {"parse": "reading", "chunk": "chunking", "publish": "publishing"}
-_SHOWN_FROM = 1_000_000  # characters: a file this long gets a bar of its own while it is chunked
+_SHOWN_FROM = 100_000  # characters (a second or more of chunking): a file this long gets a bar of its own while it is chunked
 
 
 class RateColumn(ProgressColumn):
