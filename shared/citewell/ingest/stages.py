@@ -33,6 +33,7 @@ from citewell.models import (
     publication_revision,
 )
 from citewell.ingest.registration import register_upload
+from citewell.interrupts import deferred
 from citewell.parsers import parse
 from citewell.ports import StagedIndex
 from citewell.records import is_current, update_document
@@ -119,8 +120,16 @@ def parse_stage(services: Services, upload: Upload) -> ParseOutcome:
         return ParseOutcome(status="unchanged" if settled else "superseded", content_sha256=content)
     revision = publication_revision(content, upload.upload_id)
     artifact = ParsedArtifact(revision=revision, content_sha256=content, title=title, parsed=parsed)
-    services.objects.put(parsed_key(upload.tenant, upload.document_id, upload.upload_id), artifact.model_dump_json().encode())
+    services.objects.put(parsed_key(upload.tenant, upload.document_id, upload.upload_id), _serialized(artifact))
     return ParseOutcome(status="parsed", revision=revision, content_sha256=content)
+
+
+def _serialized(artifact: BaseModel) -> bytes:
+    """An artifact as JSON, with Ctrl-C held until it is written: pydantic turns a KeyboardInterrupt
+    raised inside its serializer into a serialization error, which would report a large file's
+    Ctrl-C as an error instead of stopping the ingest."""
+    with deferred():
+        return artifact.model_dump_json().encode()
 
 
 def _served_as(services: Services, document: Document, roles: frozenset[str], title: str) -> bool:
@@ -154,7 +163,7 @@ def chunk_stage(services: Services, upload: Upload, progress: Callable[[int, int
     result = ChunksArtifact(revision=artifact.revision, content_sha256=artifact.content_sha256, chunks=chunks,
                             encoding=artifact.parsed.encoding)
     services.metadata.put_chunks(chunks)  # before embedding: the embedding cache counts these as users
-    services.objects.put(chunks_key(upload.tenant, upload.document_id, upload.upload_id), result.model_dump_json().encode())
+    services.objects.put(chunks_key(upload.tenant, upload.document_id, upload.upload_id), _serialized(result))
     return result
 
 
