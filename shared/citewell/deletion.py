@@ -18,11 +18,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
 from citewell import leases
 from citewell.answers.units import units_identity
+from citewell.conversations import expired, withdraw_turns
 from citewell.errors import NotFound
 from citewell.keys import STAGES, document_prefix, upload_keys
 from citewell.models import AnswerRecord, Citation, Document, DocumentStatus, Upload
@@ -30,7 +32,7 @@ from citewell.records import update_document
 from citewell.services import Services
 
 STORES = ("documents", "uploads", "raw_objects", "artifacts", "chunk_records", "index_chunks", "embeddings",
-          "cached_answers", "citations")
+          "cached_answers", "citations", "conversations")
 PENDING_HINT = "another process holds a read transaction; `citewell audit --repair` (or the next delete) finishes it"
 
 
@@ -84,6 +86,7 @@ def _withdraw_answers(services: Services, tenant: str, document_id: str, revisio
         services.metadata.put_answer(updated)
         removed["citations"] += count
     removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, [a.answer_id for a in answers])
+    removed["conversations"] += withdraw_turns(services.metadata, tenant, [a.answer_id for a in answers])
 
 
 def purge_revision(services: Services, tenant: str, document_id: str, revision: str, removed: Counter[str]) -> None:
@@ -146,6 +149,17 @@ def forget_unit_vectors_left(services: Services) -> int:
         return 0
     with removing(services):
         return sum(services.metadata.delete_identity(i) for i in left)
+
+
+def expire_conversations(services: Services, now: datetime | None = None) -> int:
+    """Remove the conversations past ``CITEWELL_CONVERSATION_DAYS``, bytes and all; how many went."""
+    old = [c for c in services.metadata.conversation_inventory() if expired(c, now)]
+    if not old:
+        return 0
+    with removing(services):
+        removed = sum(services.metadata.delete_conversation(c.tenant, c.conversation_id) for c in old)
+    compact(services)
+    return removed
 
 
 def compact(services: Services) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from citewell.answers.prompt import SYSTEM_PROMPT, draft_from_reply, user_prompt
+from citewell.answers.prompt import REWRITE_PROMPT, SYSTEM_PROMPT, draft_from_reply, rewrite_prompt, rewritten_from_reply, user_prompt
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
 
@@ -48,6 +48,18 @@ class OpenAICompatibleGenerator:
             ],
         }
         return draft_from_reply(_content(self._post(body)))
+
+    def rewrite(self, previous: Sequence[str], asked: str) -> str:
+        """A follow-up made standalone by the model (see :data:`REWRITE_PROMPT`)."""
+        body = {
+            "model": self.model,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": REWRITE_PROMPT},
+                {"role": "user", "content": rewrite_prompt(previous, asked)},
+            ],
+        }
+        return rewritten_from_reply(_content(self._post(body)), asked)
 
     def _post(self, body: dict[str, Any]) -> Any:
         for attempt in range(self.retries + 1):
