@@ -405,8 +405,8 @@ class _Audit:
     def conversations(self) -> None:
         """Turns still holding words whose answer was withdrawn (or is gone), and conversations past
         their days: a withdrawal or sweep cut short leaves them."""
-        from citewell.conversations import expired, withdraw_turns
-        from citewell.deletion import expire_conversations
+        from citewell.conversations import expired
+        from citewell.deletion import expire_conversations, withdraw_turns
 
         metadata = self.services.metadata
         old = 0

@@ -7,7 +7,7 @@ conversation belongs to exactly one identity (tenant, subject, roles), and any o
 told it does not exist. A turn keeps only what the caller typed, the standalone question it
 was answered as, its answer's id and its feedback; the answer's text stays in the answer
 record. When that answer is withdrawn (a source deleted or replaced) the turn loses its words
-and feedback with it (:func:`withdraw_turns`), and a turn whose answer the caller may no longer
+and feedback with it (:func:`citewell.deletion.withdraw_turns`), and a turn whose answer the caller may no longer
 read (a document narrowed since) is shown without them. Turns expire
 ``CITEWELL_CONVERSATION_DAYS`` after a conversation's last question.
 """
@@ -15,19 +15,19 @@ read (a document narrowed since) is shown without them. Turns expire
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
 from citewell.answers.followups import standalone
-from citewell.errors import Busy, GeneratorUnavailable, NotFound
+from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.models import Answer, AnswerRecord, Conversation, Feedback, Identity, Turn, utcnow
 from citewell.ports import Generator, MetadataStore
+from citewell.records import update_conversation
 from citewell.services import Services
 from citewell.settings import settings
 
-ATTEMPTS = 20
 HISTORY = 20  # recent questions a caller is shown
 CONTEXT_TURNS = 3  # earlier questions a model is given to rewrite a follow-up
 REWRITE_UNAVAILABLE = "follow-up rewritten by rules"  # in ``degraded`` when the model could not rewrite it
@@ -64,7 +64,7 @@ class HistoryItem(BaseModel):
 
 def expired(conversation: Conversation, now: datetime | None = None) -> bool:
     """Past ``CITEWELL_CONVERSATION_DAYS`` since its last question."""
-    return conversation.updated_at < (now or utcnow()) - timedelta(days=settings().conversation_days)
+    return conversation.expired(settings().conversation_days, now)
 
 
 def owned(metadata: MetadataStore, identity: Identity, conversation_id: str) -> Conversation:
@@ -132,25 +132,8 @@ def ask_in_conversation(
         return current.model_copy(update={
             "turns": [*current.turns, turn.model_copy(update={"seq": len(current.turns) + 1, "at": at})], "updated_at": at})
 
-    _update(services.metadata, conversation, joined)
+    update_conversation(services.metadata, conversation, joined)
     return result
-
-
-def _update(metadata: MetadataStore, conversation: Conversation, change: Callable[[Conversation], Conversation | None],
-            ) -> Conversation | None:
-    """``change`` applied with a compare-and-set, read again and retried when another writer won."""
-    current: Conversation | None = conversation
-    for _ in range(ATTEMPTS):
-        if current is None:
-            return None
-        wanted = change(current)
-        if wanted is None:
-            return None
-        stored = metadata.save_conversation(wanted)
-        if stored is not None:
-            return stored
-        current = metadata.get_conversation(conversation.tenant, conversation.conversation_id)
-    raise Busy(f"conversation {conversation.conversation_id!r} kept changing under {ATTEMPTS} attempts; try again")
 
 
 def thread(services: Services, identity: Identity, conversation_id: str) -> Thread:
@@ -206,29 +189,9 @@ def give_feedback(services: Services, identity: Identity, answer_id: str, helpfu
         given[:] = [turns[index]]
         return current.model_copy(update={"turns": turns})
 
-    if _update(services.metadata, conversation, noted) is None or not given:
+    if update_conversation(services.metadata, conversation, noted) is None or not given:
         raise missing
     return given[0]
-
-
-def withdraw_turns(metadata: MetadataStore, tenant: str, answer_ids: Iterable[str]) -> int:
-    """The turns that got these (withdrawn) answers lose their words and feedback; returns how
-    many conversations changed."""
-    ids = set(answer_ids)
-    if not ids:
-        return 0
-    changed = 0
-    for conversation in metadata.conversations_answering(tenant, ids):
-        def emptied(current: Conversation) -> Conversation | None:
-            if not any(t.answer_id in ids and not t.withdrawn for t in current.turns):
-                return None
-            return current.model_copy(update={"turns": [
-                t.model_copy(update={"asked": "", "question": "", "feedback": None, "withdrawn": True})
-                if t.answer_id in ids else t for t in current.turns]})
-
-        if _update(metadata, conversation, emptied) is not None:
-            changed += 1
-    return changed
 
 
 def unhelpful(services: Services, since: datetime | None = None) -> list[tuple[Conversation, Turn, AnswerRecord]]:

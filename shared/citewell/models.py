@@ -6,7 +6,7 @@ import hashlib
 import re
 import uuid
 from urllib.parse import quote
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from enum import StrEnum
 from collections.abc import Sequence
 from typing import Any
@@ -589,6 +589,10 @@ class Conversation(BaseModel):
     version: int = 0  # compare-and-set: a save succeeds only over the version it read
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+    def expired(self, days: float, now: datetime | None = None) -> bool:
+        """Past ``days`` since its last question."""
+        return self.updated_at < (now or utcnow()) - timedelta(days=days)
 
     def owned_by(self, identity: Identity) -> bool:
         return (not identity.is_empty and identity.tenant == self.tenant and identity.subject == self.subject
