@@ -357,11 +357,11 @@ class DynamoMetadataStore:
 
         stored = conversation.model_copy(update={"version": conversation.version + 1})
         self._register("TENANTS", stored.tenant)
+        expires = int(stored.updated_at.timestamp() + settings().conversation_days * 86400)  # the TTL takes both
         with self.table.batch_writer() as batch:
             for answer_id in sorted({t.answer_id for t in stored.turns}):
                 batch.put_item(Item={"pk": f"T#{stored.tenant}", "sk": f"VA#{answer_id}#{stored.conversation_id}",
-                                     "conversation_id": stored.conversation_id})
-        expires = int(stored.updated_at.timestamp() + settings().conversation_days * 86400)
+                                     "conversation_id": stored.conversation_id, "expires_at": expires})
         condition = "attribute_not_exists(pk)" if conversation.version == 0 else "version = :v"
         try:
             self.table.put_item(
