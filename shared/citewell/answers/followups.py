@@ -16,7 +16,9 @@ import re
 from citewell.answers.units import _PRONOUN, _subject
 from citewell.terms import FUNCTION_WORDS
 
-_PREPOSITIONS = "for|in|at|on|during|under|with|without|after|before|from|to|by|of"
+_PREPOSITIONS = "for|in|at|on|during|under|with|without|after|before|from|to|by|of|outside|inside|within"
+# A code or a version ("KV-1210", "TF-4290", "5.3"): another of its shape takes its place.
+_CODE = re.compile(r"\b(?:[A-Za-z]{1,6}-\d{2,6}|\d+\.\d+)\b")
 _LEAD = re.compile(r"^\s*(?:and|also)\b", re.I)
 _ABOUT = re.compile(r"^\s*(?:(?:and|but|also|so)\b[\s,]*)?(?:what|how)\s+about\s+", re.I)
 _PREPOSITION = re.compile(rf"^(?P<prep>{_PREPOSITIONS})\s+(?P<object>.+)$", re.I)
@@ -67,29 +69,43 @@ def _with_condition(previous: str, preposition: str | None, words: str) -> str:
     end = ending.start() if ending else len(previous)
     body, tail = previous[:end], previous[end:] or "?"
     words = words.strip()
-    # 1. the like it replaces: the same head noun ("part-time staff" for "full-time staff")
+    # 1. a code for a code of its shape ("and KV-1210?" after "What does alarm KV-1104 mean?")
+    if _CODE.fullmatch(words) and (codes := [m for m in _CODE.finditer(body) if _shape(m.group()) == _shape(words)]):
+        last = codes[-1]
+        return body[: last.start()] + words + body[last.end():] + tail
+    # 2. the like it replaces: the same head noun ("part-time staff" for "full-time staff")
     tokens = _WORD.findall(_ARTICLE.sub("", words))
-    if tokens:
-        head = tokens[-1]
-        modifiers = len(tokens) - 1
-        like = re.compile(rf"((?:[\w'’-]+\s+){{0,{modifiers}}}){re.escape(head)}\b", re.I)
+    if len(tokens) > 1:  # a bare word is a condition of its own (3)
+        head, modifiers = tokens[-1], tokens[:-1]
+        like = re.compile(rf"((?:[\w'’,.-]+\s+){{0,{len(modifiers)}}}){re.escape(head)}\b", re.I)
         for match in reversed(list(like.finditer(body))):
             before = match.group(1).split()
-            kept = [w for w in before if w.lower() in FUNCTION_WORDS]  # "do full-time staff": keep "do"
-            if len(kept) == len(before) and before:  # nothing of its own to replace
+            lead = _leading(before)
+            if lead == len(before) and before:  # only function words before it: nothing of its own to replace
                 continue
-            start = match.start() + sum(len(w) + 1 for w in before[: _leading(before)])
+            if [w.lower() for w in modifiers[:lead]] == [w.lower() for w in before[:lead]]:
+                lead = 0  # "more than 5 hours" for "more than 10 hours": the whole of it
+            start = match.start() + sum(len(w) + 1 for w in before[:lead])
             return body[:start] + _ARTICLE.sub("", words) + body[match.end():] + tail
-    # 2. the condition of its kind: the same preposition, or a place for a place
-    phrases = list(re.finditer(rf"\b({_PREPOSITIONS})\s+((?:the\s+)?[\w'’-]+(?:\s+[A-Z][\w'’-]*)*)", body))
+    # 3. the condition of its kind: the same preposition, the same thing, or a place for a place
+    obj = _ARTICLE.sub("", words)
+    phrases = list(re.finditer(rf"\b({_PREPOSITIONS})\s+((?:(?!\b(?:{_PREPOSITIONS})\b)[\w'’,.-]+\s*)+)", body, re.I))
     proper = words[:1].isupper()
     for match in reversed(phrases):
-        prep, thing = match.group(1).lower(), _ARTICLE.sub("", match.group(2))
+        prep, thing = match.group(1).lower(), _ARTICLE.sub("", match.group(2).strip())
+        same_thing = thing.lower() == obj.lower()
         like_kind = proper and thing[:1].isupper() or not proper and prep == "for"
-        if (preposition and prep == preposition) or (not preposition and like_kind):
-            return body[: match.start()] + f"{prep} {words}" + body[match.end():] + tail
-    # 3. none to replace: added
+        if same_thing or (preposition and prep == preposition) or (not preposition and like_kind):
+            end = match.start(2) + len(match.group(2).rstrip())
+            if end < len(body.rstrip()) and len(match.group(2).split()) > 1:  # not at the end: its last word is the verb
+                end = match.start(2) + match.group(2).rstrip().rfind(" ")
+            return body[: match.start()] + f"{preposition or prep} {words}" + body[end:] + tail
+    # 4. none to replace: added
     return f"{body} {preposition or ('in' if proper else 'for')} {words}{tail}"
+
+
+def _shape(code: str) -> str:
+    return re.sub(r"\d", "9", re.sub(r"[A-Za-z]", "A", code))
 
 
 def _leading(words: list[str]) -> int:
