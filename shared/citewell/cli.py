@@ -340,15 +340,13 @@ def operator_note(services: Services, identity: Identity) -> str | None:
 
 def cmd_eval_answers(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.config import evidence_budget, generator_from_env
-    from citewell.answers.evaluation import evaluate, load_cases
-    from citewell.answers.service import ask
+    from citewell.answers.evaluation import asker, evaluate, load_cases
     from citewell.services import open_local
 
     cases = load_cases(args.questions, args.split)
     services = open_local(args.home, existing=True)
-    generator, budget = generator_from_env(services), evidence_budget()
-    report = evaluate(cases, lambda case: ask(services, case.identity, case.question, generator, budget_chars=budget),
-                      generator=generator.name)
+    generator = generator_from_env(services)
+    report = evaluate(cases, asker(services, cases, generator, evidence_budget()), generator=generator.name)
     return report.model_dump(mode="json"), EXIT_OK
 
 
