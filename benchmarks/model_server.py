@@ -50,8 +50,8 @@ def _chat_prompt(body: dict[str, Any]) -> tuple[str, str]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         raise RequestError("messages must be a non-empty list of objects")
-    if body.get("stream"):
-        raise RequestError("the stand-in model does not stream; send stream: false")
+    if body.get("stream") not in (None, True, False):
+        raise RequestError("stream must be true or false")
     system = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
     users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
     if not users:
