@@ -519,8 +519,8 @@
   function feedbackControl(answerId) {
     const box = el("div", { class: "feedback", role: "group", "aria-label": "Was this answer helpful?" },
       el("span", { text: "Was this helpful?" }));
-    const yes = el("button", { type: "button", id: "feedback-yes", "aria-pressed": "false", text: "👍 Yes" });
-    const no = el("button", { type: "button", id: "feedback-no", "aria-pressed": "false", text: "👎 No" });
+    const yes = el("button", { type: "button", id: "feedback-yes", "aria-pressed": "false", text: "Yes" });
+    const no = el("button", { type: "button", id: "feedback-no", "aria-pressed": "false", text: "No" });
     const comment = el("input", { type: "text", id: "feedback-comment", maxlength: "2000", placeholder: "What was wrong? (optional)",
                                   "aria-label": "What was wrong with this answer" });
     const sendNo = el("button", { type: "button", id: "feedback-send", text: "Send" });
@@ -550,6 +550,7 @@
     const box = clear($("answer"));
     box.dataset.answerId = answer.answer_id || "";
     append(box, [degradedBox(answer.degraded)]);
+    if (answer.question) append(box, [el("p", { class: "rewritten", id: "rewritten", text: `Answered as: ${answer.question}` })]);
 
     if (answer.source_deleted) {
       append(box, [el("div", { class: "refusal withdrawn" },
@@ -564,7 +565,6 @@
         el("p", { class: "answer-text", id: "answer-text" }, withMarkers(answer.answer || "", answer.citations || []))]);
       append(box, [renderSources(answer.citations || [])]);
     }
-    if (answer.question) append(box, [el("p", { class: "rewritten", id: "rewritten", text: `Answered as: ${answer.question}` })]);
     if (answer.answer_id && answer.conversation_id && !answer.source_deleted) append(box, [feedbackControl(answer.answer_id)]);
     if (answer.answer_id) append(box, [el("p", { class: "answer-id", text: `Answer id ${answer.answer_id}` })]);
     show(box, true);
