@@ -181,3 +181,18 @@ def test_a_model_generator_rewrites_the_follow_up_and_rules_stand_in_when_it_fai
         assert any(d.startswith("follow-up rewritten by rules") for d in again.degraded)
     finally:
         server.shutdown()
+
+
+def test_an_api_caller_never_reaches_the_cli_operators_conversations(services):
+    from citewell.api.routes import claims_identity
+    from citewell.api.settings import ApiSettings
+
+    add(services, MEALS, "meals.md")
+    operator = Identity(tenant="northpier", roles=frozenset({"staff"}))  # the CLI's: no subject
+    first = turn(services, operator, "How much is the meal allowance in Manchester?")
+    for claims in ({"custom:tenant": "northpier", "cognito:groups": ["staff"]},
+                   {"custom:tenant": "northpier", "cognito:groups": ["staff"], "sub": ""}):
+        caller = claims_identity(claims, ApiSettings())
+        with pytest.raises(NotFound):
+            thread(services, caller, first.conversation_id)
+        assert history(services, caller) == []

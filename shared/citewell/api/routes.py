@@ -117,7 +117,9 @@ def claims_identity(claims: dict[str, Any], settings: ApiSettings) -> Identity:
         raise ForbiddenError(f"this is an access token, which carries no {settings.tenant_claim!r}: "
                              "send the ID token in the Authorization header")
     tenant = str(claims.get(settings.tenant_claim, "") or "")
-    found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)), subject=str(claims.get("sub", "") or ""))
+    # "token:" keeps an API caller's conversations apart from the CLI operator's (subject ""),
+    # whatever a token's sub says; tokens without one are, to the API, the same caller.
+    found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)), subject=f"token:{claims.get('sub') or ''}")
     if found.is_empty:
         raise ForbiddenError("the token carries no tenant or no roles")
     try:
