@@ -127,6 +127,10 @@ def life(aws) -> None:
     status, answer = api("POST", "/query", {"question": "How many days of paid annual leave do full-time staff receive?"})
     assert status == 200
     assert api("GET", f"/answers/{answer['answer_id']}/citations")[0] == 200
+    status, follow = api("POST", "/query", {"question": "and for part-time staff?", "conversation_id": answer["conversation_id"]})
+    assert status == 200 and follow["question"]  # a follow-up, rewritten, in the same conversation
+    assert api("POST", f"/answers/{answer['answer_id']}/feedback", {"helpful": False, "comment": "not what I asked"})[0] == 200
+    assert api("GET", "/conversations")[0] == 200 and api("GET", f"/conversations/{answer['conversation_id']}")[0] == 200
     assert api("GET", "/documents")[0] == 200 and api("GET", "/documents/handbook.md")[0] == 200
     for n, late in enumerate(STAGE_PREFIXES):  # the index is there now: a late batch of a superseded upload purges
         redelivered_late(aws, f"late-{n}.md", STAGE_PREFIXES[:3] if late != "embedded/" else STAGE_PREFIXES, late)

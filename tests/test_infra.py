@@ -345,7 +345,17 @@ def test_every_route_needs_the_jwt_authorizer(template):
     routes = template.find_resources("AWS::ApiGatewayV2::Route")
     keys = sorted(r["Properties"]["RouteKey"] for r in routes.values())
     assert keys == sorted(["POST /documents", "GET /documents", "GET /documents/{id+}", "DELETE /documents/{id+}",
-                           "POST /search", "POST /query", "GET /answers/{id}/citations", "GET /me"])
+                           "POST /search", "POST /query", "GET /answers/{id}/citations", "POST /answers/{id}/feedback",
+                           "GET /conversations", "GET /conversations/{id}", "GET /me"])
+    # every route the resolver answers has its API Gateway route (else AWS answers 404 before the function)
+    import re
+
+    from citewell.aws.api import openapi_document
+
+    spec = json.loads(openapi_document())
+    served = {f"{method.upper()} {re.sub(r'{document_id}', '{id+}', re.sub(r'{(answer|conversation)_id}', '{id}', path))}"
+              for path, methods in spec["paths"].items() for method in methods}
+    assert served == set(keys)
     assert all(r["Properties"]["AuthorizationType"] == "JWT" for r in routes.values())
     template.has_resource_properties("AWS::ApiGatewayV2::Authorizer", {"AuthorizerType": "JWT"})
 

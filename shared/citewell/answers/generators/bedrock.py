@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from citewell.answers.prompt import SYSTEM_PROMPT, draft_from_reply, user_prompt
+from citewell.answers.prompt import REWRITE_PROMPT, SYSTEM_PROMPT, draft_from_reply, rewrite_prompt, rewritten_from_reply, user_prompt
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
 
@@ -29,13 +29,20 @@ class BedrockGenerator:
         return f"bedrock:{self.model_id}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+        return draft_from_reply(self._converse(SYSTEM_PROMPT, user_prompt(question, evidence)))
+
+    def rewrite(self, previous: Sequence[str], asked: str) -> str:
+        """A follow-up made standalone by the model (see :data:`REWRITE_PROMPT`)."""
+        return rewritten_from_reply(self._converse(REWRITE_PROMPT, rewrite_prompt(previous, asked)), asked)
+
+    def _converse(self, system: str, user: str) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             response = self.client.converse(
                 modelId=self.model_id,
-                system=[{"text": SYSTEM_PROMPT}],
-                messages=[{"role": "user", "content": [{"text": user_prompt(question, evidence)}]}],
+                system=[{"text": system}],
+                messages=[{"role": "user", "content": [{"text": user}]}],
                 inferenceConfig={"temperature": 0, "maxTokens": self.max_tokens},
             )
         except ClientError as exc:
@@ -50,4 +57,4 @@ class BedrockGenerator:
             raise GeneratorUnavailable("the Bedrock reply has no output.message.content") from None
         if not content.strip():
             raise GeneratorUnavailable("the Bedrock reply is empty")
-        return draft_from_reply(content)
+        return content
