@@ -170,3 +170,17 @@ def test_each_function_may_make_every_call_it_makes_and_no_other(aws, function_r
         used[caller] |= {action for action, _, _ in needs(service, operation, {**params, "caller": caller})}
     extra = {name: sorted(granted_actions(function_roles[name]) - used[name] - PLATFORM - UNWALKED[name]) for name in FUNCTIONS}
     assert not any(extra.values()), f"granted but never called: {extra}; called: { {n: sorted(u) for n, u in used.items()} }"
+
+
+def test_a_query_role_may_search_and_delete_rows_but_never_write_them(function_roles):
+    """The API and the delete function read and delete rows through the alias; a ``_bulk`` (which
+    indexes text and vectors) is refused them, and granted to the indexers (publish, the audit)."""
+    from tests.aws_roles import DOMAIN_ARN, permitted
+
+    bulk = f"{DOMAIN_ARN}/citewell-chunks/_bulk"
+    for name in ("api", "delete"):
+        assert not permitted(function_roles[name], "es:ESHttpPost", bulk), name
+        for operation in ("_search", "_msearch", "_count", "_delete_by_query"):
+            assert permitted(function_roles[name], "es:ESHttpPost", f"{DOMAIN_ARN}/citewell-chunks/{operation}"), (name, operation)
+    for name in ("publish", "audit"):
+        assert permitted(function_roles[name], "es:ESHttpPost", bulk), name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from citewell.answers.prompt import REWRITE_PROMPT, SYSTEM_PROMPT, draft_from_reply, rewrite_prompt, rewritten_from_reply, user_prompt
@@ -10,18 +11,28 @@ from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
 
 
+READ_TIMEOUT_S, CONNECT_TIMEOUT_S = 20, 3  # one attempt ends by 23 s, inside the API function's 30 s
+
+
+@lru_cache(maxsize=8)
+def shared_client(region: str | None) -> Any:
+    """One client per region for the container's life: a client costs tens of milliseconds and
+    its connection pool is what keeps the TLS session to Bedrock warm across requests. A single
+    attempt, since a retry after a 20 s read would outlive the request."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=READ_TIMEOUT_S,
+                    connect_timeout=CONNECT_TIMEOUT_S)
+    return boto3.client("bedrock-runtime", region_name=region, config=config)
+
+
 class BedrockGenerator:
     def __init__(self, model_id: str, client: Any = None, region: str | None = None, max_tokens: int = 800) -> None:
-        if client is None:
-            import boto3
-            from botocore.config import Config
-
-            config = Config(retries={"max_attempts": 3, "mode": "adaptive"}, read_timeout=60, connect_timeout=5)
-            client = boto3.client("bedrock-runtime", region_name=region, config=config)
-        self.client = client
+        self.client = client if client is not None else shared_client(region)
         self.model_id = model_id
         # Cached answers are keyed by it: another endpoint under the same model id gets its own.
-        self.fingerprint = str(client.meta.endpoint_url)
+        self.fingerprint = str(self.client.meta.endpoint_url)
         self.max_tokens = max_tokens
 
     @property
