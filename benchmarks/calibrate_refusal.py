@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import pickle
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -47,6 +48,7 @@ from citewell.answers.refusal import (
     reranked,
 )
 from citewell.answers.units import Unit
+from citewell.answers.verifier import MODEL_FILE as VERIFIER_FILE
 from citewell.answers.verifier import unit_passage
 from citewell.models import Identity
 from citewell.search import search
@@ -358,6 +360,11 @@ def main() -> None:
         target = Path(str(resources.files("citewell.answers") / MODEL_FILE))
         target.write_text(model.model_dump_json(indent=2) + "\n")
         print(f"wrote {target}")
+        if args.verifier:  # the rerank model was fitted on this verifier's logits: they ship together
+            shipped = Path(str(resources.files("citewell.answers") / VERIFIER_FILE))
+            if args.verifier.resolve() != shipped.resolve():
+                shutil.copyfile(args.verifier, shipped)
+            print(f"wrote {shipped}")
 
 
 if __name__ == "__main__":

