@@ -16,10 +16,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from moto.textract.models import TextractBackend
+
 from tests.aws_roles import BUCKET, granted_actions, needs, refusals
 from tests.test_aws_chain import (  # noqa: F401
     EVENTS, HANDBOOK, LambdaContext, api, aws, knn_proxy, load_handler, pump, removal_event, resend, sqs_event, upload,
 )
+from tests.test_aws_textract import READ
+from tests.test_ocr import MEMO, encoded, page
 
 FUNCTIONS = ("parse", "chunk", "embed", "publish", "delete", "api", "audit")
 # What the Lambda service itself does with a function's role (poll its queue, send traces, write
@@ -31,6 +35,7 @@ PLATFORM = {"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUr
 BEDROCK = {"bedrock:InvokeModel"}
 UNWALKED = {
     "audit": BEDROCK | {
+        "textract:DetectDocumentText",  # a repair re-parses a scan
         "s3:PutObject", "s3:DeleteObjectVersion", "s3:ListBucketVersions",  # a repair re-runs a stage or purges objects
         "s3:AbortMultipartUpload",  # a repair aborts an unfinished multipart upload
         "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
@@ -109,6 +114,9 @@ def life(aws) -> None:
     """Everything each function does in a document's life."""
     upload(aws, "scan.pdf", b"this is not a pdf")  # a typed failure is recorded
     pump(aws)
+    upload(aws, "memo.png", encoded(page(MEMO, size=(1000, 400)), "PNG"))  # a scan: parse sends it to Textract
+    pump(aws)
+    assert api("GET", "/documents/memo.png")[1]["document"]["status"] == "published"
     for n, stages in enumerate([[], ["raw/"], ["raw/", "parsed/"], ["raw/", "parsed/", "chunks/"]]):
         superseded_at(aws, f"notice-{n}.md", stages)  # each stage meets a stale upload
     upload(aws, "handbook.md", HANDBOOK)
@@ -142,7 +150,10 @@ def life(aws) -> None:
     assert audit["ok"], audit
 
 
-def test_each_function_may_make_every_call_it_makes_and_no_other(aws, function_roles):
+def test_each_function_may_make_every_call_it_makes_and_no_other(aws, function_roles, monkeypatch):
+    monkeypatch.setenv("CITEWELL_OCR", "textract")  # as the stack sets it for parse and the audit
+    monkeypatch.setattr(TextractBackend, "BLOCKS", READ)  # what moto's Textract answers
+    monkeypatch.setattr(TextractBackend, "PAGES", 1)
     aws["calls"].containers = True
     life(aws)
     calls = [(caller, service, op, params) for caller, service, op, params in aws["calls"].all() if caller != "test"]

@@ -304,6 +304,30 @@ def test_bedrock_is_granted_only_for_what_is_configured(tmp_path_factory, templa
     assert "foundation-model/anthropic.claude-3-haiku-20240307-v1:0" in resources
 
 
+def test_textract_is_granted_and_configured_only_where_uploads_are_parsed(tmp_path_factory, template):
+    def readers(synthesized: Template) -> dict[str, list]:
+        functions = {f["Properties"]["Role"]["Fn::GetAtt"][0]: f["Properties"]["Environment"]["Variables"]
+                     for f in synthesized.find_resources("AWS::Lambda::Function").values()
+                     if "POWERTOOLS_SERVICE_NAME" in f["Properties"].get("Environment", {}).get("Variables", {})}
+        found: dict[str, list] = {}
+        for policy in synthesized.find_resources("AWS::IAM::Policy").values():
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                for role in policy["Properties"]["Roles"]:
+                    name = functions.get(role["Ref"], {}).get("POWERTOOLS_SERVICE_NAME", role["Ref"])  # a CDK helper's role by its id
+                    found.setdefault(name, []).extend(
+                        (a, statement["Resource"]) for a in actions if a.startswith("textract:"))
+        found = {name: grants for name, grants in found.items() if grants}
+        configured = sorted(v["POWERTOOLS_SERVICE_NAME"] for v in functions.values() if v.get("CITEWELL_OCR") == "textract")
+        assert configured == sorted(found)
+        return found
+
+    default = readers(template)
+    assert sorted(default) == ["citewell-audit", "citewell-parse"]  # the audit's repair re-runs parse
+    assert all(grants == [("textract:DetectDocumentText", "*")] for grants in default.values())  # no resource-level permission exists
+    assert readers(synth(tmp_path_factory, ocr="none")) == {}
+
+
 def test_every_stage_is_wired_s3_to_sqs_to_lambda_with_a_dead_letter_queue(template):
     queues = template.find_resources("AWS::SQS::Queue")
     inboxes = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]

@@ -242,6 +242,7 @@ class Block(BaseModel):
     page: int | None = None
     sheet: str | None = None
     row: int | None = None
+    ocr_confidence: float | None = None  # read by OCR from a scanned page: the page's mean confidence (0 to 1)
 
 
 class ParsedDocument(BaseModel):
@@ -290,11 +291,14 @@ class Chunk(BaseModel):
     # existed have neither, and cite the chunk's range.
     page_starts: list[tuple[int, int]] = Field(default_factory=list)
     row_starts: list[tuple[int, int]] = Field(default_factory=list)
+    # Read by OCR from scanned pages: the lowest mean confidence (0 to 1) of those pages; None for
+    # text from a text layer or a text format.
+    ocr_confidence: float | None = None
 
     def record_json(self) -> str:
-        """The stored record: the page and row maps only when there is one, so a chunk on one page
-        (most of a PDF's) costs a DynamoDB item nothing for them."""
-        empty = {name for name in ("page_starts", "row_starts") if not getattr(self, name)}
+        """The stored record: the page and row maps and the OCR confidence only when there is one,
+        so a chunk on one page (most of a PDF's) costs a DynamoDB item nothing for them."""
+        empty = {name for name in ("page_starts", "row_starts", "ocr_confidence") if not getattr(self, name)}
         return self.model_dump_json(exclude=empty)
 
     @staticmethod

@@ -14,6 +14,7 @@ import numpy as np
 
 from citewell.leases import Lease
 from citewell.models import AnswerRecord, Chunk, Document, Draft, EvidenceItem, Identity, Removal, Upload
+from citewell.ocr import OcrPage
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,17 @@ class Generator(Protocol):
         """Raises :class:`~citewell.errors.GeneratorUnavailable` when the model service fails."""
         ...
 
+
+
+class OcrEngine(Protocol):
+    """Reads the text of scanned pages. ``document`` is an image (PNG, JPEG, or TIFF, whose frames
+    are pages) or a one-page PDF: the forms Amazon Textract's DetectDocumentText takes, so the
+    PDF parser hands over a page without rendering it and each engine decodes what it is given.
+    Raises :class:`~citewell.errors.IngestError` (typed) for what it cannot read."""
+
+    @property
+    def name(self) -> str: ...
+    def read(self, document: bytes) -> list[OcrPage]: ...
 
 
 class TokenCounter(Protocol):

@@ -92,6 +92,7 @@ class Settings(BaseSettings):
     opensearch_host: str | None = None
     index_alias: str = "citewell-chunks"
     embedder: Literal["bedrock", "openai", "minilm"] = Field("bedrock", description="bedrock, openai or minilm")
+    ocr: Literal["none", "textract"] = Field("none", description="none or textract")  # textract: scans read by Amazon Textract
 
     @field_validator("lanes", mode="before")
     @classmethod
@@ -103,7 +104,7 @@ class Settings(BaseSettings):
     def _public_url(cls, value: str | None) -> str | None:
         return None if value is None else public_url(value)
 
-    @field_validator("generator", "embedder", mode="before")
+    @field_validator("generator", "embedder", "ocr", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
