@@ -241,6 +241,11 @@ def _docs(payload: dict[str, Any]) -> None:
         facts = [_chunks(d["chunk_count"]), f"revision {_short(d['active_revision'])}",
                  f"roles {','.join(sorted(d['allowed_roles']))}"]
         _wrapped(" · ".join(facts), 2, "dim")
+        described = [d.get("locale") or "", f"tags {','.join(d['tags'])}" if d.get("tags") else "",
+                     f"{d['trust_tier']} source" if d.get("trust_tier") else "", "authoritative" if d.get("authority") else "",
+                     f"effective from {d['effective_from']}" if d.get("effective_from") else "",
+                     f"until {d['effective_until']}" if d.get("effective_until") else ""]
+        _wrapped(" · ".join(f for f in described if f), 2, "dim")
         if d["error"]:
             _wrapped(_error(d["error"]), 2, "red")
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from citewell.errors import CitewellError, RetrievalUnavailable
+from citewell.filters import Scope, SearchFilter
 from citewell.fusion import reciprocal_rank_fusion
 from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
 from citewell.ports import LaneHit
@@ -36,8 +37,14 @@ def search(
     k: int = 10,
     lanes: Sequence[str] = LANES,
     depth: int | None = None,
+    filters: SearchFilter | None = None,
 ) -> SearchResult:
+    """The caller's best ``k`` hits; with ``filters``, among the documents they admit, ranked so
+    inside each lane (see :mod:`citewell.filters`)."""
     if identity.is_empty or not question.strip() or k <= 0:
+        return SearchResult(hits=[])
+    scope = resolve_scope(services, identity, filters)
+    if scope is not None and not scope:
         return SearchResult(hits=[])
     depth = depth or lane_depth(k)
     degraded: list[str] = []
@@ -58,7 +65,7 @@ def search(
 
     text = question if "bm25" in lanes else None
     wanted = vector if "vector" in lanes else None
-    results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth))
+    results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth, scope))
     if failed:
         raise failed[0]
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
@@ -79,6 +86,8 @@ def search(
             # Read back: the index is a copy; the record decides what is current and who may see it.
             if document is None or not document.serves(hit.revision, identity):
                 continue
+            if filters is not None and not filters.admits(document):
+                continue  # changed since the scope was resolved: the filter holds at read-back too
             hits.append(
                 SearchHit(
                     rank=len(hits) + 1, chunk_id=hit.chunk_id, document_id=hit.document_id, revision=hit.revision,
@@ -93,6 +102,13 @@ def search(
     result = SearchResult(hits=hits, degraded=degraded)
     result._query_vector = embedded[0] if embedded else None
     return result
+
+
+def resolve_scope(services: Services, identity: Identity, filters: SearchFilter | None) -> Scope:
+    """The document ids the lanes rank inside: None without a filter."""
+    if filters is None or filters.is_empty:
+        return None
+    return services.metadata.find_documents(identity, filters)
 
 
 def _weak(ranks: dict[str, int | None], similarity: float | None) -> bool:

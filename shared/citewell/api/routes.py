@@ -211,7 +211,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         try:
             upload = register_upload(
                 services, document_id=request.document_id, tenant=who.tenant, allowed_roles=roles, title=request.title,
-                source=request.source, filename=request.filename, locale=request.locale, lease=found.lease,
+                source=request.source, filename=request.filename, described=request, lease=found.lease,
             )
         except ValidationError as error:
             raise BadRequestError(readable(error)) from None
@@ -260,7 +260,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         from citewell.search import search
 
         found, who = caller()
-        return search(found.services, who, request.question, k=request.k, lanes=found.settings.lanes)
+        return search(found.services, who, request.question, k=request.k, lanes=found.settings.lanes, filters=request.filters)
 
     @app.post("/query")
     def query(request: QueryRequest) -> Answer:
@@ -269,7 +269,8 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
 
         found, who = caller()
         services = found.services
-        return ask(services, who, request.question, generator_from_env(services), evidence_budget(), lanes=found.settings.lanes)
+        return ask(services, who, request.question, generator_from_env(services), evidence_budget(), lanes=found.settings.lanes,
+                   filters=request.filters)
 
     @app.get("/answers/<answer_id>/citations")
     def citations(answer_id: str) -> AnswerRecord:
