@@ -397,7 +397,7 @@ class LaneRanks(BaseModel):
 
 
 class SearchHit(BaseModel):
-    """``score`` is the fused rank score; ``similarity`` the vector lane's cosine, when it ranked
+    """``score`` is the fused rank score (1.1 times for an authoritative document); ``similarity`` the vector lane's cosine, when it ranked
     the chunk. ``weak``: only the vector lane found it, at a similarity that relevant passages
     seldom have (:data:`citewell.search.WEAK_SIMILARITY`): near in meaning, and not holding
     the words asked for, so not evidence that they are in the documents."""
@@ -413,6 +413,7 @@ class SearchHit(BaseModel):
     lanes: LaneRanks
     similarity: float | None = None
     weak: bool = False
+    rerank: float | None = None  # the reranker's score, when one reordered the hits
 
 
 class SearchResult(BaseModel):

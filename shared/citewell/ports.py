@@ -14,7 +14,7 @@ import numpy as np
 
 from citewell.filters import Scope, SearchFilter
 from citewell.leases import Lease
-from citewell.models import AnswerRecord, Chunk, Document, Draft, EvidenceItem, Identity, Removal, Upload
+from citewell.models import AnswerRecord, Chunk, Document, Draft, EvidenceItem, Identity, Removal, SearchHit, Upload
 
 
 @dataclass(frozen=True)
@@ -207,6 +207,35 @@ class Generator(Protocol):
         """Raises :class:`~citewell.errors.GeneratorUnavailable` when the model service fails."""
         ...
 
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """One candidate's place after reranking: its index in the candidates given, and its score."""
+
+    index: int
+    score: float
+
+
+class Reranker(Protocol):
+    """Reorders read-back hits (the caller's only) by their relevance to the question."""
+
+    @property
+    def name(self) -> str: ...
+    def rerank(self, question: str, hits: Sequence[SearchHit], top_n: int) -> list[Reranked]:
+        """At most ``top_n`` of ``hits``, best first. Raises
+        :class:`~citewell.errors.RerankerUnavailable` when the service fails or its reply is unusable."""
+        ...
+
+
+class Completer(Protocol):
+    """A model generator's plain completion: what an LLM reranker asks through."""
+
+    @property
+    def name(self) -> str: ...
+    def complete(self, system: str, user: str) -> str:
+        """Raises :class:`~citewell.errors.GeneratorUnavailable` when the model service fails."""
+        ...
 
 
 class TokenCounter(Protocol):

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from citewell.errors import CitewellError, RetrievalUnavailable
+from citewell.errors import CitewellError, RerankerUnavailable, RetrievalUnavailable
 from citewell.filters import Scope, SearchFilter
 from citewell.fusion import reciprocal_rank_fusion
 from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
-from citewell.ports import LaneHit
+from citewell.ports import LaneHit, Reranker
+from citewell.rerankers import rerank_depth, reranker_from_env
 from citewell.services import Services
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ MIN_DEPTH = 50
 # (docs/measurements.md, `python -m benchmarks.vector_support`). For all-MiniLM-L6-v2;
 # another embedding model needs it measured again.
 WEAK_SIMILARITY = 0.43
+AUTHORITY_WEIGHT = 1.1  # an authoritative document's fused score, as corpus-engine weighs primary sources
 
 
 def lane_depth(k: int) -> int:
@@ -71,6 +73,10 @@ def search(
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
     similarity = {(h.chunk_id, h.revision): h.score for h in results.get("vector", [])}  # cosine
     fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
+    reranker = services.reranker if services.reranker is not None else reranker_from_env()
+    # Read back a pool: the rerank depth, or twice k, so an authoritative candidate just past the
+    # k-th can still move up (authority weighs in before the cut, not only within the first k).
+    pool = max(k, rerank_depth()) if reranker is not None else 2 * k
     documents: dict[str, Document | None] = {}
     hits: list[SearchHit] = []
     for start in range(0, len(fused), 2 * k):
@@ -91,17 +97,33 @@ def search(
             hits.append(
                 SearchHit(
                     rank=len(hits) + 1, chunk_id=hit.chunk_id, document_id=hit.document_id, revision=hit.revision,
-                    title=document.title, section_path=hit.section_path, text=hit.text, score=score,
+                    title=document.title, section_path=hit.section_path, text=hit.text,
+                    score=score * (AUTHORITY_WEIGHT if document.authority else 1.0),
                     lanes=LaneRanks(**ranks), similarity=similarity.get(key), weak=_weak(ranks, similarity.get(key)),
                 )
             )
-            if len(hits) == k:
+            if len(hits) == pool:
                 break
-        if len(hits) == k:
+        if len(hits) == pool:
             break
+    hits.sort(key=lambda h: -h.score)  # stable: the fused order among equals
+    if reranker is not None and len(hits) > 1:
+        hits = _reranked(reranker, question, hits, k, degraded)
+    hits = [h.model_copy(update={"rank": rank}) for rank, h in enumerate(hits[:k], start=1)]
     result = SearchResult(hits=hits, degraded=degraded)
     result._query_vector = embedded[0] if embedded else None
     return result
+
+
+def _reranked(reranker: Reranker, question: str, hits: list[SearchHit], k: int, degraded: list[str]) -> list[SearchHit]:
+    """The reranker's order of the caller's read-back hits, each with its rerank score; the fused
+    order, said so in ``degraded``, when it fails."""
+    try:
+        order = reranker.rerank(question, hits, k)
+    except RerankerUnavailable as error:
+        degraded.append(f"reranker unavailable ({error.message}): fused order")
+        return hits
+    return [hits[r.index].model_copy(update={"rerank": r.score}) for r in order]
 
 
 def resolve_scope(services: Services, identity: Identity, filters: SearchFilter | None) -> Scope:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from citewell.chunking import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, Chunker, ChunkingConfig
 from citewell.parsers import DEFAULT_MAX_BYTES
-from citewell.ports import Embedder, MetadataStore, ObjectStore, SearchIndex
+from citewell.ports import Embedder, MetadataStore, ObjectStore, Reranker, SearchIndex
 
 
 @dataclass
@@ -19,6 +19,7 @@ class Services:
     embedder: Embedder
     chunker: Chunker
     max_bytes: int = DEFAULT_MAX_BYTES
+    reranker: Reranker | None = None  # None: the one CITEWELL_RERANKER configures (none: the fused order)
 
 
 def default_home() -> Path:

@@ -10,11 +10,16 @@ Bedrock: ``CITEWELL_BEDROCK_MODEL_ID`` and the usual AWS region and credentials 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from citewell.answers.evidence import DEFAULT_BUDGET_CHARS
 from citewell.errors import InvalidInput
 from citewell.ports import Generator
 from citewell.services import Services
+
+if TYPE_CHECKING:
+    from citewell.answers.generators.bedrock import BedrockGenerator
+    from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 
 
 def _required(name: str) -> str:
@@ -25,12 +30,20 @@ def _required(name: str) -> str:
 
 
 def generator_from_env(services: Services) -> Generator:
-    kind = os.environ.get("CITEWELL_GENERATOR", "extractive").strip().lower()
-    timeout = float(os.environ.get("CITEWELL_GENERATOR_TIMEOUT", "30"))
-    if kind == "extractive":
+    if os.environ.get("CITEWELL_GENERATOR", "extractive").strip().lower() == "extractive":
         from citewell.answers.generators.extractive import ExtractiveGenerator
 
         return ExtractiveGenerator(services.embedder, services.metadata)
+    return model_generator()
+
+
+def model_generator() -> OpenAICompatibleGenerator | BedrockGenerator:
+    """The configured model generator (an LLM reranker asks through it too); the extractive
+    answerer is not a model."""
+    kind = os.environ.get("CITEWELL_GENERATOR", "extractive").strip().lower()
+    timeout = float(os.environ.get("CITEWELL_GENERATOR_TIMEOUT", "30"))
+    if kind == "extractive":
+        raise InvalidInput("this needs a model: set CITEWELL_GENERATOR to openai or bedrock")
     if kind == "openai":
         from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 

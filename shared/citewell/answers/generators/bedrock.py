@@ -29,13 +29,16 @@ class BedrockGenerator:
         return f"bedrock:{self.model_id}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+        return draft_from_reply(self.complete(SYSTEM_PROMPT, user_prompt(question, evidence)))
+
+    def complete(self, system: str, user: str) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             response = self.client.converse(
                 modelId=self.model_id,
-                system=[{"text": SYSTEM_PROMPT}],
-                messages=[{"role": "user", "content": [{"text": user_prompt(question, evidence)}]}],
+                system=[{"text": system}],
+                messages=[{"role": "user", "content": [{"text": user}]}],
                 inferenceConfig={"temperature": 0, "maxTokens": self.max_tokens},
             )
         except ClientError as exc:
@@ -50,4 +53,4 @@ class BedrockGenerator:
             raise GeneratorUnavailable("the Bedrock reply has no output.message.content") from None
         if not content.strip():
             raise GeneratorUnavailable("the Bedrock reply is empty")
-        return draft_from_reply(content)
+        return content

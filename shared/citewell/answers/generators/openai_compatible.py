@@ -39,15 +39,15 @@ class OpenAICompatibleGenerator:
         return f"openai-compatible:{self.model}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+        return draft_from_reply(self.complete(SYSTEM_PROMPT, user_prompt(question, evidence)))
+
+    def complete(self, system: str, user: str) -> str:
         body = {
             "model": self.model,
             "temperature": 0,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": user_prompt(question, evidence)},
-            ],
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
         }
-        return draft_from_reply(_content(self._post(body)))
+        return _content(self._post(body))
 
     def _post(self, body: dict[str, Any]) -> Any:
         for attempt in range(self.retries + 1):
