@@ -189,3 +189,18 @@ def test_the_api_takes_descriptive_fields_and_filters_on_aws(aws, monkeypatch): 
     monkeypatch.setattr(filters_module, "MAX_SCOPE", 1)
     assert "narrow it" in refused(call("POST", "/search", json.dumps({"question": "leave", "filters": {"tags": []
                                                                       , "locale": "en"}})), 400)
+
+
+def test_an_answer_reads_one_languages_evidence_unless_asked_otherwise(services):
+    _ingest(services, "leave-en.md", "# Annual leave\n\nStaff receive 27 days of paid annual leave.", locale="en-GB")
+    _ingest(services, "conges-fr.md", "# Annual leave\n\nAnnual leave: les salariés reçoivent 30 jours de congés payés.",
+            locale="fr")
+    question = "How many days of paid annual leave do staff receive?"
+    assert {h.locale for h in search(services, STAFF, question, k=5).hits} == {"en-GB", "fr"}
+
+    def considered(answer) -> set[str]:
+        return {s.document_id for s in services.metadata.get_answer("northpier", answer.answer_id).considered}
+
+    assert considered(ask(services, STAFF, question)) == {"leave-en.md"}
+    assert considered(ask(services, STAFF, question, mixed_locales=True)) == {"leave-en.md", "conges-fr.md"}
+    assert considered(ask(services, STAFF, question, filters=SearchFilter(locale="fr"))) == {"conges-fr.md"}

@@ -209,6 +209,8 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p.add_argument("question", type=_question, help="the question, in words")
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
     p.add_argument("--roles", required=True, type=_roles, help=ROLES_HELP)
+    p.add_argument("--mixed-locales", action="store_true",
+                   help="take evidence in every language (default: only the best passage's language)")
     _filter_flags(p)
 
     p = sub.add_parser("eval-answers", parents=[common], help="answer quality on a labelled question set (JSONL)")
@@ -358,7 +360,7 @@ def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     services = open_local(args.home, existing=True)
     identity = Identity(tenant=args.tenant, roles=args.roles)
     answer = ask(services, identity, args.question, generator_from_env(services), budget_chars=evidence_budget(),
-                 filters=query_filter(args))
+                 filters=query_filter(args), mixed_locales=args.mixed_locales)
     payload = answer.model_dump(mode="json")
     if answer.outcome is Outcome.NOT_FOUND:
         payload["operator_note"] = operator_note(services, identity)

@@ -414,6 +414,7 @@ class SearchHit(BaseModel):
     similarity: float | None = None
     weak: bool = False
     rerank: float | None = None  # the reranker's score, when one reordered the hits
+    locale: str = "en"  # its document's language
 
 
 class SearchResult(BaseModel):

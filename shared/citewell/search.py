@@ -98,7 +98,7 @@ def search(
             hits.append(
                 SearchHit(
                     rank=len(hits) + 1, chunk_id=hit.chunk_id, document_id=hit.document_id, revision=hit.revision,
-                    title=document.title, section_path=hit.section_path, text=hit.text,
+                    title=document.title, section_path=hit.section_path, text=hit.text, locale=document.locale,
                     score=score * (AUTHORITY_WEIGHT if document.authority else 1.0),
                     lanes=LaneRanks(**ranks), similarity=similarity.get(key), weak=_weak(ranks, similarity.get(key)),
                 )

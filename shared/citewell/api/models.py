@@ -47,3 +47,4 @@ class SearchRequest(BaseModel):
 class QueryRequest(BaseModel):
     question: Question
     filters: SearchFilter | None = None
+    mixed_locales: bool = False  # evidence in every language, not only the best hit's

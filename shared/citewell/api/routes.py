@@ -270,7 +270,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         found, who = caller()
         services = found.services
         return ask(services, who, request.question, generator_from_env(services), evidence_budget(), lanes=found.settings.lanes,
-                   filters=request.filters)
+                   filters=request.filters, mixed_locales=request.mixed_locales)
 
     @app.get("/answers/<answer_id>/citations")
     def citations(answer_id: str) -> AnswerRecord:
