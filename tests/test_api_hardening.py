@@ -170,3 +170,14 @@ def test_the_stack_routes_ids_of_several_segments_to_the_function(tmp_path_facto
     routes = synth(tmp_path_factory).find_resources("AWS::ApiGatewayV2::Route")
     keys = {r["Properties"]["RouteKey"] for r in routes.values()}
     assert {"GET /documents/{id+}", "DELETE /documents/{id+}"} <= keys and "GET /documents/{id}" not in keys
+
+
+def test_a_misconfigured_function_answers_500_without_naming_its_settings_to_the_caller(handbook, monkeypatch):
+    monkeypatch.setenv("CITEWELL_MAX_BYTES", "fifty megabytes")
+    services_from_env.cache_clear()
+    status, body = call("GET", "/documents/handbook.md")
+    assert status == 500 and body["error"]["code"] == "misconfigured"
+    assert "CITEWELL" not in json.dumps(body) and "fifty" not in json.dumps(body)
+    monkeypatch.delenv("CITEWELL_MAX_BYTES")
+    services_from_env.cache_clear()
+    assert call("GET", "/documents/handbook.md")[0] == 200

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from citewell.errors import Busy, InvalidInput
+from citewell.settings import InvalidSetting
 from citewell.local.index import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.objects import FolderObjectStore
@@ -163,7 +164,7 @@ def test_a_write_behind_another_write_is_busy(tmp_path: Path, monkeypatch: pytes
 
 def test_the_busy_timeout_must_be_a_number(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CITEWELL_BUSY_SECONDS", "soon")
-    with pytest.raises(InvalidInput, match="CITEWELL_BUSY_SECONDS"):
+    with pytest.raises(InvalidSetting, match="CITEWELL_BUSY_SECONDS"):
         SqliteSearchIndex(tmp_path / "index.db")
 
 

@@ -17,7 +17,8 @@ import numpy
 import pydantic
 import pytest
 
-CORE = ["pydantic", "pydantic_core", "annotated_types", "typing_extensions.py", "typing_inspection", "numpy", "numpy.libs"]
+CORE = ["pydantic", "pydantic_core", "pydantic_settings", "dotenv", "annotated_types", "typing_extensions.py", "typing_inspection",
+        "numpy", "numpy.libs"]
 
 
 @pytest.fixture(scope="module")

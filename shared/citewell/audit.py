@@ -19,7 +19,6 @@ compare-and-sets on the record version the audit saw.
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -54,7 +53,6 @@ from citewell.models import Document, DocumentStatus, ErrorInfo, Upload, descrip
 from citewell.records import is_current, update_document
 from citewell.services import Services
 
-DEFAULT_STUCK_MINUTES = 60
 logger = logging.getLogger(__name__)
 
 
@@ -72,7 +70,10 @@ class AuditReport(BaseModel):
 
 
 def stuck_after() -> timedelta:
-    return timedelta(minutes=float(os.environ.get("CITEWELL_STUCK_MINUTES", DEFAULT_STUCK_MINUTES)))
+    """How long a document may sit in a working state before it counts as stuck (``CITEWELL_STUCK_MINUTES``)."""
+    from citewell.settings import settings
+
+    return timedelta(minutes=settings().stuck_minutes)
 
 
 class _Audit:

@@ -17,9 +17,9 @@ from functools import lru_cache
 
 from citewell.models import Block, BlockKind, Chunk, Document, ParsedDocument
 from citewell.ports import TokenCounter
+from citewell.settings import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS
 
-DEFAULT_MAX_TOKENS = 200
-DEFAULT_OVERLAP_TOKENS = 40
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_OVERLAP_TOKENS", "Chunker", "ChunkingConfig"]
 _WORD_BREAK = re.compile(r"\S+\s*")
 # Characters handed to the token counter per call. A tokenizer holds about 150 bytes per
 # character it encodes at once, so a document on one line, counted whole, cost 150 times

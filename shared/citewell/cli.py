@@ -560,6 +560,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     try:
         args = _parser(json_errors="--json" in argv).parse_args(argv, argparse.Namespace(**ANYWHERE_DEFAULTS))
+        from citewell.settings import settings
+
+        settings()  # a bad CITEWELL_* variable fails every command at once, by name
         payload, code = COMMANDS[args.command](args)
         if args.json:
             print(json.dumps(payload, ensure_ascii=False))

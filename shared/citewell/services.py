@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from citewell.chunking import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, Chunker, ChunkingConfig
-from citewell.parsers import DEFAULT_MAX_BYTES
+from citewell.chunking import Chunker, ChunkingConfig
+from citewell.settings import DEFAULT_MAX_BYTES, settings
 from citewell.ports import Embedder, MetadataStore, ObjectStore, Reranker, SearchIndex
 
 
@@ -24,8 +23,8 @@ class Services:
 
 def default_home() -> Path:
     """``CITEWELL_HOME`` if set, else the per-user data folder."""
-    if env := os.environ.get("CITEWELL_HOME"):
-        return Path(env)
+    if found := settings().home:
+        return found
     from platformdirs import user_data_path
 
     return user_data_path("citewell")
@@ -62,11 +61,9 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
             raise NotFound(f"there is no citewell home at {home}: nothing was ingested there (check --home, or ingest first)")
     home = home_folder(home)
     embedder = MiniLMEmbedder()
-    max_bytes = int(os.environ.get("CITEWELL_MAX_BYTES", DEFAULT_MAX_BYTES))
-    chunking = chunking or ChunkingConfig(
-        max_tokens=int(os.environ.get("CITEWELL_CHUNK_TOKENS", DEFAULT_MAX_TOKENS)),
-        overlap_tokens=int(os.environ.get("CITEWELL_CHUNK_OVERLAP", DEFAULT_OVERLAP_TOKENS)),
-    )
+    found = settings()
+    max_bytes = found.max_bytes
+    chunking = chunking or ChunkingConfig(max_tokens=found.chunk_tokens, overlap_tokens=found.chunk_overlap)
     return Services(
         objects=FolderObjectStore(home / "objects"),
         metadata=SqliteMetadataStore(home / "metadata.db"),

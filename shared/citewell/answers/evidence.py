@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from citewell.models import Chunk, Document, EvidenceItem, EvidenceSpan, Identity, SearchHit
 from citewell.services import Services
+from citewell.settings import DEFAULT_BUDGET_CHARS
 
 MAX_CANDIDATES = 8
 STITCH_STEPS = 3  # how many following chunks a running list may bring
-DEFAULT_BUDGET_CHARS = 6000
 SHINGLE = 5
 DUPLICATE_CONTAINMENT = 0.8
 _WORDS = re.compile(r"\w+")

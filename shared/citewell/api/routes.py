@@ -45,6 +45,7 @@ from citewell.models import (
     validate_token,
 )
 from citewell.services import Services
+from citewell.settings import InvalidSetting
 
 logger = Logger(service="citewell-api")
 UPLOAD_URL_SECONDS = 900
@@ -295,6 +296,9 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
 
     @app.exception_handler(CitewellError)
     def handle_error(error: CitewellError) -> Response:
+        if isinstance(error, InvalidSetting):  # the operator's configuration, not the caller's request
+            logger.error("misconfigured: %s", error.message)
+            return _error(500, "misconfigured", "the service is misconfigured: its operator's log says which setting")
         status = (404 if isinstance(error, NotFound) else 409 if isinstance(error, Conflict)
                   else 503 if isinstance(error, RetrievalUnavailable | Busy | HomeNotWritable) else 400)
         return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body={"error": error.as_dict()})

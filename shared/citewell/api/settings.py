@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,13 +19,11 @@ class ApiSettings(BaseModel):
     def env_fields() -> dict[str, Any]:
         """The fields from ``CITEWELL_LANES``, ``CITEWELL_TENANT_CLAIM``, ``CITEWELL_ROLES_CLAIM`` and
         ``CITEWELL_WRITE_ROLE``, for subclasses that read more of the environment."""
-        env = os.environ
-        return {
-            "lanes": tuple(x.strip() for x in env.get("CITEWELL_LANES", "bm25,vector").split(",") if x.strip()),
-            "tenant_claim": env.get("CITEWELL_TENANT_CLAIM", "custom:tenant"),
-            "roles_claim": env.get("CITEWELL_ROLES_CLAIM", "cognito:groups"),
-            "write_role": env.get("CITEWELL_WRITE_ROLE") or "citewell:write",
-        }
+        from citewell.settings import settings
+
+        found = settings()
+        return {"lanes": found.lanes, "tenant_claim": found.tenant_claim, "roles_claim": found.roles_claim,
+                "write_role": found.write_role}
 
     @classmethod
     def from_env(cls) -> ApiSettings:

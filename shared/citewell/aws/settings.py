@@ -6,8 +6,8 @@ import os
 from functools import lru_cache
 
 from citewell.api.settings import ApiSettings
-from citewell.parsers import DEFAULT_MAX_BYTES
 from citewell.services import Services
+from citewell.settings import DEFAULT_MAX_BYTES, settings
 
 
 class AwsSettings(ApiSettings):
@@ -19,20 +19,22 @@ class AwsSettings(ApiSettings):
     index_alias: str = "citewell-chunks"
     embedder: str = "bedrock"  # bedrock | openai | minilm
     bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
+    max_bytes: int = DEFAULT_MAX_BYTES
 
     @classmethod
     def from_env(cls) -> AwsSettings:
-        env = os.environ
+        found = settings()
         return cls(
             **cls.env_fields(),
-            bucket=env["CITEWELL_BUCKET"],
-            table=env["CITEWELL_TABLE"],
-            opensearch_url=env.get("CITEWELL_OPENSEARCH_URL") or None,
-            opensearch_host=env.get("CITEWELL_OPENSEARCH_HOST") or None,
-            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
-            index_alias=env.get("CITEWELL_INDEX_ALIAS", "citewell-chunks"),
-            embedder=env.get("CITEWELL_EMBEDDER", "bedrock"),
-            bedrock_embed_model=env.get("CITEWELL_BEDROCK_EMBED_MODEL") or "amazon.titan-embed-text-v2:0",
+            bucket=found.required("bucket"),
+            table=found.required("table"),
+            opensearch_url=found.opensearch_url,
+            opensearch_host=found.opensearch_host,
+            region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
+            index_alias=found.index_alias,
+            embedder=found.embedder,
+            bedrock_embed_model=found.bedrock_embed_model,
+            max_bytes=found.max_bytes,
         )
 
 
@@ -44,10 +46,10 @@ def _embedder(settings: AwsSettings):  # type: ignore[no-untyped-def]
     if settings.embedder == "openai":
         from citewell.embedders.remote import OpenAICompatibleEmbedder
 
-        env = os.environ
+        found = settings()
         return OpenAICompatibleEmbedder(
-            base_url=env["CITEWELL_OPENAI_BASE_URL"], model=env["CITEWELL_OPENAI_EMBED_MODEL"],
-            dims=int(env["CITEWELL_OPENAI_EMBED_DIMS"]), api_key=env.get("CITEWELL_OPENAI_API_KEY"),
+            base_url=found.required("openai_base_url"), model=found.required("openai_embed_model"),
+            dims=int(found.required("openai_embed_dims")), api_key=found.openai_api_key,
         )
     from citewell.embedders.remote import BedrockTitanEmbedder
 
@@ -79,7 +81,7 @@ def open_aws(settings: AwsSettings) -> Services:
         # Chunk budgets are counted in MiniLM word pieces whatever the embedder: a tokenizer
         # that ships with the package, close to the sub-word counts of the hosted models.
         chunker=Chunker(MiniLMEmbedder().count_tokens),
-        max_bytes=int(os.environ.get("CITEWELL_MAX_BYTES", DEFAULT_MAX_BYTES)),
+        max_bytes=settings.max_bytes,
     )
 
 

@@ -37,6 +37,13 @@ def _tokenizer_path() -> Path:
     return Path(str(resources.files("citewell.embedders") / "assets" / "minilm-tokenizer.json"))
 
 
+
+def _threads_setting() -> int:
+    """``CITEWELL_EMBED_THREADS``: 0 (the default) is one thread per core."""
+    from citewell.settings import settings
+
+    return settings().embed_threads
+
 class MiniLMEmbedder:
     """Mean-pooled, L2-normalised sentence embeddings, as sentence-transformers computes them."""
 
@@ -44,7 +51,7 @@ class MiniLMEmbedder:
     dims = DIMS
 
     def __init__(self, threads: int | None = None, batch_size: int = BATCH_SIZE) -> None:
-        self.threads = threads or int(os.environ.get("CITEWELL_EMBED_THREADS", "0")) or (os.cpu_count() or 1)
+        self.threads = threads or _threads_setting() or (os.cpu_count() or 1)
         self.batch_size = batch_size
         self._lock = threading.Lock()
         self._calls = 0

@@ -19,22 +19,14 @@ from typing import Any
 
 from citewell.errors import Busy, HomeNotWritable, InvalidInput
 
-BUSY_SECONDS = 30.0  # how long a write waits for another process's write lock; CITEWELL_BUSY_SECONDS overrides
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def busy_seconds() -> float:
     """The wait for another writer, from ``CITEWELL_BUSY_SECONDS`` (default 30)."""
-    raw = os.environ.get("CITEWELL_BUSY_SECONDS", "").strip()
-    if not raw:
-        return BUSY_SECONDS
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds < float("inf"):
-        raise InvalidInput(f"CITEWELL_BUSY_SECONDS must be a number of seconds, not {raw!r}")
-    return seconds
+    from citewell.settings import settings
+
+    return settings().busy_seconds
 
 
 def is_busy(error: sqlite3.OperationalError) -> bool:

@@ -6,8 +6,7 @@ from importlib import import_module
 
 from citewell.errors import CorruptFile, EmptyText, IngestError, TooLarge
 from citewell.models import ParsedDocument
-
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+from citewell.settings import DEFAULT_MAX_BYTES
 
 
 def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocument:

@@ -2,45 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from citewell.api.settings import ApiSettings
+from citewell.settings import public_url, settings
 
-
-def _seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 24 * 3600:
-        raise ValueError(f"{name} must be a number of seconds, not {raw!r}")
-    return value
-
-
-def _count(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or not 0 < int(raw) <= 1_000_000:
-        raise ValueError(f"{name} must be a whole number from 1, not {raw!r}")
-    return int(raw)
-
-
-def public_url(raw: str) -> str:
-    """``scheme://host[:port]`` as clients reach this server (what the upload form's URL starts
-    with): no path, query, fragment or credentials, so a form never points anywhere else."""
-    try:
-        parts = urlsplit(raw.strip())
-        parts.port  # noqa: B018 - a port that is not a number raises here
-    except ValueError:
-        parts = urlsplit("")
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password \
-            or parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"CITEWELL_PUBLIC_URL must be http(s)://host[:port], not {raw!r}")
-    return f"{parts.scheme}://{parts.netloc}"
+__all__ = ["ServeSettings", "public_url"]
 
 
 class ServeSettings(ApiSettings):
@@ -68,18 +35,11 @@ class ServeSettings(ApiSettings):
 
     @classmethod
     def from_env(cls) -> ServeSettings:
-        env = os.environ
-        key = env.get("CITEWELL_JWT_PUBLIC_KEY", "").strip()
+        found = settings()
         return cls(
             **cls.env_fields(),
-            jwt_issuer=env.get("CITEWELL_JWT_ISSUER", "").strip() or None,
-            jwt_audience=env.get("CITEWELL_JWT_AUDIENCE", "").strip() or None,
-            jwks_url=env.get("CITEWELL_JWT_JWKS_URL", "").strip() or None,
-            public_key_file=Path(key) if key else None,
-            public_url=public_url(env["CITEWELL_PUBLIC_URL"]) if env.get("CITEWELL_PUBLIC_URL", "").strip() else None,
-            read_seconds=_seconds("CITEWELL_READ_SECONDS", 30.0),
-            idle_seconds=_seconds("CITEWELL_IDLE_SECONDS", 5.0),
-            idle_per_client=_count("CITEWELL_IDLE_PER_CLIENT", 32),
-            upload_seconds=_seconds("CITEWELL_UPLOAD_SECONDS", 300.0),
-            grace_seconds=_seconds("CITEWELL_GRACE_SECONDS", 30.0),
+            jwt_issuer=found.jwt_issuer, jwt_audience=found.jwt_audience, jwks_url=found.jwt_jwks_url,
+            public_key_file=found.jwt_public_key, public_url=found.public_url,
+            read_seconds=found.read_seconds, idle_seconds=found.idle_seconds, idle_per_client=found.idle_per_client,
+            upload_seconds=found.upload_seconds, grace_seconds=found.grace_seconds,
         )
