@@ -39,7 +39,7 @@ def tag_share(services, share: float) -> dict[str, int]:  # type: ignore[no-unty
     tagged = chunks = 0
     for n, document in enumerate(documents):
         wanted = frozenset({"sample"}) if n % step == 0 else frozenset()
-        if document.tags != wanted:
+        if document.tags != wanted or wanted:  # written again: the record's tags and the store's tag rows
             services.metadata.save_document(document.model_copy(update={"tags": wanted}))
         if wanted:
             tagged += 1

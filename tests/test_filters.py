@@ -64,6 +64,19 @@ def test_every_store_resolves_a_filter_as_the_predicate_decides(store, wanted): 
     assert "salaries.md" not in store.find_documents(STAFF, wanted)  # never a document the caller may not read
 
 
+def test_a_documents_tags_follow_its_record(store):  # noqa: F811
+    """A store that looks tags up by key keeps them with the record: rewritten, and gone with a delete."""
+    stored = store.save_document(record("a.md", tags=frozenset({"hr"})))
+    hr, legal = SearchFilter(tags=frozenset({"hr"})), SearchFilter(tags=frozenset({"legal"}))
+    assert store.find_documents(STAFF, hr) == {"a.md"}
+    assert store.save_document(stored.model_copy(update={"tags": frozenset({"legal"})}))
+    assert (store.find_documents(STAFF, hr), store.find_documents(STAFF, legal)) == (frozenset(), {"a.md"})
+    assert store.save_document(stored.model_copy(update={"tags": frozenset()})) is None  # a lost race writes no tags
+    assert store.find_documents(STAFF, legal) == {"a.md"}
+    store.delete_document("northpier", "a.md")
+    assert store.find_documents(STAFF, legal) == frozenset()
+
+
 def test_a_filter_admitting_too_many_documents_is_refused(store, monkeypatch):  # noqa: F811
     for r in RECORDS:
         store.save_document(r)

@@ -22,6 +22,12 @@ CREATE TABLE IF NOT EXISTS documents (
     generation TEXT NOT NULL,
     PRIMARY KEY (tenant, document_id)
 );
+CREATE TABLE IF NOT EXISTS document_tags (
+    tenant TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, tag, document_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS uploads (
     tenant TEXT NOT NULL,
     document_id TEXT NOT NULL,
@@ -129,9 +135,9 @@ class SqliteMetadataStore:
         if wanted.source is not None:
             where.append("json_extract(record, '$.source') = ?")
             params.append(wanted.source)
-        for tag in sorted(wanted.tags):
-            where.append("EXISTS (SELECT 1 FROM json_each(record, '$.tags') WHERE value = ?)")
-            params.append(tag)
+        for tag in sorted(wanted.tags):  # by key: a tag narrows before any record is read
+            where.append("document_id IN (SELECT document_id FROM document_tags WHERE tenant = ? AND tag = ?)")
+            params += [identity.tenant, tag]
         if wanted.locale:
             where.append("(lower(json_extract(record, '$.locale')) = ? OR substr(lower(json_extract(record, '$.locale')), 1, ?) = ?)")
             params += [wanted.locale.lower(), len(wanted.locale) + 1, wanted.locale.lower() + "-"]
@@ -160,13 +166,20 @@ class SqliteMetadataStore:
                     "AND version = ?",
                     (*values, document.version),
                 )
+            if cursor.rowcount == 1:  # the tags a filter looks up by key (records written before tags had none)
+                self.conn.execute("DELETE FROM document_tags WHERE tenant = ? AND document_id = ?", (document.tenant, document.document_id))
+                self.conn.executemany("INSERT INTO document_tags (tenant, tag, document_id) VALUES (?, ?, ?)",
+                                      [(document.tenant, tag, document.document_id) for tag in sorted(stored.tags)])
         return stored if cursor.rowcount == 1 else None
 
     def delete_document(self, tenant: str, document_id: str, generation: str | None = None) -> int:
-        cursor = self.conn.execute(
-            "DELETE FROM documents WHERE tenant = ? AND document_id = ? AND (? IS NULL OR generation = ?)",
-            (tenant, document_id, generation, generation),
-        )
+        with Transaction(self.conn):
+            cursor = self.conn.execute(
+                "DELETE FROM documents WHERE tenant = ? AND document_id = ? AND (? IS NULL OR generation = ?)",
+                (tenant, document_id, generation, generation),
+            )
+            if cursor.rowcount:
+                self.conn.execute("DELETE FROM document_tags WHERE tenant = ? AND document_id = ?", (tenant, document_id))
         return cursor.rowcount
 
     # -- upload intents ------------------------------------------------------------------
