@@ -9,7 +9,7 @@ from citewell.errors import CitewellError, RerankerUnavailable, RetrievalUnavail
 from citewell.filters import Scope, SearchFilter
 from citewell.fusion import reciprocal_rank_fusion
 from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
-from citewell.ports import LaneHit, Reranker
+from citewell.ports import LaneHit, Reranker, StagedIndex
 from citewell.rerankers import rerank_depth, reranker_from_env
 from citewell.services import Services
 
@@ -111,6 +111,11 @@ def search(
     if reranker is not None and len(hits) > 1:
         hits = _reranked(reranker, question, hits, k, degraded)
     hits = [h.model_copy(update={"rank": rank}) for rank, h in enumerate(hits[:k], start=1)]
+    if "vector" in lanes and isinstance(services.index, StagedIndex):
+        waiting = services.index.vectorless_documents(identity)
+        if waiting:  # published by words first: their vectors are still being made
+            degraded.append(f"vector index not ready: lexical results only for {waiting} "
+                            f"document{'s' if waiting != 1 else ''} still being embedded")
     result = SearchResult(hits=hits, degraded=degraded)
     result._query_vector = embedded[0] if embedded else None
     return result
