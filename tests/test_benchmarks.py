@@ -179,3 +179,19 @@ def test_the_stand_in_rerank_server_speaks_the_wire_format_the_http_reranker_rea
     finally:
         server.terminate()
         server.wait()
+
+
+def test_the_ocr_benchmark_scans_a_text_pdf_into_images_and_keeps_each_pages_text_layer():
+    import io
+
+    from pypdf import PdfReader
+
+    from benchmarks.ocr import generated_pdf, scanned, words
+
+    source = generated_pdf(2)
+    scan, references = scanned(source, 2, 72)
+    pages = PdfReader(io.BytesIO(scan)).pages
+    assert len(pages) == len(references) == 2
+    assert all(not (p.extract_text() or "").strip() for p in pages)  # images only
+    assert words(references[0])[:3] == ["how", "citewell", "works"]
+    assert words("Don’t ﬁnd it: E1027, twice.") == ["don", "t", "find", "it", "e1027", "twice"]

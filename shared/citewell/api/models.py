@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
 from citewell.filters import SearchFilter
-from citewell.models import Descriptive, validate_name
+from citewell.models import MAX_COMMENT_CHARS, Descriptive, validate_name
 
 MAX_QUESTION_CHARS = 2000
 MAX_K = 100
@@ -48,3 +48,10 @@ class QueryRequest(BaseModel):
     question: Question
     filters: SearchFilter | None = None
     mixed_locales: bool = False  # evidence in every language, not only the best hit's
+    # A conversation this question follows up (the id a previous answer returned); none starts one.
+    conversation_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
+
+
+class FeedbackRequest(BaseModel):
+    helpful: bool
+    comment: str | None = Field(default=None, max_length=MAX_COMMENT_CHARS)

@@ -5,7 +5,9 @@ Item layout, by partition:
   conditional writes), ``U#doc#upload`` upload intents (``received``: the object version that
   used the upload's form, set once at parse), ``R#doc#revision`` revision markers
   (with the chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
-  ``EPOCH`` the tenant's corpus epoch. Document ids cannot contain ``#``, so no prefix of one
+  ``EPOCH`` the tenant's corpus epoch, ``V#conversation`` conversations (``version`` for
+  conditional writes, ``subject``, and ``expires_at`` for the table's TTL) and
+  ``VA#answer#conversation`` entries: the conversations with a turn that got an answer. Document ids cannot contain ``#``, so no prefix of one
   document's keys matches another's.
 - ``C#tenant#doc#revision``: ``K#chunk_id`` chunk records.
 - ``H#content_hash``: ``REF#tenant#doc#revision#chunk_id`` (``REF##`` and its SHA-256 when that is over
@@ -29,7 +31,7 @@ import numpy as np
 
 from citewell.leases import Lease
 from citewell.filters import SearchFilter, checked_scope
-from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, Identity, Removal, Upload, new_token, sha256_text, utcnow
+from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Identity, Removal, Upload, new_token, sha256_text, utcnow
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
 SORT_KEY_BYTES = 1024  # DynamoDB's limit; a partition key may take 2,048 (every other key here fits the longest ids)
@@ -356,6 +358,59 @@ class DynamoMetadataStore:
             "pk": f"T#{tenant}", "sk": f"Q#{cache_key}", "epoch": epoch, "answer_id": answer_id,
             "expires_at": int(time.time()) + CACHE_TTL_SECONDS,
         })
+
+    # -- conversations -------------------------------------------------------------------
+
+    def save_conversation(self, conversation: Conversation) -> Conversation | None:
+        """A compare-and-set on ``version``; the answer entries first, so a withdrawal after the
+        write finds the turn (an entry without its turn is harmless: the turn is looked for)."""
+        from citewell.settings import settings
+
+        stored = conversation.model_copy(update={"version": conversation.version + 1})
+        self._register("TENANTS", stored.tenant)
+        expires = int(stored.updated_at.timestamp() + settings().conversation_days * 86400)  # the TTL takes both
+        with self.table.batch_writer() as batch:
+            for answer_id in sorted({t.answer_id for t in stored.turns}):
+                batch.put_item(Item={"pk": f"T#{stored.tenant}", "sk": f"VA#{answer_id}#{stored.conversation_id}",
+                                     "conversation_id": stored.conversation_id, "expires_at": expires})
+        condition = "attribute_not_exists(pk)" if conversation.version == 0 else "version = :v"
+        try:
+            self.table.put_item(
+                Item={"pk": f"T#{stored.tenant}", "sk": f"V#{stored.conversation_id}", "record": stored.model_dump_json(),
+                      "version": stored.version, "subject": stored.subject, "expires_at": expires},
+                ConditionExpression=condition,
+                **({"ExpressionAttributeValues": {":v": conversation.version}} if conversation.version else {}),
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return stored
+
+    def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None:
+        item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"V#{conversation_id}"}, ConsistentRead=True).get("Item")
+        return Conversation.model_validate_json(item["record"]) if item else None
+
+    def conversations_of(self, tenant: str, subject: str, limit: int = 50) -> list[Conversation]:
+        from boto3.dynamodb.conditions import Attr, Key
+
+        items = self._query(KeyConditionExpression=Key("pk").eq(f"T#{tenant}") & Key("sk").begins_with("V#"),
+                            FilterExpression=Attr("subject").eq(subject), ConsistentRead=True)
+        found = [Conversation.model_validate_json(i["record"]) for i in items]
+        return sorted(found, key=lambda c: c.updated_at, reverse=True)[:limit]
+
+    def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
+        ids = {i["conversation_id"] for a in sorted(set(answer_ids)) for i in self._prefixed(f"T#{tenant}", f"VA#{a}#", True)}
+        items = self._batch_get([(f"T#{tenant}", f"V#{c}") for c in sorted(ids)], consistent=True)
+        return [Conversation.model_validate_json(i["record"]) for i in items]
+
+    def delete_conversation(self, tenant: str, conversation_id: str) -> int:
+        found = self.get_conversation(tenant, conversation_id)
+        if found is None:
+            return 0
+        self._delete_all((f"T#{tenant}", f"VA#{t.answer_id}#{conversation_id}") for t in found.turns)
+        return self._delete_all([(f"T#{tenant}", f"V#{conversation_id}")])
+
+    def conversation_inventory(self) -> list[Conversation]:
+        return [Conversation.model_validate_json(i["record"]) for _, i in self._tenant_items("V#")]
 
     # -- embeddings --------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from citewell.answers.prompt import SYSTEM_PROMPT, draft_from_reply, user_prompt
+from citewell.answers.prompt import REWRITE_PROMPT, SYSTEM_PROMPT, draft_from_reply, rewrite_prompt, rewritten_from_reply, user_prompt
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
 
@@ -29,9 +29,17 @@ class BedrockGenerator:
         return f"bedrock:{self.model_id}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
-        return draft_from_reply(self.complete(SYSTEM_PROMPT, user_prompt(question, evidence)))
+        return draft_from_reply(self._converse(SYSTEM_PROMPT, user_prompt(question, evidence)))
+
+    def rewrite(self, previous: Sequence[str], asked: str) -> str:
+        """A follow-up made standalone by the model (see :data:`REWRITE_PROMPT`)."""
+        return rewritten_from_reply(self._converse(REWRITE_PROMPT, rewrite_prompt(previous, asked)), asked)
 
     def complete(self, system: str, user: str) -> str:
+        """One plain completion: what an LLM reranker asks through."""
+        return self._converse(system, user)
+
+    def _converse(self, system: str, user: str) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
