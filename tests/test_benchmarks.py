@@ -163,6 +163,24 @@ def test_answer_precision_counts_answers_to_questions_that_have_none_as_wrong():
     assert found["accuracy"] == 0.5 and found["always_refuse_accuracy"] == 0.5
 
 
+def test_the_stand_in_rerank_server_speaks_the_wire_format_the_http_reranker_reads():
+    """The seam's benchmark reorders by a known signal: the share of the query's words each passage holds."""
+    from citewell.models import LaneRanks, SearchHit
+    from citewell.rerankers.http import HttpReranker
+
+    server = subprocess.Popen([sys.executable, "-m", "benchmarks.standin_reranker"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().strip()
+        hits = [SearchHit(rank=n + 1, chunk_id=f"d{n}#0#0", document_id=f"d{n}", revision="r", title="T", section_path=[],
+                          text=text, score=0.1, lanes=LaneRanks()) for n, text in enumerate(
+                              ["nothing here", "annual leave", "days of annual leave", "leave"])]
+        found = HttpReranker(url).rerank("annual leave days", hits, 3)
+        assert [(r.index, round(r.score, 3)) for r in found] == [(2, 1.0), (1, 0.667), (3, 0.333)]
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def test_the_ocr_benchmark_scans_a_text_pdf_into_images_and_keeps_each_pages_text_layer():
     import io
 

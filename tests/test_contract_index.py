@@ -114,3 +114,38 @@ def test_golden_msearch_pairs():
     assert [lane for lane, _ in pairs] == ["bm25", "vector"]
     assert pairs[0][1] == lexical_body("leave", caller, 4) and pairs[1][1] == vector_body(np.array([1.0, 0.0]), caller, 4)
     assert [lane for lane, _ in msearch_body(None, np.array([1.0]), caller, 4)] == ["vector"]
+
+
+def test_a_scope_narrows_each_lane_before_its_top_k(index):
+    """A query filter's documents are a clause of the ranked query: with k=1 the scoped document's
+    row is the top hit even where, unscoped, another document's row outranks it."""
+    load(index)
+    index.upsert([chunk(0, "Annual leave annual leave: the leave days of annual leave.", doc="leave-faq.md")], vectors(5)[4:], MODEL)
+    assert index.lexical("annual leave days", STAFF, 1)[0].document_id == "leave-faq.md"
+    assert [h.chunk_id for h in index.lexical("annual leave days", STAFF, 1, frozenset({"handbook.md"}))] == ["handbook.md#0#0"]
+    assert index.lexical("annual leave days", STAFF, 10, frozenset()) == []
+    # A scope never widens: another tenant's document, or one the caller's roles do not open, stays out.
+    assert index.lexical("annual leave clinic", STAFF, 10, frozenset({"guide.md"})) == []
+    assert index.lexical("salary bands", STAFF, 10, frozenset({"salaries.md"})) == []
+    if isinstance(index, SqliteSearchIndex):  # the OpenSearch vector lane is the kNN stand-in's (test_aws_search_index)
+        query = (vectors(5)[0] + 0.5 * vectors(5)[4]) / np.sqrt(1.25)  # nearer handbook.md's first row
+        assert index.vector(query, MODEL, STAFF, 1)[0].document_id == "handbook.md"
+        assert [h.document_id for h in index.vector(query, MODEL, STAFF, 1, frozenset({"leave-faq.md"}))] == ["leave-faq.md"]
+        assert index.vector(query, MODEL, STAFF, 5, frozenset({"guide.md", "salaries.md"})) == []
+        found = index.lanes("annual leave days", query, MODEL, STAFF, 1, frozenset({"handbook.md"}))
+        assert {lane: [h.document_id for h in hits] for lane, hits in found.items()} == {
+            "bm25": ["handbook.md"], "vector": ["handbook.md"]}
+
+
+def test_golden_request_bodies_with_a_scope():
+    caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    scope = frozenset({"policies/leave.md", "handbook.md"})
+    expected_filter = [
+        {"term": {"tenant": "northpier"}},
+        {"terms": {"roles": ["staff"]}},
+        {"term": {"status": "live"}},
+        {"terms": {"document_id": ["handbook.md", "policies/leave.md"]}},
+    ]
+    assert vector_body(np.array([1.0], dtype=np.float32), caller, 3, scope)["query"]["knn"]["vector"]["filter"] == {
+        "bool": {"filter": expected_filter}}
+    assert lexical_body("leave", caller, 3, scope)["query"]["bool"]["filter"] == expected_filter

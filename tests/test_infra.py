@@ -302,6 +302,16 @@ def test_bedrock_is_granted_only_for_what_is_configured(tmp_path_factory, templa
     (resources,) = profile["citewell-api"]
     assert "inference-profile/eu.anthropic.claude-3-haiku-20240307-v1:0" in resources
     assert "foundation-model/anthropic.claude-3-haiku-20240307-v1:0" in resources
+    reranking = synth(tmp_path_factory, embedder="minilm", reranker="bedrock", rerank_model="amazon.rerank-v1:0")
+    granted = invokers(reranking)
+    assert list(granted) == ["citewell-api"] and len(granted["citewell-api"]) == 1
+    assert "foundation-model/amazon.rerank-v1:0" in granted["citewell-api"][0] and "*" not in granted["citewell-api"][0]
+    (api,) = [f for f in reranking.find_resources("AWS::Lambda::Function").values()
+              if f["Properties"].get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME") == "citewell-api"]
+    assert api["Properties"]["Environment"]["Variables"]["CITEWELL_RERANKER"] == "bedrock"
+    (reranks,) = [s["Action"] for p in reranking.find_resources("AWS::IAM::Policy").values()
+                  for s in p["Properties"]["PolicyDocument"]["Statement"] if "bedrock:Rerank" in json.dumps(s["Action"])]
+    assert [a for a in reranks if a.startswith("bedrock:")] == ["bedrock:Rerank"]  # the model is InvokeModel's, scoped above
 
 
 def test_textract_is_granted_and_configured_only_where_uploads_are_parsed(tmp_path_factory, template):

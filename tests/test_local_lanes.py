@@ -65,20 +65,20 @@ def test_the_lexical_lane_runs_while_the_question_is_embedded(tmp_path):
     index, vectors = filled(tmp_path)
     caller = CALLERS[0]
     started = threading.Event()
-    lexical = index.lexical
+    lexical = index._lexical  # the lane itself, after the filter's rows are resolved
 
     def watched(*args):  # the real lane, telling when it began
         started.set()
         return lexical(*args)
 
-    index.lexical = watched
+    index._lexical = watched
 
     def embedding() -> np.ndarray:
         assert started.wait(10), "the lexical lane waited for the question's vector"
         return vectors[0]
 
     found = index.lanes("leave salary", embedding, MODEL, caller, 10)
-    assert ids(found["bm25"]) == ids(lexical("leave salary", caller, 10))
+    assert ids(found["bm25"]) == ids(index.lexical("leave salary", caller, 10))
     assert ids(found["vector"]) == ids(index.vector(vectors[0], MODEL, caller, 10))
 
 

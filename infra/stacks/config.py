@@ -27,6 +27,8 @@ class StackConfig:
     ocr: str = "textract"  # textract (scans read by Amazon Textract, billed per page) | none (scans are empty_text)
     generator: str = "extractive"  # extractive | bedrock
     generator_model: str | None = None  # a Bedrock model or inference profile id, with generator=bedrock
+    reranker: str = "none"  # none | bedrock (the Rerank API on rerank_model)
+    rerank_model: str | None = None  # a Bedrock reranking model id (amazon.rerank-v1:0, cohere.rerank-v3-5:0), with reranker=bedrock
     tenant_claim: str = "custom:tenant"
     roles_claim: str = "cognito:groups"
     jwt_issuer: str | None = None
@@ -71,6 +73,10 @@ class StackConfig:
             raise ConfigError("context generator must be 'extractive' or 'bedrock'")
         if self.generator == "bedrock" and not self.generator_model:
             raise ConfigError("context generator=bedrock needs generator_model (a Bedrock model or inference profile id)")
+        if self.reranker not in ("none", "bedrock"):
+            raise ConfigError("context reranker must be 'none' or 'bedrock'")
+        if self.reranker == "bedrock" and not self.rerank_model:
+            raise ConfigError("context reranker=bedrock needs rerank_model (a Bedrock reranking model id, such as amazon.rerank-v1:0)")
         if self.profile not in PROFILES:
             raise ConfigError(f"context profile must be one of {', '.join(sorted(PROFILES))}")
         if set(self.max_concurrency) != set(self.batch_size) or any(v < 2 for v in self.max_concurrency.values()):

@@ -205,6 +205,14 @@ class Functions(Construct):
             self.api.add_environment("CITEWELL_BEDROCK_MODEL_ID", config.generator_model)
             self.api.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"],
                                                             resources=generator_resources(config.generator_model, stack)))
+        if config.reranker == "bedrock" and config.rerank_model:
+            # The Rerank API is one action without a resource type; which model it may run is the
+            # InvokeModel grant's, scoped to the configured one (Bedrock's documented pairing).
+            model = f"arn:aws:bedrock:{stack.region}::foundation-model/{config.rerank_model}"
+            self.api.add_environment("CITEWELL_RERANKER", "bedrock")
+            self.api.add_environment("CITEWELL_BEDROCK_RERANK_MODEL_ARN", model)
+            self.api.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:Rerank"], resources=["*"]))
+            self.api.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[model]))
 
 
 def generator_resources(model_id: str, stack: cdk.Stack) -> list[str]:

@@ -10,17 +10,19 @@ from citewell.answers.config import evidence_budget, generator_from_env
 from citewell.answers.service import ask
 from citewell.conversations import ask_in_conversation
 from citewell.deletion import expire_conversations
+from citewell.filters import SearchFilter
 from citewell.models import Answer, Identity
 from citewell.search import LANES
 from citewell.services import Services
 
 
 def answer_turn(services: Services, identity: Identity, asked: str, conversation_id: str | None,
-                lanes: Sequence[str] = LANES) -> Answer:
+                lanes: Sequence[str] = LANES, filters: SearchFilter | None = None, mixed_locales: bool = False) -> Answer:
     generator, budget = generator_from_env(services), evidence_budget()
     answer = ask_in_conversation(
         services, identity, asked, conversation_id,
-        lambda question: ask(services, identity, question, generator, budget, lanes=lanes), generator,
+        lambda question: ask(services, identity, question, generator, budget, lanes=lanes, filters=filters,
+                             mixed_locales=mixed_locales), generator,
     )
     if conversation_id is None:
         expire_conversations(services)

@@ -49,7 +49,7 @@ from citewell.ingest.stages import (
     register,
 )
 from citewell.keys import STAGES, parse_key, raw_key
-from citewell.models import Document, DocumentStatus, ErrorInfo, Upload, utcnow
+from citewell.models import Document, DocumentStatus, ErrorInfo, Upload, descriptive, utcnow
 from citewell.records import is_current, update_document
 from citewell.services import Services
 
@@ -221,7 +221,7 @@ class _Audit:
         data = services.objects.get(raw_key(tenant, document_id, document.active_upload))
         upload = register(services, IngestRequest(
             document_id=document_id, tenant=tenant, allowed_roles=document.allowed_roles, data=data,
-            filename=document.filename, title=document.title, source=document.source, locale=document.locale,
+            filename=document.filename, title=document.title, source=document.source, **descriptive(document),
         ))
         outcome = parse_stage(services, upload)
         if outcome.status == "parsed" and outcome.revision and outcome.content_sha256:

@@ -19,9 +19,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput, readable
-from citewell.models import Identity, Outcome, validate_document_id, validate_name, validate_tenant
+from citewell.models import Descriptive, Identity, Outcome, descriptive, validate_document_id, validate_name, validate_tenant
 
 if TYPE_CHECKING:
+    from datetime import date, datetime
+
+    from citewell.filters import SearchFilter
     from citewell.services import Services
 
 DESCRIPTION = (
@@ -58,6 +61,49 @@ def _argument(validate: Callable[[str], str]) -> Callable[[str], str]:
 
 _tenant = _argument(validate_tenant)
 _document_id = _argument(validate_document_id)
+
+
+def _date(value: str) -> date:
+    from datetime import date
+
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a date is written YYYY-MM-DD, not {value!r}") from None
+
+
+def _moment(value: str) -> datetime:
+    """A day (its start, UTC) or an ISO 8601 time; without a zone, UTC."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a date or time is written YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][+HH:MM], not {value!r}") from None
+
+
+def query_filter(args: argparse.Namespace) -> SearchFilter | None:
+    """The search and ask flags that narrow what is read, as one filter (None when none was given)."""
+    from pydantic import ValidationError
+
+    from citewell.filters import SearchFilter
+
+    try:
+        found = SearchFilter(document_ids=frozenset(args.doc or ()), prefix=args.prefix, source=args.source,
+                             tags=frozenset(args.tag or ()), locale=args.locale, effective_on=args.effective_on)
+    except ValidationError as error:
+        raise InvalidInput(readable(error)) from None
+    return None if found.is_empty else found
+
+
+def _filter_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("filters", "narrow what is read (inside both lanes, before ranking); each given must hold")
+    group.add_argument("--doc", action="append", type=_document_id, metavar="ID", help="only this document (repeatable)")
+    group.add_argument("--prefix", metavar="FOLDER/", help="only documents whose id is under this folder, e.g. policies/")
+    group.add_argument("--source", help="only documents from exactly this source")
+    group.add_argument("--tag", action="append", metavar="TAG", help="only documents carrying this tag (repeatable: all of them)")
+    group.add_argument("--locale", help="only documents in this language (en also takes en-GB)")
+    group.add_argument("--effective-on", type=_date, metavar="DATE", help="only documents in effect on this day (YYYY-MM-DD, UTC)")
 
 
 def _k(value: str) -> int:
@@ -155,6 +201,13 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--title", help="title (one file only; default: from the document)")
     p.add_argument("--locale", default="en", help="language of the documents, recorded on them (default: en)")
     p.add_argument("--source", help="where it came from (one file only; default: the file's path)")
+    p.add_argument("--tag", action="append", metavar="TAG", help="a free tag recorded on the documents (repeatable)")
+    p.add_argument("--trust-tier", choices=["primary", "secondary", "tertiary"],
+                   help="how close the source is to what it describes: the rule itself, a report on it, a summary")
+    p.add_argument("--authority", action="store_true", help="an authoritative source: its hits weigh 1.1 times in fusion")
+    p.add_argument("--effective-from", type=_moment, metavar="DATE",
+                   help="not served before this day or time (YYYY-MM-DD or ISO 8601; UTC without a zone)")
+    p.add_argument("--effective-until", type=_moment, metavar="DATE", help="not served from this day or time on")
     p.add_argument("--replace", action="store_true",
                    help="replace a document of the same id that came from another source or with other roles "
                         "(without it, such a file fails with id_taken and the document stays as it is)")
@@ -168,13 +221,17 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--roles", required=True, type=_roles, help=ROLES_HELP)
     p.add_argument("--k", type=_k, default=10, help="how many hits, 1 to 100 (default: 10)")
     p.add_argument("--lanes", type=_lanes, default=("hybrid",), help=f"{LANES_HELP} (default: hybrid)")
+    _filter_flags(p)
 
     p = sub.add_parser("ask", parents=[common], help="a cited answer, or an honest refusal")
     p.add_argument("question", type=_question, help="the question, in words")
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
     p.add_argument("--roles", required=True, type=_roles, help=ROLES_HELP)
+    p.add_argument("--mixed-locales", action="store_true",
+                   help="take evidence in every language (default: only the best passage's language)")
     p.add_argument("--conversation", type=_conversation, metavar="ID",
                    help="follow up in this conversation (the id an earlier ask printed); without it, one starts")
+    _filter_flags(p)
 
     p = sub.add_parser("feedback", parents=[common], help="answers askers marked unhelpful, for an operator to label")
     p.add_argument("--since", type=_since, metavar="WHEN", help="only feedback from then on: an ISO date or time (UTC)")
@@ -246,6 +303,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if len(files) != 1 and (args.doc_id or args.title or args.source):
         raise InvalidInput("--doc-id, --title and --source need exactly one file")
     ids = [args.doc_id or doc_id for _, doc_id in files]
+    described = _described(args)
     services = open_local(args.home)
     unreadable: list[IngestOutcome] = []
 
@@ -260,7 +318,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             yield IngestRequest(
                 document_id=doc_id, tenant=args.tenant, allowed_roles=args.allow_roles, data=data,
                 filename=shown(file.name), title=args.title, source=args.source or file.resolve().as_uri(),
-                locale=args.locale, replace=args.replace,
+                replace=args.replace, **descriptive(described),
             )
 
     with IngestDisplay(len(files), enabled=not args.json) as display:
@@ -272,6 +330,16 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         payload["gone"] = gone
     failed = any(o.status in ("failed", "superseded") or o.pending or o.vectors_pending for o in outcomes)
     return payload, EXIT_FAILED if failed else EXIT_OK
+
+
+def _described(args: argparse.Namespace) -> Descriptive:
+    from pydantic import ValidationError
+
+    try:
+        return Descriptive(locale=args.locale, tags=frozenset(args.tag or ()), trust_tier=args.trust_tier,
+                           authority=args.authority, effective_from=args.effective_from, effective_until=args.effective_until)
+    except ValidationError as error:
+        raise InvalidInput(readable(error)) from None
 
 
 def _size(path: Path) -> int:
@@ -320,7 +388,7 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     lanes = tuple(dict.fromkeys(lane for name in args.lanes for lane in LANE_CHOICES[name]))
     identity = Identity(tenant=args.tenant, roles=args.roles)
     services = open_local(args.home, existing=True)
-    result = search(services, identity, args.question, k=args.k, lanes=lanes)
+    result = search(services, identity, args.question, k=args.k, lanes=lanes, filters=query_filter(args))
     payload = result.model_dump(mode="json")
     if not result.hits:
         payload["operator_note"] = operator_note(services, identity)
@@ -333,7 +401,8 @@ def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
     services = open_local(args.home, existing=True)
     identity = Identity(tenant=args.tenant, roles=args.roles)
-    answer = answer_turn(services, identity, args.question, args.conversation)
+    answer = answer_turn(services, identity, args.question, args.conversation, filters=query_filter(args),
+                         mixed_locales=args.mixed_locales)
     payload = answer.model_dump(mode="json")
     if answer.outcome is Outcome.NOT_FOUND:
         payload["operator_note"] = operator_note(services, identity)

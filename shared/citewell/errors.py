@@ -152,3 +152,9 @@ class UploadMissing(IngestError):
     """The upload's bytes are gone (removed from the bucket before it was parsed)."""
 
     code = "upload_missing"
+
+
+class RerankerUnavailable(CitewellError):
+    """The rerank service timed out, failed or replied with something unusable: the fused order stands."""
+
+    code = "reranker_unavailable"

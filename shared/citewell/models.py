@@ -145,7 +145,85 @@ class AccessFields(BaseModel):
         return sorted(v)  # a set's order changes from process to process; what is written and shown should not
 
 
-class Upload(AccessFields):
+class TrustTier(StrEnum):
+    """How close a source is to what it describes: the rule itself, a report on it, a summary of reports."""
+
+    PRIMARY = "primary"
+    SECONDARY = "secondary"
+    TERTIARY = "tertiary"
+
+
+_LOCALE = re.compile(r"[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*")
+MAX_TAGS = 32
+
+
+def validate_locale(value: str) -> str:
+    """A language tag as BCP 47 spells one (``en``, ``pt-BR``, ``zh-Hant-TW``), at most 35 characters."""
+    if not isinstance(value, str) or len(value) > 35 or not _LOCALE.fullmatch(value):
+        raise ValueError("locale must be a language tag such as en, en-GB or pt-BR (letters and digits in parts joined by '-')")
+    return value
+
+
+def validate_tag(value: str) -> str:
+    if not isinstance(value, str) or len(value) > 64:
+        raise ValueError("a tag must be 1 to 64 printable characters without commas or edge spaces")
+    return validate_name(value, "a tag")
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """A moment in UTC (one without a zone is taken as UTC): stored times are compared as written."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+class Descriptive(BaseModel):
+    """What a document is, besides who may read it: set only by the uploader (the operator's flags,
+    the upload API's record), like the access fields, never by the text or a model. Query filters
+    select on these, fusion weighs ``authority``, and outside its effective window a document is
+    not served."""
+
+    locale: str = "en"
+    tags: frozenset[str] = frozenset()
+    trust_tier: TrustTier | None = None
+    authority: bool = False  # an authoritative source: its hits weigh 1.1 times in fusion
+    effective_from: datetime | None = None
+    effective_until: datetime | None = None
+
+    @field_validator("locale")
+    @classmethod
+    def _locale(cls, v: str) -> str:
+        return validate_locale(v)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: frozenset[str]) -> frozenset[str]:
+        if len(v) > MAX_TAGS:
+            raise ValueError(f"at most {MAX_TAGS} tags")
+        return frozenset(validate_tag(t) for t in v)
+
+    @field_validator("effective_from", "effective_until")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return as_utc(v)
+
+    @model_validator(mode="after")
+    def _window(self) -> Descriptive:
+        if self.effective_from and self.effective_until and self.effective_until <= self.effective_from:
+            raise ValueError("effective_until must be later than effective_from")
+        return self
+
+    @field_serializer("tags", when_used="json")
+    def _sorted_tags(self, v: frozenset[str]) -> list[str]:
+        return sorted(v)
+
+
+def descriptive(source: Descriptive) -> dict[str, Any]:
+    """The descriptive fields of an upload or record, to carry onto a record."""
+    return {name: getattr(source, name) for name in Descriptive.model_fields}
+
+
+class Upload(AccessFields, Descriptive):
     """An immutable upload intent, recorded at register. Every stage works from the intent it
     was handed, never from the live record, so a later upload or a delete cannot change what
     an earlier upload publishes, only stop it."""
@@ -158,7 +236,6 @@ class Upload(AccessFields):
     title: str | None = None
     source: str = ""
     filename: str | None = None
-    locale: str = "en"
     created_at: datetime = Field(default_factory=utcnow)
 
     @field_validator("upload_id", "generation")
@@ -167,7 +244,7 @@ class Upload(AccessFields):
         return validate_token(v)
 
 
-class Document(AccessFields):
+class Document(AccessFields, Descriptive):
     """The authoritative record of one document. ``active_revision`` is what is served, and
     the access fields (roles, title, source) are those it was published with; a pending
     upload's fields live in its :class:`Upload` until it is published.
@@ -181,13 +258,10 @@ class Document(AccessFields):
     title: str
     source: str
     filename: str | None = None  # the uploaded name: a hint among text types, never the type itself
-    locale: str = "en"
     status: DocumentStatus = DocumentStatus.PROCESSING
     active_revision: str | None = None
     chunk_count: int = 0
     error: ErrorInfo | None = None
-    effective_from: datetime | None = None
-    effective_until: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     generation: str = ""
@@ -328,7 +402,7 @@ class LaneRanks(BaseModel):
 
 
 class SearchHit(BaseModel):
-    """``score`` is the fused rank score; ``similarity`` the vector lane's cosine, when it ranked
+    """``score`` is the fused rank score (1.1 times for an authoritative document); ``similarity`` the vector lane's cosine, when it ranked
     the chunk. ``weak``: only the vector lane found it, at a similarity that relevant passages
     seldom have (:data:`citewell.search.WEAK_SIMILARITY`): near in meaning, and not holding
     the words asked for, so not evidence that they are in the documents."""
@@ -344,6 +418,8 @@ class SearchHit(BaseModel):
     lanes: LaneRanks
     similarity: float | None = None
     weak: bool = False
+    rerank: float | None = None  # the reranker's score, when one reordered the hits
+    locale: str = "en"  # its document's language
 
 
 class SearchResult(BaseModel):

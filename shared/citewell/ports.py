@@ -12,8 +12,9 @@ from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
+from citewell.filters import Scope, SearchFilter
 from citewell.leases import Lease
-from citewell.models import AnswerRecord, Chunk, Conversation, Document, Draft, EvidenceItem, Identity, Removal, Upload
+from citewell.models import AnswerRecord, Chunk, Conversation, Document, Draft, EvidenceItem, Identity, Removal, SearchHit, Upload
 from citewell.ocr import OcrPage
 
 
@@ -51,6 +52,11 @@ class MetadataStore(Protocol):
     def get_document(self, tenant: str, document_id: str) -> Document | None: ...
     def get_documents(self, tenant: str, document_ids: Iterable[str]) -> dict[str, Document]: ...
     def list_documents(self, tenant: str) -> list[Document]: ...
+    def find_documents(self, identity: Identity, wanted: SearchFilter) -> frozenset[str]:
+        """The ids of the records ``identity`` may read that ``wanted`` admits (as
+        :meth:`SearchFilter.admits` decides); InvalidInput when more than ``MAX_SCOPE``."""
+        ...
+
     def save_document(self, document: Document) -> Document | None:
         """Compare-and-set: write only if the stored version is still ``document.version`` (0:
         no record yet). Returns the stored record (version + 1), or None if someone else wrote."""
@@ -184,12 +190,17 @@ class SearchIndex(Protocol):
         """``(tenant, document_id, revision, roles, title)`` of each distinct access of indexed rows."""
         ...
 
-    def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]: ...
-    def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]: ...
+    def lexical(self, query: str, identity: Identity, k: int, scope: Scope = None) -> list[LaneHit]: ...
+    def vector(
+        self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int, scope: Scope = None
+    ) -> list[LaneHit]: ...
     def lanes(
-        self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int
+        self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int,
+        scope: Scope = None,
     ) -> dict[str, list[LaneHit]]:
-        """The lanes that were given input, in one round trip where the engine allows it. A
+        """The lanes that were given input, in one round trip where the engine allows it. With a
+        ``scope`` (a query filter's document ids) each lane ranks only the caller's rows of those
+        documents, as it ranks only the caller's rows: an empty scope finds nothing. A
         vector given as a function is computed here, once: an engine may run its lexical lane
         meanwhile. Should it give None (the embedder failed), only the lexical lane answers."""
         ...
@@ -236,6 +247,35 @@ class Generator(Protocol):
         """Raises :class:`~citewell.errors.GeneratorUnavailable` when the model service fails."""
         ...
 
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """One candidate's place after reranking: its index in the candidates given, and its score."""
+
+    index: int
+    score: float
+
+
+class Reranker(Protocol):
+    """Reorders read-back hits (the caller's only) by their relevance to the question."""
+
+    @property
+    def name(self) -> str: ...
+    def rerank(self, question: str, hits: Sequence[SearchHit], top_n: int) -> list[Reranked]:
+        """At most ``top_n`` of ``hits``, best first. Raises
+        :class:`~citewell.errors.RerankerUnavailable` when the service fails or its reply is unusable."""
+        ...
+
+
+class Completer(Protocol):
+    """A model generator's plain completion: what an LLM reranker asks through."""
+
+    @property
+    def name(self) -> str: ...
+    def complete(self, system: str, user: str) -> str:
+        """Raises :class:`~citewell.errors.GeneratorUnavailable` when the model service fails."""
+        ...
 
 
 class OcrEngine(Protocol):

@@ -93,8 +93,9 @@ def _ingest(payload: dict[str, Any]) -> None:
             "" if d["deleted"] else "; still served: --prune deletes it, or citewell delete it"), STATUS_WIDTH + 1)
 
 
-def _hit_lanes(lanes: dict[str, int | None]) -> str:
-    return ", ".join(f"{lane} #{rank}" for lane, rank in lanes.items() if rank is not None)
+def _hit_lanes(lanes: dict[str, int | None], rerank: float | None = None) -> str:
+    found = [f"{lane} #{rank}" for lane, rank in lanes.items() if rank is not None]
+    return ", ".join(found + ([f"rerank {rerank:.2f}"] if rerank is not None else []))
 
 
 def _search(payload: dict[str, Any]) -> None:
@@ -110,7 +111,7 @@ def _search(payload: dict[str, Any]) -> None:
             console.print()
         head = f"{hit['rank']}. "
         _wrapped(f"{head}{where(hit['title'], hit['section_path'])}", 0, "bold")
-        _id_line(" " * len(head), hit["chunk_id"], (f"  ({_hit_lanes(hit['lanes'])})", "dim"))
+        _id_line(" " * len(head), hit["chunk_id"], (f"  ({_hit_lanes(hit['lanes'], hit.get('rerank'))})", "dim"))
         if hit.get("weak"):
             _wrapped(f"weak: found by meaning only, similarity {hit['similarity']:.2f}; "
                      "it need not hold the words asked for", len(head), "yellow")
@@ -263,6 +264,11 @@ def _docs(payload: dict[str, Any]) -> None:
         facts = [_chunks(d["chunk_count"]), f"revision {_short(d['active_revision'])}",
                  f"roles {','.join(sorted(d['allowed_roles']))}"]
         _wrapped(" · ".join(facts), 2, "dim")
+        described = [d.get("locale") or "", f"tags {','.join(d['tags'])}" if d.get("tags") else "",
+                     f"{d['trust_tier']} source" if d.get("trust_tier") else "", "authoritative" if d.get("authority") else "",
+                     f"effective from {d['effective_from']}" if d.get("effective_from") else "",
+                     f"until {d['effective_until']}" if d.get("effective_until") else ""]
+        _wrapped(" · ".join(f for f in described if f), 2, "dim")
         if d["error"]:
             _wrapped(_error(d["error"]), 2, "red")
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from citewell.errors import CitewellError, RetrievalUnavailable
+from citewell.errors import CitewellError, RerankerUnavailable, RetrievalUnavailable
+from citewell.filters import Scope, SearchFilter
 from citewell.fusion import reciprocal_rank_fusion
 from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
-from citewell.ports import LaneHit, StagedIndex
+from citewell.ports import LaneHit, Reranker, StagedIndex
+from citewell.rerankers import rerank_depth, reranker_from_env
 from citewell.services import Services
 
 if TYPE_CHECKING:
@@ -22,6 +24,8 @@ MIN_DEPTH = 50
 # (docs/measurements.md, `python -m benchmarks.vector_support`). For all-MiniLM-L6-v2;
 # another embedding model needs it measured again.
 WEAK_SIMILARITY = 0.43
+AUTHORITY_WEIGHT = 1.1  # an authoritative document's fused score, as corpus-engine weighs primary sources
+AUTHORITY_MARGIN = 10  # hits read back past k that authority may lift into it
 
 
 def lane_depth(k: int) -> int:
@@ -36,8 +40,14 @@ def search(
     k: int = 10,
     lanes: Sequence[str] = LANES,
     depth: int | None = None,
+    filters: SearchFilter | None = None,
 ) -> SearchResult:
+    """The caller's best ``k`` hits; with ``filters``, among the documents they admit, ranked so
+    inside each lane (see :mod:`citewell.filters`)."""
     if identity.is_empty or not question.strip() or k <= 0:
+        return SearchResult(hits=[])
+    scope = resolve_scope(services, identity, filters)
+    if scope is not None and not scope:
         return SearchResult(hits=[])
     depth = depth or lane_depth(k)
     degraded: list[str] = []
@@ -58,12 +68,16 @@ def search(
 
     text = question if "bm25" in lanes else None
     wanted = vector if "vector" in lanes else None
-    results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth))
+    results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth, scope))
     if failed:
         raise failed[0]
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
     similarity = {(h.chunk_id, h.revision): h.score for h in results.get("vector", [])}  # cosine
     fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
+    reranker = services.reranker if services.reranker is not None else reranker_from_env()
+    # Read back a pool: the rerank depth, or k and a margin, so an authoritative candidate just past
+    # the k-th can still move up (1.1 times lifts a hit about seven places near rank 10).
+    pool = max(k, rerank_depth()) if reranker is not None else k + min(k, AUTHORITY_MARGIN)
     documents: dict[str, Document | None] = {}
     hits: list[SearchHit] = []
     for start in range(0, len(fused), 2 * k):
@@ -79,17 +93,24 @@ def search(
             # Read back: the index is a copy; the record decides what is current and who may see it.
             if document is None or not document.serves(hit.revision, identity):
                 continue
+            if filters is not None and not filters.admits(document):
+                continue  # changed since the scope was resolved: the filter holds at read-back too
             hits.append(
                 SearchHit(
                     rank=len(hits) + 1, chunk_id=hit.chunk_id, document_id=hit.document_id, revision=hit.revision,
-                    title=document.title, section_path=hit.section_path, text=hit.text, score=score,
+                    title=document.title, section_path=hit.section_path, text=hit.text, locale=document.locale,
+                    score=score * (AUTHORITY_WEIGHT if document.authority else 1.0),
                     lanes=LaneRanks(**ranks), similarity=similarity.get(key), weak=_weak(ranks, similarity.get(key)),
                 )
             )
-            if len(hits) == k:
+            if len(hits) == pool:
                 break
-        if len(hits) == k:
+        if len(hits) == pool:
             break
+    hits.sort(key=lambda h: -h.score)  # stable: the fused order among equals
+    if reranker is not None and len(hits) > 1:
+        hits = _reranked(reranker, question, hits, k, degraded)
+    hits = [h.model_copy(update={"rank": rank}) for rank, h in enumerate(hits[:k], start=1)]
     if "vector" in lanes and isinstance(services.index, StagedIndex):
         waiting = services.index.vectorless_documents(identity)
         if waiting:  # published by words first: their vectors are still being made
@@ -98,6 +119,24 @@ def search(
     result = SearchResult(hits=hits, degraded=degraded)
     result._query_vector = embedded[0] if embedded else None
     return result
+
+
+def _reranked(reranker: Reranker, question: str, hits: list[SearchHit], k: int, degraded: list[str]) -> list[SearchHit]:
+    """The reranker's order of the caller's read-back hits, each with its rerank score; the fused
+    order, said so in ``degraded``, when it fails."""
+    try:
+        order = reranker.rerank(question, hits, k)
+    except RerankerUnavailable as error:
+        degraded.append(f"reranker unavailable ({error.message}): fused order")
+        return hits
+    return [hits[r.index].model_copy(update={"rerank": r.score}) for r in order]
+
+
+def resolve_scope(services: Services, identity: Identity, filters: SearchFilter | None) -> Scope:
+    """The document ids the lanes rank inside: None without a filter."""
+    if filters is None or filters.is_empty:
+        return None
+    return services.metadata.find_documents(identity, filters)
 
 
 def _weak(ranks: dict[str, int | None], similarity: float | None) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from citewell.chunking import Chunker, ChunkingConfig
 from citewell.settings import DEFAULT_MAX_BYTES, settings
-from citewell.ports import Embedder, MetadataStore, ObjectStore, OcrEngine, SearchIndex
+from citewell.ports import Embedder, MetadataStore, ObjectStore, OcrEngine, Reranker, SearchIndex
 
 
 @dataclass
@@ -18,6 +18,7 @@ class Services:
     embedder: Embedder
     chunker: Chunker
     max_bytes: int = DEFAULT_MAX_BYTES
+    reranker: Reranker | None = None  # None: the one CITEWELL_RERANKER configures (none: the fused order)
     ocr: OcrEngine | None = None  # reads scans; None: images and PDF pages without text are empty_text
 
 

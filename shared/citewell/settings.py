@@ -68,6 +68,15 @@ class Settings(BaseSettings):
     bedrock_model_id: str | None = None
     bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
 
+    # What reorders the read-back hits (citewell.rerankers).
+    reranker: Literal["none", "http", "bedrock", "llm"] = Field("none", description="none, http, bedrock or llm")
+    rerank_url: str | None = Field(None, description="an http(s) URL")
+    rerank_model: str | None = None
+    rerank_api_key: str | None = None
+    bedrock_rerank_model_arn: str | None = None
+    rerank_depth: int = Field(30, ge=1, le=1000, description="a whole number of hits from 1 to 1000")
+    rerank_timeout: float = Field(10.0, gt=0, le=600, description="a number of seconds above 0, at most 600")
+
     # The API, on every transport: which claims name the caller, which role writes, which lanes run.
     lanes: Annotated[tuple[Literal["bm25", "vector"], ...], NoDecode] = Field(
         ("bm25", "vector"), min_length=1, description="bm25, vector or both, separated by commas")
@@ -106,7 +115,7 @@ class Settings(BaseSettings):
     def _public_url(cls, value: str | None) -> str | None:
         return None if value is None else public_url(value)
 
-    @field_validator("generator", "embedder", "ocr", mode="before")
+    @field_validator("generator", "embedder", "ocr", "reranker", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value

@@ -9,17 +9,31 @@ Bedrock: ``CITEWELL_BEDROCK_MODEL_ID`` and the usual AWS region and credentials 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from citewell.ports import Generator
 from citewell.services import Services
-from citewell.settings import settings
+from citewell.settings import InvalidSetting, settings
+
+if TYPE_CHECKING:
+    from citewell.answers.generators.bedrock import BedrockGenerator
+    from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 
 
 def generator_from_env(services: Services) -> Generator:
-    found = settings()
-    if found.generator == "extractive":
+    if settings().generator == "extractive":
         from citewell.answers.generators.extractive import ExtractiveGenerator
 
         return ExtractiveGenerator(services.embedder, services.metadata)
+    return model_generator()
+
+
+def model_generator() -> OpenAICompatibleGenerator | BedrockGenerator:
+    """The configured model generator (an LLM reranker asks through it too); the extractive
+    answerer is not a model."""
+    found = settings()
+    if found.generator == "extractive":
+        raise InvalidSetting("CITEWELL_RERANKER=llm needs a model: set CITEWELL_GENERATOR to openai or bedrock")
     if found.generator == "openai":
         from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 

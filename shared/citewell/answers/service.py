@@ -26,6 +26,7 @@ from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.verify import Verdict, verify
 from citewell.errors import GeneratorUnavailable, NotFound
+from citewell.filters import SearchFilter
 from citewell.models import Answer, AnswerRecord, EvidenceItem, Identity, Outcome, Passage, SourceRef
 from citewell.ports import Generator
 from citewell.search import LANES, search
@@ -44,9 +45,15 @@ def normalise_question(question: str) -> str:
     return re.sub(r"\s+", " ", question).strip().rstrip("?!. ").lower()
 
 
-def cache_key(identity: Identity, question: str, epoch: int, generator: str) -> str:
-    """Everything that may change an answer is in the key; rights first of all."""
-    material = [identity.tenant, sorted(identity.roles), normalise_question(question), epoch, generator]
+def cache_key(identity: Identity, question: str, epoch: int, generator: str, filters: SearchFilter | None = None,
+              mixed_locales: bool = False) -> str:
+    """Everything that may change an answer is in the key; rights first of all, and a query filter
+    (an unfiltered answer may rest on documents the filter leaves out)."""
+    material: list[object] = [identity.tenant, sorted(identity.roles), normalise_question(question), epoch, generator]
+    if filters is not None and not filters.is_empty:
+        material.append(filters.key())
+    if mixed_locales:
+        material.append("mixed-locales")
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()
 
 
@@ -70,35 +77,44 @@ def ask(
     generator: Generator | None = None,
     budget_chars: int = DEFAULT_BUDGET_CHARS,
     lanes: Sequence[str] = LANES,
+    filters: SearchFilter | None = None,
+    mixed_locales: bool = False,
 ) -> Answer:
-    """Answer from the caller's evidence only, or refuse. Raises RetrievalUnavailable if the index is down."""
+    """Answer from the caller's evidence only (within ``filters``), or refuse. Raises
+    RetrievalUnavailable if the index is down. The evidence is in one language, the best hit's,
+    unless a filter names the locale or ``mixed_locales`` asks for every language."""
     extractive = ExtractiveGenerator(services.embedder, services.metadata)
     generator = generator or extractive
     if identity.is_empty or not question.strip():
         return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True)
     epoch = services.metadata.tenant_epoch(identity.tenant)
     answered_by = f"{generator.name}:{getattr(generator, 'fingerprint', '')}"
-    key = cache_key(identity, question, epoch, answered_by)
+    key = cache_key(identity, question, epoch, answered_by, filters, mixed_locales)
     cached_id = services.metadata.get_cached_answer(key, identity.tenant, epoch)
     if cached_id is not None:
         record = services.metadata.get_answer(identity.tenant, cached_id)
         if record is not None and not record.source_deleted and _still_current(services, identity, record.rests_on()):
             return _answer(record)
     for _ in range(ATTEMPTS):
-        answer = _attempt(services, identity, question, generator, extractive, budget_chars, lanes, key, epoch)
+        answer = _attempt(services, identity, question, generator, extractive, budget_chars, lanes, key, epoch, filters,
+                          mixed_locales)
         if answer is not None:
             return answer
         epoch = services.metadata.tenant_epoch(identity.tenant)
-        key = cache_key(identity, question, epoch, answered_by)
+        key = cache_key(identity, question, epoch, answered_by, filters, mixed_locales)
     return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, outcome=Outcome.UNCONFIRMED, degraded=[SOURCES_CHANGED])
 
 
 def _attempt(
     services: Services, identity: Identity, question: str, generator: Generator, extractive: ExtractiveGenerator,
-    budget_chars: int, lanes: Sequence[str], key: str, epoch: int,
+    budget_chars: int, lanes: Sequence[str], key: str, epoch: int, filters: SearchFilter | None = None,
+    mixed_locales: bool = False,
 ) -> Answer | None:
     """One pass from search to record; None when a source changed before the record was kept."""
-    result = search(services, identity, question, k=CANDIDATES * 2, lanes=lanes)
+    result = search(services, identity, question, k=CANDIDATES * 2, lanes=lanes, filters=filters)
+    if result.hits and not mixed_locales and not (filters and filters.locale):
+        language = _language(result.hits[0].locale)  # one language's evidence: the best hit's
+        result.hits = [h for h in result.hits if _language(h.locale) == language]
     if result._query_vector is not None:
         extractive.embed.questions[question] = result._query_vector
     degraded = list(result.degraded)
@@ -131,6 +147,11 @@ def _attempt(
                 **({"pages": chunk.pages, "sheet": chunk.sheet, "rows": chunk.rows} if chunk else {}),
             ))
     return answer
+
+
+def _language(locale: str) -> str:
+    """A locale's language: ``en-GB`` and ``en`` are one language, ``fr-CA`` another."""
+    return locale.split("-")[0].lower()
 
 
 def _verdict(

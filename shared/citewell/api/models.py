@@ -6,7 +6,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
-from citewell.models import MAX_COMMENT_CHARS, validate_name
+from citewell.filters import SearchFilter
+from citewell.models import MAX_COMMENT_CHARS, Descriptive, validate_name
 
 MAX_QUESTION_CHARS = 2000
 MAX_K = 100
@@ -21,14 +22,14 @@ def _asked(value: str) -> str:
 Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), AfterValidator(_asked)]
 
 
-class NewDocument(BaseModel):
-    """Bounded so a record always fits a DynamoDB item and an index row."""
+class NewDocument(Descriptive):
+    """Bounded so a record always fits a DynamoDB item and an index row. The descriptive fields
+    (locale, tags, trust_tier, authority, effective_from/until) are the uploader's word, as the roles are."""
 
     document_id: str = Field(min_length=1, max_length=512)
     allowed_roles: list[str] = Field(min_length=1, max_length=32)
     title: str | None = Field(default=None, max_length=512)
     source: str = Field(default="", max_length=2048)
-    locale: str = Field(default="en", max_length=35)  # RFC 5646: 35 characters hold any practical tag
     filename: str | None = Field(default=None, max_length=512)
 
     @field_validator("allowed_roles")
@@ -40,10 +41,13 @@ class NewDocument(BaseModel):
 class SearchRequest(BaseModel):
     question: Question
     k: int = Field(default=10, ge=1, le=MAX_K)
+    filters: SearchFilter | None = None  # narrows what the caller may read, inside both lanes
 
 
 class QueryRequest(BaseModel):
     question: Question
+    filters: SearchFilter | None = None
+    mixed_locales: bool = False  # evidence in every language, not only the best hit's
     # A conversation this question follows up (the id a previous answer returned); none starts one.
     conversation_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
 

@@ -222,7 +222,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         try:
             upload = register_upload(
                 services, document_id=request.document_id, tenant=who.tenant, allowed_roles=roles, title=request.title,
-                source=request.source, filename=request.filename, locale=request.locale, lease=found.lease,
+                source=request.source, filename=request.filename, described=request, lease=found.lease,
             )
         except ValidationError as error:
             raise BadRequestError(readable(error)) from None
@@ -271,14 +271,15 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         from citewell.search import search
 
         found, who = caller()
-        return search(found.services, who, request.question, k=request.k, lanes=found.settings.lanes)
+        return search(found.services, who, request.question, k=request.k, lanes=found.settings.lanes, filters=request.filters)
 
     @app.post("/query")
     def query(request: QueryRequest) -> Answer:
         from citewell.asking import answer_turn
 
         found, who = caller()
-        return answer_turn(found.services, who, request.question, request.conversation_id, lanes=found.settings.lanes)
+        return answer_turn(found.services, who, request.question, request.conversation_id, lanes=found.settings.lanes,
+                           filters=request.filters, mixed_locales=request.mixed_locales)
 
     @app.post("/answers/<answer_id>/feedback")
     def feedback(answer_id: str, request: FeedbackRequest) -> dict[str, Any]:

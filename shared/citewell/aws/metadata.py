@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from citewell.leases import Lease
-from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Removal, Upload, new_token, sha256_text, utcnow
+from citewell.filters import SearchFilter, checked_scope
+from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Identity, Removal, Upload, new_token, sha256_text, utcnow
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
 SORT_KEY_BYTES = 1024  # DynamoDB's limit; a partition key may take 2,048 (every other key here fits the longest ids)
@@ -130,6 +131,16 @@ class DynamoMetadataStore:
 
     def list_documents(self, tenant: str) -> list[Document]:
         return [Document.model_validate_json(i["record"]) for i in self._prefixed(f"T#{tenant}", "D#")]
+
+    def find_documents(self, identity: Identity, wanted: SearchFilter) -> frozenset[str]:
+        """The filter resolved over the tenant's records (a prefix narrows the key range read)."""
+        if wanted.document_ids:
+            records = list(self.get_documents(identity.tenant, wanted.document_ids).values())
+        else:
+            records = [Document.model_validate_json(i["record"])
+                       for i in self._prefixed(f"T#{identity.tenant}", f"D#{wanted.prefix or ''}")]
+        return checked_scope(frozenset(d.document_id for d in records
+                                       if identity.can_see(d.tenant, d.allowed_roles) and wanted.admits(d)))
 
     def save_document(self, document: Document) -> Document | None:
         self._register("TENANTS", document.tenant)

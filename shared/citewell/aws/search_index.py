@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from citewell.errors import EmbedderMismatch, RetrievalUnavailable
+from citewell.filters import Scope
 from citewell.models import Chunk, Identity, sha256_text
 from citewell.ports import Embedder, LaneHit, QueryVector, query_vector
 from citewell.services import Services
@@ -29,46 +30,52 @@ MAX_ID_BYTES = 512  # OpenSearch refuses a longer _id
 _SOURCE = ["chunk_id", "document_id", "revision", "title", "section_path", "body"]
 
 
-def access_filter(identity: Identity) -> list[dict[str, Any]]:
-    """The one access predicate: tenant equal, any of the caller's roles, status live."""
-    return [
+def access_filter(identity: Identity, scope: Scope = None) -> list[dict[str, Any]]:
+    """The one access predicate: tenant equal, any of the caller's roles, status live; and, with a
+    query filter, its documents (a scope narrows, beside the access terms, never instead of them)."""
+    found: list[dict[str, Any]] = [
         {"term": {"tenant": identity.tenant}},
         {"terms": {"roles": sorted(identity.roles)}},
         {"term": {"status": "live"}},
     ]
+    if scope is not None:
+        found.append({"terms": {"document_id": sorted(scope)}})
+    return found
 
 
-def lexical_body(query: str, identity: Identity, k: int) -> dict[str, Any]:
+def lexical_body(query: str, identity: Identity, k: int, scope: Scope = None) -> dict[str, Any]:
     return {
         "size": k,
         "_source": _SOURCE,
         "query": {"bool": {
             "must": [{"multi_match": {"query": query, "fields": ["context", "body"], "operator": "or"}}],
-            "filter": access_filter(identity),
+            "filter": access_filter(identity, scope),
         }},
         "sort": ["_score", {"chunk_id": "asc"}],
     }
 
 
-def vector_body(vector: np.ndarray, identity: Identity, k: int) -> dict[str, Any]:
+def vector_body(vector: np.ndarray, identity: Identity, k: int, scope: Scope = None) -> dict[str, Any]:
     return {
         "size": k,
         "_source": _SOURCE,
         "query": {"knn": {"vector": {
             "vector": [float(x) for x in vector],
             "k": k,
-            "filter": {"bool": {"filter": access_filter(identity)}},
+            "filter": {"bool": {"filter": access_filter(identity, scope)}},
         }}},
     }
 
 
-def msearch_body(text: str | None, vector: np.ndarray | None, identity: Identity, k: int) -> list[tuple[str, dict[str, Any]]]:
+def msearch_body(
+    text: str | None, vector: np.ndarray | None, identity: Identity, k: int, scope: Scope = None
+) -> list[tuple[str, dict[str, Any]]]:
     """``(lane, body)`` pairs of one ``_msearch``; a lane without input is left out."""
     bodies = []
     if text is not None and text.strip():
-        bodies.append(("bm25", lexical_body(text, identity, k)))
+        bodies.append(("bm25", lexical_body(text, identity, k, scope)))
     if vector is not None:
-        bodies.append(("vector", vector_body(vector, identity, k)))
+        bodies.append(("vector", vector_body(vector, identity, k, scope)))
     return bodies
 
 
@@ -310,24 +317,28 @@ class OpenSearchIndex:
 
     # -- lanes ---------------------------------------------------------------------------
 
-    def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]:
-        if identity.is_empty or not query.strip() or k <= 0 or not self._exists():
+    def lexical(self, query: str, identity: Identity, k: int, scope: Scope = None) -> list[LaneHit]:
+        if identity.is_empty or not query.strip() or k <= 0 or scope == frozenset() or not self._exists():
             return []
-        return self._hits(self.client.search(index=self.alias, body=lexical_body(query, identity, k)))
+        return self._hits(self.client.search(index=self.alias, body=lexical_body(query, identity, k, scope)))
 
-    def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
-        if not self._check(embedder_identity) or identity.is_empty or k <= 0:
+    def vector(
+        self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int, scope: Scope = None
+    ) -> list[LaneHit]:
+        if not self._check(embedder_identity) or identity.is_empty or k <= 0 or scope == frozenset():
             return []
-        return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k)), cosine=True)
+        return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k, scope)), cosine=True)
 
     def lanes(
-        self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int
+        self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int,
+        scope: Scope = None,
     ) -> dict[str, list[LaneHit]]:
-        """Both lanes in one ``_msearch`` on the alias's path, each with the caller's filter inside
-        its query; the headers name no index (the domain refuses one)."""
+        """Both lanes in one ``_msearch`` on the alias's path, each with the caller's filter (and a
+        query filter's documents) inside its query; the headers name no index (the domain refuses one)."""
         vector = query_vector(vector)
         exists = self._check(embedder_identity) if vector is not None else self._exists()
-        wanted = msearch_body(text, vector, identity, k) if exists and not identity.is_empty and k > 0 else []
+        asked = exists and not identity.is_empty and k > 0 and scope != frozenset()
+        wanted = msearch_body(text, vector, identity, k, scope) if asked else []
         found: dict[str, list[LaneHit]] = {lane: [] for lane, given in (("bm25", text), ("vector", vector)) if given is not None}
         if not wanted:
             return found

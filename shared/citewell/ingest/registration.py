@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from citewell.errors import Conflict, DocumentIdTaken
 from citewell.leases import Lease
-from citewell.models import Document, DocumentStatus, Upload, new_token
+from citewell.models import Descriptive, Document, DocumentStatus, Upload, descriptive, new_token
 from citewell.records import ATTEMPTS
 from citewell.services import Services
 
@@ -19,7 +19,7 @@ def register_upload(
     title: str | None = None,
     source: str = "",
     filename: str | None = None,
-    locale: str = "en",
+    described: Descriptive | None = None,
     replace: bool = True,
     lease: Lease | None = None,
 ) -> Upload:
@@ -34,6 +34,7 @@ def register_upload(
     runner), so the audit knows at once when it died.
     """
     upload_id = new_token()
+    fields = descriptive(described or Descriptive())
     for _ in range(ATTEMPTS):
         current = services.metadata.get_document(tenant, document_id)
         if current is not None and current.status is DocumentStatus.DELETING:
@@ -43,20 +44,20 @@ def register_upload(
         upload = Upload(
             upload_id=upload_id, seq=(current.upload_seq if current else 0) + 1,
             generation=current.generation if current else new_token(), document_id=document_id, tenant=tenant,
-            allowed_roles=allowed_roles, title=title, source=source, filename=filename, locale=locale,
+            allowed_roles=allowed_roles, title=title, source=source, filename=filename, **fields,
         )
         services.metadata.put_upload(upload)
         if current is None:
             wanted = Document(
                 document_id=document_id, tenant=tenant, allowed_roles=allowed_roles, title=title or "", source=source,
-                filename=filename, locale=locale, generation=upload.generation, upload_seq=upload.seq, upload_id=upload_id, lease=lease,
+                filename=filename, **fields, generation=upload.generation, upload_seq=upload.seq, upload_id=upload_id, lease=lease,
             )
         else:
             update: dict[str, object] = {
                 "upload_seq": upload.seq, "upload_id": upload_id, "status": DocumentStatus.PROCESSING, "error": None, "lease": lease,
             }
             if current.active_revision is None:  # nothing served yet: the record shows the latest upload
-                update.update(allowed_roles=allowed_roles, title=title or "", source=source, filename=filename, locale=locale)
+                update.update(allowed_roles=allowed_roles, title=title or "", source=source, filename=filename, **fields)
             wanted = current.model_copy(update=update)
         if services.metadata.save_document(wanted) is not None:
             return upload

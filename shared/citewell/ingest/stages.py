@@ -25,11 +25,13 @@ from citewell.errors import IngestError, InvalidInput, NotFound, PublishConflict
 from citewell.keys import STAGES, chunks_key, document_prefix, parse_key, parsed_key, raw_key, upload_keys
 from citewell.models import (
     Chunk,
+    Descriptive,
     Document,
     DocumentStatus,
     ErrorInfo,
     ParsedDocument,
     Upload,
+    descriptive,
     publication_revision,
 )
 from citewell.ingest.registration import register_upload
@@ -40,8 +42,8 @@ from citewell.records import is_current, update_document
 from citewell.services import Services
 
 
-class IngestRequest(BaseModel):
-    """An upload with its access fields. Built only from trusted input (operator flags, the API record)."""
+class IngestRequest(Descriptive):
+    """An upload with its access and descriptive fields. Built only from trusted input (operator flags, the API record)."""
 
     document_id: str
     tenant: str
@@ -50,7 +52,6 @@ class IngestRequest(BaseModel):
     filename: str | None = None
     title: str | None = None
     source: str = ""
-    locale: str = "en"
     replace: bool = True  # False: leave a document from another source or with other roles alone (DocumentIdTaken)
 
 
@@ -81,7 +82,7 @@ def register(services: Services, request: IngestRequest) -> Upload:
     runs the later stages, so it holds the document's lease."""
     upload = register_upload(
         services, document_id=request.document_id, tenant=request.tenant, allowed_roles=request.allowed_roles,
-        title=request.title, source=request.source, filename=request.filename, locale=request.locale,
+        title=request.title, source=request.source, filename=request.filename, described=request,
         replace=request.replace, lease=leases.current(),
     )
     services.objects.put(raw_key(upload.tenant, upload.document_id, upload.upload_id), request.data)
@@ -112,7 +113,7 @@ def parse_stage(services: Services, upload: Upload) -> ParseOutcome:
                 return None
             return d.model_copy(update={
                 "status": DocumentStatus.PUBLISHED, "error": None, "source": upload.source, "filename": upload.filename,
-                "locale": upload.locale, "encoding": parsed.encoding,
+                **descriptive(upload), "encoding": parsed.encoding,
             })
 
         settled = update_document(services.metadata, upload.tenant, upload.document_id, settle)
@@ -157,7 +158,7 @@ def chunk_stage(services: Services, upload: Upload, progress: Callable[[int, int
     artifact = ParsedArtifact.model_validate_json(raw)
     access = Document(
         document_id=upload.document_id, tenant=upload.tenant, allowed_roles=upload.allowed_roles, title=artifact.title,
-        source=upload.source, locale=upload.locale,
+        source=upload.source, **descriptive(upload),
     )
     chunks = services.chunker.chunk(artifact.parsed, access, artifact.revision, progress)
     result = ChunksArtifact(revision=artifact.revision, content_sha256=artifact.content_sha256, chunks=chunks,
@@ -266,7 +267,7 @@ def publish_stage(
             "active_revision": revision, "active_upload": upload.upload_id, "content_sha256": content_sha256, "encoding": encoding,
             "chunk_count": len(chunks), "status": DocumentStatus.PUBLISHED, "error": None,
             "allowed_roles": upload.allowed_roles, "title": chunks[0].title, "source": upload.source,
-            "filename": upload.filename, "locale": upload.locale,
+            "filename": upload.filename, **descriptive(upload),
             "purging": sorted(set(d.purging) | older_revisions),  # an intent until the purge below is done (see finish_purges)
         })
 

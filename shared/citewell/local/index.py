@@ -12,7 +12,8 @@ the rows' vectors in memory, kept current from a log of the rows each write drop
 in ``vector_pending``, searchable by words and out of the vector lane, until ``set_vectors``
 writes them (it only updates rows still there: a revision deleted meanwhile takes none). Both lanes select the caller's rows (tenant equal, one of the
 caller's roles allowed, status live) inside the ranking, and every returned row is checked
-against the table again. A hybrid search runs the two lanes at once, the lexical one in a pool
+against the table again. A query filter's scope (document ids) narrows the same way: the rowids
+of those documents are a required clause of tantivy's query and a mask of the vector lane's. A hybrid search runs the two lanes at once, the lexical one in a pool
 thread.
 """
 
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from citewell.errors import Busy, EmbedderMismatch
+from citewell.filters import Scope
 from citewell.local.clusters import CLUSTER_SCHEMA, cluster_rows
 from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, compact_file, ensure_schema
 from citewell.local.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
@@ -436,8 +438,23 @@ class SqliteSearchIndex:
 
     # -- lanes ---------------------------------------------------------------------------
 
-    def lexical(self, query: str, identity: Identity, k: int) -> list[LaneHit]:
-        if identity.is_empty or k <= 0:
+    def lexical(self, query: str, identity: Identity, k: int, scope: Scope = None) -> list[LaneHit]:
+        return self._lexical(query, identity, k, self._within(identity, scope))
+
+    def _within(self, identity: Identity, scope: Scope) -> np.ndarray | None:
+        """The rowids of the caller's tenant's rows of the scope's documents (None: no scope)."""
+        if scope is None:
+            return None
+        ids, found = sorted(scope), []
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            found += [r[0] for r in self.conn.execute(
+                f"SELECT rowid FROM chunks WHERE tenant = ? AND document_id IN ({', '.join('?' * len(part))})",
+                (identity.tenant, *part))]
+        return np.array(sorted(found), dtype=np.int64)
+
+    def _lexical(self, query: str, identity: Identity, k: int, within: np.ndarray | None) -> list[LaneHit]:
+        if identity.is_empty or k <= 0 or (within is not None and not within.size):
             return []
         # Rows waiting, or an index not current: a home from before this engine (or a new one),
         # or a write killed between the lexical commit and the table's, which left the index
@@ -460,7 +477,7 @@ class SqliteSearchIndex:
             rows.update(self._readable(rowids, identity))
             return {r: text_of(rows[r]["context"], rows[r]["body"]) for r in rowids if r in rows}
 
-        ids, scores = lexicon.search(terms, identity.tenant, identity.roles, k, texts)
+        ids, scores = lexicon.search(terms, identity.tenant, identity.roles, k, texts, within)
         return [self._hit(rows[int(rowid)], float(score), rank) for rank, (rowid, score) in enumerate(zip(ids, scores), start=1)]
 
     def _readable(self, rowids: Sequence[int], identity: Identity) -> dict[int, sqlite3.Row]:
@@ -474,20 +491,26 @@ class SqliteSearchIndex:
         )
         return {row["rowid"]: row for row in found}
 
-    def vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
+    def vector(
+        self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int, scope: Scope = None
+    ) -> list[LaneHit]:
+        return self._vector(query, embedder_identity, identity, k, self._within(identity, scope))
+
+    def _vector(
+        self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int, within: np.ndarray | None,
+        exact: bool = False,
+    ) -> list[LaneHit]:
         self._check_identity(embedder_identity, claim=False)
-        if identity.is_empty or k <= 0:
+        if identity.is_empty or k <= 0 or (within is not None and not within.size):
             return []
-        rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32), k)
+        rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32), k, exact=exact, within=within)
         return self._top(rowids, scores, identity, k)
 
-    def exact_vector(self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int) -> list[LaneHit]:
+    def exact_vector(
+        self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int, scope: Scope = None
+    ) -> list[LaneHit]:
         """The vector lane scoring every row the caller may see: what its clusters are measured against."""
-        self._check_identity(embedder_identity, claim=False)
-        if identity.is_empty or k <= 0:
-            return []
-        rowids, scores = self._rows().scores(identity, np.asarray(query, dtype=np.float32), k, exact=True)
-        return self._top(rowids, scores, identity, k)
+        return self._vector(query, embedder_identity, identity, k, self._within(identity, scope), exact=True)
 
     def _top(self, rowids: np.ndarray, scores: np.ndarray, identity: Identity, k: int) -> list[LaneHit]:
         """The best ``k`` allowed rows (ties broken by row), re-checked against the table."""
@@ -502,26 +525,28 @@ class SqliteSearchIndex:
         return [self._hit(row, score, rank) for rank, (row, score) in enumerate(hits, start=1)]
 
     def lanes(
-        self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int
+        self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int,
+        scope: Scope = None,
     ) -> dict[str, list[LaneHit]]:
         found: dict[str, list[LaneHit]] = {}
+        within = self._within(identity, scope)
         if text is not None and vector is not None:
             # Both lanes at once: the model, tantivy, SQLite and numpy let go of the interpreter
             # lock while they work, so the lexical lane runs in a pool thread while the question
             # is embedded and the vector lane scored here. Should either raise, the lexical lane
             # ends on its own and is dropped.
-            lexical = _LANES.submit(self.lexical, text, identity, k)
+            lexical = _LANES.submit(self._lexical, text, identity, k, within)
             query = query_vector(vector)
-            vector_hits = self.vector(query, embedder_identity, identity, k) if query is not None else None
+            vector_hits = self._vector(query, embedder_identity, identity, k, within) if query is not None else None
             found["bm25"] = lexical.result()
             if vector_hits is not None:
                 found["vector"] = vector_hits
             return found
         if text is not None:
-            found["bm25"] = self.lexical(text, identity, k)
+            found["bm25"] = self._lexical(text, identity, k, within)
         query = query_vector(vector)
         if query is not None:
-            found["vector"] = self.vector(query, embedder_identity, identity, k)
+            found["vector"] = self._vector(query, embedder_identity, identity, k, within)
         return found
 
     def _rows(self) -> VectorRows:

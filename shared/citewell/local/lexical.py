@@ -256,10 +256,11 @@ class TantivyLexicon:
 
     def search(
         self, terms: Sequence[str], tenant: str, roles: Iterable[str], k: int,
-        texts: Callable[[list[int]], Mapping[int, str]],
+        texts: Callable[[list[int]], Mapping[int, str]], within: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The best ``k`` rows of the tenant, readable by one of ``roles`` and live: rowids and
-        exact BM25 scores, best first. The access terms are required clauses of the ranked query;
+        exact BM25 scores, best first, among ``within`` (rowids: a query filter's) when given. The
+        access terms, and ``within``, are required clauses of the ranked query;
         ``texts`` gives the candidates' words (context and body) to score them exactly."""
         roles = sorted(roles)
         if not terms or not roles or k <= 0:
@@ -273,6 +274,8 @@ class TantivyLexicon:
             Query.boolean_query([(Occur.Should, Query.term_query(schema, "role", role)) for role in roles]),
             Query.term_query(schema, "status", "live"),
         ]
+        if within is not None:
+            allowed.append(Query.term_set_query(schema, "rowid", [int(r) for r in within]))
         query = Query.boolean_query(
             [(Occur.Must, matching)] + [(Occur.Must, Query.const_score_query(q, 0.0)) for q in allowed]
         )

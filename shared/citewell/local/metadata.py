@@ -9,7 +9,8 @@ import numpy as np
 
 from citewell.local.sqlite import Connection, PerThread, Transaction, compact_file, ensure_schema
 from citewell.leases import Lease
-from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Removal, Upload, new_token, utcnow
+from citewell.filters import SearchFilter, checked_scope
+from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Identity, Removal, Upload, new_token, utcnow
 
 SCHEMA_VERSION = 2
 _SCHEMA = """
@@ -21,6 +22,12 @@ CREATE TABLE IF NOT EXISTS documents (
     generation TEXT NOT NULL,
     PRIMARY KEY (tenant, document_id)
 );
+CREATE TABLE IF NOT EXISTS document_tags (
+    tenant TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, tag, document_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS uploads (
     tenant TEXT NOT NULL,
     document_id TEXT NOT NULL,
@@ -128,6 +135,39 @@ class SqliteMetadataStore:
         rows = self.conn.execute("SELECT record FROM documents WHERE tenant = ? ORDER BY document_id", (tenant,))
         return [Document.model_validate_json(r["record"]) for r in rows]
 
+    def find_documents(self, identity: Identity, wanted: SearchFilter) -> frozenset[str]:
+        """The filter resolved in SQL over the records (the ids and the prefix on the key), as
+        :meth:`SearchFilter.admits` decides, among the records the identity may read."""
+        from citewell.filters import MAX_SCOPE
+
+        roles = sorted(identity.roles)
+        where = ["tenant = ?", f"EXISTS (SELECT 1 FROM json_each(record, '$.allowed_roles') WHERE value IN ({', '.join('?' * len(roles))}))"]
+        params: list[object] = [identity.tenant, *roles]
+        if wanted.document_ids:
+            where.append(f"document_id IN ({', '.join('?' * len(wanted.document_ids))})")
+            params += sorted(wanted.document_ids)
+        if wanted.prefix:  # ids sort byte-wise: every id under "a/" lies in ["a/", "a0")
+            where.append("document_id >= ? AND document_id < ?")
+            params += [wanted.prefix, wanted.prefix[:-1] + "0"]
+        if wanted.source is not None:
+            where.append("json_extract(record, '$.source') = ?")
+            params.append(wanted.source)
+        for tag in sorted(wanted.tags):  # by key: a tag narrows before any record is read
+            where.append("document_id IN (SELECT document_id FROM document_tags WHERE tenant = ? AND tag = ?)")
+            params += [identity.tenant, tag]
+        if wanted.locale:
+            where.append("(lower(json_extract(record, '$.locale')) = ? OR substr(lower(json_extract(record, '$.locale')), 1, ?) = ?)")
+            params += [wanted.locale.lower(), len(wanted.locale) + 1, wanted.locale.lower() + "-"]
+        if wanted.effective_on:
+            day = wanted.effective_on.isoformat()
+            where.append("(json_extract(record, '$.effective_from') IS NULL OR "
+                         "julianday(json_extract(record, '$.effective_from')) < julianday(?, '+1 day'))")
+            where.append("(json_extract(record, '$.effective_until') IS NULL OR "
+                         "julianday(json_extract(record, '$.effective_until')) > julianday(?))")
+            params += [day, day]
+        rows = self.conn.execute(f"SELECT document_id FROM documents WHERE {' AND '.join(where)} LIMIT ?", [*params, MAX_SCOPE + 1])
+        return checked_scope(frozenset(r[0] for r in rows))
+
     def save_document(self, document: Document) -> Document | None:
         stored = document.model_copy(update={"version": document.version + 1, "updated_at": utcnow()})
         values = (stored.model_dump_json(), stored.version, stored.generation, document.tenant, document.document_id)
@@ -143,13 +183,20 @@ class SqliteMetadataStore:
                     "AND version = ?",
                     (*values, document.version),
                 )
+            if cursor.rowcount == 1:  # the tags a filter looks up by key (records written before tags had none)
+                self.conn.execute("DELETE FROM document_tags WHERE tenant = ? AND document_id = ?", (document.tenant, document.document_id))
+                self.conn.executemany("INSERT INTO document_tags (tenant, tag, document_id) VALUES (?, ?, ?)",
+                                      [(document.tenant, tag, document.document_id) for tag in sorted(stored.tags)])
         return stored if cursor.rowcount == 1 else None
 
     def delete_document(self, tenant: str, document_id: str, generation: str | None = None) -> int:
-        cursor = self.conn.execute(
-            "DELETE FROM documents WHERE tenant = ? AND document_id = ? AND (? IS NULL OR generation = ?)",
-            (tenant, document_id, generation, generation),
-        )
+        with Transaction(self.conn):
+            cursor = self.conn.execute(
+                "DELETE FROM documents WHERE tenant = ? AND document_id = ? AND (? IS NULL OR generation = ?)",
+                (tenant, document_id, generation, generation),
+            )
+            if cursor.rowcount:
+                self.conn.execute("DELETE FROM document_tags WHERE tenant = ? AND document_id = ?", (tenant, document_id))
         return cursor.rowcount
 
     # -- upload intents ------------------------------------------------------------------

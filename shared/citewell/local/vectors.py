@@ -164,14 +164,18 @@ class VectorRows:
     _masks: dict[tuple[str, frozenset[str]], list[Access]] = field(default_factory=dict, compare=False, repr=False)
 
     def scores(self, identity: Identity, vector: np.ndarray, k: int,
-               exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+               exact: bool = False, within: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Rowids the identity may see and their cosines, among them its best ``k``: in a block of
         float32 rows every row the caller may see, in the clustered block the caller's best ``k``
         in the clusters nearest the question, or in every cluster for a caller who sees few rows
         (and when ``exact``: what the clusters are measured against), or, for a caller who sees
-        very few, every one of their rows."""
+        very few, every one of their rows. ``within`` (sorted rowids: a query filter's) narrows the
+        caller's rows before any of that, so a narrow filter is scored as a caller who sees few."""
         found: list[tuple[np.ndarray, np.ndarray]] = []
-        for block, access in zip(self.blocks, self._access_of(identity)):
+        accesses = self._access_of(identity)
+        if within is not None:
+            accesses = [Access(a.rows & np.isin(b.rowids, within, assume_unique=True)) for b, a in zip(self.blocks, accesses)]
+        for block, access in zip(self.blocks, accesses):
             if not access.visible:
                 continue
             if block.codes is not None and access.visible < GATHER_BELOW:

@@ -362,6 +362,23 @@
     if (focus && (active === document.body || active.closest("[hidden]"))) $(focus).focus();  // the sign-in button, once hidden
   }
 
+  /* ---------- filters ---------- */
+
+  // The form's "Narrow to" fields as the API's filters (null when none is filled in): lists are
+  // comma-separated, empty fields are left out, and the server checks every value.
+  function filtersOf(form) {
+    const value = (name) => form.elements[name].value.trim();
+    const list = (name) => value(name).split(",").map((part) => part.trim()).filter(Boolean);
+    const filters = {};
+    if (list("filter-doc").length) filters.document_ids = list("filter-doc");
+    if (value("filter-prefix")) filters.prefix = value("filter-prefix");
+    if (value("filter-source")) filters.source = value("filter-source");
+    if (list("filter-tag").length) filters.tags = list("filter-tag");
+    if (value("filter-locale")) filters.locale = value("filter-locale");
+    if (value("filter-effective")) filters.effective_on = value("filter-effective");
+    return Object.keys(filters).length ? filters : null;
+  }
+
   /* ---------- ask ---------- */
 
   async function ask(event) {
@@ -377,6 +394,8 @@
     const body = { question };
     if (state.conversation) body.conversation_id = state.conversation;
     try {
+      const filters = filtersOf($("ask-form"));
+      if (filters) body.filters = filters;
       const answer = await streamed(body);
       status("ask-status", "");
       state.conversation = answer.conversation_id || null;
@@ -755,7 +774,8 @@
     button.disabled = true;
     status("search-status", "Searching…", "busy");
     try {
-      const result = await api("POST", "/search", { question, k });
+      const filters = filtersOf($("search-form"));
+      const result = await api("POST", "/search", filters ? { question, k, filters } : { question, k });
       renderHits(result);
     } catch (error) {
       show($("search-results"), false);

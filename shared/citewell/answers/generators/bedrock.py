@@ -46,6 +46,10 @@ class BedrockGenerator:
         """A follow-up made standalone by the model (see :data:`REWRITE_PROMPT`)."""
         return rewritten_from_reply(self._converse(REWRITE_PROMPT, rewrite_prompt(previous, asked)), asked)
 
+    def complete(self, system: str, user: str) -> str:
+        """One plain completion: what an LLM reranker asks through."""
+        return self._converse(system, user)
+
     def _converse(self, system: str, user: str) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 

@@ -53,6 +53,12 @@ class OpenAICompatibleGenerator:
             return draft_from_reply(self._streamed({**body, "stream": True}, listen))
         return draft_from_reply(_content(self._post(body)))
 
+    def complete(self, system: str, user: str) -> str:
+        """One plain completion, not streamed: what an LLM reranker asks through."""
+        body = {"model": self.model, "temperature": 0,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+        return _content(self._post(body))
+
     def _streamed(self, body: dict[str, Any], listen: DraftListener) -> str:
         """The reply as the model writes it (OpenAI's ``stream``), each piece handed to ``listen``.
         Retried like a whole reply only until the first piece arrived: after that, a failure is one."""

@@ -1,0 +1,60 @@
+"""What the reranker seam costs: retrieval quality and latency of hybrid search over an
+evaluated home (``benchmarks.quality`` built it), with no reranker and with the stand-in
+rerank server (``benchmarks.standin_reranker``: a known signal, not a model) behind the HTTP
+adapter.
+
+``python -m benchmarks.rerank_cost DATASET_DIR --home HOME --cache FILE [--depth 30]``
+
+The same judged queries and scoring as ``benchmarks.quality``: documents ranked by their best
+chunk, top 100, ir-measures. Each run asks for the evaluation's 300 hits; the reranker sees
+the read-back pool (its depth or k, whichever is more), so every hit goes over the wire.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from citewell.evaluation import document_run, load_qrels, load_queries, score
+from citewell.rerankers.http import HttpReranker
+from citewell.services import open_local
+
+from benchmarks.cache import CachedEmbedder
+from benchmarks.measure import emit, percentiles
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--depth", type=int, default=30)
+    args = parser.parse_args()
+    qrels = load_qrels(args.dataset, args.split)
+    queries = load_queries(args.dataset, qrels)
+    services = open_local(args.home, existing=True)
+    services.embedder = CachedEmbedder(services.embedder, args.cache)  # the question's vector without the model
+    os.environ["CITEWELL_RERANK_DEPTH"] = str(args.depth)
+    server = subprocess.Popen([sys.executable, "-m", "benchmarks.standin_reranker"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().strip() if server.stdout else ""
+        report: dict[str, object] = {"dataset": args.dataset.name, "queries": len(queries)}
+        for name, reranker in (("none", None), ("standin_http", HttpReranker(url, timeout=30))):
+            services.reranker = reranker
+            document_run(services, dict(list(queries.items())[:5]), ("bm25", "vector"))  # warm
+            run = document_run(services, queries, ("bm25", "vector"))
+            scores = score(qrels, run, "hybrid").model_dump()
+            report[name] = {"ndcg_at_10": scores["ndcg_at_10"], "recall_at_100": scores["recall_at_100"],
+                            "search_ms": percentiles(run.milliseconds)}
+    finally:
+        server.terminate()
+        server.wait()
+    emit(report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""Amazon Bedrock's Rerank API: ``bedrock-agent-runtime`` ``rerank`` with a reranking model's ARN
+(Cohere Rerank or Amazon Rerank on Bedrock). The stack's query role may call it for the
+configured model only (``bedrock:Rerank`` on the agent runtime, ``bedrock:InvokeModel`` on that
+model's ARN)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from citewell.errors import RerankerUnavailable
+from citewell.models import SearchHit
+from citewell.ports import Reranked
+from citewell.rerankers.http import checked
+
+MAX_DOCUMENTS = 1000  # the API's bound on sources per call
+
+
+class BedrockReranker:
+    def __init__(self, model_arn: str, client: Any = None, region: str | None = None, timeout: float = 10.0) -> None:
+        if client is None:
+            import boto3
+            from botocore.config import Config
+
+            config = Config(retries={"max_attempts": 1}, read_timeout=timeout, connect_timeout=min(timeout, 5.0))
+            client = boto3.client("bedrock-agent-runtime", region_name=region, config=config)
+        self.client = client
+        self.model_arn = model_arn
+
+    @property
+    def name(self) -> str:
+        return f"bedrock-rerank:{self.model_arn.rsplit('/', 1)[-1]}"
+
+    def rerank(self, question: str, hits: Sequence[SearchHit], top_n: int) -> list[Reranked]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        hits = hits[:MAX_DOCUMENTS]
+        try:
+            response = self.client.rerank(
+                queries=[{"type": "TEXT", "textQuery": {"text": question}}],
+                sources=[{"type": "INLINE", "inlineDocumentSource": {"type": "TEXT", "textDocument": {"text": h.text}}}
+                         for h in hits],
+                rerankingConfiguration={"type": "BEDROCK_RERANKING_MODEL", "bedrockRerankingConfiguration": {
+                    "numberOfResults": min(top_n, len(hits)), "modelConfiguration": {"modelArn": self.model_arn}}},
+            )
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            raise RerankerUnavailable(f"Bedrock refused the rerank request ({code})") from None
+        except BotoCoreError as exc:
+            raise RerankerUnavailable(f"Bedrock's rerank could not be reached ({exc.__class__.__name__})") from None
+        try:
+            found = [(int(r["index"]), float(r["relevanceScore"])) for r in response["results"]]
+        except (KeyError, TypeError, ValueError):
+            raise RerankerUnavailable("the Bedrock rerank reply has no results of index and relevanceScore") from None
+        return checked(found, len(hits), top_n, "Bedrock rerank")
