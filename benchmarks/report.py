@@ -450,7 +450,7 @@ def _crawl(crawl: dict[str, Any]) -> list[str]:
           + " | ".join(f"{row['stages'].get(name, 0):,.2f}" for name in ("parse", "chunk", "embed", "publish")) + " |"
           for label, row in (("first", first), ("again, nothing changed", again))),
         "",
-        f"The re-crawl found every page `unchanged` ({again['statuses']}) and wrote {wrote} "
+        f"The re-crawl's outcomes: {', '.join(f'{n} {status}' for status, n in again['statuses'].items())}; it wrote {wrote} "
         f"(record versions, uploads and objects compared before and after).",
         "",
     ]
