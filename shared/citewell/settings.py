@@ -96,6 +96,7 @@ class Settings(BaseSettings):
     opensearch_url: str | None = None
     opensearch_host: str | None = None
     index_alias: str = "citewell-chunks"
+    fetch_queue_url: str | None = Field(None, description="an SQS queue URL")  # the API hands URL uploads to the fetch function
     embedder: Literal["bedrock", "openai", "minilm"] = Field("bedrock", description="bedrock, openai or minilm")
 
     @field_validator("lanes", mode="before")
