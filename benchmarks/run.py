@@ -34,6 +34,7 @@ class Plan:
     import_runs: int
     large_megabytes: float = 20  # the one-line text file of the large-files phase
     large_pages: int = 300  # and its PDF
+    searchable_small: int = 300  # small files beside the one-line text in the searchable-as-it-goes phase
     serve_seconds: int = 60  # the load on citewell serve: 16 clients for this long
     serve_queries: int = 300  # searched one at a time in-process and through the server at ~50k chunks
 
@@ -42,7 +43,7 @@ class Plan:
 # not run at 1M chunks: it held 6.4 GB at 200k, so 1M would not fit this machine's memory.
 FULL = Plan(0, 0, 0, 600, ((5_000, 300, 100, 50), (50_000, 300, 100, 30), (200_000, 100, 50, 10),
                            (1_000_000, 100, 50, 0)), 5)
-QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1, large_megabytes=1, large_pages=30,
+QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1, large_megabytes=1, large_pages=30, searchable_small=30,
              serve_seconds=20, serve_queries=60)
 
 
@@ -147,6 +148,8 @@ def main() -> None:
     results["large_files"] = phases.run("large-files", "large_files", "--data", data, "--work", homes,
                                         "--megabytes", plan.large_megabytes, "--pages", plan.large_pages)
     results["crawl"] = phases.run("crawl", "crawl", "--home", homes / "crawl", "--pages", 200)
+    results["searchable"] = phases.run("searchable", "searchable", "--data", data, "--work", homes,
+                                       "--small", plan.searchable_small, "--megabytes", plan.large_megabytes)
     sources = [homes / "scifact", homes / "cranfield", homes / "squad2-dev"]
     speed = []
     for chunks, queries, asks, peer_queries in plan.sizes:

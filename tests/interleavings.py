@@ -64,7 +64,9 @@ from citewell.ingest.stages import (
     record_failure,
     register,
     release_embeddings,
+    vector_stage,
 )
+from citewell.ingest.runner import resume_vectors
 from citewell.keys import STAGES, document_prefix, raw_key
 from citewell.leases import Lease, current
 from citewell.models import Document, DocumentStatus, Draft, EvidenceItem, Identity, Upload
@@ -90,7 +92,7 @@ WRITES = {
                  "put_embeddings", "delete_embeddings", "delete_unused_embeddings", "put_answer", "record_answer",
                  "drop_cached_answers", "bump_epoch", "put_cached_answer", "compact", "delete_identity",
                  "begin_removal", "end_removal", "clear_removals"},
-    "index": {"upsert", "flush", "delete_revision", "delete_document", "compact"},
+    "index": {"upsert", "set_vectors", "flush", "delete_revision", "delete_document", "compact"},
 }
 INJECT = 0.03  # the chance that another operation runs whole at one store call of an operation
 INJECT_GENERATE = 0.35  # ... at the generator's call, between an ask's retrieval and its recording
@@ -155,7 +157,8 @@ class Boundary:
 class InFlight:
     upload: Upload
     marker: str
-    next_stage: int = 0  # 0 parse, 1 chunk, 2 embed, 3 publish
+    next_stage: int = 0  # 0 parse, 1 chunk, 2 embed, 3 publish; staged: 2 publish by words, then its vectors follow
+    staged: bool = False  # published before its vectors (as the local runner does), or embedded first (serve, AWS)
     revision: str | None = None
     content_sha256: str | None = None
     chunks: list = field(default_factory=list)  # type: ignore[type-arg]
@@ -260,6 +263,7 @@ class Interleaver:
         self.pending_marker: str | None = None
         self.registering: set[str] = set()  # uploads whose intent is stored but whose register has not returned
         self.topic_of: dict[str, str] = {}
+        self.vectorless: list[list[Any]] = []  # chunks of revisions published by words, their vectors to follow
 
     def violation(self, kind: str, message: str) -> None:
         if kind not in self.skip:
@@ -359,7 +363,7 @@ class Interleaver:
         record = self.real.metadata.get_document(*key)
         if record is not None and is_current(record, upload):
             self.model.latest[key] = upload.upload_id
-        flight = InFlight(upload, word)
+        flight = InFlight(upload, word, staged=self.rng.random() < 0.5)
         self.in_flight.append(flight)
         return flight
 
@@ -371,8 +375,29 @@ class Interleaver:
 
     def any_stage(self) -> None:
         idle = [f for f in self.in_flight if f not in self.running]  # a stage under way is not run again inside itself
-        if idle:
+        if self.vectorless and (not idle or self.rng.random() < 0.3):
+            self.vectors()
+        elif idle:
             self.step(self.rng.choice(idle))
+
+    def vectors(self) -> None:
+        """The second step of a staged publication: a published revision's vectors (as the runner
+        embeds them between documents, or the next ingest for a run that stopped)."""
+        chunks = self.vectorless.pop(self.rng.randrange(len(self.vectorless)))
+        tenant, document_id, revision = chunks[0].tenant, chunks[0].document_id, chunks[0].revision
+        vector_stage(self.services, chunks)
+        document = self.real.metadata.get_document(tenant, document_id)
+        waiting = {(t, d, r) for t, d, r, _ in self.real.index.vectorless()}
+        if document is not None and document.active_revision == revision and (tenant, document_id, revision) in waiting:
+            self.violation("vectors-lost", f"{(tenant, document_id)}: its vector stage ended with revision {revision[:8]} "
+                                           "still served and rows of it still waiting for vectors")
+        rows = self.real.index.inventory()
+        if (tenant, document_id, revision) not in {(t, d, r) for t, d, r, _ in rows}:
+            left = self.real.metadata.embedding_hashes(self.real.embedder.identity) & {c.content_hash for c in chunks}
+            left -= self.real.metadata.hashes_in_use(left)
+            if left:
+                self.violation("recorded-after-delete", f"{(tenant, document_id)}: vectors were made for revision {revision[:8]} "
+                                                        f"after it was deleted or replaced, and {len(left)} stay cached")
 
     def step(self, flight: InFlight) -> None:
         services, upload = self.services, flight.upload
@@ -414,17 +439,19 @@ class Interleaver:
             if chunked is None:
                 return self._end(flight, superseded=True)
             flight.chunks = chunked.chunks
-        elif flight.next_stage == 2:
+        elif flight.next_stage == 2 and not flight.staged:
             embed_stage(services, flight.chunks)
         else:
             assert flight.revision and flight.content_sha256
-            count = publish_stage(services, upload, flight.revision, flight.content_sha256)
+            count = publish_stage(services, upload, flight.revision, flight.content_sha256, vectors_follow=flight.staged)
             if count is None:
                 release_embeddings(services, flight.chunks)  # as both drivers do after a superseded publish
                 return self._end(flight, superseded=True)
             self._expect_latest(flight, "published", latest)
             self._served(key, flight, changes)
             self._end(flight, superseded=False)
+            if flight.staged:
+                self.vectorless.append(flight.chunks)  # searchable by words now; its vectors follow
             return
         if flight in self.in_flight:
             flight.next_stage += 1
@@ -527,6 +554,11 @@ class Interleaver:
         self.registering.clear()
         self.in_flight.clear()
         self.ops["restart"] += 1
+        # What was published by words and still lacks vectors: the next ingest resumes it.
+        resumed: dict[str, list[Any]] = {}
+        for chunk in resume_vectors(self.services):
+            resumed.setdefault(chunk.revision, []).append(chunk)
+        self.vectorless = list(resumed.values())
         adopted = adopt_orphans(self.services, self.process.lease)
         for upload in adopted.resumed:
             self.abandoned.discard(upload.upload_id)
@@ -723,17 +755,25 @@ class Interleaver:
             name, action = "audit --repair", lambda: self.run_audit(True)
         elif roll < 0.49:
             name, action = "audit", lambda: self.run_audit(False)
+        elif roll < 0.56 and self.vectorless:
+            name, action = "stage vectors (after publish by words)", self.vectors
         else:
             flight = self.rng.choice(self.in_flight)
-            name, action = f"stage {('parse', 'chunk', 'embed', 'publish')[flight.next_stage]}", lambda: self.step(flight)
+            stages = ("parse", "chunk", "publish by words", "") if flight.staged else ("parse", "chunk", "embed", "publish")
+            name, action = f"stage {stages[flight.next_stage]}", lambda: self.step(flight)
         with self.operation(name):
             action()
 
     def finish(self) -> None:
         self.crashes = False
-        while self.in_flight:
-            self.step(self.rng.choice(self.in_flight))
+        while self.in_flight or self.vectorless:
+            if self.vectorless and (not self.in_flight or self.rng.random() < 0.5):
+                self.vectors()
+            else:
+                self.step(self.rng.choice(self.in_flight))
             self.check()
+        if self.real.index.vectorless():
+            self.violation("vectors-lost", f"every upload ran to its end, yet rows still wait for vectors: {self.real.index.vectorless()[:3]}")
         for tenant in TENANTS:
             for document_id in DOCUMENTS:
                 self.delete((tenant, document_id))

@@ -173,6 +173,37 @@ def test_files_renamed_or_removed_from_a_folder_are_said_gone_and_pruned_on_requ
     assert listed == {"handbook/leave.md", "handbook/policies/car-park.md", "elsewhere.md"}  # a file ingested alone stays
 
 
+def test_a_file_ingested_alone_is_not_gone_when_its_folder_is_ingested(capsys, tmp_path):
+    """`ingest teamA/README.md` then `ingest teamA --prune`: the first document's file is still
+    there, so it is neither listed as gone nor deleted."""
+    home, folder = tmp_path / "home", tmp_path / "teamA"
+    folder.mkdir()
+    (folder / "README.md").write_text("# Team A\n\nTeam A deploys on Tuesdays.\n")
+    code, alone = ingest(capsys, home, str(folder / "README.md"))
+    assert code == 0 and alone["README.md"]["status"] == "published"
+    for extra in ([], ["--prune"]):
+        code, out = run(capsys, "--home", str(home), "ingest", str(folder), *extra, "--tenant", "northpier",
+                        "--allow-roles", "staff", "--json")
+        assert code == 0 and "gone" not in out
+    assert "Tuesdays" in served(home, "README.md")[1]
+    (folder / "README.md").unlink()  # now it is gone
+    code, out = run(capsys, "--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json")
+    assert [g["document_id"] for g in out["gone"]] == ["README.md", "teamA/README.md"]
+
+
+def test_a_symbolic_link_loop_named_on_the_command_line_is_said_a_loop(capsys, tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere.md")
+    (tmp_path / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    code, out = ingest(capsys, tmp_path / "home", str(tmp_path / "a"), str(tmp_path / "dangling"), str(tmp_path / "leave.md"))
+    loop = out[str(tmp_path / "a")]
+    assert loop["status"] == "failed" and loop["error"]["code"] == "symlink_loop" and "loops" in loop["error"]["message"]
+    dangling = out[str(tmp_path / "dangling")]
+    assert dangling["error"]["code"] == "not_found" and "nowhere.md" in dangling["error"]["message"]
+    assert out["leave.md"]["status"] == "published" and code != 0
+
+
 @pytest.mark.skipif(not Path("/proc/self/mem").is_file(), reason="needs Linux /proc")
 def test_a_file_that_cannot_be_read_fails_alone(capsys, tmp_path):
     """/proc/self/mem is a file no read() can take (EIO): it fails, the others are published."""

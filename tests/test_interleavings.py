@@ -12,7 +12,8 @@ from tests.conftest import make_services
 from tests.interleavings import FUZZ_END, FUZZ_START, Interleaver, cloud_stores, fuzz_block, model_service, write_block
 
 SEEDS = (1, 2, 5)  # seed 5 runs an operation inside an audit --repair
-EVERY_OPERATION = ("upload (register)", "stage parse", "stage chunk", "stage embed", "stage publish", "delete",
+EVERY_OPERATION = ("upload (register)", "stage parse", "stage chunk", "stage embed", "stage publish", "stage publish by words",
+                   "stage vectors (after publish by words)", "delete",
                    "replace (whole upload)", "ask", "ask again (cache)", "audit --repair", "audit", "restart",
                    "inside: delete", "inside: replace", "inside: ask", "inside: stage")
 

@@ -116,6 +116,21 @@ def test_prose_that_starts_like_a_binary_signature_is_still_text():
     assert parse(b"BMI-1 is overexpressed in a variety of cancers.", None).mime == "text/plain"
 
 
+def test_a_zip_renamed_as_an_office_file_is_said_not_valid():
+    with pytest.raises(errors.CorruptFile, match="not a valid Word document"):
+        parse(files.bare_zip_bytes(), "minutes.docx")
+    with pytest.raises(errors.CorruptFile, match="not a valid Excel workbook"):
+        parse(files.bare_zip_bytes(), "budget.xlsx")
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_detected(codec):
+    text = "Menu: café au lait and croissants for the team.\nThe canteen opens at eight.\n"
+    parsed = parse(text.encode(codec), "menu.txt")
+    assert parsed.encoding == codec and "café au lait" in parsed.text and "\x00" not in parsed.text
+    assert parse(text.encode(codec), None).mime == "text/plain"  # no name to hint at text either
+
+
 def test_text_in_other_encodings_is_decoded():
     assert "café" in parse("Menu: café au lait and croissants for the team.".encode("utf-16"), "menu.txt").text
     assert "Grüße" in parse("Grüße aus dem Hafen, schöne Grüße an alle.".encode("cp1252"), "note.txt").text
@@ -140,6 +155,8 @@ def test_text_in_other_encodings_is_decoded():
         (b"\n \n", "blank.docx", errors.EmptyText),
         (bytes(range(128, 256)) * 40, "garbage.txt", errors.UndecodableText),
         (files.corrupt_docx_bytes(), "broken.docx", errors.CorruptFile),
+        (files.bare_zip_bytes(), "renamed.docx", errors.CorruptFile),
+        (files.bare_zip_bytes(), "renamed.xlsx", errors.CorruptFile),
     ],
 )
 def test_typed_errors(data, name, error):

@@ -67,6 +67,7 @@ def test_one_large_file_shows_chunks_embedded_moving_with_a_rate(tmp_path, big_f
     moving = sorted(done for done, t in counts if t == total)
     assert len([d for d in moving if 0 < d < total]) >= 2, counts  # seen part-way, more than once
     assert re.search(r"\d+ chunks/s", shown) and re.search(r"\d+:\d\d:\d\d", shown)  # a rate and an estimate
+    assert re.search(r"chunked .*\d+\.\d/\d+\.\d MB", shown)  # its text chunked, in megabytes, while it is
 
 
 def test_no_bar_with_json_or_without_a_terminal(tmp_path, big_file):
@@ -87,6 +88,9 @@ class Recorder:
     def step(self, stage: str, document_id: str) -> None:
         self.events.append(("step", stage, document_id))
 
+    def advance(self, stage: str, done: int, total: int) -> None:
+        self.events.append(("advance", stage, done, total))
+
     def embedding(self, done: int, total: int) -> None:
         self.events.append(("embedding", done, total))
 
@@ -106,3 +110,14 @@ def test_progress_is_reported_as_each_document_settles_and_across_batches(servic
     assert embedding[-1] == (5, 5) and embedding == sorted(embedding)  # cumulative over the three batches
     first_finish = recorder.events.index(finished[0])
     assert any(e[0] == "step" and e[2] == "memo-4.md" for e in recorder.events[first_finish:])  # not all at the end
+
+
+def test_chunking_a_large_file_reports_how_far_it_got(services):
+    """Chunking a 20 MB file took minutes with nothing moving: it now reports characters done."""
+    text = large_text(6000)
+    recorder = Recorder()
+    ingest(services, [IngestRequest(document_id="reports.txt", tenant="t", allowed_roles=frozenset({"r"}),
+                                    data=text.encode(), filename="reports.txt")], progress=recorder)
+    moves = [(e[2], e[3]) for e in recorder.events if e[0] == "advance" and e[1] == "chunk"]
+    assert len(moves) >= 4 and moves == sorted(moves) and moves[-1] == (len(text), len(text))
+    assert moves[0][0] < len(text) // 2  # the first report comes early, not at the end

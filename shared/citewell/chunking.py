@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -37,6 +38,9 @@ class ChunkingConfig:
             raise ValueError("max_tokens must be at least 8 and overlap_tokens under half of it")
 
 
+REPORT_EVERY = 65_536  # characters between two progress reports
+
+
 @dataclass(frozen=True)
 class _Span:
     """``tokens`` is exact within the budget; over it, a lower bound still over it (see
@@ -52,6 +56,17 @@ def _segmenter():  # type: ignore[no-untyped-def]
     import pysbd
 
     return pysbd.Segmenter(language="en", clean=False)
+
+
+# Where chunking of the current document has got to (a character offset), for a progress
+# display: a 20 MB file takes minutes here. Per context, as servers chunk in several threads.
+_reached: ContextVar[Callable[[int], None] | None] = ContextVar("chunking_reached", default=None)
+
+
+def _reach(offset: int) -> None:
+    report = _reached.get()
+    if report is not None:
+        report(offset)
 
 
 SENTENCE_WINDOW = 2000  # pysbd's time grows with the square of its input: feed it windows
@@ -72,6 +87,7 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     while position < end:
         stop = end if end - position <= SENTENCE_WINDOW else _space_before(text, position, position + SENTENCE_WINDOW)
         found = _pysbd_starts(text, position, stop)
+        _reach(stop)
         if stop == end:
             starts.extend(found)
             break
@@ -178,7 +194,27 @@ class Chunker:
         self.count_tokens = count_tokens
         self.config = config or ChunkingConfig()
 
-    def chunk(self, parsed: ParsedDocument, document: Document, revision: str) -> list[Chunk]:
+    def chunk(self, parsed: ParsedDocument, document: Document, revision: str,
+              progress: Callable[[int, int], None] | None = None) -> list[Chunk]:
+        """``progress(done, total)`` hears, in characters of the text, how far chunking has got."""
+        if progress is None:
+            return self._chunk(parsed, document, revision)
+        total, furthest = len(parsed.text), [0]
+
+        def reached(offset: int) -> None:
+            if offset > furthest[0] + REPORT_EVERY or offset >= total:
+                furthest[0] = offset
+                progress(min(offset, total), total)
+
+        token = _reached.set(reached)
+        try:
+            found = self._chunk(parsed, document, revision)
+        finally:
+            _reached.reset(token)
+        progress(total, total)
+        return found
+
+    def _chunk(self, parsed: ParsedDocument, document: Document, revision: str) -> list[Chunk]:
         text = parsed.text
         blocks = parsed.blocks  # in text order and disjoint, so starts and ends are both sorted
         starts, ends = [b.start for b in blocks], [b.end for b in blocks]
@@ -226,6 +262,8 @@ class Chunker:
         def flush() -> None:
             counts = self.count_tokens([text[s:e] for s, e in group]) if group else []
             out.extend(_Span(s, e, n) for (s, e), n in zip(group, counts))
+            if group:
+                _reach(group[-1][1])
             group.clear()
 
         for start, end in bounds:

@@ -263,7 +263,8 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if args.crawl and not urls:
         raise InvalidInput("--crawl follows the links of a URL: name one (https://...)")
     found = walk(args.paths)
-    files = [(f.path, f.document_id) for f in found if f.outcome is None]
+    # Smallest first: a folder's small files are searchable in seconds, not after a large one is parsed.
+    files = sorted(((f.path, f.document_id) for f in found if f.outcome is None), key=lambda item: _size(item[0]))
     missing = [f.outcome for f in found if f.outcome is not None]  # not found, or left out with the reason
     if urls and (args.doc_id or args.source):
         raise InvalidInput("a web page's id and source are its URL: --doc-id and --source are for one file")
@@ -303,7 +304,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     gone = _gone(services, args, {f.document_id for f in found}) + (web.gone if web is not None else [])
     if gone:
         payload["gone"] = gone
-    failed = any(o.status in ("failed", "superseded") or o.pending for o in outcomes)
+    failed = any(o.status in ("failed", "superseded") or o.pending or o.vectors_pending for o in outcomes)
     return payload, EXIT_FAILED if failed else EXIT_OK
 
 
@@ -324,6 +325,13 @@ def _web_run(services: Services, args: argparse.Namespace, urls: list[str]) -> A
     return WebRun(services, fetcher, urls, options, prune=args.prune)
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # unreadable: it fails when read, in its turn
+        return 0
+
+
 def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> list[dict[str, Any]]:
     """The tenant's documents ingested from a folder given now whose file is no longer there (it
     was renamed, moved or removed): still served unless ``--prune`` deletes them."""
@@ -337,6 +345,8 @@ def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> list[
     for document in services.metadata.list_documents(args.tenant):
         if document.document_id in seen or not any(document.source.startswith(folder) for folder in folders):
             continue
+        if _still_there(document.source):  # ingested on its own ("ingest teamA/README.md"): its file is here
+            continue
         if args.prune:
             try:
                 delete_document(services, args.tenant, document.document_id)
@@ -344,6 +354,14 @@ def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> list[
                 pass
         gone.append({"document_id": document.document_id, "source": document.source, "deleted": bool(args.prune)})
     return gone
+
+
+def _still_there(source: str) -> bool:
+    """Whether the file a ``file:`` source names is still a file."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(source)
+    return parts.scheme == "file" and Path(unquote(parts.path, errors="surrogateescape")).is_file()
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -614,8 +632,11 @@ def interrupted(argv: Sequence[str], interrupt: KeyboardInterrupt | None = None,
     if outcomes is not None:
         published = sum(o.status in ("published", "unchanged") for o in outcomes)
         stopped = sum(o.error is not None and o.error.code == "interrupted" for o in outcomes)
+        words_only = sum(o.vectors_pending > 0 for o in outcomes)
         message = (f"interrupted: {published} documents published or unchanged, {stopped} stopped before publishing "
-                   "(marked failed: interrupted; any earlier revision is still served); run the same ingest again")
+                   "(marked failed: interrupted; any earlier revision is still served)"
+                   + (f"; {words_only} published documents are found by words until their vectors are made" if words_only else "")
+                   + "; run the same ingest again")
     if as_json:
         documents = {"documents": [o.model_dump(mode="json") for o in outcomes]} if outcomes is not None else {}
         print(json.dumps({**documents, "error": {"code": "interrupted", "message": message}}, ensure_ascii=False))

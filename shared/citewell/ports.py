@@ -6,9 +6,9 @@ embedded adapter (``citewell.local``) and a cloud adapter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeAlias
+from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
@@ -176,6 +176,30 @@ class SearchIndex(Protocol):
         """The lanes that were given input, in one round trip where the engine allows it. A
         vector given as a function is computed here, once: an engine may run its lexical lane
         meanwhile. Should it give None (the embedder failed), only the lexical lane answers."""
+        ...
+
+
+@runtime_checkable
+class StagedIndex(SearchIndex, Protocol):
+    """An index that publishes a revision before its vectors: words first, meaning when the
+    model has caught up. The embedded index does; OpenSearch takes whole publications (the AWS
+    pipeline embeds before it publishes)."""
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str,
+               pending: Collection[str] = frozenset()) -> int:
+        """As :meth:`SearchIndex.upsert`; the chunk ids in ``pending`` wait for their vectors."""
+        ...
+
+    def set_vectors(self, tenant: str, document_id: str, revision: str, vectors: Mapping[str, np.ndarray]) -> int:
+        """Give waiting rows of this revision their vectors; rows gone (deleted, replaced) take none."""
+        ...
+
+    def vectorless(self) -> list[tuple[str, str, str, int]]:
+        """``(tenant, document_id, revision, rows)`` still waiting for vectors."""
+        ...
+
+    def vectorless_documents(self, identity: Identity) -> int:
+        """Documents the identity may read that the vector lane does not yet cover."""
         ...
 
 

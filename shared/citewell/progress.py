@@ -1,5 +1,5 @@
-"""The ingest progress display on a terminal (rich): files settled, and chunks embedded with a
-rate and an estimate, moving with the work, also inside one large file.
+"""The ingest progress display on a terminal (rich): files settled, the text of a large file
+chunked, and chunks embedded, each with its rate and an estimate, moving with the work.
 
 Shown only on a terminal and never with ``--json``: a pipe or a log gets no bar.
 """
@@ -16,13 +16,29 @@ from citewell.ingest.runner import IngestOutcome
 from citewell.terminal import printable
 
 _STAGES = {"parse": "reading", "chunk": "chunking", "publish": "publishing"}
+_SHOWN_FROM = 100_000  # characters (a second or more of chunking): a file this long gets a bar of its own while it is chunked
 
 
 class RateColumn(ProgressColumn):
-    """Chunks a second, from rich's own moving estimate."""
+    """The task's own unit a second, from rich's moving estimate."""
 
     def render(self, task: Task) -> Text:
-        return Text(f"{task.speed:,.0f} chunks/s" if task.speed else "", style="progress.data.speed")
+        if not task.speed:
+            return Text("")
+        unit = task.fields.get("unit", "")
+        if unit == "MB":
+            return Text(f"{task.speed / 1e6:,.2f} MB/s", style="progress.data.speed")
+        return Text(f"{task.speed:,.1f} {unit}/s", style="progress.data.speed")
+
+
+class AmountColumn(ProgressColumn):
+    """Done of total in the task's unit: files and chunks counted, text in megabytes."""
+
+    def render(self, task: Task) -> Text:
+        if task.fields.get("unit") == "MB":
+            total = f"{task.total / 1e6:,.1f}" if task.total else "?"
+            return Text(f"{task.completed / 1e6:,.1f}/{total} MB", style="progress.download")
+        return MofNCompleteColumn().render(task)
 
 
 class IngestDisplay:
@@ -32,12 +48,14 @@ class IngestDisplay:
         console = Console(stderr=True)
         self.progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}", style="bold"), BarColumn(bar_width=24),
-            MofNCompleteColumn(), TextColumn("{task.fields[unit]}"), RateColumn(), TimeRemainingColumn(),
+            AmountColumn(), TextColumn("{task.fields[label]}"), RateColumn(), TimeRemainingColumn(),
             TextColumn("{task.fields[now]}", style="dim", markup=False),  # a file name is no markup
             console=console, transient=True, disable=not (enabled and console.is_terminal),
         )
-        self.files = self.progress.add_task("files", total=files, unit="", now="")
-        self.chunks = self.progress.add_task("embedded", total=None, unit="chunks", now="", visible=False)
+        self.files = self.progress.add_task("files", total=files, unit="files", label="", now="")
+        self.text = self.progress.add_task("chunked", total=None, unit="MB", label="", now="", visible=False)
+        self.chunks = self.progress.add_task("embedded", total=None, unit="chunks", label="chunks", now="", visible=False)
+        self.current = ""
 
     def __enter__(self) -> IngestDisplay:
         self.progress.__enter__()
@@ -47,11 +65,19 @@ class IngestDisplay:
         self.progress.__exit__(kind, error, trace)
 
     def step(self, stage: str, document_id: str) -> None:
-        self.progress.update(self.files, now=f"{_STAGES.get(stage, stage)} {printable(document_id)}")
+        self.current = printable(document_id)
+        self.progress.update(self.files, now=f"{_STAGES.get(stage, stage)} {self.current}")
+        if stage == "chunk":
+            self.progress.reset(self.text, total=None, visible=False)
+
+    def advance(self, stage: str, done: int, total: int) -> None:
+        """Characters chunked: a large file's own bar, in megabytes of its text (about its bytes)."""
+        if total < _SHOWN_FROM:
+            return
+        self.progress.update(self.text, completed=done, total=total, visible=done < total, now=self.current)
 
     def embedding(self, done: int, total: int) -> None:
         self.progress.update(self.chunks, completed=done, total=total, visible=total > 0)
-        self.progress.update(self.files, now="embedding")
 
     def finished(self, outcome: IngestOutcome) -> None:
         self.progress.advance(self.files)

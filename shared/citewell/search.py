@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from citewell.errors import CitewellError, RetrievalUnavailable
 from citewell.fusion import reciprocal_rank_fusion
 from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
-from citewell.ports import LaneHit
+from citewell.ports import LaneHit, StagedIndex
 from citewell.services import Services
 
 if TYPE_CHECKING:
@@ -90,6 +90,11 @@ def search(
                 break
         if len(hits) == k:
             break
+    if "vector" in lanes and isinstance(services.index, StagedIndex):
+        waiting = services.index.vectorless_documents(identity)
+        if waiting:  # published by words first: their vectors are still being made
+            degraded.append(f"vector index not ready: lexical results only for {waiting} "
+                            f"document{'s' if waiting != 1 else ''} still being embedded")
     result = SearchResult(hits=hits, degraded=degraded)
     result._query_vector = embedded[0] if embedded else None
     return result

@@ -1,26 +1,36 @@
-"""Runs the stages in-process over many uploads, embedding across documents in batches.
+"""Runs the stages in-process over many uploads, each document published as soon as it is chunked.
 
-A failing document is recorded and reported; the rest of the batch goes on. Ctrl-C stops the
-run at the next safe moment: every upload still in flight is recorded as failed
-(``interrupted``) and removed, so each document is either published whole or keeps what it
-served before, and :class:`IngestInterrupted` carries what was done.
+Each document is registered, parsed, chunked and published on its own. On an index that takes
+staged publications (the embedded one, :class:`~citewell.ports.StagedIndex`) it is published
+by words first: searchable and citeable before its vectors exist, which :class:`_Vectors`
+brings after: between two documents, a slice whenever vectors have waited ``VECTOR_LAG_SECONDS``
+(words first while documents come quickly, meaning soon after), and the rest once the last is
+published. A small file never waits for a large one's embedding (and the CLI sends files smallest first, so none
+waits for a large one's parsing either). An index that takes whole publications gets each
+document embedded before it is published.
+
+A failing document is recorded and reported; the rest go on. Ctrl-C stops the run at the next
+safe moment: every document already published stays published (vectors it still lacks are
+embedded by the next ingest: :func:`resume_vectors`), every upload still in flight is recorded
+as failed (``interrupted``) and removed, and :class:`IngestInterrupted` carries what was done.
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
+from citewell import leases
 from citewell.errors import Busy, CitewellError, EmbedderMismatch, Interrupted, InvalidInput, readable
 from citewell.deletion import compact, unfinished_removals
 from citewell.interrupts import deferred
 from citewell.ingest.stages import (
-    ChunksArtifact,
+    EMBED_SLICE,
     IngestRequest,
     chunk_stage,
     embed_stage,
@@ -29,24 +39,30 @@ from citewell.ingest.stages import (
     record_failure,
     register,
     release_embeddings,
+    vector_stage,
 )
-from citewell.models import ErrorInfo, Upload
-from citewell.records import is_current
+from citewell.models import Chunk, DocumentStatus, ErrorInfo, Upload
+from citewell.ports import StagedIndex
 from citewell.services import Services
 
-BATCH_DOCUMENTS = 64
+BATCH_DOCUMENTS = 64  # documents published between two commits of the lexical index, at most
+FLUSH_SECONDS = 1.0  # or this long: a search from another process finds a new document this soon
+VECTOR_LAG_SECONDS = 30.0  # between documents, a slice is embedded once the oldest waiting vector has waited this long
 
 
 class IngestOutcome(BaseModel):
     """``superseded``: a newer upload of the document, or its delete, came first; nothing of
     this one was published or kept. ``skipped``: a path the walk left out, with the reason
-    (:mod:`citewell.ingest.walk`)."""
+    (:mod:`citewell.ingest.walk`). ``vectors_pending``: chunks published without their vector
+    when the run ended (the embedder failed): found by words, not yet by meaning; the next
+    ingest embeds them."""
 
     document_id: str
     revision: str | None
     status: Literal["published", "unchanged", "failed", "superseded", "skipped"]
     chunks: int
     error: ErrorInfo | None = None
+    vectors_pending: int = 0
     # The text this upload replaced or abandoned could not leave the files yet (another process
     # holds a read transaction): what is pending, as a delete reports it.
     pending: list[str] = Field(default_factory=list)
@@ -58,8 +74,11 @@ class IngestProgress(Protocol):
     def step(self, stage: str, document_id: str) -> None:
         """A document enters ``parse``, ``chunk`` or ``publish``."""
 
+    def advance(self, stage: str, done: int, total: int) -> None:
+        """Inside one document's stage: characters chunked so far, of ``total``."""
+
     def embedding(self, done: int, total: int) -> None:
-        """Chunks embedded so far, of those known to need the model so far (both grow batch by batch)."""
+        """Chunks embedded so far, of those known to need the model so far (the total grows as documents are published)."""
 
     def finished(self, outcome: IngestOutcome) -> None:
         """One document's outcome is settled."""
@@ -107,26 +126,25 @@ def ingest(
     check_embedder(services)
     clock = clock or StageClock()
     report = _Reporter(progress)
-    outcomes: list[IngestOutcome] = []
-    removed: list[str] = []  # documents whose text was replaced or abandoned somewhere in the stores
-    in_flight: dict[str, Upload] = {}  # registered uploads without an outcome yet
-    batch: list[IngestRequest] = []
-    done: dict[int, IngestOutcome] = {}  # the current batch's outcomes by position
+    vectors = _Vectors(services, report, clock)
+    run = _Run(services, report, clock, vectors, batch_documents)
     try:
+        vectors.add(resume_vectors(services))
         for request in requests:
-            batch.append(request)
-            if len(batch) >= batch_documents:
-                outcomes.extend(_run_batch(services, batch, done, report, clock, removed, in_flight))
-                batch, done = [], {}
-        if batch:
-            outcomes.extend(_run_batch(services, batch, done, report, clock, removed, in_flight))
+            run.one(request)
+            vectors.step()  # a slice between documents once vectors have waited VECTOR_LAG_SECONDS
+        run.flush()
+        vectors.drain()
     except KeyboardInterrupt:
         with deferred(deliver=False):  # a second Ctrl-C does not cut the clean-up short
-            outcomes.extend(done[i] for i in sorted(done))
-            outcomes.extend(_stop(services, in_flight.values()))
+            run.outcomes.extend(_stop(services, run.in_flight.values()))
+            run.flush()
             compact(services)
-        raise IngestInterrupted(outcomes) from None
+            _note_vectors(run.outcomes, vectors)
+        raise IngestInterrupted(run.outcomes) from None
+    _note_vectors(run.outcomes, vectors)
     # Replaced and abandoned revisions leave nothing in segments or logs, nor do removals an ended process left.
+    outcomes, removed = run.outcomes, run.removed
     if removed or any(o.status in ("failed", "superseded") for o in outcomes) or unfinished_removals(services):
         with clock.stage("compact"):
             pending = compact(services)
@@ -137,27 +155,216 @@ def ingest(
     return outcomes
 
 
+def _note_vectors(outcomes: list[IngestOutcome], vectors: _Vectors) -> None:
+    """Published documents whose vectors the run did not finish say so, and why if the model failed."""
+    left = vectors.left()
+    for outcome in outcomes:
+        if outcome.status != "published":
+            continue
+        outcome.vectors_pending = left.get((outcome.document_id, outcome.revision), 0)
+        if outcome.vectors_pending and vectors.failure is not None and outcome.error is None:
+            outcome.error = ErrorInfo(code=vectors.failure.code, message=(
+                f"published for search by words only: {outcome.vectors_pending} chunks have no vector yet "
+                f"({vectors.failure.message}); the next ingest embeds them"))
+
+
 class _Reporter:
-    """Feeds an :class:`IngestProgress`, if any, with totals across batches."""
+    """Feeds an :class:`IngestProgress`, if any."""
 
     def __init__(self, progress: IngestProgress | None) -> None:
         self.progress = progress
-        self.embedded_before = self.planned_before = 0  # of the batches already embedded
 
     def step(self, stage: str, document_id: str) -> None:
         if self.progress:
             self.progress.step(stage, document_id)
 
+    def advance(self, stage: str, done: int, total: int) -> None:
+        if self.progress:
+            self.progress.advance(stage, done, total)
+
     def embedding(self, done: int, total: int) -> None:
         if self.progress:
-            self.progress.embedding(self.embedded_before + done, self.planned_before + total)
-        if done == total:
-            self.embedded_before += done
-            self.planned_before += total
+            self.progress.embedding(done, total)
 
     def finished(self, outcome: IngestOutcome) -> None:
         if self.progress:
             self.progress.finished(outcome)
+
+
+class _Vectors:
+    """Published chunks waiting for their vectors, embedded a slice at a time in publication
+    order. Before each slice, chunks of revisions no longer served (deleted or replaced since)
+    are dropped: they stop costing the model at once."""
+
+    def __init__(self, services: Services, report: _Reporter, clock: StageClock) -> None:
+        self.services, self.report, self.clock = services, report, clock
+        self.waiting: deque[Chunk] = deque()
+        self.since: deque[float] = deque()  # when each waiting chunk was published
+        self.done = self.total = 0
+        self.failure: CitewellError | None = None
+
+    def add(self, chunks: Iterable[Chunk]) -> None:
+        before = len(self.waiting)
+        self.waiting.extend(chunks)
+        self.since.extend([time.monotonic()] * (len(self.waiting) - before))
+        if len(self.waiting) > before:
+            self.total += len(self.waiting) - before
+            self.report.embedding(self.done, self.total)
+
+    def step(self) -> None:
+        """Between documents: one slice, once the oldest waiting vector has waited long enough."""
+        if self.since and time.monotonic() - self.since[0] >= VECTOR_LAG_SECONDS:
+            self._slice()
+
+    def drain(self) -> None:
+        while self.waiting and self.failure is None:
+            self._slice()
+
+    def left(self) -> dict[tuple[str, str | None], int]:
+        counts: dict[tuple[str, str | None], int] = defaultdict(int)
+        for chunk in self.waiting:
+            counts[(chunk.document_id, chunk.revision)] += 1
+        return counts
+
+    def _slice(self) -> None:
+        if self.failure is not None:
+            return
+        self._drop_unserved()
+        part = [self.waiting[i] for i in range(min(EMBED_SLICE, len(self.waiting)))]
+        if not part:
+            return
+        try:
+            with self.clock.stage("embed"):
+                vector_stage(self.services, part)
+        except CitewellError as error:  # the model is down: what is published stays searchable by words
+            self.failure = error
+            return
+        for _ in part:
+            self.waiting.popleft()
+            self.since.popleft()
+        self.done += len(part)
+        self.report.embedding(self.done, self.total)
+
+    def _drop_unserved(self) -> None:
+        served: dict[tuple[str, str], str | None] = {}
+        for chunk in list(self.waiting)[:EMBED_SLICE]:
+            key = (chunk.tenant, chunk.document_id)
+            if key not in served:
+                document = self.services.metadata.get_document(*key)
+                live = document is not None and document.status is not DocumentStatus.DELETING
+                served[key] = document.active_revision if live and document is not None else None
+        gone = {key for key, revision in served.items() if revision is None}
+        kept = [(c, t) for c, t in zip(self.waiting, self.since) if (c.tenant, c.document_id) not in gone
+                and served.get((c.tenant, c.document_id), c.revision) == c.revision]
+        if len(kept) < len(self.waiting):
+            self.total -= len(self.waiting) - len(kept)
+            self.waiting, self.since = deque(c for c, _ in kept), deque(t for _, t in kept)
+            self.report.embedding(self.done, self.total)
+
+
+def resume_vectors(services: Services) -> list[Chunk]:
+    """Chunks of served revisions still without vectors, that no live process is embedding: an
+    ingest stopped by Ctrl-C, or whose model failed, left them."""
+    index = services.index
+    if not isinstance(index, StagedIndex):
+        return []
+    found: list[Chunk] = []
+    for tenant, document_id, revision, _ in index.vectorless():
+        document = services.metadata.get_document(tenant, document_id)
+        if document is None or document.active_revision != revision or document.status is DocumentStatus.DELETING:
+            continue
+        if document.lease is not None and document.lease != leases.current() and not leases.is_dead(document.lease):
+            continue  # its own ingest is still running
+        found.extend(services.metadata.get_chunks(tenant, document_id, revision))
+    return found
+
+
+class _Run:
+    """One document at a time through register, parse, chunk and publish."""
+
+    def __init__(self, services: Services, report: _Reporter, clock: StageClock, vectors: _Vectors, batch_documents: int) -> None:
+        self.services, self.report, self.clock, self.vectors = services, report, clock, vectors
+        self.staged = isinstance(services.index, StagedIndex)
+        self.batch_documents = batch_documents
+        self.outcomes: list[IngestOutcome] = []
+        self.removed: list[str] = []  # documents whose text was replaced or abandoned somewhere in the stores
+        self.in_flight: dict[str, Upload] = {}  # registered uploads without an outcome yet
+        self.unflushed = 0
+        self.flushed_at = time.monotonic()
+
+    def settle(self, outcome: IngestOutcome, upload: Upload | None = None) -> None:
+        self.outcomes.append(outcome)
+        if upload is not None:
+            self.in_flight.pop(upload.upload_id, None)
+        self.report.finished(outcome)
+
+    def one(self, request: IngestRequest) -> None:
+        services, clock = self.services, self.clock
+        self.report.step("parse", request.document_id)
+        try:
+            with clock.stage("parse"), deferred():  # the intent, the record and the raw bytes, or none of them
+                upload = register(services, request)
+                self.in_flight[upload.upload_id] = upload
+        except (CitewellError, ValidationError) as error:  # nothing was registered
+            self.settle(_refused(request, error))
+            return
+        try:
+            with clock.stage("parse"):
+                parsed = parse_stage(services, upload)
+            if parsed.status != "parsed":
+                document = services.metadata.get_document(request.tenant, request.document_id)
+                self.settle(_superseded(request) if parsed.status == "superseded" else IngestOutcome(
+                    document_id=request.document_id, revision=document.active_revision if document else None,
+                    status="unchanged", chunks=document.chunk_count if document else 0,
+                ), upload)
+                return
+            self.report.step("chunk", request.document_id)
+            with clock.stage("chunk"):
+                chunked = chunk_stage(services, upload, lambda done, total: self.report.advance("chunk", done, total))
+            if chunked is None:
+                self.settle(_superseded(request), upload)
+                return
+            if not self.staged:
+                with clock.stage("embed"):
+                    embed_stage(services, chunked.chunks)
+        except CitewellError as error:
+            self.settle(_failed(services, upload, error), upload)
+            return
+        self.report.step("publish", upload.document_id)
+        with deferred():  # indexed, switched and the old revision removed, or the previous one still served
+            try:
+                with clock.stage("publish"):
+                    before = services.metadata.get_document(upload.tenant, upload.document_id)
+                    count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding,
+                                          vectors_follow=self.staged)
+                if before is not None and before.active_revision not in (None, chunked.revision):
+                    self.removed.append(upload.document_id)
+                if count is None:
+                    release_embeddings(services, chunked.chunks)
+                    self.settle(_superseded(request), upload)
+                else:
+                    self.settle(IngestOutcome(
+                        document_id=upload.document_id, revision=chunked.revision, status="published", chunks=count
+                    ), upload)
+                    if self.staged:
+                        self.vectors.add(chunked.chunks)
+            except CitewellError as error:
+                self.settle(_failed(services, upload, error, chunked.revision), upload)
+                release_embeddings(services, chunked.chunks)
+        self.unflushed += 1
+        if self.unflushed >= self.batch_documents or time.monotonic() - self.flushed_at >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """One commit of the lexical index for what was published since the last, not one per document."""
+        if not self.unflushed:
+            return
+        try:
+            with self.clock.stage("publish"):
+                self.services.index.flush()
+        except Busy:
+            pass  # the rows are published; the next search or ingest writes them
+        self.unflushed, self.flushed_at = 0, time.monotonic()
 
 
 def _stop(services: Services, uploads: Iterable[Upload]) -> list[IngestOutcome]:
@@ -183,94 +390,6 @@ def _failed(services: Services, upload: Upload, error: Exception, revision: str 
         raise error  # a bug, not bad input: let it surface
     info = record_failure(services, upload, error)
     return IngestOutcome(document_id=upload.document_id, revision=revision, status="failed", chunks=0, error=info)
-
-
-def _run_batch(
-    services: Services,
-    batch: list[IngestRequest],
-    done: dict[int, IngestOutcome],
-    report: _Reporter,
-    clock: StageClock,
-    removed: list[str],
-    in_flight: dict[str, Upload],
-) -> list[IngestOutcome]:
-    pending: list[tuple[int, Upload, ChunksArtifact]] = []
-
-    def settle(position: int, outcome: IngestOutcome, upload: Upload | None = None) -> None:
-        done[position] = outcome
-        if upload is not None:
-            in_flight.pop(upload.upload_id, None)
-        report.finished(outcome)
-
-    for position, request in enumerate(batch):
-        report.step("parse", request.document_id)
-        try:
-            with clock.stage("parse"), deferred():  # the intent, the record and the raw bytes, or none of them
-                upload = register(services, request)
-                in_flight[upload.upload_id] = upload
-        except (CitewellError, ValidationError) as error:  # nothing was registered
-            settle(position, _refused(request, error))
-            continue
-        try:
-            with clock.stage("parse"):
-                parsed = parse_stage(services, upload)
-            if parsed.status != "parsed":
-                document = services.metadata.get_document(request.tenant, request.document_id)
-                settle(position, _superseded(request) if parsed.status == "superseded" else IngestOutcome(
-                    document_id=request.document_id, revision=document.active_revision if document else None,
-                    status="unchanged", chunks=document.chunk_count if document else 0,
-                ), upload)
-                continue
-            report.step("chunk", request.document_id)
-            with clock.stage("chunk"):
-                chunked = chunk_stage(services, upload)
-            if chunked is None:
-                settle(position, _superseded(request), upload)
-                continue
-            pending.append((position, upload, chunked))
-        except CitewellError as error:
-            settle(position, _failed(services, upload, error), upload)
-    def still_wanted() -> set[str]:  # the chunks of uploads no newer upload or delete has overtaken
-        return {c.content_hash for _, upload, chunked in pending if _current(services, upload) for c in chunked.chunks}
-
-    try:
-        with clock.stage("embed"):
-            embed_stage(services, [c for _, _, chunked in pending for c in chunked.chunks], report.embedding, still_wanted)
-        embed_error: CitewellError | None = None
-    except CitewellError as error:
-        embed_error = error
-    for position, upload, chunked in pending:
-        report.step("publish", upload.document_id)
-        with deferred():  # indexed, switched and the old revision removed, or the previous one still served
-            try:
-                if embed_error is not None:
-                    raise embed_error
-                with clock.stage("publish"):
-                    before = services.metadata.get_document(upload.tenant, upload.document_id)
-                    count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding)
-                if before is not None and before.active_revision not in (None, chunked.revision):
-                    removed.append(upload.document_id)
-                if count is None:
-                    release_embeddings(services, chunked.chunks)
-                    settle(position, _superseded(batch[position]), upload)
-                else:
-                    settle(position, IngestOutcome(
-                        document_id=upload.document_id, revision=chunked.revision, status="published", chunks=count
-                    ), upload)
-            except CitewellError as error:
-                settle(position, _failed(services, upload, error, chunked.revision), upload)
-                release_embeddings(services, chunked.chunks)
-    if pending:
-        try:
-            with clock.stage("publish"):
-                services.index.flush()  # one commit of the lexical index for the batch, not one per document
-        except Busy:
-            pass  # the rows are published; the next search or ingest writes them
-    return [done[i] for i in range(len(batch))]
-
-
-def _current(services: Services, upload: Upload) -> bool:
-    return is_current(services.metadata.get_document(upload.tenant, upload.document_id), upload)
 
 
 def _refused(request: IngestRequest, error: CitewellError | ValidationError) -> IngestOutcome:

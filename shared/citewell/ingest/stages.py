@@ -34,7 +34,9 @@ from citewell.models import (
     publication_revision,
 )
 from citewell.ingest.registration import register_upload
+from citewell.interrupts import deferred
 from citewell.parsers import parse
+from citewell.ports import StagedIndex
 from citewell.records import is_current, update_document
 from citewell.services import Services
 
@@ -120,8 +122,16 @@ def parse_stage(services: Services, upload: Upload) -> ParseOutcome:
         return ParseOutcome(status="unchanged" if settled else "superseded", content_sha256=content)
     revision = publication_revision(content, upload.upload_id)
     artifact = ParsedArtifact(revision=revision, content_sha256=content, title=title, parsed=parsed)
-    services.objects.put(parsed_key(upload.tenant, upload.document_id, upload.upload_id), artifact.model_dump_json().encode())
+    services.objects.put(parsed_key(upload.tenant, upload.document_id, upload.upload_id), _serialized(artifact))
     return ParseOutcome(status="parsed", revision=revision, content_sha256=content)
+
+
+def _serialized(artifact: BaseModel) -> bytes:
+    """An artifact as JSON, with Ctrl-C held until it is written: pydantic turns a KeyboardInterrupt
+    raised inside its serializer into a serialization error, which would report a large file's
+    Ctrl-C as an error instead of stopping the ingest."""
+    with deferred():
+        return artifact.model_dump_json().encode()
 
 
 def _served_as(services: Services, document: Document, roles: frozenset[str], title: str) -> bool:
@@ -132,8 +142,9 @@ def _served_as(services: Services, document: Document, roles: frozenset[str], ti
     return bool(chunks) and all(c.title == title and c.allowed_roles == roles for c in chunks)
 
 
-def chunk_stage(services: Services, upload: Upload) -> ChunksArtifact | None:
-    """Chunk the upload's text with the upload's access fields; None when superseded."""
+def chunk_stage(services: Services, upload: Upload, progress: Callable[[int, int], None] | None = None) -> ChunksArtifact | None:
+    """Chunk the upload's text with the upload's access fields; None when superseded.
+    ``progress(done, total)`` hears how many characters of the text are chunked."""
     document = services.metadata.get_document(upload.tenant, upload.document_id)
     if not is_current(document, upload):
         abandon(services, upload)
@@ -150,11 +161,11 @@ def chunk_stage(services: Services, upload: Upload) -> ChunksArtifact | None:
         document_id=upload.document_id, tenant=upload.tenant, allowed_roles=upload.allowed_roles, title=artifact.title,
         source=upload.source, locale=upload.locale,
     )
-    chunks = services.chunker.chunk(artifact.parsed, access, artifact.revision)
+    chunks = services.chunker.chunk(artifact.parsed, access, artifact.revision, progress)
     result = ChunksArtifact(revision=artifact.revision, content_sha256=artifact.content_sha256, chunks=chunks,
                             encoding=artifact.parsed.encoding)
     services.metadata.put_chunks(chunks)  # before embedding: the embedding cache counts these as users
-    services.objects.put(chunks_key(upload.tenant, upload.document_id, upload.upload_id), result.model_dump_json().encode())
+    services.objects.put(chunks_key(upload.tenant, upload.document_id, upload.upload_id), _serialized(result))
     return result
 
 
@@ -202,11 +213,14 @@ def release_embeddings(services: Services, chunks: Sequence[Chunk]) -> int:
 
 
 def publish_stage(
-    services: Services, upload: Upload, revision: str, content_sha256: str, encoding: str | None = None
+    services: Services, upload: Upload, revision: str, content_sha256: str, encoding: str | None = None,
+    vectors_follow: bool = False,
 ) -> int | None:
     """Index the revision, verify it, switch the record to it, then remove what it replaced.
 
-    Returns the chunk count, or None when the upload was superseded. A crash before the switch
+    With ``vectors_follow`` (a :class:`~citewell.ports.StagedIndex` only) chunks the embedding
+    cache lacks are published without vectors: the document is searchable by words and citeable
+    at once, and :func:`vector_stage` brings its vectors after. Returns the chunk count, or None when the upload was superseded. A crash before the switch
     leaves the previous revision served; what this upload wrote is its own and goes when it
     is superseded or by the audit. Only what was listed *before* a successful switch is
     removed after it: at that moment no newer upload existed, so all of it is older.
@@ -224,7 +238,7 @@ def publish_stage(
     identity = services.embedder.identity
     cached = services.metadata.get_embeddings(identity, (c.content_hash for c in chunks))
     absent = [c.chunk_id for c in chunks if c.content_hash not in cached]
-    if absent:
+    if absent and not vectors_follow:
         raise NotFound(f"{len(absent)} chunks have no embedding yet, first {absent[0]!r}")
     import numpy as np
 
@@ -234,7 +248,15 @@ def publish_stage(
         if _upload_of(key) not in (None, upload.upload_id)  # a key not of our making is left to the audit to report
     ]
     older_uploads = [u for u in services.metadata.list_uploads(tenant, document_id) if u.seq < upload.seq]
-    services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), identity)
+    if absent:
+        index = services.index
+        if not isinstance(index, StagedIndex):
+            raise TypeError(f"{type(index).__name__} takes whole publications: embed before publishing")
+        width = next(iter(cached.values())).shape[0] if cached else dimensions(identity)
+        blank = np.zeros(width, dtype=np.float32)
+        index.upsert(chunks, np.stack([cached.get(c.content_hash, blank) for c in chunks]), identity, pending=absent)
+    else:
+        services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), identity)
     indexed = services.index.count(tenant, document_id, revision)
     if indexed != len(chunks):
         raise PublishConflict(f"index holds {indexed} chunks of revision {revision[:12]}, expected {len(chunks)}")
@@ -258,6 +280,41 @@ def publish_stage(
 
     finish_purges(services, tenant, document_id, older_revisions, Counter(), (older_objects, older_uploads))
     return len(chunks)
+
+
+def dimensions(identity: str) -> int:
+    """The width of an embedder's vectors, from its identity ``model@version:dims``."""
+    try:
+        return int(identity.rsplit(":", 1)[1])
+    except (IndexError, ValueError):
+        raise ValueError(f"an embedder identity names its dimensions (model@version:dims), not {identity!r}") from None
+
+
+def vector_stage(services: Services, chunks: Sequence[Chunk]) -> int:
+    """The second step of a staged publication: embed what the cache lacks of these published
+    chunks and give their index rows the vectors. Returns how many rows took one.
+
+    It only updates rows still in the index, under the revision the chunk names, so a revision
+    deleted or replaced meanwhile takes nothing, and no row of one revision gets another's
+    vector. Embeddings written for a revision no longer served are released again: a delete's
+    purge may have run between the write and this check."""
+    index = services.index
+    if not isinstance(index, StagedIndex) or not chunks:
+        return 0
+    embed_stage(services, chunks)
+    identity = services.embedder.identity
+    cached = services.metadata.get_embeddings(identity, {c.content_hash for c in chunks})
+    groups: dict[tuple[str, str, str], list[Chunk]] = {}
+    for chunk in chunks:
+        groups.setdefault((chunk.tenant, chunk.document_id, chunk.revision), []).append(chunk)
+    written = 0
+    for (tenant, document_id, revision), group in groups.items():
+        vectors = {c.chunk_id: cached[c.content_hash] for c in group if c.content_hash in cached}
+        written += index.set_vectors(tenant, document_id, revision, vectors)
+        document = services.metadata.get_document(tenant, document_id)
+        if document is None or document.status is DocumentStatus.DELETING or document.active_revision != revision:
+            release_embeddings(services, group)
+    return written
 
 
 def _upload_of(key: str) -> str | None:

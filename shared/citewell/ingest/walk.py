@@ -14,6 +14,7 @@ characters become '-', bytes that are not UTF-8 become U+FFFD ("Meeting #3.docx"
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -83,12 +84,27 @@ def walk(paths: list[Path]) -> list[Found]:
         elif path.is_file():
             found.append(Found(path, id_for(path.name)))
         elif not path.exists():
-            found.append(Found(path, shown(path), _left_out(shown(path), "failed", "not_found", f"no such file or folder: {shown(path)}")))
+            found.append(Found(path, shown(path), _missing(path)))
         else:
             found.append(Found(path, shown(path.name), _left_out(shown(path.name), "skipped", "not_a_file",
                                                                   f"{shown(path)} is not a regular file")))
     unique = list({(_real(f.path), f.document_id): f for f in found}.values())  # one folder named twice
     return _apart([_checked(f) for f in unique])
+
+
+def _missing(path: Path) -> IngestOutcome:
+    """A path named that reaches no file: a link that loops (ELOOP) or leads nowhere is said as
+    such, since the name itself is there to see."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return _left_out(shown(path), "failed", "symlink_loop",
+                             f"{shown(path)} is a symbolic link that loops back on itself: it never reaches a file")
+    if path.is_symlink():
+        return _left_out(shown(path), "failed", "not_found",
+                         f"{shown(path)} is a symbolic link to {shown(os.readlink(path))}, which does not exist")
+    return _left_out(shown(path), "failed", "not_found", f"no such file or folder: {shown(path)}")
 
 
 def _real(path: Path) -> str:

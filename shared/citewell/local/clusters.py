@@ -32,6 +32,10 @@ CREATE TABLE IF NOT EXISTS chunk_clusters (
 """
 
 
+# Rows published before their vectors hold zeros: no centroid is trained on them nor given them.
+_WITH_VECTORS = "WHERE rowid NOT IN (SELECT chunk_rowid FROM vector_pending)"
+
+
 def centroids_of(conn: sqlite3.Connection) -> np.ndarray | None:
     rows = conn.execute("SELECT vector FROM vector_centroids ORDER BY cluster").fetchall()
     if not rows:
@@ -70,7 +74,7 @@ def _assign(conn: sqlite3.Connection, rowids: Sequence[int], vectors: np.ndarray
 def _train(conn: sqlite3.Connection) -> None:
     import faiss  # only the write that crosses the threshold needs it
 
-    rowids = np.array([r[0] for r in conn.execute("SELECT rowid FROM chunks ORDER BY rowid")], dtype=np.int64)
+    rowids = np.array([r[0] for r in conn.execute(f"SELECT rowid FROM chunks {_WITH_VECTORS} ORDER BY rowid")], dtype=np.int64)
     size = min(rowids.size, CLUSTERS * SAMPLE_PER_CLUSTER)
     sample = np.sort(np.random.default_rng(SEED).choice(rowids, size=size, replace=False))
     vectors = _vectors(conn, sample.tolist())
@@ -80,7 +84,7 @@ def _train(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM vector_centroids")
     conn.executemany("INSERT INTO vector_centroids (cluster, vector) VALUES (?, ?)",
                      [(n, c.tobytes()) for n, c in enumerate(centroids)])
-    cursor = conn.execute("SELECT rowid, vector FROM chunks ORDER BY rowid")
+    cursor = conn.execute(f"SELECT rowid, vector FROM chunks {_WITH_VECTORS} ORDER BY rowid")
     while found := cursor.fetchmany(20_000):
         matrix = np.frombuffer(b"".join(r[1] for r in found), dtype=np.float32).reshape(len(found), -1)
         _assign(conn, [r[0] for r in found], matrix, centroids)

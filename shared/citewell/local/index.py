@@ -8,7 +8,9 @@ when a delete runs, when an ingest batch ends (``flush``) or when a search finds
 and the write lock free. Each of those writes runs inside a write transaction of the table, so
 the index and the pending list agree after a crash. The vector lane scores
 the rows' vectors in memory, kept current from a log of the rows each write dropped and added
-(``citewell.local.vectors``). Both lanes select the caller's rows (tenant equal, one of the
+(``citewell.local.vectors``). A revision may be published before its vectors: its rows wait
+in ``vector_pending``, searchable by words and out of the vector lane, until ``set_vectors``
+writes them (it only updates rows still there: a revision deleted meanwhile takes none). Both lanes select the caller's rows (tenant equal, one of the
 caller's roles allowed, status live) inside the ranking, and every returned row is checked
 against the table again. A hybrid search runs the two lanes at once, the lexical one in a pool
 thread.
@@ -21,7 +23,7 @@ import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +65,11 @@ CREATE TABLE IF NOT EXISTS chunk_roles (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunk_roles_by_chunk ON chunk_roles (chunk_rowid);
 CREATE TABLE IF NOT EXISTS lexical_pending (rowid INTEGER PRIMARY KEY);
+-- Rows published before their vectors (a staged publication): searchable by words, left out of
+-- the vector lane (their vector is zeros) until ``set_vectors`` gives them one.
+CREATE TABLE IF NOT EXISTS vector_pending (
+    chunk_rowid INTEGER PRIMARY KEY REFERENCES chunks (rowid) ON DELETE CASCADE
+);
 """ + VECTOR_SCHEMA + CLUSTER_SCHEMA
 # Homes written before the lexical lane moved to tantivy: these go when its index is built.
 _FTS5_OBJECTS = ("DROP TRIGGER IF EXISTS chunks_ai", "DROP TRIGGER IF EXISTS chunks_ad", "DROP TABLE IF EXISTS chunks_fts")
@@ -130,9 +137,13 @@ class SqliteSearchIndex:
 
     # -- writes --------------------------------------------------------------------------
 
-    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str) -> int:
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str,
+               pending: Collection[str] = frozenset()) -> int:
+        """``pending``: chunk ids published without their vector yet (their row of ``vectors`` is
+        not read): the lexical lane finds them now, the vector lane once ``set_vectors`` ran."""
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
+        pending = frozenset(pending)
         with Transaction(self.conn):
             self._check_identity(embedder_identity, claim=True)
             keys = sorted({(c.tenant, c.document_id, c.revision) for c in chunks})
@@ -144,7 +155,10 @@ class SqliteSearchIndex:
                 self.conn.execute(f"DELETE FROM lexical_pending WHERE rowid IN ({', '.join('?' * len(again))})", again)
                 self._drop_from_lexicon(again)
             added: list[int] = []
+            waiting: list[int] = []
             for chunk, vector in zip(chunks, vectors):
+                if chunk.chunk_id in pending:
+                    vector = np.zeros(len(vector), dtype=np.float32)
                 cursor = self.conn.execute(
                     "INSERT INTO chunks (tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
                     "VALUES (?, ?, ?, ?, 'live', ?, ?, ?, ?, ?)",
@@ -155,17 +169,60 @@ class SqliteSearchIndex:
                     ),
                 )
                 rowid = int(cursor.lastrowid or 0)
-                added.append(rowid)
+                (waiting if chunk.chunk_id in pending else added).append(rowid)
                 self.conn.executemany(
                     "INSERT INTO chunk_roles (role, chunk_rowid) VALUES (?, ?)",
                     [(role, rowid) for role in sorted(chunk.allowed_roles)],
                 )
                 self.conn.execute("INSERT INTO lexical_pending (rowid) VALUES (?)", (rowid,))
-            cluster_rows(self.conn, added, vectors)
+            self.conn.executemany("INSERT INTO vector_pending (chunk_rowid) VALUES (?)", [(r,) for r in waiting])
+            with_vectors = [i for i, c in enumerate(chunks) if c.chunk_id not in pending]
+            cluster_rows(self.conn, added, np.asarray(vectors)[with_vectors] if pending else vectors)
             log_changes(self.conn, self._bump_epoch(), dropped=again, added=added)
             if self._pending_rows() >= FLUSH_ROWS:
                 self._write_lexicon()
         return len(chunks)
+
+    def set_vectors(self, tenant: str, document_id: str, revision: str, vectors: Mapping[str, np.ndarray]) -> int:
+        """The second step of a staged publication: these rows of the revision (by chunk id) get
+        their vectors and join the vector lane. Only rows still there and still waiting are
+        written; returns how many."""
+        with Transaction(self.conn):
+            found = self.conn.execute(
+                "SELECT c.rowid, c.chunk_id FROM chunks c JOIN vector_pending p ON p.chunk_rowid = c.rowid "
+                "WHERE c.tenant = ? AND c.document_id = ? AND c.revision = ? ORDER BY c.rowid",
+                (tenant, document_id, revision),
+            ).fetchall()
+            rows = [(int(r[0]), r[1]) for r in found if r[1] in vectors]
+            if not rows:
+                return 0
+            matrix = np.stack([np.asarray(vectors[chunk_id], dtype=np.float32) for _, chunk_id in rows])
+            rowids = [rowid for rowid, _ in rows]
+            self.conn.executemany("UPDATE chunks SET vector = ? WHERE rowid = ?",
+                                  [(vector.tobytes(), rowid) for vector, rowid in zip(matrix, rowids)])
+            self.conn.executemany("DELETE FROM vector_pending WHERE chunk_rowid = ?", [(r,) for r in rowids])
+            cluster_rows(self.conn, rowids, matrix)
+            log_changes(self.conn, self._bump_epoch(), dropped=rowids, added=rowids)
+        return len(rows)
+
+    def vectorless(self) -> list[tuple[str, str, str, int]]:
+        """``(tenant, document_id, revision, rows)`` of every revision with rows still waiting for vectors."""
+        rows = self.conn.execute(
+            "SELECT c.tenant, c.document_id, c.revision, COUNT(*) FROM chunks c JOIN vector_pending p ON p.chunk_rowid = c.rowid "
+            "GROUP BY c.tenant, c.document_id, c.revision ORDER BY c.tenant, c.document_id, c.revision"
+        )
+        return [(r[0], r[1], r[2], int(r[3])) for r in rows]
+
+    def vectorless_documents(self, identity: Identity) -> int:
+        """How many documents the identity may read have rows the vector lane does not hold yet."""
+        if identity.is_empty:
+            return 0
+        where, params = _access(identity)
+        row = self.conn.execute(
+            f"SELECT COUNT(DISTINCT c.document_id) FROM vector_pending p JOIN chunks c ON c.rowid = p.chunk_rowid WHERE {where}",
+            params,
+        ).fetchone()
+        return int(row[0])
 
     def _flush_unless_busy(self) -> None:
         """A search that finds rows waiting writes them, unless another process holds the write

@@ -316,6 +316,10 @@ class _Arrays:
         return np.frombuffer(b"".join(r[3] for r in found), dtype=np.float32).reshape(len(found), -1)
 
 
+# A row published before its vector is read as not live: the vector lane never scores its zeros.
+_STATUS = "CASE WHEN rowid IN (SELECT chunk_rowid FROM vector_pending) THEN 'pending' ELSE status END"
+
+
 def _width(conn: sqlite3.Connection) -> int | None:
     found = conn.execute("SELECT length(vector) FROM chunks LIMIT 1").fetchone()  # one model per index
     return None if found is None else int(found[0]) // 4
@@ -339,7 +343,7 @@ def _read(conn: sqlite3.Connection, codes: dict[str, int], rowids: Sequence[int]
     start = 0
     for part in parts:
         where, params = ("", []) if part is None else (f" WHERE rowid IN ({', '.join('?' * len(part))})", part)
-        cursor = conn.execute(f"SELECT rowid, tenant, status, vector FROM chunks{where} ORDER BY rowid", params)
+        cursor = conn.execute(f"SELECT rowid, tenant, {_STATUS}, vector FROM chunks{where} ORDER BY rowid", params)
         while found := cursor.fetchmany(LOAD_SLICE):
             matrix[start : start + len(found)] = arrays.put(slice(start, start + len(found)), found, codes)
             start += len(found)
@@ -379,7 +383,7 @@ def _read_by_cluster(conn: sqlite3.Connection, codes: dict[str, int], centroids:
     starts = np.searchsorted(cluster_of[order], np.arange(clusters + 1))
     arrays = _Arrays(order.size)
     block_codes = ClusterCodes(centroids, np.diff(starts))
-    cursor = conn.execute("SELECT rowid, tenant, status, vector FROM chunks ORDER BY rowid")  # the same rows, in the same order
+    cursor = conn.execute(f"SELECT rowid, tenant, {_STATUS}, vector FROM chunks ORDER BY rowid")  # the same rows, in the same order
     start = 0
     while found := cursor.fetchmany(LOAD_SLICE):
         at = place[start : start + len(found)]

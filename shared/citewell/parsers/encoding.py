@@ -1,6 +1,8 @@
 """Decode text bytes and name the encoding used.
 
-Order: a byte-order mark, then strict UTF-8, then Windows-1252 when its reading looks like
+Order: a byte-order mark, then UTF-16 without one (known by the zero bytes its mostly
+Latin-script characters leave at every other position: strict UTF-8 would take them as NULs),
+then strict UTF-8, then Windows-1252 when its reading looks like
 Latin-script prose, then a charset detector. Detectors are unsure on short or mostly-ASCII
 Western files (they offered cp1250, cp437 or even UTF-16 for "crème" and "€5"); among
 readings that are equally good, the encoding most text in that script uses wins.
@@ -43,6 +45,9 @@ def decode(data: bytes) -> tuple[str, str]:
     for bom, name in _BOMS:
         if data.startswith(bom):
             return data.decode(name), "utf-8" if name == "utf-8-sig" else name
+    unmarked = unmarked_utf16(data)
+    if unmarked is not None:
+        return data.decode(unmarked), unmarked
     try:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
@@ -54,6 +59,29 @@ def decode(data: bytes) -> tuple[str, str]:
     if western is not None and reads_as_latin(western):
         return western, "cp1252"
     return _detect(data)
+
+
+_UTF16_SAMPLE = 8192
+_UTF16_ZEROS = 0.3  # of the code units: the share whose high byte is zero (ASCII, Latin-1)
+
+
+def unmarked_utf16(data: bytes) -> str | None:
+    """``utf-16-le`` or ``utf-16-be`` when ``data`` reads as UTF-16 without a byte-order mark:
+    zero bytes at one parity of the positions and (almost) none at the other, and the whole
+    decodes strictly. Text in other scripts leaves no such zeros and goes to the detector."""
+    if len(data) < 4 or len(data) % 2:
+        return None
+    sample = data[:_UTF16_SAMPLE]
+    units = len(sample) // 2
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    for name, high, low in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        if high >= _UTF16_ZEROS * units and low * 20 <= high:
+            try:
+                text = data.decode(name)
+            except UnicodeDecodeError:
+                return None
+            return name if "\x00" not in text else None
+    return None
 
 
 def reads_as_latin(text: str) -> bool:

@@ -8,8 +8,8 @@ from pathlib import PurePosixPath
 
 import filetype
 
-from citewell.errors import LegacyDoc, TypeMismatch, UnsupportedType
-from citewell.parsers.encoding import decode
+from citewell.errors import CorruptFile, LegacyDoc, TypeMismatch, UnsupportedType
+from citewell.parsers.encoding import decode, unmarked_utf16
 from citewell.parsers.man_events import looks_like_manpage
 
 
@@ -39,6 +39,9 @@ MIME = {
 
 _BINARY_BY_MAGIC = {"pdf": Kind.PDF, "docx": Kind.DOCX, "xlsx": Kind.XLSX}
 _LEGACY_OFFICE = {"doc", "xls", "ppt"}
+# A name that promises an Office Open XML file whose bytes are a zip without its parts: a broken
+# or renamed file, said as what it fails to be, not as "zip files are not supported".
+_NOT_VALID = {Kind.DOCX: "not a valid Word document", Kind.XLSX: "not a valid Excel workbook"}
 _EXTENSION_HINT = {
     ".pdf": Kind.PDF,
     ".docx": Kind.DOCX,
@@ -73,6 +76,8 @@ def detect(data: bytes, filename: str | None) -> Kind:
         if guess.extension in _LEGACY_OFFICE:
             raise LegacyDoc(f"legacy Office format ({guess.mime}); save it as .docx or .xlsx and upload again")
         kind = _BINARY_BY_MAGIC.get(guess.extension)
+        if kind is None and guess.extension == "zip" and hint in _NOT_VALID:
+            raise CorruptFile(f"{_NOT_VALID[hint]}: the file is a zip archive without the parts of a {suffix} file")
         if kind is None:
             raise UnsupportedType(f"{guess.mime} files are not supported")
         if hint is not None and hint is not kind:
@@ -82,7 +87,7 @@ def detect(data: bytes, filename: str | None) -> Kind:
         raise LegacyDoc(f"{suffix} is a legacy Office format; save it as .docx or .xlsx and upload again")
     if hint is not None and hint not in _TEXT_KINDS:
         raise TypeMismatch(f"the name says {suffix} but the content is not a {hint.value.upper()} file")
-    if b"\x00" in data[:8192] and not data.startswith(_BOMS):
+    if b"\x00" in data[:8192] and not data.startswith(_BOMS) and unmarked_utf16(data) is None:
         raise UnsupportedType("binary content of an unknown type")
     return _text_kind(data, hint)
 
