@@ -32,7 +32,7 @@ demo: $(VENV)/.local
 	@$(CITEWELL) ingest $(DEMO)/samples/northpier/engineering --tenant northpier --allow-roles engineering,support
 	@$(CITEWELL) ingest $(DEMO)/samples/northpier/hr --tenant northpier --allow-roles hr
 	@$(CITEWELL) ingest $(DEMO)/samples/bluefen/staff --tenant bluefen --allow-roles staff
-	@echo "--- two files that cannot be used: each fails with its reason, the batch goes on (exit 1)"
+	@echo "--- two files that cannot be used (a blank scan, a text file named .pdf): each fails with its reason, the batch goes on (exit 1)"
 	@$(CITEWELL) ingest $(DEMO)/samples/northpier/unreadable --tenant northpier --allow-roles staff; test $$? -eq 1
 	@echo "--- northpier staff: how much leave?"
 	@$(CITEWELL) search "How many days of annual leave do I get?" --tenant northpier --roles staff --k 2
@@ -44,6 +44,8 @@ demo: $(VENV)/.local
 	@$(CITEWELL) search "What does error E1027 mean?" --tenant northpier --roles staff --k 2
 	@echo "--- northpier hr: salary band of a shift lead"
 	@$(CITEWELL) search "salary range for a shift lead" --tenant northpier --roles hr --k 2
+	@echo "--- northpier staff: a memo that exists only as a scan (no text layer), read by OCR and cited by page"
+	@$(CITEWELL) ask "When does the east gate close in winter?" --tenant northpier --roles staff
 	@echo "--- no roles: nothing"
 	@$(CITEWELL) search "annual leave" --tenant northpier --roles "" --k 2
 	@echo "--- answers, each cited: how much leave, when carried days expire, the hotel allowance"

@@ -27,8 +27,9 @@ import argparse
 import json
 import math
 import pickle
+import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -36,8 +37,19 @@ import numpy as np
 
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.generators.extractive import UnitEmbeddings, answer_features, quoted_by, score_support
-from citewell.answers.refusal import ANSWER_FEATURES, MODEL_FILE, UNIT_FEATURES, LogisticModel, RefusalModel
+from citewell.answers.refusal import (
+    ANSWER_FEATURES,
+    MODEL_FILE,
+    RERANK_FEATURES,
+    UNIT_FEATURES,
+    VERIFIED,
+    LogisticModel,
+    RefusalModel,
+    reranked,
+)
 from citewell.answers.units import Unit
+from citewell.answers.verifier import MODEL_FILE as VERIFIER_FILE
+from citewell.answers.verifier import unit_passage
 from citewell.models import Identity
 from citewell.search import search
 from citewell.services import Services
@@ -68,6 +80,7 @@ class Observed:
     evidence: dict[str, float]  # the evidence-wide values the answer model reads
     answer_labels: list[bool]  # an answer built on the unit (its list, or it and its companion) holds one
     quoted: list[frozenset[int]]  # for each unit, the units an answer built on it quotes
+    passages: list[str] = field(default_factory=list)  # for each unit, what the verifier reads of it (``unit_passage``)
 
 
 def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
@@ -91,7 +104,7 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
                 unit_labels=[holds([u]) for u in support.units],
                 evidence={k: support.features[k] for k in ("evidence_coverage", "absent_terms")},
                 answer_labels=[holds(quoted_by(question.text, support, rank)) for rank in range(len(support.units))],
-                quoted=support.quoted,
+                quoted=support.quoted, passages=[unit_passage(u) for u in support.units],
             ))
         else:
             observed.append(Observed(question, [], [], {}, [], []))
@@ -100,11 +113,42 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
     return observed
 
 
-def _answer_row(o: Observed, unit: LogisticModel) -> tuple[dict[str, float], bool] | None:
+class Scores:
+    """The answer verifier's logits of (question, passage) pairs, each computed once."""
+
+    def __init__(self, path: Path) -> None:
+        from citewell.answers.verifier import AnswerVerifier
+
+        self.verifier = AnswerVerifier(path)
+        self.known: dict[tuple[str, str], float] = {}
+
+    def of(self, question: str, passages: Sequence[str]) -> np.ndarray:
+        fresh = [p for p in dict.fromkeys(passages) if (question, p) not in self.known]
+        if fresh:
+            self.known.update(zip(((question, p) for p in fresh), map(float, self.verifier.score(question, fresh))))
+        return np.array([self.known[(question, p)] for p in passages])
+
+
+def _ranked(o: Observed, model: RefusalModel, scores: Scores | None) -> tuple[list[dict[str, float]], np.ndarray]:
+    """The unit rows and their probabilities as the answerer ranks them: by the unit model,
+    then, with a rerank model, the first ``VERIFIED`` again with their verifier logits."""
+    p = np.array([model.unit.probability(r) for r in o.unit_rows])
+    if model.rerank is None or scores is None:
+        return o.unit_rows, p
+    top = np.argsort(-p, kind="stable")[:VERIFIED]
+    verified = scores.of(o.question.text, [o.passages[int(i)] for i in top])
+    rows = [dict(r) for r in o.unit_rows]
+    for i, v in zip(top, verified):
+        rows[int(i)]["verifier"] = float(v)
+    logits = np.array([model.unit.logit(r) for r in rows])
+    return rows, reranked(p, logits, top, verified, model.rerank)
+
+
+def _answer_row(o: Observed, model: RefusalModel, scores: Scores | None) -> tuple[dict[str, float], bool] | None:
     if not o.unit_rows:
         return None
-    p = np.array([unit.probability(r) for r in o.unit_rows])
-    return answer_features(o.unit_rows, p, o.evidence, o.quoted), o.answer_labels[int(np.argmax(p))]
+    rows, p = _ranked(o, model, scores)
+    return answer_features(rows, p, o.evidence, o.quoted), o.answer_labels[int(np.argmax(p))]
 
 
 def _weights(sources: list[str], weights: dict[str, float]) -> np.ndarray:
@@ -115,7 +159,9 @@ def _weights(sources: list[str], weights: dict[str, float]) -> np.ndarray:
     return np.array([len(sources) * share[s] / (len(counts) * counts[s]) for s in sources])
 
 
-def fit(observed: list[Observed], weights: dict[str, float] | None = None) -> RefusalModel:
+def fit(observed: list[Observed], weights: dict[str, float] | None = None, scores: Scores | None = None) -> RefusalModel:
+    """The unit model; with ``scores``, the rerank model on the first ``VERIFIED`` units of each
+    question; then the answer model on the best unit as they rank it."""
     from sklearn.linear_model import LogisticRegression
 
     weights = weights or {}
@@ -126,32 +172,48 @@ def fit(observed: list[Observed], weights: dict[str, float] | None = None) -> Re
     fitted = LogisticRegression(max_iter=2000).fit(np.array(unit_x), np.array(unit_y, dtype=int), sample_weight=_weights(unit_sources, weights))
     unit = LogisticModel(features=UNIT_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
                          bias=round(float(fitted.intercept_[0]), 6))
-    rows = [(o.question.source, _answer_row(o, unit)) for o in train]
+    rerank = None
+    if scores is not None:
+        rerank_x, rerank_y, rerank_sources = [], [], []
+        for o in train:
+            if not o.unit_rows:
+                continue
+            p = np.array([unit.probability(r) for r in o.unit_rows])
+            top = np.argsort(-p, kind="stable")[:VERIFIED]
+            for i, v in zip(top, scores.of(o.question.text, [o.passages[int(i)] for i in top])):
+                rerank_x.append([unit.logit(o.unit_rows[int(i)]), float(v)])
+                rerank_y.append(int(o.unit_labels[int(i)]))
+                rerank_sources.append(o.question.source)
+        fitted = LogisticRegression(max_iter=2000).fit(np.array(rerank_x), np.array(rerank_y), sample_weight=_weights(rerank_sources, weights))
+        rerank = LogisticModel(features=RERANK_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
+                               bias=round(float(fitted.intercept_[0]), 6))
+    ranking = RefusalModel(unit=unit, answer=_ANSWER_ALWAYS, rerank=rerank)
+    rows = [(o.question.source, _answer_row(o, ranking, scores)) for o in train]
     usable = [(source, row) for source, row in rows if row is not None]
     answer_x = np.array([[row[0][f] for f in ANSWER_FEATURES] for _, row in usable])
     answer_y = np.array([row[1] for _, row in usable], dtype=int)
     fitted = LogisticRegression(max_iter=2000).fit(answer_x, answer_y, sample_weight=_weights([s for s, _ in usable], weights))
     answer = LogisticModel(features=ANSWER_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
                            bias=round(float(fitted.intercept_[0]), 6))
-    return RefusalModel(unit=unit, answer=answer)
+    return RefusalModel(unit=unit, answer=answer, rerank=rerank)
 
 
-def choose_unconfirmed(observed: list[Observed], model: RefusalModel, recall: float) -> float:
+def choose_unconfirmed(observed: list[Observed], model: RefusalModel, recall: float, scores: Scores | None = None) -> float:
     """The highest probability at which, of the fitting questions whose best unit's answer holds
     a gold fact, at least ``recall`` are at or above it; never above the answer threshold."""
     held = sorted((model.answer.probability(row[0]) for o in observed if o.question.fit
-                   if (row := _answer_row(o, model.unit)) is not None and row[1]), reverse=True)
+                   if (row := _answer_row(o, model, scores)) is not None and row[1]), reverse=True)
     if not held:
         return model.unconfirmed_threshold
     at = held[max(0, math.ceil(recall * len(held)) - 1)]
     return min(model.answer.threshold, math.floor(at * 10_000) / 10_000)
 
 
-def measure(observed: list[Observed], model: RefusalModel) -> dict[str, float]:
+def measure(observed: list[Observed], model: RefusalModel, scores: Scores | None = None) -> dict[str, float]:
     """Right answers (the answer built on the best unit holds a gold fact) and right refusals, on these questions."""
     answered = correct = answerable = answered_right = refused_right = unanswerable = quoted_right = quoted_unanswerable = 0
     for o in observed:
-        row = _answer_row(o, model.unit)
+        row = _answer_row(o, model, scores)
         says = row is not None and model.answer.accepts(row[0])
         right = says and row is not None and row[1]
         quotes = row is not None and not says and model.relates(row[0])
@@ -221,16 +283,17 @@ def realdocs_questions(services: Services, folder: Path) -> list[Question]:
     ]
 
 
-def cross_validated(observed: list[Observed], weights: dict[str, float]) -> dict[str, float]:
-    """Realdocs figures of models fitted without the half of its documents they are measured on:
-    each fold's figures weighted by its questions."""
+def cross_validated(observed: list[Observed], weights: dict[str, float], scores: dict[int, Scores | None]) -> dict[str, float]:
+    """Realdocs figures of models fitted without the half of its documents they are measured on
+    (``scores``: by fold, the verifier trained without it): each fold's figures weighted by its questions."""
     others = [o for o in observed if o.question.source != "realdocs"]
     rows = [o for o in observed if o.question.source == "realdocs"]
     folds = []
     for fold in (0, 1):
         held = [o for o in rows if o.question.fold == fold]
         if held:
-            folds.append(measure(held, fit(others + [o for o in rows if o.question.fold != fold], weights)))
+            model = fit(others + [o for o in rows if o.question.fold != fold], weights, scores[fold])
+            folds.append(measure(held, model, scores[fold]))
     total = sum(f["questions"] for f in folds) or 1
     keys = [k for k in (folds[0] if folds else {}) if k != "questions"]
     return {"questions": total, **{k: round(sum(f[k] * f["questions"] for f in folds) / total, 4) for k in keys}}
@@ -251,6 +314,9 @@ def main() -> None:
                         help="how much SQuAD weighs (its unanswerables are adversarial, not a user's mix)")
     parser.add_argument("--unconfirmed-recall", type=float, default=0.95,
                         help="share of fitting questions with a fact in the best unit to answer or quote as not confirmed")
+    parser.add_argument("--verifier", type=Path, help="an answer verifier (int8 ONNX, benchmarks/train_verifier) to rerank with")
+    parser.add_argument("--verifier-without-fold", type=Path, nargs=2, metavar=("FOLD0", "FOLD1"),
+                        help="verifiers trained without realdocs fold 0 and fold 1, for its cross-validated figures")
     args = parser.parse_args()
     from citewell.services import open_local
 
@@ -270,27 +336,35 @@ def main() -> None:
         saved.write_bytes(pickle.dumps(fresh))
         observed += fresh
     weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
-    model = fit(observed, weights)
-    model.unconfirmed_threshold = choose_unconfirmed(observed, model, args.unconfirmed_recall)
+    scores = Scores(args.verifier) if args.verifier else None
+    model = fit(observed, weights, scores)
+    model.unconfirmed_threshold = choose_unconfirmed(observed, model, args.unconfirmed_recall, scores)
     sources = sorted({o.question.source for o in observed})
-    held_out = {source: measure([o for o in observed if o.question.source == source and not o.question.fit], model)
+    held_out = {source: measure([o for o in observed if o.question.source == source and not o.question.fit], model, scores)
                 for source in sources}
     fitted_on = {source: sum(o.question.fit for o in observed if o.question.source == source) for source in sources}
     model.fitted_on = f"SQuAD 2.0 dev, even-numbered articles ({fitted_on['squad']} questions, weighing {args.squad_weight:g})" + (
         f", the answer set's tune split ({fitted_on['answerset']} questions, weighing {args.answerset_weight:g})"
         if "answerset" in fitted_on else "") + (
-        f", realdocs-tune ({fitted_on['realdocs']} questions, weighing {args.realdocs_weight:g})" if "realdocs" in fitted_on else "")
+        f", realdocs-tune ({fitted_on['realdocs']} questions, weighing {args.realdocs_weight:g})" if "realdocs" in fitted_on else "") + (
+        f"; the first {VERIFIED} units reranked by the answer verifier {args.verifier.name}" if args.verifier else "")
     model.metrics = {f"{source}_{k}": v for source, figures in held_out.items() for k, v in figures.items()}
-    on_fitted = {source: measure([o for o in observed if o.question.source == source and o.question.fit], model)
+    on_fitted = {source: measure([o for o in observed if o.question.source == source and o.question.fit], model, scores)
                  for source in sources}
     if "realdocs" in fitted_on:  # every realdocs question is fitted on: its figures come from the other half of its documents
-        held_out["realdocs"] = cross_validated(observed, weights)
+        by_fold = {f: Scores(p) for f, p in enumerate(args.verifier_without_fold)} if args.verifier_without_fold else {}
+        held_out["realdocs"] = cross_validated(observed, weights, {f: by_fold.get(f, scores) for f in (0, 1)})
         model.metrics |= {f"realdocs_cv_{k}": v for k, v in held_out["realdocs"].items()}
     print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out}, indent=2))
     if args.write:
         target = Path(str(resources.files("citewell.answers") / MODEL_FILE))
         target.write_text(model.model_dump_json(indent=2) + "\n")
         print(f"wrote {target}")
+        if args.verifier:  # the rerank model was fitted on this verifier's logits: they ship together
+            shipped = Path(str(resources.files("citewell.answers") / VERIFIER_FILE))
+            if args.verifier.resolve() != shipped.resolve():
+                shutil.copyfile(args.verifier, shipped)
+            print(f"wrote {shipped}")
 
 
 if __name__ == "__main__":

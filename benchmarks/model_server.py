@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,8 +50,8 @@ def _chat_prompt(body: dict[str, Any]) -> tuple[str, str]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         raise RequestError("messages must be a non-empty list of objects")
-    if body.get("stream"):
-        raise RequestError("the stand-in model does not stream; send stream: false")
+    if body.get("stream") not in (None, True, False):
+        raise RequestError("stream must be true or false")
     system = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
     users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
     if not users:
@@ -107,6 +108,7 @@ class ModelServer(ThreadingHTTPServer):
         self.model = model
         self.log = log
         self.replies: list[dict[str, Any]] = []  # what it did, in order: the log's lines
+        self.token_seconds = 0.005  # between streamed chunks, as a model writes
         self._lock = threading.Lock()
 
     @property
@@ -139,6 +141,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, model: str, content: str) -> None:
+        """The reply as OpenAI's server-sent chunks: a word (with its space) a chunk, then ``[DONE]``."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for piece in re.findall(r"\S+\s*", content) or [""]:
+            chunk = {"object": "chat.completion.chunk", "model": model,
+                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+            time.sleep(self.server.token_seconds)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
 
     def _error(self, status: int, message: str) -> None:
         if self.path.startswith("/model/"):  # Bedrock's error shape; botocore reads the code from the header
@@ -182,6 +201,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply = self.server.model.reply(system, user)
         self.server.record(api, system, user, reply)
+        if api == "chat" and body.get("stream") is True and reply.content is not None:
+            self._stream(str(body.get("model") or MODEL_NAME), reply.content)
+            return
         if api == "chat":
             payload = _chat_completion(str(body.get("model") or MODEL_NAME), reply, system, user)
         else:

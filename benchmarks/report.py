@@ -640,7 +640,11 @@ FUZZ_START, FUZZ_END = "<!-- fuzz:start -->", "<!-- fuzz:end -->"
 
 COLD_START, COLD_END = "<!-- cold-cli:start -->", "<!-- cold-cli:end -->"
 REALDOCS_START, REALDOCS_END = "<!-- realdocs:start -->", "<!-- realdocs:end -->"
-KEPT_BLOCKS = ((FUZZ_START, FUZZ_END), (COLD_START, COLD_END), (REALDOCS_START, REALDOCS_END))
+VERIFIER_START, VERIFIER_END = "<!-- verifier:start -->", "<!-- verifier:end -->"  # benchmarks/train_verifier's runs
+OCR_START, OCR_END = "<!-- ocr:start -->", "<!-- ocr:end -->"  # python -m benchmarks.ocr --write
+CONVERSATIONS_START, CONVERSATIONS_END = "<!-- conversations:start -->", "<!-- conversations:end -->"
+KEPT_BLOCKS = ((FUZZ_START, FUZZ_END), (COLD_START, COLD_END), (VERIFIER_START, VERIFIER_END), (REALDOCS_START, REALDOCS_END),
+               (OCR_START, OCR_END), (CONVERSATIONS_START, CONVERSATIONS_END))
 
 
 def write_block(path: Path, block: str, start_marker: str, end_marker: str) -> None:

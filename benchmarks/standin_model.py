@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from citewell.answers.prompt import REWRITE_PROMPT
+
 
 class Fault(StrEnum):
     INVENTED_SOURCE = "invented_source"
@@ -133,6 +135,8 @@ class StandInModel:
         self.seed = seed
 
     def reply(self, system: str, user: str) -> Reply:
+        if system == REWRITE_PROMPT:  # a follow-up to make standalone: what a model would write
+            return Reply(_rewritten(user), "rewrite")
         prompt = parse_prompt(system, user)
         rng = random.Random(f"{self.seed}\x00{system}\x00{user}")
         found = best_sentence(prompt)
@@ -159,6 +163,17 @@ class StandInModel:
         if fault is Fault.FALSE_QUOTE:
             return Reply(f'"{_misquote(sentence, rng)}" [{source.ref}]', decision, fault)
         return Reply(f'"{sentence}" [{source.ref}]', decision, fault)  # an unwarranted answer
+
+
+def _rewritten(user: str) -> str:
+    """The last question made standalone on the latest earlier one, by the same rules the
+    extractive default uses: the stand-in is a model that rewrites well, as one would."""
+    from citewell.answers.followups import standalone
+
+    earlier = [html.unescape(q) for q in re.findall(r"<question>(.*?)</question>", user, re.S)]
+    last = re.search(r"Last question: (.*)\Z", user, re.S)
+    asked = last.group(1).strip() if last else ""
+    return standalone(earlier[-1], asked) if earlier else asked
 
 
 def _unheld(prompt: Prompt, start: int) -> int:

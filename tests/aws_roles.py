@@ -213,6 +213,8 @@ def needs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[st
         return [(f"dynamodb:{operation}", f"{table}/index/{params['IndexName']}" if params.get("IndexName") else table, {})]
     if service == "es":  # an HTTP request to the domain: (method, path)
         return [(f"es:ESHttp{operation.capitalize()}", f"{DOMAIN_ARN}{params['path']}", {})]
+    if service == "textract":  # Textract's actions take no resource: "*" is the only one IAM accepts
+        return [(f"textract:{operation}", "*", {})]
     if service == "bedrock-runtime":
         return [("bedrock:InvokeModel", f"arn:aws:bedrock:{REGION}::foundation-model/{params['modelId']}", {})]
     raise AssertionError(f"no IAM mapping for {service}.{operation} ({params}): add it here")

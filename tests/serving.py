@@ -98,9 +98,9 @@ class Served:
         self.stop()
         raise RuntimeError(f"citewell serve did not start:\n{self.log.read_text()}")
 
-    def token(self, tenant: str, roles: Iterable[str], ttl: int = 600) -> str:
+    def token(self, tenant: str, roles: Iterable[str], ttl: int = 600, subject: str | None = None) -> str:
         return mint(home_key(self.home), tenant=tenant, roles=roles, ttl_seconds=ttl, tenant_claim="custom:tenant",
-                    roles_claim="cognito:groups")
+                    roles_claim="cognito:groups", subject=subject)
 
     def call(self, method: str, path: str, token: str | None = None, body: Any = None, **kwargs: Any) -> httpx.Response:
         headers = {**kwargs.pop("headers", {})}

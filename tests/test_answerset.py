@@ -105,7 +105,13 @@ def test_questions_are_well_formed(corpus, questions):
     # The same question may be asked twice only under different roles (answered once, refused once).
     assert len({(q["tenant"], tuple(q["roles"]), q["question"].lower()) for q in questions}) == len(questions)
     for q in questions:
-        assert list(q) == list(answerset.KEYS), q["id"]
+        follow_up = q["category"] == "follow_up"
+        assert list(q) == list(answerset.FOLLOW_UP_KEYS if follow_up else answerset.KEYS), q["id"]
+        if follow_up:
+            first = next(f for f in questions if f["id"] == q["follows"])
+            assert first["category"] != "follow_up" and first["split"] == q["split"], q["id"]
+            assert (first["tenant"], first["roles"]) == (q["tenant"], q["roles"]), q["id"]
+            assert q["standalone"].strip() and q["standalone"] != q["question"], q["id"]
         assert isinstance(q["id"], str) and isinstance(q["question"], str) and q["question"].strip()
         assert q["split"] in answerset.SPLITS and q["category"] in answerset.CATEGORIES
         assert q["tenant"] in {tenant for tenant, _ in documents}

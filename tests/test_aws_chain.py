@@ -378,7 +378,8 @@ def test_the_api_has_an_openapi_document():
     from citewell.aws.api import openapi_document
 
     spec = json.loads(openapi_document())
-    assert set(spec["paths"]) == {"/documents", "/documents/{document_id}", "/search", "/query", "/answers/{answer_id}/citations", "/me"}
+    assert set(spec["paths"]) == {"/documents", "/documents/{document_id}", "/search", "/query", "/answers/{answer_id}/citations",
+                                  "/answers/{answer_id}/feedback", "/conversations", "/conversations/{conversation_id}", "/me"}
     body = spec["paths"]["/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body["$ref"].endswith("SearchRequest")
     replies = {path: spec["paths"][path][method]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]

@@ -16,10 +16,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from moto.textract.models import TextractBackend
+
 from tests.aws_roles import BUCKET, granted_actions, needs, refusals
 from tests.test_aws_chain import (  # noqa: F401
     EVENTS, HANDBOOK, LambdaContext, api, aws, knn_proxy, load_handler, pump, removal_event, resend, sqs_event, upload,
 )
+from tests.test_aws_textract import READ
+from tests.test_ocr import MEMO, encoded, page
 
 FUNCTIONS = ("parse", "chunk", "embed", "publish", "delete", "api", "audit")
 # What the Lambda service itself does with a function's role (poll its queue, send traces, write
@@ -31,6 +35,7 @@ PLATFORM = {"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUr
 BEDROCK = {"bedrock:InvokeModel"}
 UNWALKED = {
     "audit": BEDROCK | {
+        "textract:DetectDocumentText",  # a repair re-parses a scan
         "s3:PutObject", "s3:DeleteObjectVersion", "s3:ListBucketVersions",  # a repair re-runs a stage or purges objects
         "s3:AbortMultipartUpload",  # a repair aborts an unfinished multipart upload
         "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
@@ -110,6 +115,9 @@ def life(aws) -> None:
     """Everything each function does in a document's life."""
     upload(aws, "scan.pdf", b"this is not a pdf")  # a typed failure is recorded
     pump(aws)
+    upload(aws, "memo.png", encoded(page(MEMO, size=(1000, 400)), "PNG"))  # a scan: parse sends it to Textract
+    pump(aws)
+    assert api("GET", "/documents/memo.png")[1]["document"]["status"] == "published"
     for n, stages in enumerate([[], ["raw/"], ["raw/", "parsed/"], ["raw/", "parsed/", "chunks/"]]):
         superseded_at(aws, f"notice-{n}.md", stages)  # each stage meets a stale upload
     upload(aws, "handbook.md", HANDBOOK)
@@ -120,6 +128,10 @@ def life(aws) -> None:
     status, answer = api("POST", "/query", {"question": "How many days of paid annual leave do full-time staff receive?"})
     assert status == 200
     assert api("GET", f"/answers/{answer['answer_id']}/citations")[0] == 200
+    status, follow = api("POST", "/query", {"question": "and for part-time staff?", "conversation_id": answer["conversation_id"]})
+    assert status == 200 and follow["question"]  # a follow-up, rewritten, in the same conversation
+    assert api("POST", f"/answers/{answer['answer_id']}/feedback", {"helpful": False, "comment": "not what I asked"})[0] == 200
+    assert api("GET", "/conversations")[0] == 200 and api("GET", f"/conversations/{answer['conversation_id']}")[0] == 200
     assert api("GET", "/documents")[0] == 200 and api("GET", "/documents/handbook.md")[0] == 200
     for n, late in enumerate(STAGE_PREFIXES):  # the index is there now: a late batch of a superseded upload purges
         redelivered_late(aws, f"late-{n}.md", STAGE_PREFIXES[:3] if late != "embedded/" else STAGE_PREFIXES, late)
@@ -143,7 +155,10 @@ def life(aws) -> None:
     assert audit["ok"], audit
 
 
-def test_each_function_may_make_every_call_it_makes_and_no_other(aws, function_roles):
+def test_each_function_may_make_every_call_it_makes_and_no_other(aws, function_roles, monkeypatch):
+    monkeypatch.setenv("CITEWELL_OCR", "textract")  # as the stack sets it for parse and the audit
+    monkeypatch.setattr(TextractBackend, "BLOCKS", READ)  # what moto's Textract answers
+    monkeypatch.setattr(TextractBackend, "PAGES", 1)
     aws["calls"].containers = True
     life(aws)
     calls = [(caller, service, op, params) for caller, service, op, params in aws["calls"].all() if caller != "test"]
@@ -156,3 +171,17 @@ def test_each_function_may_make_every_call_it_makes_and_no_other(aws, function_r
         used[caller] |= {action for action, _, _ in needs(service, operation, {**params, "caller": caller})}
     extra = {name: sorted(granted_actions(function_roles[name]) - used[name] - PLATFORM - UNWALKED[name]) for name in FUNCTIONS}
     assert not any(extra.values()), f"granted but never called: {extra}; called: { {n: sorted(u) for n, u in used.items()} }"
+
+
+def test_a_query_role_may_search_and_delete_rows_but_never_write_them(function_roles):
+    """The API and the delete function read and delete rows through the alias; a ``_bulk`` (which
+    indexes text and vectors) is refused them, and granted to the indexers (publish, the audit)."""
+    from tests.aws_roles import DOMAIN_ARN, permitted
+
+    bulk = f"{DOMAIN_ARN}/citewell-chunks/_bulk"
+    for name in ("api", "delete"):
+        assert not permitted(function_roles[name], "es:ESHttpPost", bulk), name
+        for operation in ("_search", "_msearch", "_count", "_delete_by_query"):
+            assert permitted(function_roles[name], "es:ESHttpPost", f"{DOMAIN_ARN}/citewell-chunks/{operation}"), (name, operation)
+    for name in ("publish", "audit"):
+        assert permitted(function_roles[name], "es:ESHttpPost", bulk), name

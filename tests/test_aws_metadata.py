@@ -79,3 +79,41 @@ def test_the_audit_inventories_query_and_never_scan(monkeypatch):
         assert operations and "Scan" not in operations, operations
         store.delete_identity("model@1:2")
         assert store.embedding_identities() == {}
+
+
+def test_bulk_reads_take_keys_only_and_miss_no_key_at_a_range_bound(monkeypatch):
+    """The embedding partition is read in sort-key ranges at once: a key on a bound, or not hex
+    at all, is read exactly once; every Query names a projection (a whole vector item read per
+    key is what made the audit too slow at 1M chunks); deletes go 25 keys a call."""
+    import numpy as np
+
+    with moto_dynamodb(monkeypatch) as store:
+        keys = ["0", "1", "1" + "f" * 63, "2", "9zz", "a", "f", "f" * 64, "g", "A", "~", "", "-"]
+        keys = [k for k in keys if k]  # DynamoDB refuses an empty sort key
+        store.put_embeddings("minilm", {k: np.ones(4, dtype=np.float32) for k in keys})
+        calls = []
+        store.client.meta.events.register("before-parameter-build.dynamodb",
+                                          lambda params, model, **_: calls.append((model.name, dict(params))))
+        assert store.embedding_hashes("minilm") == set(keys)
+        queries = [p for name, p in calls if name == "Query"]
+        assert len(queries) == 16 and all(p.get("ProjectionExpression") == "sk" for p in queries), queries
+        calls.clear()
+        assert store.delete_identity("minilm") == len(keys)
+        writes = [p for name, p in calls if name == "BatchWriteItem"]
+        assert writes and all(len(p["RequestItems"][store.table.name]) <= 25 for p in writes)
+        assert store.embedding_hashes("minilm") == set()
+
+
+def test_a_delete_of_many_chunks_removes_every_record_reference_and_embedding(monkeypatch):
+    import numpy as np
+
+    with moto_dynamodb(monkeypatch) as store:
+        chunks = [chunk(n, f"Clause {n} of the leave policy.") for n in range(120)]
+        store.put_chunks(chunks)
+        hashes = {c.content_hash for c in chunks}
+        store.put_embeddings("minilm", {h: np.ones(4, dtype=np.float32) for h in hashes})
+        assert store.hashes_in_use(hashes) == hashes
+        assert store.delete_chunks("northpier", "handbook.md", "r1") == 120
+        assert store.hashes_in_use(hashes) == set()
+        assert store.delete_unused_embeddings("minilm", hashes) == 120
+        assert store.get_chunks("northpier", "handbook.md", "r1") == [] and store.embedding_hashes("minilm") == set()

@@ -161,3 +161,19 @@ def test_answer_precision_counts_answers_to_questions_that_have_none_as_wrong():
     assert found["answer_contains_gold_rate"] == 0.5  # of the two answerable questions answered
     assert found["answer_precision"] == round(1 / 3, 4)  # one right of three answers given
     assert found["accuracy"] == 0.5 and found["always_refuse_accuracy"] == 0.5
+
+
+def test_the_ocr_benchmark_scans_a_text_pdf_into_images_and_keeps_each_pages_text_layer():
+    import io
+
+    from pypdf import PdfReader
+
+    from benchmarks.ocr import generated_pdf, scanned, words
+
+    source = generated_pdf(2)
+    scan, references = scanned(source, 2, 72)
+    pages = PdfReader(io.BytesIO(scan)).pages
+    assert len(pages) == len(references) == 2
+    assert all(not (p.extract_text() or "").strip() for p in pages)  # images only
+    assert words(references[0])[:3] == ["how", "citewell", "works"]
+    assert words("Don’t ﬁnd it: E1027, twice.") == ["don", "t", "find", "it", "e1027", "twice"]

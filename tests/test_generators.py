@@ -149,3 +149,16 @@ def test_bedrock_timeout_and_malformed_reply_over_real_http(service):
     with pytest.raises(GeneratorUnavailable, match="no output"):
         bedrock.generate("q", EVIDENCE)
     assert service.requests[-1]["path"] == "/model/anthropic.claude-test/converse"
+
+
+def test_the_bedrock_client_is_shared_and_gives_up_inside_the_api_functions_30_seconds(monkeypatch):
+    from citewell.answers.generators import bedrock
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    bedrock.shared_client.cache_clear()
+    first, second = BedrockGenerator("anthropic.claude-test", region="eu-west-1"), BedrockGenerator("other", region="eu-west-1")
+    assert first.client is second.client
+    config = first.client.meta.config
+    assert config.retries["total_max_attempts"] == 1
+    assert config.read_timeout + config.connect_timeout < 30

@@ -304,6 +304,30 @@ def test_bedrock_is_granted_only_for_what_is_configured(tmp_path_factory, templa
     assert "foundation-model/anthropic.claude-3-haiku-20240307-v1:0" in resources
 
 
+def test_textract_is_granted_and_configured_only_where_uploads_are_parsed(tmp_path_factory, template):
+    def readers(synthesized: Template) -> dict[str, list]:
+        functions = {f["Properties"]["Role"]["Fn::GetAtt"][0]: f["Properties"]["Environment"]["Variables"]
+                     for f in synthesized.find_resources("AWS::Lambda::Function").values()
+                     if "POWERTOOLS_SERVICE_NAME" in f["Properties"].get("Environment", {}).get("Variables", {})}
+        found: dict[str, list] = {}
+        for policy in synthesized.find_resources("AWS::IAM::Policy").values():
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                for role in policy["Properties"]["Roles"]:
+                    name = functions.get(role["Ref"], {}).get("POWERTOOLS_SERVICE_NAME", role["Ref"])  # a CDK helper's role by its id
+                    found.setdefault(name, []).extend(
+                        (a, statement["Resource"]) for a in actions if a.startswith("textract:"))
+        found = {name: grants for name, grants in found.items() if grants}
+        configured = sorted(v["POWERTOOLS_SERVICE_NAME"] for v in functions.values() if v.get("CITEWELL_OCR") == "textract")
+        assert configured == sorted(found)
+        return found
+
+    default = readers(template)
+    assert sorted(default) == ["citewell-audit", "citewell-parse"]  # the audit's repair re-runs parse
+    assert all(grants == [("textract:DetectDocumentText", "*")] for grants in default.values())  # no resource-level permission exists
+    assert readers(synth(tmp_path_factory, ocr="none")) == {}
+
+
 def test_every_stage_is_wired_s3_to_sqs_to_lambda_with_a_dead_letter_queue(template):
     queues = template.find_resources("AWS::SQS::Queue")
     inboxes = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]
@@ -321,7 +345,17 @@ def test_every_route_needs_the_jwt_authorizer(template):
     routes = template.find_resources("AWS::ApiGatewayV2::Route")
     keys = sorted(r["Properties"]["RouteKey"] for r in routes.values())
     assert keys == sorted(["POST /documents", "GET /documents", "GET /documents/{id+}", "DELETE /documents/{id+}",
-                           "POST /search", "POST /query", "GET /answers/{id}/citations", "GET /me"])
+                           "POST /search", "POST /query", "GET /answers/{id}/citations", "POST /answers/{id}/feedback",
+                           "GET /conversations", "GET /conversations/{id}", "GET /me"])
+    # every route the resolver answers has its API Gateway route (else AWS answers 404 before the function)
+    import re
+
+    from citewell.aws.api import openapi_document
+
+    spec = json.loads(openapi_document())
+    served = {f"{method.upper()} {re.sub(r'{document_id}', '{id+}', re.sub(r'{(answer|conversation)_id}', '{id}', path))}"
+              for path, methods in spec["paths"].items() for method in methods}
+    assert served == set(keys)
     assert all(r["Properties"]["AuthorizationType"] == "JWT" for r in routes.values())
     template.has_resource_properties("AWS::ApiGatewayV2::Authorizer", {"AuthorizerType": "JWT"})
 

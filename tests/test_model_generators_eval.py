@@ -128,14 +128,20 @@ def test_the_server_speaks_enough_of_both_apis():
             assert chat["object"] == "chat.completion" and chat["model"] == "anything"
             assert chat["choices"][0]["message"]["content"].endswith("[S1]") and chat["usage"]["total_tokens"] > 0
             for bad, message in (({"messages": []}, "non-empty"), ({"messages": [{"role": "user", "content": "q"}],
-                                                                     "stream": True}, "does not stream")):
+                                                                     "stream": "yes"}, "stream must be true or false")):
                 response = client.post("/v1/chat/completions", json=bad)
                 assert response.status_code == 400 and message in response.json()["error"]["message"]
+            streamed = client.post("/v1/chat/completions", json={"model": "m", "stream": True, "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": user_prompt(CASES[0]["question"], evidence())}]})
+            chunks = [json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")]
+            assert streamed.headers["content-type"] == "text/event-stream" and streamed.text.rstrip().endswith("data: [DONE]")
+            assert "".join(c["choices"][0]["delta"]["content"] for c in chunks) == chat["choices"][0]["message"]["content"]
             assert client.post("/v1/chat/completions", content=b"{not json").status_code == 400
             assert client.post("/v1/embeddings", json={}).status_code == 404
         draft = bedrock_generator(server.url).generate(CASES[0]["question"], evidence())
         assert draft.quotes == {"S1": "Full-time staff receive 27 days of paid annual leave per calendar year."}
-        assert [r["api"] for r in server.replies] == ["chat", "converse"]
+        assert [r["api"] for r in server.replies] == ["chat", "chat", "converse"]
     finally:
         server.shutdown()
 

@@ -142,7 +142,8 @@ def test_text_in_other_encodings_is_decoded():
         (b"just text", "report.pdf", errors.TypeMismatch),
         (files.pdf_bytes([("T", ["x"])]), "report.docx", errors.TypeMismatch),
         (files.pdf_bytes([("T", ["x"])]), "notes.md", errors.TypeMismatch),
-        (files.png_bytes(), "diagram.png", errors.UnsupportedType),
+        (files.png_bytes(), "diagram.png", errors.EmptyText),  # an image, and no OCR engine given
+        (b"GIF89a" + b"\x00" * 64, "diagram.gif", errors.UnsupportedType),
         (files.bare_zip_bytes(), "bundle.zip", errors.UnsupportedType),
         (b"\x00\x01\x02binary\x00\xff" * 20, "blob.bin", errors.UnsupportedType),
         (files.legacy_doc_bytes(), "contract.doc", errors.LegacyDoc),

@@ -22,13 +22,16 @@ QUESTIONS = Path(__file__).with_name("questions.jsonl")
 SPLITS = ("tune", "held_out")
 CATEGORIES = (
     "lookup", "number", "date", "code", "who", "procedure", "list", "multi_sentence",
-    "revision", "forbidden", "out_of_corpus", "near_miss",
+    "revision", "forbidden", "out_of_corpus", "near_miss", "follow_up",
 )
 REFUSING = ("forbidden", "out_of_corpus", "near_miss")
 KEYS = (
     "id", "split", "category", "question", "tenant", "roles", "expected_documents",
     "must_contain", "must_not_contain", "refuse",
 )
+# A follow-up also names the question it follows (an id of its split, the same caller) and the
+# standalone question it stands for: asked after that one in one conversation.
+FOLLOW_UP_KEYS = (*KEYS, "follows", "standalone")
 
 KV, OF = "kestrelvale", "orrisfield"
 

@@ -21,7 +21,9 @@ ROUTES = [
     # Greedy: document ids may contain '/' (folder ingests), sent as raw segments or as %2F.
     ("/documents/{id+}", apigw.HttpMethod.GET), ("/documents/{id+}", apigw.HttpMethod.DELETE),
     ("/search", apigw.HttpMethod.POST), ("/query", apigw.HttpMethod.POST),
-    ("/answers/{id}/citations", apigw.HttpMethod.GET), ("/me", apigw.HttpMethod.GET),
+    ("/answers/{id}/citations", apigw.HttpMethod.GET), ("/answers/{id}/feedback", apigw.HttpMethod.POST),
+    ("/conversations", apigw.HttpMethod.GET), ("/conversations/{id}", apigw.HttpMethod.GET),
+    ("/me", apigw.HttpMethod.GET),
 ]
 
 

@@ -24,6 +24,7 @@ class StackConfig:
     synth_only: bool = False  # check the template without a built layer; never deploy such a synthesis
     embedder: str = "bedrock"  # bedrock | minilm (a packaged model, no Bedrock grant)
     embedding_model: str = "amazon.titan-embed-text-v2:0"
+    ocr: str = "textract"  # textract (scans read by Amazon Textract, billed per page) | none (scans are empty_text)
     generator: str = "extractive"  # extractive | bedrock
     generator_model: str | None = None  # a Bedrock model or inference profile id, with generator=bedrock
     tenant_claim: str = "custom:tenant"
@@ -67,6 +68,8 @@ class StackConfig:
             raise ConfigError("context jwt_audience is only used with jwt_issuer; the bundled Cognito pool sets its own")
         if self.embedder not in ("bedrock", "minilm"):
             raise ConfigError("context embedder must be 'bedrock' or 'minilm'")
+        if self.ocr not in ("textract", "none"):
+            raise ConfigError("context ocr must be 'textract' or 'none'")
         if self.generator not in ("extractive", "bedrock"):
             raise ConfigError("context generator must be 'extractive' or 'bedrock'")
         if self.generator == "bedrock" and not self.generator_model:

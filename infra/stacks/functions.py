@@ -195,6 +195,17 @@ class Functions(Construct):
         allow(self.audit, ["s3:PutObject"], objects("parsed", "chunks", "embedded"))  # a repair re-runs a stage
 
         self._bedrock(config, stack)
+        self._textract(config)
+
+    def _textract(self, config: StackConfig) -> None:
+        """Scans are read where uploads are parsed: the parse stage, and the audit, whose repair
+        re-runs it. DetectDocumentText takes no resource-level permission, so the grant is the
+        action alone (the resource "*" is the only one IAM accepts for it)."""
+        if config.ocr != "textract":
+            return
+        for fn in (self.stages["parse"], self.audit):
+            fn.add_environment("CITEWELL_OCR", "textract")
+            fn.add_to_role_policy(iam.PolicyStatement(actions=["textract:DetectDocumentText"], resources=["*"]))
 
     def _bedrock(self, config: StackConfig, stack: cdk.Stack) -> None:
         """InvokeModel only for what is configured, only for the functions that call it."""

@@ -21,7 +21,8 @@ from aws_cdk import aws_opensearchservice as opensearch
 from constructs import Construct
 
 ALIAS = "citewell-chunks"  # the alias and the prefix of every index behind it (CITEWELL_INDEX_ALIAS)
-READ = ("es:ESHttpHead", "es:ESHttpGet", "es:ESHttpPost")  # lookups, _search, _msearch, _count, _delete_by_query, _bulk
+LOOKUP = ("es:ESHttpHead", "es:ESHttpGet")  # alias and index lookups, mappings, GET searches
+QUERY_POSTS = ("_search", "_msearch", "_count", "_delete_by_query")  # the POSTs a query role makes, on the alias's path
 WRITE = ("es:ESHttpPut",)  # create an index and its alias
 
 
@@ -87,11 +88,16 @@ class Search(Construct):
             role.add_to_principal_policy(iam.PolicyStatement(actions=[action], resources=[f"{arn}/{path}"]))
 
     def grant_query(self, role: iam.IRole) -> None:
-        """Search, count and delete rows of the chunk indexes (deletion is a POST of _delete_by_query)."""
-        role.add_to_principal_policy(iam.PolicyStatement(actions=list(READ), resources=self._paths()))
+        """Look up, search, count and delete rows of the chunk indexes, and POST nothing else: a
+        ``_bulk`` (which writes) is the indexers' alone (:meth:`grant_index`)."""
+        arn = self.domain.domain_arn
+        role.add_to_principal_policy(iam.PolicyStatement(actions=list(LOOKUP), resources=self._paths()))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["es:ESHttpPost"], resources=[f"{arn}/{ALIAS}/{operation}" for operation in QUERY_POSTS]))
 
     def grant_index(self, role: iam.IRole) -> None:
         """Also create the index for an embedder identity and its alias; rows are bulk-written
         on the alias's path (``POST citewell-chunks/_bulk``), never the domain's root."""
         self.grant_query(role)
         role.add_to_principal_policy(iam.PolicyStatement(actions=list(WRITE), resources=self._paths()))
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["es:ESHttpPost"], resources=self._paths()))  # _bulk

@@ -402,6 +402,32 @@ class _Audit:
                        partial(finish_purges, self.services, tenant, document_id, set(document.purging), Counter()),
                        lambda d=document: bool(getattr(self.now(d.tenant, d.document_id), "purging", None)))
 
+    def conversations(self) -> None:
+        """Turns still holding words whose answer was withdrawn (or is gone), and conversations past
+        their days: a withdrawal or sweep cut short leaves them."""
+        from citewell.conversations import expired
+        from citewell.deletion import expire_conversations, withdraw_turns
+
+        metadata = self.services.metadata
+        old = 0
+        for conversation in metadata.conversation_inventory():
+            if expired(conversation):
+                old += 1
+                continue
+            for turn in conversation.turns:
+                if turn.withdrawn:
+                    continue
+                record = metadata.get_answer(conversation.tenant, turn.answer_id)
+                if record is None or record.source_deleted:
+                    state = "a missing" if record is None else "a withdrawn"
+                    self.found("withdrawn_turn", conversation.tenant, "",
+                               f"conversation {conversation.conversation_id} keeps the words of turn {turn.seq}, "
+                               f"which got {state} answer {turn.answer_id}",
+                               partial(withdraw_turns, metadata, conversation.tenant, [turn.answer_id]))
+        if old:
+            self.found("expired_conversations", "", "", f"{old} conversations are past CITEWELL_CONVERSATION_DAYS",
+                       partial(expire_conversations, self.services))
+
     def removals(self) -> None:
         """Removals whose process ended, or that ended long ago, without a compaction after them
         (read-only: with --repair the compaction at the end finishes them)."""
@@ -425,6 +451,7 @@ def audit(services: Services, repair: bool = False, stuck: timedelta | None = No
     run.chunk_records()
     run.objects()
     run.answers()
+    run.conversations()
     run.embeddings()
     run.purges()
     run.removals()

@@ -247,6 +247,8 @@ class Chunker:
                         continues=following is not None and _continues(text, blocks, starts, start, end, following),
                         page_starts=_starts(covered, start, "page"),
                         row_starts=_starts(covered, start, "row"),
+                        ocr_confidence=min((b.ocr_confidence for b in covered if b.ocr_confidence is not None),
+                                           default=None),
                     )
                 )
         return chunks

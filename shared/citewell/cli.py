@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime, timezone
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -125,6 +126,23 @@ def _home(value: str) -> Path:
     return Path(value)
 
 
+def _conversation(value: str) -> str:
+    from citewell.models import validate_token
+
+    try:
+        return validate_token(value.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--conversation takes the conversation id an ask printed (32 hex digits), not {value!r}") from None
+
+
+def _since(value: str) -> datetime:
+    try:
+        found = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--since takes an ISO date or time such as 2026-01-31 or 2026-01-31T09:00, not {value!r}") from None
+    return found if found.tzinfo else found.replace(tzinfo=timezone.utc)
+
+
 def _question(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("the question is empty")
@@ -198,6 +216,13 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p.add_argument("question", type=_question, help="the question, in words")
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
     p.add_argument("--roles", required=True, type=_roles, help=ROLES_HELP)
+    p.add_argument("--conversation", type=_conversation, metavar="ID",
+                   help="follow up in this conversation (the id an earlier ask printed); without it, one starts")
+
+    p = sub.add_parser("feedback", parents=[common], help="answers askers marked unhelpful, for an operator to label")
+    p.add_argument("--since", type=_since, metavar="WHEN", help="only feedback from then on: an ISO date or time (UTC)")
+    p.add_argument("--export", type=Path, metavar="FILE",
+                   help="write them as answer-set JSON lines (question, identity, cited documents) to label for eval-answers")
 
     p = sub.add_parser("eval-answers", parents=[common], help="answer quality on a labelled question set (JSONL)")
     p.add_argument("questions", type=Path, help="JSONL: id, question, tenant, roles, refuse, category, split, "
@@ -379,13 +404,12 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 
 def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    from citewell.answers.config import evidence_budget, generator_from_env
-    from citewell.answers.service import ask
+    from citewell.asking import answer_turn
     from citewell.services import open_local
 
     services = open_local(args.home, existing=True)
     identity = Identity(tenant=args.tenant, roles=args.roles)
-    answer = ask(services, identity, args.question, generator_from_env(services), budget_chars=evidence_budget())
+    answer = answer_turn(services, identity, args.question, args.conversation)
     payload = answer.model_dump(mode="json")
     if answer.outcome is Outcome.NOT_FOUND:
         payload["operator_note"] = operator_note(services, identity)
@@ -410,16 +434,42 @@ def operator_note(services: Services, identity: Identity) -> str | None:
 
 def cmd_eval_answers(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.config import evidence_budget, generator_from_env
-    from citewell.answers.evaluation import evaluate, load_cases
-    from citewell.answers.service import ask
+    from citewell.answers.evaluation import asker, evaluate, load_cases
     from citewell.services import open_local
 
     cases = load_cases(args.questions, args.split)
     services = open_local(args.home, existing=True)
-    generator, budget = generator_from_env(services), evidence_budget()
-    report = evaluate(cases, lambda case: ask(services, case.identity, case.question, generator, budget_chars=budget),
-                      generator=generator.name)
+    generator = generator_from_env(services)
+    report = evaluate(cases, asker(services, cases, generator, evidence_budget()), generator=generator.name)
     return report.model_dump(mode="json"), EXIT_OK
+
+
+def cmd_feedback(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.conversations import unhelpful
+    from citewell.services import open_local
+
+    found = unhelpful(open_local(args.home, existing=True), args.since)
+    items = [{
+        "answer_id": record.answer_id, "conversation_id": conversation.conversation_id, "tenant": conversation.tenant,
+        "subject": conversation.subject, "roles": conversation.roles, "asked": turn.asked, "question": turn.question,
+        "answer": record.answer, "outcome": record.outcome.value, "comment": turn.feedback.comment if turn.feedback else None,
+        "at": (turn.feedback.at if turn.feedback else turn.at).isoformat(),
+        "citations": [c.model_dump(mode="json") for c in record.citations if not c.deleted],
+    } for conversation, turn, record in found]
+    payload: dict[str, Any] = {"unhelpful": items}
+    if args.export is not None:
+        lines = [json.dumps({
+            "id": f"feedback-{item['answer_id'][:12]}", "split": "feedback", "category": "feedback",
+            "question": item["question"], "tenant": item["tenant"], "roles": item["roles"],
+            "expected_documents": sorted({c["document_id"] for c in item["citations"]}),
+            "must_contain": [], "must_not_contain": [], "refuse": False,
+        }, ensure_ascii=False) for item in items]
+        try:
+            args.export.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        except OSError as error:
+            raise InvalidInput(f"cannot write {args.export}: {error.strerror}") from None
+        payload["exported"] = {"file": str(args.export), "questions": len(lines)}
+    return payload, EXIT_OK
 
 
 def cmd_citations(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -574,7 +624,7 @@ def _show_login(payload: dict[str, Any]) -> None:
 
 
 COMMANDS = {
-    "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "eval-answers": cmd_eval_answers, "citations": cmd_citations,
+    "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "feedback": cmd_feedback, "eval-answers": cmd_eval_answers, "citations": cmd_citations,
     "delete": cmd_delete, "audit": cmd_audit, "docs": cmd_docs, "eval": cmd_eval, "serve": cmd_serve, "token": cmd_token,
     "login": cmd_login,
 }

@@ -16,8 +16,9 @@ or ``audit --repair`` compacts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
@@ -25,12 +26,14 @@ from citewell import leases
 from citewell.answers.units import units_identity
 from citewell.errors import NotFound
 from citewell.keys import STAGES, document_prefix, upload_keys
-from citewell.models import AnswerRecord, Citation, Document, DocumentStatus, Upload
-from citewell.records import update_document
+from citewell.models import AnswerRecord, Citation, Conversation, Document, DocumentStatus, Upload
+from citewell.records import update_conversation, update_document
+from citewell.settings import settings
 from citewell.services import Services
+from citewell.ports import MetadataStore
 
 STORES = ("documents", "uploads", "raw_objects", "artifacts", "chunk_records", "index_chunks", "embeddings",
-          "cached_answers", "citations")
+          "cached_answers", "citations", "conversations")
 PENDING_HINT = "another process holds a read transaction; `citewell audit --repair` (or the next delete) finishes it"
 
 
@@ -77,6 +80,26 @@ def withdraw_citations(record: AnswerRecord, document_id: str, revision: str | N
     return record.model_copy(update=withdrawn), hit
 
 
+def withdraw_turns(metadata: MetadataStore, tenant: str, answer_ids: Iterable[str]) -> int:
+    """The turns that got these (withdrawn) answers lose their words and feedback; returns how
+    many conversations changed."""
+    ids = set(answer_ids)
+    if not ids:
+        return 0
+    changed = 0
+    for conversation in metadata.conversations_answering(tenant, ids):
+        def emptied(current: Conversation) -> Conversation | None:
+            if not any(t.answer_id in ids and not t.withdrawn for t in current.turns):
+                return None
+            return current.model_copy(update={"turns": [
+                t.model_copy(update={"asked": "", "question": "", "feedback": None, "withdrawn": True})
+                if t.answer_id in ids else t for t in current.turns]})
+
+        if update_conversation(metadata, conversation, emptied) is not None:
+            changed += 1
+    return changed
+
+
 def _withdraw_answers(services: Services, tenant: str, document_id: str, revision: str | None, removed: Counter[str]) -> None:
     answers = services.metadata.answers_citing(tenant, document_id, revision)
     for record in answers:
@@ -84,6 +107,7 @@ def _withdraw_answers(services: Services, tenant: str, document_id: str, revisio
         services.metadata.put_answer(updated)
         removed["citations"] += count
     removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, [a.answer_id for a in answers])
+    removed["conversations"] += withdraw_turns(services.metadata, tenant, [a.answer_id for a in answers])
 
 
 def purge_revision(services: Services, tenant: str, document_id: str, revision: str, removed: Counter[str]) -> None:
@@ -146,6 +170,17 @@ def forget_unit_vectors_left(services: Services) -> int:
         return 0
     with removing(services):
         return sum(services.metadata.delete_identity(i) for i in left)
+
+
+def expire_conversations(services: Services, now: datetime | None = None) -> int:
+    """Remove the conversations past ``CITEWELL_CONVERSATION_DAYS``, bytes and all; how many went."""
+    old = [c for c in services.metadata.conversation_inventory() if c.expired(settings().conversation_days, now)]
+    if not old:
+        return 0
+    with removing(services):
+        removed = sum(services.metadata.delete_conversation(c.tenant, c.conversation_id) for c in old)
+    compact(services)
+    return removed
 
 
 def compact(services: Services) -> list[str]:

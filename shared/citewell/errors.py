@@ -47,6 +47,13 @@ class EmbedderUnavailable(CitewellError):
     code = "embedder_unavailable"
 
 
+class OcrUnavailable(CitewellError):
+    """The OCR service throttled or failed: the page was not judged, so the upload is retried,
+    not recorded as failed."""
+
+    code = "ocr_unavailable"
+
+
 class GeneratorUnavailable(CitewellError):
     """The model service timed out, throttled, failed or replied with something unusable."""
 
@@ -109,6 +116,12 @@ class EncryptedPdf(IngestError):
 
 class EmptyText(IngestError):
     code = "empty_text"
+
+
+class OcrLowConfidence(IngestError):
+    """A scanned page was read, but too poorly to index: its words would be noise."""
+
+    code = "ocr_low_confidence"
 
 
 class TooLarge(IngestError):

@@ -6,7 +6,7 @@ import hashlib
 import re
 import uuid
 from urllib.parse import quote
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from enum import StrEnum
 from collections.abc import Sequence
 from typing import Any
@@ -85,6 +85,7 @@ class Identity(BaseModel):
 
     tenant: str = ""
     roles: frozenset[str] = frozenset()
+    subject: str = ""  # the token's ``sub`` (the CLI's operator has none): whose conversations and feedback
 
     @property
     def is_empty(self) -> bool:
@@ -259,6 +260,7 @@ class Block(BaseModel):
     page: int | None = None
     sheet: str | None = None
     row: int | None = None
+    ocr_confidence: float | None = None  # read by OCR from a scanned page: the page's mean confidence (0 to 1)
 
 
 class ParsedDocument(BaseModel):
@@ -307,11 +309,14 @@ class Chunk(BaseModel):
     # existed have neither, and cite the chunk's range.
     page_starts: list[tuple[int, int]] = Field(default_factory=list)
     row_starts: list[tuple[int, int]] = Field(default_factory=list)
+    # Read by OCR from scanned pages: the lowest mean confidence (0 to 1) of those pages; None for
+    # text from a text layer or a text format.
+    ocr_confidence: float | None = None
 
     def record_json(self) -> str:
-        """The stored record: the page and row maps only when there is one, so a chunk on one page
-        (most of a PDF's) costs a DynamoDB item nothing for them."""
-        empty = {name for name in ("page_starts", "row_starts") if not getattr(self, name)}
+        """The stored record: the page and row maps and the OCR confidence only when there is one,
+        so a chunk on one page (most of a PDF's) costs a DynamoDB item nothing for them."""
+        empty = {name for name in ("page_starts", "row_starts", "ocr_confidence") if not getattr(self, name)}
         return self.model_dump_json(exclude=empty)
 
     @staticmethod
@@ -457,6 +462,8 @@ class Answer(WithOutcome):
     degraded: list[str] = Field(default_factory=list)
     source_deleted: bool = False
     closest: list[Passage] = Field(default_factory=list)  # with a refusal: what the caller may read that came nearest
+    conversation_id: str | None = None  # the thread this turn joined (a new one when none was named)
+    question: str | None = None  # the standalone question it was answered as, when a follow-up was rewritten
 
 
 class SourceRef(BaseModel):
@@ -566,3 +573,48 @@ class Draft(WithOutcome):
     refused: bool
     outcome: Outcome
     quotes: dict[str, str] = Field(default_factory=dict)
+
+
+MAX_COMMENT_CHARS = 2000
+
+
+class Feedback(BaseModel):
+    """What the asker said of an answer: kept on the turn that gave it to them, withdrawn with it."""
+
+    helpful: bool
+    comment: str | None = Field(default=None, max_length=MAX_COMMENT_CHARS)
+    at: datetime = Field(default_factory=utcnow)
+
+
+class Turn(BaseModel):
+    """One question of a conversation. ``asked`` is what the caller typed, ``question`` the
+    standalone form it was answered as; both go (``withdrawn``) when the answer is withdrawn."""
+
+    seq: int
+    answer_id: str
+    asked: str
+    question: str
+    at: datetime = Field(default_factory=utcnow)
+    feedback: Feedback | None = None
+    withdrawn: bool = False
+
+
+class Conversation(BaseModel):
+    """A thread of turns owned by one identity: tenant, subject and roles, exactly."""
+
+    conversation_id: str
+    tenant: str
+    subject: str
+    roles: list[str]
+    turns: list[Turn] = Field(default_factory=list)
+    version: int = 0  # compare-and-set: a save succeeds only over the version it read
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    def expired(self, days: float, now: datetime | None = None) -> bool:
+        """Past ``days`` since its last question."""
+        return self.updated_at < (now or utcnow()) - timedelta(days=days)
+
+    def owned_by(self, identity: Identity) -> bool:
+        return (not identity.is_empty and identity.tenant == self.tenant and identity.subject == self.subject
+                and sorted(identity.roles) == self.roles)

@@ -13,7 +13,8 @@ from typing import Protocol, TypeAlias, runtime_checkable
 import numpy as np
 
 from citewell.leases import Lease
-from citewell.models import AnswerRecord, Chunk, Document, Draft, EvidenceItem, Identity, Removal, Upload
+from citewell.models import AnswerRecord, Chunk, Conversation, Document, Draft, EvidenceItem, Identity, Removal, Upload
+from citewell.ocr import OcrPage
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,21 @@ class MetadataStore(Protocol):
         ...
 
     def get_cached_answer(self, cache_key: str, tenant: str, epoch: int) -> str | None: ...
+    def save_conversation(self, conversation: Conversation) -> Conversation | None:
+        """Store over the version read (0: new) and return what was stored; None when another writer won."""
+        ...
+
+    def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None: ...
+    def conversations_of(self, tenant: str, subject: str, limit: int = 50) -> list[Conversation]:
+        """The subject's conversations, the latest first."""
+        ...
+
+    def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
+        """Every conversation with a turn that got one of these answers (a withdrawal's turns)."""
+        ...
+
+    def delete_conversation(self, tenant: str, conversation_id: str) -> int: ...
+    def conversation_inventory(self) -> list[Conversation]: ...
     def put_cached_answer(self, cache_key: str, tenant: str, epoch: int, answer_id: str) -> None: ...
     def compact(self, removed: bool) -> bool:
         """Make deletions physical: nothing removed may remain in logs, free space or the unused
@@ -220,6 +236,17 @@ class Generator(Protocol):
         """Raises :class:`~citewell.errors.GeneratorUnavailable` when the model service fails."""
         ...
 
+
+
+class OcrEngine(Protocol):
+    """Reads the text of scanned pages. ``document`` is an image (PNG, JPEG, or TIFF, whose frames
+    are pages) or a one-page PDF: the forms Amazon Textract's DetectDocumentText takes, so the
+    PDF parser hands over a page without rendering it and each engine decodes what it is given.
+    Raises :class:`~citewell.errors.IngestError` (typed) for what it cannot read."""
+
+    @property
+    def name(self) -> str: ...
+    def read(self, document: bytes) -> list[OcrPage]: ...
 
 
 class TokenCounter(Protocol):

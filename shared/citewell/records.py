@@ -1,4 +1,4 @@
-"""Changing a document record safely: read, decide, compare-and-set, and again if someone won.
+"""Changing a document record (or a conversation) safely: read, decide, compare-and-set, and again if someone won.
 
 Every writer of a document record goes through :func:`update_document`, so no write is ever
 based on a record that changed since it was read (a stage cannot write back what it read
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from citewell.errors import Busy
-from citewell.models import Document, DocumentStatus, Upload
+from citewell.models import Conversation, Document, DocumentStatus, Upload
 from citewell.ports import MetadataStore
 
 ATTEMPTS = 20
@@ -32,6 +32,23 @@ def update_document(
         if stored is not None:
             return stored
     raise Busy(f"the record of {document_id!r} kept changing under {ATTEMPTS} attempts; try again")
+
+
+def update_conversation(metadata: MetadataStore, conversation: Conversation, change: Callable[[Conversation], Conversation | None],
+            ) -> Conversation | None:
+    """``change`` applied to a conversation with a compare-and-set, read again and retried when another writer won."""
+    current: Conversation | None = conversation
+    for _ in range(ATTEMPTS):
+        if current is None:
+            return None
+        wanted = change(current)
+        if wanted is None:
+            return None
+        stored = metadata.save_conversation(wanted)
+        if stored is not None:
+            return stored
+        current = metadata.get_conversation(conversation.tenant, conversation.conversation_id)
+    raise Busy(f"conversation {conversation.conversation_id!r} kept changing under {ATTEMPTS} attempts; try again")
 
 
 def current_upload(metadata: MetadataStore, document: Document) -> Upload | None:

@@ -173,6 +173,8 @@ def _answer(payload: dict[str, Any], command: str) -> None:
     that nothing the caller may read is about it (never that no such document exists)."""
     for note in payload.get("degraded", []):
         _wrapped(f"degraded: {note}", 0, "yellow")
+    if payload.get("question") and command == "ask":
+        _wrapped(f"answered as: {payload['question']}", 0, "dim")
     if command == "citations":
         _wrapped(f"{payload['created_at']}  question: {payload['question']}", 0, "dim")
     outcome = payload["outcome"]
@@ -196,6 +198,26 @@ def _answer(payload: dict[str, Any], command: str) -> None:
             console.print()
         _passage("", passage, snippet(passage["text"], passage["section_path"], 240))
     _id_line(("answer id ", "dim"), payload["answer_id"])
+    if payload.get("conversation_id") and command == "ask":
+        _id_line(("conversation ", "dim"), payload["conversation_id"])
+
+
+def _feedback(payload: dict[str, Any]) -> None:
+    items = payload["unhelpful"]
+    if not items:
+        console.print("No answer is marked unhelpful.")
+    for number, item in enumerate(items):
+        if number:
+            console.print()
+        _wrapped(f"{item['at']}  {item['tenant']}  {', '.join(item['roles'])}", 0, "dim")
+        _wrapped(f"question: {item['question']}", 0, "bold")
+        _wrapped(item["answer"] or f"({item['outcome'].replace('_', ' ')}, no answer)", 2)
+        if item["comment"]:
+            _wrapped(f"comment: {item['comment']}", 2, "yellow")
+        _sources(item["citations"])
+        _id_line(("answer id ", "dim"), item["answer_id"])
+    if exported := payload.get("exported"):
+        console.print(f"\nwrote {exported['questions']} questions to {exported['file']}: label must_contain (or refuse), then run eval-answers")
 
 
 def _eval_answers(payload: dict[str, Any]) -> None:
@@ -267,7 +289,7 @@ def _eval(payload: dict[str, Any]) -> None:
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "ingest": _ingest, "search": _search, "ask": lambda p: _answer(p, "ask"),
-    "citations": lambda p: _answer(p, "citations"), "eval-answers": _eval_answers, "delete": _delete,
+    "citations": lambda p: _answer(p, "citations"), "eval-answers": _eval_answers, "delete": _delete, "feedback": _feedback,
     "audit": _audit, "docs": _docs, "eval": _eval,
     "token": lambda p: print(p["token"]),  # alone on stdout, unwrapped: TOKEN=$(citewell token ...)
 }

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from citewell.chunking import Chunker, ChunkingConfig
 from citewell.settings import DEFAULT_MAX_BYTES, settings
-from citewell.ports import Embedder, MetadataStore, ObjectStore, SearchIndex
+from citewell.ports import Embedder, MetadataStore, ObjectStore, OcrEngine, SearchIndex
 
 
 @dataclass
@@ -18,6 +18,7 @@ class Services:
     embedder: Embedder
     chunker: Chunker
     max_bytes: int = DEFAULT_MAX_BYTES
+    ocr: OcrEngine | None = None  # reads scans; None: images and PDF pages without text are empty_text
 
 
 def default_home() -> Path:
@@ -53,6 +54,7 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
     from citewell.local.index import SqliteSearchIndex
     from citewell.local.metadata import SqliteMetadataStore
     from citewell.local.objects import FolderObjectStore
+    from citewell.ocr.rapid import embedded_engine
 
     home = (home or default_home()).expanduser()
     if existing and not (home / "metadata.db").exists():  # a folder in its place is named by the store
@@ -70,4 +72,5 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
         embedder=embedder,
         chunker=Chunker(embedder.count_tokens, chunking),
         max_bytes=max_bytes,
+        ocr=embedded_engine(),
     )

@@ -61,6 +61,8 @@ class Settings(BaseSettings):
     generator: Literal["extractive", "openai", "bedrock"] = Field(
         "extractive", description="extractive, openai or bedrock")
     generator_timeout: float = Field(30.0, gt=0, le=600, description="a number of seconds above 0, at most 600")
+    conversation_days: float = Field(30.0, gt=0, le=3650,
+                                     description="a number of days above 0, at most 3650 (how long a conversation's turns are kept)")
     evidence_chars: int = Field(DEFAULT_BUDGET_CHARS, ge=500, le=1_000_000,
                                 description="a whole number of characters from 500")
     openai_base_url: str | None = Field(None, description="an http(s) URL")
@@ -98,6 +100,7 @@ class Settings(BaseSettings):
     index_alias: str = "citewell-chunks"
     fetch_queue_url: str | None = Field(None, description="an SQS queue URL")  # the API hands URL uploads to the fetch function
     embedder: Literal["bedrock", "openai", "minilm"] = Field("bedrock", description="bedrock, openai or minilm")
+    ocr: Literal["none", "textract"] = Field("none", description="none or textract")  # textract: scans read by Amazon Textract
 
     @field_validator("lanes", mode="before")
     @classmethod
@@ -117,7 +120,7 @@ class Settings(BaseSettings):
     def _public_url(cls, value: str | None) -> str | None:
         return None if value is None else public_url(value)
 
-    @field_validator("generator", "embedder", mode="before")
+    @field_validator("generator", "embedder", "ocr", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -31,6 +32,10 @@ from citewell.answers.service import DRAFT_REJECTED, GENERATOR_UNAVAILABLE
 from citewell.answers.verify import Rejection
 from citewell.errors import InvalidInput
 from citewell.models import Answer, Identity, Outcome
+
+if TYPE_CHECKING:
+    from citewell.ports import Generator
+    from citewell.services import Services
 
 
 class AnswerCase(BaseModel):
@@ -46,10 +51,14 @@ class AnswerCase(BaseModel):
     expected_documents: list[str] = Field(default_factory=list)
     must_contain: list[str] = Field(default_factory=list)
     must_not_contain: list[str] = Field(default_factory=list)
+    # A follow-up: asked after the question ``follows`` (an id of the same split) in one
+    # conversation; ``standalone`` is the question it stands for, to judge the rewriting by.
+    follows: str | None = None
+    standalone: str | None = None
 
     @property
     def identity(self) -> Identity:
-        return Identity(tenant=self.tenant, roles=frozenset(self.roles))
+        return Identity(tenant=self.tenant, roles=frozenset(self.roles), subject=f"eval:{self.id}")
 
 
 class Judgement(BaseModel):
@@ -66,6 +75,8 @@ class Judgement(BaseModel):
     answer: str | None = None
     outcome: Outcome
     fact_in_quote: bool = False  # answerable, unconfirmed, its quote holding every required fact and citing an expected document
+    rewritten: str | None = None  # a follow-up: the standalone question it was answered as
+    rewrite_matched: bool | None = None  # a follow-up: that question is its labelled standalone form
     rejected: list[Rejection] = Field(default_factory=list)  # why verification rejected a generator's draft
     generator_unavailable: bool = False  # the generator's reply was unusable
 
@@ -100,9 +111,20 @@ class Scores(BaseModel):
     must_refuse_outcomes: MustRefuseOutcomes = Field(default_factory=MustRefuseOutcomes)
 
 
+class FollowUps(BaseModel):
+    """Follow-ups against the first questions they follow, answerable ones only."""
+
+    follow_ups: int = 0
+    follow_up_accuracy: float | None = None
+    first_questions: int = 0
+    first_question_accuracy: float | None = None
+    rewrites_matched: int = 0  # rewritten exactly as labelled (case and end punctuation aside)
+
+
 class Report(BaseModel):
     generator: str = ""
     overall: Scores
+    follow_ups: FollowUps = Field(default_factory=FollowUps)
     rejections: dict[Rejection, int] = Field(default_factory=dict)  # rejected drafts, by why
     by_category: dict[str, Scores]
     judgements: list[Judgement]
@@ -127,7 +149,15 @@ def load_cases(path: Path, split: str | None = None) -> list[AnswerCase]:
             cases.append(case)
     if not cases:
         raise InvalidInput(f"{path} holds no questions" + (f" in split {split!r}" if split else ""))
+    ids = {c.id for c in cases}
+    if stray := [c.id for c in cases if c.follows is not None and c.follows not in ids]:
+        raise InvalidInput(f"{path}: {', '.join(stray)} follow a question that is not among these (a follow-up "
+                           "follows a question of its own split)")
     return cases
+
+
+def _stripped(question: str) -> str:
+    return _normal(question).rstrip("?!. ")
 
 
 def _normal(text: str) -> str:
@@ -160,6 +190,9 @@ def judge(case: AnswerCase, answer: Answer) -> Judgement:
         rejected=[kind for note in answer.degraded if note.startswith(DRAFT_REJECTED) for kind in Rejection
                   if f"({kind}:" in note],
         generator_unavailable=any(note.startswith(GENERATOR_UNAVAILABLE) for note in answer.degraded),
+        rewritten=(answer.question or case.question) if case.follows else None,
+        rewrite_matched=(_stripped(answer.question or case.question) == _stripped(case.standalone or case.question))
+        if case.follows else None,
     )
 
 
@@ -197,11 +230,42 @@ def score(judgements: Iterable[Judgement]) -> Scores:
 
 
 def evaluate(cases: Iterable[AnswerCase], ask: Callable[[AnswerCase], Answer], generator: str = "") -> Report:
-    judgements = [judge(case, ask(case)) for case in cases]
+    cases_seen = list(cases)
+    judgements = [judge(case, ask(case)) for case in cases_seen]
     groups: defaultdict[str, list[Judgement]] = defaultdict(list)
     for judgement in judgements:
         groups[judgement.category].append(judgement)
     rejections = Counter(kind for j in judgements for kind in j.rejected)
+    cases = {c.id: c for c in cases_seen}
+    follow = [j for j in judgements if cases[j.id].follows is not None and not j.refuse]
+    firsts = {cases[j.id].follows for j in follow}
+    first = [j for j in judgements if j.id in firsts and not j.refuse]
+    follow_ups = FollowUps(
+        follow_ups=len(follow), follow_up_accuracy=_ratio(sum(j.correct for j in follow), len(follow)),
+        first_questions=len(first), first_question_accuracy=_ratio(sum(j.correct for j in first), len(first)),
+        rewrites_matched=sum(bool(j.rewrite_matched) for j in follow),
+    )
     return Report(generator=generator, overall=score(judgements), rejections=dict(sorted(rejections.items())),
+                  follow_ups=follow_ups,
                   by_category={c: score(g) for c, g in sorted(groups.items())}, judgements=judgements)
 
+
+
+def asker(services: Services, cases: Sequence[AnswerCase], generator: Generator, budget_chars: int) -> Callable[[AnswerCase], Answer]:
+    """How ``evaluate`` asks: a first question alone; a follow-up in a conversation begun with
+    the question it follows, as its caller (their own subject per case, so no two share one)."""
+    from citewell.answers.service import ask
+    from citewell.conversations import ask_in_conversation
+
+    by_id = {c.id: c for c in cases}
+
+    def answer(case: AnswerCase) -> Answer:
+        identity = case.identity
+        def answering(question: str) -> Answer:
+            return ask(services, identity, question, generator, budget_chars=budget_chars)
+        if case.follows is None:
+            return answering(case.question)
+        first = ask_in_conversation(services, identity, by_id[case.follows].question, None, answering, generator)
+        return ask_in_conversation(services, identity, case.question, first.conversation_id, answering, generator)
+
+    return answer

@@ -15,6 +15,7 @@ import math
 from functools import lru_cache
 from importlib import resources
 
+import numpy as np
 from pydantic import BaseModel
 
 # A unit (sentence, record, list item) against the question.
@@ -24,7 +25,11 @@ UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "joint_coverage", "it
 # on it quotes (``answer_coverage``): is there an answer at all?
 ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "best_joint_coverage",
                    "evidence_coverage", "absent_terms", "identifiers_found", "missing_specific", "type_mismatch",
-                   "top_lane_agreement", "direct", "answer_coverage", "negation_missing")
+                   "top_lane_agreement", "direct", "answer_coverage", "negation_missing", "best_verifier")
+# The first ``VERIFIED`` units by the unit model, read again by the answer verifier
+# (``verifier.py``): what the rerank model scores them by.
+RERANK_FEATURES = ("unit_logit", "verifier")
+VERIFIED = 4
 
 
 def term_weights(question_terms: set[str], sentences: list[set[str]]) -> dict[str, float]:
@@ -62,10 +67,13 @@ DEFAULT_UNCONFIRMED_THRESHOLD = 0.05
 
 
 class RefusalModel(BaseModel):
-    """The two models and where they were fitted, with their held-out figures."""
+    """The models and where they were fitted, with their held-out figures. With ``rerank``, the
+    first ``VERIFIED`` units by ``unit`` are ranked again by it, over their unit logit and the
+    answer verifier's logit; ``answer`` then reads the verifier's logit of the best."""
 
     unit: LogisticModel
     answer: LogisticModel
+    rerank: LogisticModel | None = None
     # Declined answers at or above this probability quote their best unit, labelled not confirmed.
     unconfirmed_threshold: float = DEFAULT_UNCONFIRMED_THRESHOLD
     fitted_on: str = ""
@@ -77,6 +85,21 @@ class RefusalModel(BaseModel):
     def relates(self, values: dict[str, float]) -> bool:
         """Whether a declined answer's best unit is near enough to quote as not confirmed."""
         return self.answer.probability(values) >= self.unconfirmed_threshold
+
+
+def reranked(base: np.ndarray, logits: np.ndarray, top: np.ndarray, verified: np.ndarray, rerank: LogisticModel) -> np.ndarray:
+    """The units' probabilities once the ``top`` ones (indexes into ``base``, the unit model's
+    probabilities; ``logits`` its logits) are scored again with their verifier logits
+    (``verified``): the rest stay below every verified unit, in their order."""
+    again = np.array([rerank.probability({"unit_logit": float(logits[i]), "verifier": float(v)}) for i, v in zip(top, verified)])
+    out = base.astype(float)
+    rest = np.ones(len(base), dtype=bool)
+    rest[top] = False
+    cap = (again.min() if len(again) else 1.0) * 0.999
+    if rest.any() and out[rest].max() > cap:  # scaled down, not cut: their order stays
+        out[rest] *= cap / out[rest].max()
+    out[top] = again
+    return out
 
 
 MODEL_FILE = "refusal_model.json"

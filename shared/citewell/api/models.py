@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
 
-from citewell.models import validate_name
+from citewell.models import MAX_COMMENT_CHARS, validate_name
 
 MAX_QUESTION_CHARS = 2000
 MAX_K = 100
@@ -55,3 +55,10 @@ class SearchRequest(BaseModel):
 
 class QueryRequest(BaseModel):
     question: Question
+    # A conversation this question follows up (the id a previous answer returned); none starts one.
+    conversation_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
+
+
+class FeedbackRequest(BaseModel):
+    helpful: bool
+    comment: str | None = Field(default=None, max_length=MAX_COMMENT_CHARS)

@@ -28,7 +28,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from citewell.api.models import NewDocument, QueryRequest, SearchRequest
+from citewell.api.models import FeedbackRequest, NewDocument, QueryRequest, SearchRequest
 from citewell.api.settings import ApiSettings
 from citewell.errors import Busy, CitewellError, Conflict, HomeNotWritable, NotFound, RetrievalUnavailable, readable
 from citewell.ingest.registration import register_upload
@@ -119,7 +119,9 @@ def claims_identity(claims: dict[str, Any], settings: ApiSettings) -> Identity:
         raise ForbiddenError(f"this is an access token, which carries no {settings.tenant_claim!r}: "
                              "send the ID token in the Authorization header")
     tenant = str(claims.get(settings.tenant_claim, "") or "")
-    found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)))
+    # "token:" keeps an API caller's conversations apart from the CLI operator's (subject ""),
+    # whatever a token's sub says; tokens without one are, to the API, the same caller.
+    found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)), subject=f"token:{claims.get('sub') or ''}")
     if found.is_empty:
         raise ForbiddenError("the token carries no tenant or no roles")
     try:
@@ -150,6 +152,14 @@ def path_id(segment: str) -> str:
         return checked_id(unquote(segment, errors="strict"))
     except UnicodeDecodeError:
         raise BadRequestError("the document id in the path is not percent-encoded UTF-8") from None
+
+
+def _token_id(value: str, what: str) -> str:
+    """An id we issued (an answer's, a conversation's); anything else is one that does not exist."""
+    try:
+        return validate_token(value)
+    except ValueError:
+        raise NotFoundError(f"no such {what}") from None
 
 
 def _visible(document: Document | None, caller: Identity) -> Document:
@@ -280,23 +290,39 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
 
     @app.post("/query")
     def query(request: QueryRequest) -> Answer:
-        from citewell.answers.config import evidence_budget, generator_from_env
-        from citewell.answers.service import ask
+        from citewell.asking import answer_turn
 
         found, who = caller()
-        services = found.services
-        return ask(services, who, request.question, generator_from_env(services), evidence_budget(), lanes=found.settings.lanes)
+        return answer_turn(found.services, who, request.question, request.conversation_id, lanes=found.settings.lanes)
+
+    @app.post("/answers/<answer_id>/feedback")
+    def feedback(answer_id: str, request: FeedbackRequest) -> dict[str, Any]:
+        from citewell.conversations import give_feedback
+
+        found, who = caller()
+        turn = give_feedback(found.services, who, _token_id(answer_id, "answer"), request.helpful, request.comment)
+        return {"answer_id": turn.answer_id, "feedback": turn.feedback.model_dump(mode="json") if turn.feedback else None}
+
+    @app.get("/conversations")
+    def recent_questions() -> dict[str, Any]:
+        from citewell.conversations import history
+
+        found, who = caller()
+        return {"history": [item.model_dump(mode="json") for item in history(found.services, who)]}
+
+    @app.get("/conversations/<conversation_id>")
+    def conversation(conversation_id: str) -> dict[str, Any]:
+        from citewell.conversations import thread
+
+        found, who = caller()
+        return thread(found.services, who, _token_id(conversation_id, "conversation")).model_dump(mode="json")
 
     @app.get("/answers/<answer_id>/citations")
     def citations(answer_id: str) -> AnswerRecord:
         from citewell.answers.service import recorded_citations
 
         found, who = caller()
-        try:
-            validate_token(answer_id)
-        except ValueError:
-            raise NotFoundError("no such answer") from None  # no id we issue looks like this
-        return recorded_citations(found.services, who, answer_id)
+        return recorded_citations(found.services, who, _token_id(answer_id, "answer"))
 
     @app.get("/me")
     def me() -> dict[str, Any]:

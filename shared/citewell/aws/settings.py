@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Literal
 
 from citewell.api.settings import ApiSettings
 from citewell.services import Services
@@ -20,6 +21,7 @@ class AwsSettings(ApiSettings):
     embedder: str = "bedrock"  # bedrock | openai | minilm
     bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
     max_bytes: int = DEFAULT_MAX_BYTES
+    ocr: Literal["none", "textract"] = "none"  # textract: scans read by Amazon Textract (the stack sets it where uploads are parsed)
 
     @classmethod
     def from_env(cls) -> AwsSettings:
@@ -35,6 +37,7 @@ class AwsSettings(ApiSettings):
             embedder=found.embedder,
             bedrock_embed_model=found.bedrock_embed_model,
             max_bytes=found.max_bytes,
+            ocr=found.ocr,
         )
 
 
@@ -73,6 +76,11 @@ def open_aws(settings: AwsSettings) -> Services:
         assert settings.opensearch_host, "CITEWELL_OPENSEARCH_HOST or CITEWELL_OPENSEARCH_URL must be set"
         index = OpenSearchIndex.connect(settings.opensearch_host, settings.region or "", settings.index_alias)
     embedder = _embedder(settings)  # the index is mapped from its identity on first write
+    ocr = None
+    if settings.ocr == "textract":
+        from citewell.aws.textract import TextractOcr
+
+        ocr = TextractOcr(boto3.client("textract", region_name=settings.region))
     return Services(
         objects=S3ObjectStore(settings.bucket, regional_client(settings.region)),
         metadata=DynamoMetadataStore(settings.table, boto3.resource("dynamodb", region_name=settings.region)),
@@ -82,6 +90,7 @@ def open_aws(settings: AwsSettings) -> Services:
         # that ships with the package, close to the sub-word counts of the hosted models.
         chunker=Chunker(MiniLMEmbedder().count_tokens),
         max_bytes=settings.max_bytes,
+        ocr=ocr,
     )
 
 

@@ -105,7 +105,7 @@ def parse_stage(services: Services, upload: Upload) -> ParseOutcome:
         data = services.objects.get(raw_key(upload.tenant, upload.document_id, upload.upload_id))
     except NotFound:
         raise UploadMissing("the uploaded bytes were removed before they were read; upload the file again") from None
-    parsed = parse(data, upload.filename or upload.document_id, max_bytes=services.max_bytes)
+    parsed = parse(data, upload.filename or upload.document_id, max_bytes=services.max_bytes, ocr=services.ocr)
     title = _title_for(upload, parsed)
     content = parsed.content_sha256
     if document.content_sha256 == content and _served_as(services, document, upload.allowed_roles, title):

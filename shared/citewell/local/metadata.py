@@ -9,7 +9,7 @@ import numpy as np
 
 from citewell.local.sqlite import Connection, PerThread, Transaction, compact_file, ensure_schema
 from citewell.leases import Lease
-from citewell.models import AnswerRecord, Chunk, Document, DocumentStatus, Removal, Upload, new_token, utcnow
+from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Removal, Upload, new_token, utcnow
 
 SCHEMA_VERSION = 2
 _SCHEMA = """
@@ -65,6 +65,23 @@ CREATE TABLE IF NOT EXISTS tenant_epochs (
 CREATE TABLE IF NOT EXISTS removals (
     removal_id TEXT PRIMARY KEY,
     record TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS conversations (
+    tenant TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    updated_at TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (tenant, conversation_id)
+);
+CREATE INDEX IF NOT EXISTS conversations_by_subject ON conversations (tenant, subject, updated_at);
+CREATE INDEX IF NOT EXISTS conversations_by_age ON conversations (updated_at);
+CREATE TABLE IF NOT EXISTS conversation_answers (
+    tenant TEXT NOT NULL,
+    answer_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, answer_id, conversation_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS embeddings (
     identity TEXT NOT NULL,
@@ -217,6 +234,66 @@ class SqliteMetadataStore:
             "DELETE FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ?", (tenant, document_id, revision)
         )
         return cursor.rowcount
+
+    # -- conversations -------------------------------------------------------------------
+
+    def save_conversation(self, conversation: Conversation) -> Conversation | None:
+        """Store ``conversation`` over the version it was read at (0: a new one); None if another
+        writer got there first. Its answers are indexed so a withdrawal finds its turns."""
+        stored = conversation.model_copy(update={"version": conversation.version + 1})
+        with Transaction(self.conn):
+            row = self.conn.execute("SELECT version FROM conversations WHERE tenant = ? AND conversation_id = ?",
+                                    (conversation.tenant, conversation.conversation_id)).fetchone()
+            if (row["version"] if row else 0) != conversation.version:
+                return None
+            self.conn.execute(
+                "INSERT OR REPLACE INTO conversations (tenant, conversation_id, subject, version, updated_at, record) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (stored.tenant, stored.conversation_id, stored.subject, stored.version, stored.updated_at.isoformat(),
+                 stored.model_dump_json()),
+            )
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO conversation_answers (tenant, answer_id, conversation_id) VALUES (?, ?, ?)",
+                [(stored.tenant, t.answer_id, stored.conversation_id) for t in stored.turns],
+            )
+        return stored
+
+    def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None:
+        row = self.conn.execute("SELECT record FROM conversations WHERE tenant = ? AND conversation_id = ?",
+                                (tenant, conversation_id)).fetchone()
+        return Conversation.model_validate_json(row["record"]) if row else None
+
+    def conversations_of(self, tenant: str, subject: str, limit: int = 50) -> list[Conversation]:
+        """The subject's conversations in ``tenant``, the latest first."""
+        rows = self.conn.execute(
+            "SELECT record FROM conversations WHERE tenant = ? AND subject = ? ORDER BY updated_at DESC LIMIT ?",
+            (tenant, subject, limit),
+        )
+        return [Conversation.model_validate_json(r[0]) for r in rows]
+
+    def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
+        """Every conversation with a turn that got one of these answers."""
+        ids = sorted(set(answer_ids))
+        found: dict[str, None] = {}
+        for offset in range(0, len(ids), _BATCH):
+            part = ids[offset : offset + _BATCH]
+            rows = self.conn.execute(
+                f"SELECT conversation_id FROM conversation_answers WHERE tenant = ? AND answer_id IN ({','.join('?' * len(part))})",
+                (tenant, *part),
+            )
+            found.update((r[0], None) for r in rows)
+        conversations = (self.get_conversation(tenant, c) for c in found)
+        return [c for c in conversations if c is not None]
+
+    def delete_conversation(self, tenant: str, conversation_id: str) -> int:
+        with Transaction(self.conn):
+            self.conn.execute("DELETE FROM conversation_answers WHERE tenant = ? AND conversation_id = ?",
+                              (tenant, conversation_id))
+            return self.conn.execute("DELETE FROM conversations WHERE tenant = ? AND conversation_id = ?",
+                                     (tenant, conversation_id)).rowcount
+
+    def conversation_inventory(self) -> list[Conversation]:
+        return [Conversation.model_validate_json(r[0]) for r in self.conn.execute("SELECT record FROM conversations")]
 
     # -- answers, the answer cache and tenant epochs --------------------------------------
 

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from citewell.errors import CorruptFile, EmptyText, IngestError, TooLarge
+from typing import TYPE_CHECKING
+
+from citewell.errors import CitewellError, CorruptFile, EmptyText, TooLarge
 from citewell.models import ParsedDocument
 from citewell.settings import DEFAULT_MAX_BYTES
 
+if TYPE_CHECKING:
+    from citewell.ports import OcrEngine
 
-def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocument:
-    """Detect, extract, and refuse with a typed :class:`~citewell.errors.IngestError`."""
+
+def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES,
+          ocr: OcrEngine | None = None) -> ParsedDocument:
+    """Detect, extract, and refuse with a typed :class:`~citewell.errors.IngestError`. ``ocr``
+    reads images and the PDF pages without a text layer; without it they are ``empty_text``."""
     from citewell.parsers.sniff import (
         detect,  # only what parses pays for sniffing libraries
     )
@@ -21,8 +28,8 @@ def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_
         raise EmptyText("the file is empty" if not data else "the file holds only whitespace")
     kind = detect(data, filename)
     try:
-        parsed = _parse_kind(kind, data)
-    except IngestError:
+        parsed = _parse_kind(kind, data, ocr)
+    except CitewellError:  # typed: an IngestError for the file, or a service to retry (OcrUnavailable)
         raise
     except Exception as exc:  # a parser library choking on malformed input is the file's fault
         raise CorruptFile(f"the {kind.upper()} file could not be parsed: {type(exc).__name__}: {exc}") from exc
@@ -34,7 +41,6 @@ def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_
 # Imported per format (keys are the values of sniff.Kind), so a caller that parses text
 # never loads the PDF or Office stacks.
 _BINARY = {
-    "pdf": ("citewell.parsers.pdf", "parse_pdf"),
     "docx": ("citewell.parsers.word", "parse_docx"),
     "xlsx": ("citewell.parsers.spreadsheet", "parse_xlsx"),
 }
@@ -48,11 +54,20 @@ _TEXT = {
 }
 
 
-def _parse_kind(kind: str, data: bytes) -> ParsedDocument:
+def _parse_kind(kind: str, data: bytes, ocr: OcrEngine | None) -> ParsedDocument:
     from citewell.parsers.encoding import decode
+    from citewell.parsers.sniff import IMAGE_KINDS, MIME
 
     encoding = None
-    if kind in _BINARY:
+    if kind in IMAGE_KINDS:
+        from citewell.parsers.scan import parse_image
+
+        parsed = parse_image(data, MIME[kind], ocr)  # type: ignore[index]
+    elif kind == "pdf":
+        from citewell.parsers.pdf import parse_pdf
+
+        parsed = parse_pdf(data, ocr)
+    elif kind in _BINARY:
         module, function = _BINARY[kind]
         parsed = getattr(import_module(module), function)(data)
     else:

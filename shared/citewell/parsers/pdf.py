@@ -10,6 +10,9 @@ heading ends up inside the first sentence under it.
 
 The title is the metadata's /Title when it is one (not "Untitled" or a file name), else the
 first page's largest line; never a bookmark, which names a chapter.
+
+A page without a text layer (a scan) is read by OCR, page by page: a mixed PDF keeps the text
+layer where there is one (:mod:`citewell.parsers.scan` says how a scanned page is judged).
 """
 
 from __future__ import annotations
@@ -23,14 +26,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from pypdf import PdfReader
+from pypdf import PdfReader, PdfWriter
 from pypdf.errors import FileNotDecryptedError, PdfReadError
 
 from citewell.errors import CorruptFile, EmptyText, EncryptedPdf
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder, split_paragraphs
+from citewell.parsers.scan import NOT_INSTALLED, emit_page
 from citewell.parsers.sniff import MIME, Kind
 from citewell.parsers.titles import choose
+from citewell.ports import OcrEngine
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +241,22 @@ def first_page_title(lines: list[_Line], body: float) -> str | None:
     return " ".join(parts)
 
 
-def parse_pdf(data: bytes) -> ParsedDocument:
+def _one_page(reader: PdfReader, index: int) -> bytes:
+    """Page ``index`` alone as a PDF: what an OCR engine is handed (Textract takes one page)."""
+    writer = PdfWriter()
+    writer.add_page(reader.pages[index])
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def _is_scanned(lines: list[_Line]) -> bool:
+    return not any(line.text.strip() for line in lines)
+
+
+def parse_pdf(data: bytes, ocr: OcrEngine | None = None) -> ParsedDocument:
+    """``ocr`` reads the pages without a text layer; without it they are left out."""
+    scanned = 0
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -258,6 +278,15 @@ def parse_pdf(data: bytes) -> ParsedDocument:
                         builder.section(list(path))
                     skipped += 1
                     continue
+                if _is_scanned(lines):
+                    scanned += 1
+                    for depth, title in marks.get(index, []):
+                        del path[depth:]
+                        path.append(title)
+                        builder.section(list(path))
+                    for page in ocr.read(_one_page(reader, index)) if ocr is not None else []:
+                        emit_page(builder, page, index + 1)
+                    continue
                 _page(builder, lines, index + 1, marks.get(index, []), path, layout)
             declared = reader.metadata.title if reader.metadata else None
             title = choose(declared, first_page_title(pages[0], layout.body) if pages else None)
@@ -270,6 +299,11 @@ def parse_pdf(data: bytes) -> ParsedDocument:
     parsed = builder.build(MIME[Kind.PDF], title=title)
     if not parsed.text.strip() and skipped:
         raise EmptyText("the PDF holds only contents or index pages (dot leaders to page numbers)")
+    if not parsed.text.strip() and scanned and ocr is None:
+        raise EmptyText(f"the PDF has no text layer (a scan), and {NOT_INSTALLED}")
+    if not parsed.text.strip() and scanned and ocr is not None:
+        raise EmptyText(f"the PDF has no text layer, and OCR ({ocr.name}) found no text on "
+                        + ("its page" if scanned == 1 else f"any of its {scanned} pages"))
     if not parsed.text.strip():
-        raise EmptyText("the PDF has no text layer (a scan needs OCR before upload)")
+        raise EmptyText("no text could be extracted from the PDF")
     return parsed

@@ -23,6 +23,9 @@ class Kind(StrEnum):
     CSV = "csv"
     TEXT = "text"
     MANPAGE = "manpage"  # a manual page, rendered to text or as roff source
+    PNG = "png"  # images: scans, read by OCR
+    JPEG = "jpeg"
+    TIFF = "tiff"
 
 
 MIME = {
@@ -35,9 +38,14 @@ MIME = {
     Kind.CSV: "text/csv",
     Kind.TEXT: "text/plain",
     Kind.MANPAGE: "text/x-manpage",
+    Kind.PNG: "image/png",
+    Kind.JPEG: "image/jpeg",
+    Kind.TIFF: "image/tiff",
 }
+IMAGE_KINDS = {Kind.PNG, Kind.JPEG, Kind.TIFF}
 
-_BINARY_BY_MAGIC = {"pdf": Kind.PDF, "docx": Kind.DOCX, "xlsx": Kind.XLSX}
+_BINARY_BY_MAGIC = {"pdf": Kind.PDF, "docx": Kind.DOCX, "xlsx": Kind.XLSX, "png": Kind.PNG, "jpg": Kind.JPEG,
+                    "tif": Kind.TIFF}
 _LEGACY_OFFICE = {"doc", "xls", "ppt"}
 # A name that promises an Office Open XML file whose bytes are a zip without its parts: a broken
 # or renamed file, said as what it fails to be, not as "zip files are not supported".
@@ -46,6 +54,11 @@ _EXTENSION_HINT = {
     ".pdf": Kind.PDF,
     ".docx": Kind.DOCX,
     ".xlsx": Kind.XLSX,
+    ".png": Kind.PNG,
+    ".jpg": Kind.JPEG,
+    ".jpeg": Kind.JPEG,
+    ".tif": Kind.TIFF,
+    ".tiff": Kind.TIFF,
     ".md": Kind.MARKDOWN,
     ".markdown": Kind.MARKDOWN,
     ".rst": Kind.RST,

@@ -140,3 +140,17 @@ REVIEW_CALENDAR = [
     ("Spring 2026", "2026-03-13", "2026-03-27", "2026-04-10"),
     ("Autumn 2026", "2026-09-18", "2026-10-02", "2026-10-16"),
 ]
+
+# A memo that exists only as a scan (an image of the page, no text layer): OCR reads it.
+# Lines as printed; an empty line is a paragraph gap.
+SCANNED_MEMO = [
+    "Harbour notice: winter gate hours",
+    "",
+    "From the first of November the east gate closes",
+    "at ten in the evening and opens at six in the morning.",
+    "",
+    "Night shift staff enter through the south gate,",
+    "where the security desk is staffed around the clock.",
+    "",
+    "Contractors sign in at the south gate after dark.",
+]

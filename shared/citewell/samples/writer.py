@@ -69,9 +69,10 @@ def write_samples(root: Path) -> list[Path]:
         "northpier/engineering/crane-runbook.html": texts.RUNBOOK_HTML.encode(),
         "northpier/engineering/error-codes.csv": texts.ERROR_CODES_CSV.encode(),
         "northpier/hr/salary-bands.xlsx": xlsx_bytes({"Bands": texts.SALARY_BANDS, "Reviews": texts.REVIEW_CALENDAR}),
+        "northpier/staff/gate-hours-scan.pdf": scanned_pdf_bytes(texts.SCANNED_MEMO),  # read by OCR
         "bluefen/staff/employee-guide.md": texts.BLUEFEN_HANDBOOK.encode(),
         # Files that must fail with a typed reason while the rest of their batch goes on.
-        "northpier/unreadable/scanned-memo.pdf": blank_pdf_bytes(),
+        "northpier/unreadable/blank-scan.pdf": blank_pdf_bytes(),
         "northpier/unreadable/quarterly-report.pdf": texts.NORTHPIER_HANDBOOK.encode(),
     }
     written = []
@@ -83,8 +84,30 @@ def write_samples(root: Path) -> list[Path]:
     return written
 
 
+def scanned_pdf_bytes(lines: Sequence[str]) -> bytes:
+    """A one-page PDF holding only an image of ``lines`` (an empty line is a paragraph gap), as a
+    scanner without OCR produces: no text layer, so only OCR reads it."""
+    from fpdf import FPDF
+    from PIL import Image, ImageDraw, ImageFont
+
+    page = Image.new("L", (1240, 1754), 255)  # A4 at 150 dpi
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.load_default(size=32)
+    y = 150
+    for line in lines:
+        if line:
+            draw.text((120, y), line, fill=0, font=font)
+        y += 48 if line else 60
+    image = io.BytesIO()
+    page.save(image, "PNG")
+    pdf = FPDF(unit="pt", format="A4")
+    pdf.add_page()
+    pdf.image(image, x=0, y=0, w=595, h=842)
+    return bytes(pdf.output())
+
+
 def blank_pdf_bytes() -> bytes:
-    """A page with no text layer, as a scanner without OCR produces."""
+    """A page with no text layer and nothing on it: a blank scan, in which OCR finds no text."""
     from pypdf import PdfWriter
 
     writer = PdfWriter()

@@ -37,6 +37,7 @@ from citewell.errors import CitewellError, Conflict, EmptyText, ServerStopped, T
 from citewell.ingest.stages import record_failure
 from citewell.keys import parse_key
 from citewell.models import Upload
+from citewell.serve.events import stream_query, wants_events
 from citewell.serve.settings import ServeSettings
 from citewell.serve.tokens import (
     LOCAL_AUDIENCE,
@@ -327,6 +328,10 @@ class Server:
         except ClientDisconnect:  # gone mid-body: no one to answer, and nothing went wrong here
             return
         else:
+            if wants_events(scope):
+                await stream_query(functools.partial(self.respond, scope, body, claims, request_id), send,
+                                   {"Cache-Control": "no-store", "X-Request-Id": request_id}, self.limiter)
+                return
             status, data, headers = await anyio.to_thread.run_sync(
                 self.respond, scope, body, claims, request_id, limiter=self.limiter)
         headers["Cache-Control"] = "no-store"

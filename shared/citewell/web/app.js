@@ -18,6 +18,7 @@
     documents: [],
     drawn: null,  // the documents list as last drawn: redrawn only when it changes
     refreshTimer: null,
+    conversation: null,  // the conversation a next question follows up; null starts a new one
   };
 
   /* ---------- small DOM helpers: text only ---------- */
@@ -262,6 +263,7 @@
     $("token").value = "";
     notice("");
     renderIdentity();
+    loadHistory();
     if (!location.hash || location.hash === "#signin") location.hash = "#ask";
     else route();
     return true;
@@ -276,7 +278,9 @@
     sessionStorage.removeItem(TOKEN_KEY);
     stopRefresh();
     // Nothing the last caller could read may stay in the page, shown or hidden.
-    for (const id of ["answer", "search-results", "documents", "upload-list", "upload-role-list", "source-body"]) clear($(id));
+    for (const id of ["answer", "search-results", "documents", "upload-list", "upload-role-list", "source-body", "thread", "history"]) clear($(id));
+    state.conversation = null;
+    show($("thread"), false);
     for (const id of ["source-title", "confirm-title", "confirm-text"]) $(id).textContent = "";
     delete $("answer").dataset.answerId;
     for (const id of ["ask-status", "search-status", "documents-status", "documents-summary"]) status(id, "");
@@ -370,10 +374,16 @@
     const previous = $("answer");
     previous.classList.add("stale");  // an earlier question's answer: not this one's
     previous.setAttribute("aria-busy", "true");
+    const body = { question };
+    if (state.conversation) body.conversation_id = state.conversation;
     try {
-      const answer = await api("POST", "/query", { question });
+      const answer = await streamed(body);
       status("ask-status", "");
+      state.conversation = answer.conversation_id || null;
+      addTurn({ asked: question, question: answer.question || question, answer_id: answer.answer_id });
       renderAnswer(answer);
+      $("question").value = "";
+      loadHistory();
     } catch (error) {
       show($("answer"), false);
       report("ask-status", error);
@@ -384,10 +394,163 @@
     }
   }
 
+  /** POST /query as server-sent events: a model's draft is shown as it is written, labelled
+   *  unchecked; a retraction replaces it; the final event is the answer. A refusal of the request
+   *  comes back as JSON with its status, as every other call's does. */
+  async function streamed(body, session = state.session) {
+    const stale = () => new ApiError(0, "stale", "the caller changed while this request ran");
+    const headers = { Accept: "text/event-stream", "Content-Type": "application/json" };
+    if (state.token) headers.Authorization = `Bearer ${state.token}`;
+    let response;
+    try {
+      response = await fetch("/query", { method: "POST", headers, cache: "no-store", body: JSON.stringify(body) });
+    } catch (_) {
+      throw new ApiError(0, "unreachable", "The server could not be reached. Is citewell serve still running?");
+    }
+    if (session !== state.session) throw stale();
+    if (!response.ok) {
+      const error = await readError(response);
+      if (response.status === 401 && state.me) signOut(`You were signed out: ${error.message}`);
+      throw error;
+    }
+    if (!(response.headers.get("content-type") || "").startsWith("text/event-stream")) return response.json();
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    let draft = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (session !== state.session) { reader.cancel(); throw stale(); }
+      buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const kind = (/^event: (.*)$/m.exec(block) || [])[1];
+        const data = JSON.parse((/^data: (.*)$/m.exec(block) || [])[1] || "null");
+        if (kind === "draft") {
+          draft += data.text;
+          showDraft(draft);
+        } else if (kind === "retraction") {
+          draft = "";
+          showRetraction(data.reason);
+        } else if (kind === "final") {
+          return data;
+        } else if (kind === "error") {
+          throw new ApiError(0, (data.error && data.error.code) || "error", (data.error && data.error.message) || "the answer failed");
+        }
+      }
+      if (done) throw new ApiError(0, "cut_off", "The answer stopped before it was finished; ask again.");
+    }
+  }
+
+  function showDraft(text) {
+    const box = clear($("answer"));
+    append(box, [el("div", { class: "draft", id: "draft" },
+      el("p", { class: "draft-label", text: "Draft, still being checked against your documents:" }),
+      el("p", { class: "draft-text", id: "draft-text", text }))]);
+    show(box, true);
+  }
+
+  function showRetraction(reason) {
+    const box = clear($("answer"));
+    append(box, [el("div", { class: "draft retracted", id: "retraction", role: "status" },
+      el("p", { text: "The draft was withdrawn: it did not hold up against the sources. Checking again…" }),
+      el("p", { class: "hint", text: reason || "" }))]);
+    show(box, true);
+  }
+
+  /* ---------- the conversation, its history, and feedback ---------- */
+
+  function addTurn(turn) {
+    const list = $("thread");
+    const item = el("li", { class: "turn" }, el("span", { class: "turn-asked", text: turn.asked }));
+    if (turn.question && turn.question !== turn.asked) {
+      append(item, [el("span", { class: "turn-rewritten", text: `answered as: ${turn.question}` })]);
+    }
+    append(list, [item]);
+    show(list, true);
+  }
+
+  function newConversation() {
+    state.conversation = null;
+    clear($("thread"));
+    show($("thread"), false);
+    clear($("answer"));
+    show($("answer"), false);
+    status("ask-status", "A new conversation: the next question stands on its own.");
+    $("question").focus();
+  }
+
+  async function loadHistory() {
+    if (!state.me) return;
+    let found;
+    try {
+      found = await api("GET", "/conversations");
+    } catch (error) {
+      return;  // the history is a convenience: the answer above stands without it
+    }
+    const list = clear($("history"));
+    for (const item of found.history) {
+      const pick = el("button", { type: "button", class: "link", text: item.question });
+      pick.addEventListener("click", () => openConversation(item.conversation_id));
+      append(list, [el("li", {}, pick, el("span", { class: "hint", text: ` ${when(item.at)}` }))]);
+    }
+    if (!found.history.length) append(list, [el("li", { class: "hint", text: "No questions yet." })]);
+  }
+
+  async function openConversation(id) {
+    try {
+      const thread = await api("GET", `/conversations/${encodeURIComponent(id)}`);
+      state.conversation = thread.conversation_id;
+      clear($("thread"));
+      for (const turn of thread.turns) {
+        if (turn.withdrawn) append($("thread"), [el("li", { class: "turn withdrawn", text: "(withdrawn: a document it rested on changed)" })]);
+        else addTurn(turn);
+      }
+      show($("thread"), true);
+      status("ask-status", "Your next question follows up this conversation.");
+      $("question").focus();
+    } catch (error) {
+      report("ask-status", error);
+    }
+  }
+
+  function feedbackControl(answerId) {
+    const box = el("div", { class: "feedback", role: "group", "aria-label": "Was this answer helpful?" },
+      el("span", { text: "Was this helpful?" }));
+    const yes = el("button", { type: "button", id: "feedback-yes", "aria-pressed": "false", text: "Yes" });
+    const no = el("button", { type: "button", id: "feedback-no", "aria-pressed": "false", text: "No" });
+    const comment = el("input", { type: "text", id: "feedback-comment", maxlength: "2000", placeholder: "What was wrong? (optional)",
+                                  "aria-label": "What was wrong with this answer" });
+    const sendNo = el("button", { type: "button", id: "feedback-send", text: "Send" });
+    const more = el("div", { class: "feedback-more" }, comment, sendNo);
+    more.hidden = true;
+    const said = el("span", { class: "hint", id: "feedback-status", role: "status" });
+    async function give(helpful, text) {
+      try {
+        await api("POST", `/answers/${encodeURIComponent(answerId)}/feedback`, text ? { helpful, comment: text } : { helpful });
+        yes.setAttribute("aria-pressed", String(helpful));
+        no.setAttribute("aria-pressed", String(!helpful));
+        said.textContent = "Thank you: recorded with this answer.";
+        more.hidden = true;
+      } catch (error) {
+        said.textContent = error.message;
+      }
+    }
+    yes.addEventListener("click", () => give(true));
+    no.addEventListener("click", () => { more.hidden = false; comment.focus(); });
+    sendNo.addEventListener("click", () => give(false, comment.value.trim()));
+    comment.addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); give(false, comment.value.trim()); } });
+    append(box, [yes, no, more, said]);
+    return box;
+  }
+
   function renderAnswer(answer) {
     const box = clear($("answer"));
     box.dataset.answerId = answer.answer_id || "";
     append(box, [degradedBox(answer.degraded)]);
+    if (answer.question) append(box, [el("p", { class: "rewritten", id: "rewritten", text: `Answered as: ${answer.question}` })]);
 
     if (answer.source_deleted) {
       append(box, [el("div", { class: "refusal withdrawn" },
@@ -402,6 +565,7 @@
         el("p", { class: "answer-text", id: "answer-text" }, withMarkers(answer.answer || "", answer.citations || []))]);
       append(box, [renderSources(answer.citations || [])]);
     }
+    if (answer.answer_id && answer.conversation_id && !answer.source_deleted) append(box, [feedbackControl(answer.answer_id)]);
     if (answer.answer_id) append(box, [el("p", { class: "answer-id", text: `Answer id ${answer.answer_id}` })]);
     show(box, true);
   }
@@ -934,6 +1098,7 @@
     });
     $("sign-out").addEventListener("click", () => signOut());
     $("ask-form").addEventListener("submit", ask);
+    $("new-conversation").addEventListener("click", newConversation);
     $("search-form").addEventListener("submit", search);
     $("documents-refresh").addEventListener("click", loadDocuments);
     $("source-close").addEventListener("click", closeSource);

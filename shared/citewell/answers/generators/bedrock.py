@@ -3,25 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
-from citewell.answers.prompt import SYSTEM_PROMPT, draft_from_reply, user_prompt
+from citewell.answers.prompt import REWRITE_PROMPT, SYSTEM_PROMPT, draft_from_reply, rewrite_prompt, rewritten_from_reply, user_prompt
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
 
 
+READ_TIMEOUT_S, CONNECT_TIMEOUT_S = 20, 3  # one attempt ends by 23 s, inside the API function's 30 s
+
+
+@lru_cache(maxsize=8)
+def shared_client(region: str | None) -> Any:
+    """One client per region for the container's life: a client costs tens of milliseconds and
+    its connection pool is what keeps the TLS session to Bedrock warm across requests. A single
+    attempt, since a retry after a 20 s read would outlive the request."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=READ_TIMEOUT_S,
+                    connect_timeout=CONNECT_TIMEOUT_S)
+    return boto3.client("bedrock-runtime", region_name=region, config=config)
+
+
 class BedrockGenerator:
     def __init__(self, model_id: str, client: Any = None, region: str | None = None, max_tokens: int = 800) -> None:
-        if client is None:
-            import boto3
-            from botocore.config import Config
-
-            config = Config(retries={"max_attempts": 3, "mode": "adaptive"}, read_timeout=60, connect_timeout=5)
-            client = boto3.client("bedrock-runtime", region_name=region, config=config)
-        self.client = client
+        self.client = client if client is not None else shared_client(region)
         self.model_id = model_id
         # Cached answers are keyed by it: another endpoint under the same model id gets its own.
-        self.fingerprint = str(client.meta.endpoint_url)
+        self.fingerprint = str(self.client.meta.endpoint_url)
         self.max_tokens = max_tokens
 
     @property
@@ -29,13 +40,20 @@ class BedrockGenerator:
         return f"bedrock:{self.model_id}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+        return draft_from_reply(self._converse(SYSTEM_PROMPT, user_prompt(question, evidence)))
+
+    def rewrite(self, previous: Sequence[str], asked: str) -> str:
+        """A follow-up made standalone by the model (see :data:`REWRITE_PROMPT`)."""
+        return rewritten_from_reply(self._converse(REWRITE_PROMPT, rewrite_prompt(previous, asked)), asked)
+
+    def _converse(self, system: str, user: str) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             response = self.client.converse(
                 modelId=self.model_id,
-                system=[{"text": SYSTEM_PROMPT}],
-                messages=[{"role": "user", "content": [{"text": user_prompt(question, evidence)}]}],
+                system=[{"text": system}],
+                messages=[{"role": "user", "content": [{"text": user}]}],
                 inferenceConfig={"temperature": 0, "maxTokens": self.max_tokens},
             )
         except ClientError as exc:
@@ -50,4 +68,4 @@ class BedrockGenerator:
             raise GeneratorUnavailable("the Bedrock reply has no output.message.content") from None
         if not content.strip():
             raise GeneratorUnavailable("the Bedrock reply is empty")
-        return draft_from_reply(content)
+        return content

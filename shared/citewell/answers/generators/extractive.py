@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.answers.refusal import LogisticModel, RefusalModel, coverage, shipped_model, term_weights
+from citewell.answers.refusal import VERIFIED, LogisticModel, RefusalModel, coverage, reranked, shipped_model, term_weights
 from citewell.answers.units import (
     DATE,
     FILLABLE,
@@ -48,6 +48,7 @@ from citewell.answers.units import (
     units_of,
     wants,
 )
+from citewell.answers.verifier import shipped_verifier, unit_passage
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, Outcome, sha256_text
 from citewell.ports import Embedder, MetadataStore
@@ -191,11 +192,15 @@ def score_support(
     alone = [answers_alone(unit, units, frozenset(wanted), asked_stems, columns) for unit in units]
     if not any(alone):
         return None
+    # The verifier reads the first VERIFIED units again: those must be ranked exactly.
+    leading = max(leading, VERIFIED) if model.rerank is not None else leading
     cosines = _cosines(embed, question, units, rows, quoting, model.unit, leading, every_unit, alone)
     scored = [i for i in range(len(units)) if alone[i] and not np.isnan(cosines[i])]
     for i in scored:
         rows[i]["cosine"] = float(cosines[i])
     probabilities = np.array([model.unit.probability(rows[i]) for i in scored])
+    if model.rerank is not None:
+        probabilities = _verify(question, [units[i] for i in scored], [rows[i] for i in scored], probabilities, model)
     ranking = np.argsort(-probabilities, kind="stable")
     order = [scored[int(j)] for j in ranking]
     rank_of = {i: r for r, i in enumerate(order)}
@@ -210,6 +215,19 @@ def score_support(
         unit_features=ranked_rows, features=features, wanted=frozenset(wanted), quoted=quoted_ranks,
         complete=len(scored) == sum(alone),
     )
+
+
+def _verify(question: str, units: list[Unit], rows: list[dict[str, float]], probabilities: np.ndarray,
+            model: RefusalModel) -> np.ndarray:
+    """The units' probabilities once the answer verifier has read the first ``VERIFIED`` of
+    them with the question (``reranked``); each verified row gets its ``verifier`` logit."""
+    assert model.rerank is not None
+    top = np.argsort(-probabilities, kind="stable")[:VERIFIED]
+    verified = shipped_verifier().score(question, [unit_passage(units[int(i)]) for i in top])
+    for i, v in zip(top, verified):
+        rows[int(i)]["verifier"] = float(v)
+    logits = np.array([model.unit.logit(row) for row in rows])
+    return reranked(probabilities, logits, top, verified, model.rerank)
 
 
 ROUND = 8  # units embedded at a time, best bound first
@@ -349,6 +367,7 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
         "direct": best["direct"],
         "answer_coverage": best["answer_coverage"],
         "negation_missing": best["negation_missing"],
+        "best_verifier": best.get("verifier", 0.0),  # absent without a rerank model
     }
 
 

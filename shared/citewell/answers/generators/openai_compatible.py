@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx
 
-from citewell.answers.prompt import SYSTEM_PROMPT, draft_from_reply, user_prompt
+from citewell.answers.prompt import REWRITE_PROMPT, SYSTEM_PROMPT, draft_from_reply, rewrite_prompt, rewritten_from_reply, user_prompt
+from citewell.answers.drafts import DraftListener, listener
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
 
@@ -47,7 +48,62 @@ class OpenAICompatibleGenerator:
                 {"role": "user", "content": user_prompt(question, evidence)},
             ],
         }
+        listen = listener()
+        if listen is not None:
+            return draft_from_reply(self._streamed({**body, "stream": True}, listen))
         return draft_from_reply(_content(self._post(body)))
+
+    def _streamed(self, body: dict[str, Any], listen: DraftListener) -> str:
+        """The reply as the model writes it (OpenAI's ``stream``), each piece handed to ``listen``.
+        Retried like a whole reply only until the first piece arrived: after that, a failure is one."""
+        import json
+
+        failure = "the model service sent nothing"
+        for attempt in range(self.retries + 1):
+            pieces: list[str] = []
+            try:
+                with self.client.stream("POST", "/chat/completions", json=body) as response:
+                    if response.status_code >= 400:
+                        failure = f"the model service answered HTTP {response.status_code}"
+                        if response.status_code not in RETRY_STATUS:
+                            raise GeneratorUnavailable(failure)
+                    else:
+                        for line in response.iter_lines():
+                            data = line.removeprefix("data:").strip() if line.startswith("data:") else ""
+                            if not data:
+                                continue
+                            if data == "[DONE]":
+                                return "".join(pieces)
+                            try:
+                                piece = json.loads(data)["choices"][0].get("delta", {}).get("content") or ""
+                            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                                raise GeneratorUnavailable("the model service streamed a chunk that is not a completion chunk") from None
+                            pieces.append(str(piece))
+                            listen(str(piece))
+                        if pieces:
+                            return "".join(pieces)  # ended without [DONE]: what it wrote is the reply
+                        failure = "the model service ended its stream with nothing"
+            except httpx.TimeoutException as exc:
+                failure = f"the model service timed out ({exc.__class__.__name__})"
+            except httpx.HTTPError as exc:
+                failure = f"the model service could not be reached ({exc.__class__.__name__})"
+            if pieces:
+                raise GeneratorUnavailable(f"{failure}, mid-reply")
+            if attempt < self.retries:
+                time.sleep(self.backoff * 2**attempt)
+        raise GeneratorUnavailable(failure)
+
+    def rewrite(self, previous: Sequence[str], asked: str) -> str:
+        """A follow-up made standalone by the model (see :data:`REWRITE_PROMPT`)."""
+        body = {
+            "model": self.model,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": REWRITE_PROMPT},
+                {"role": "user", "content": rewrite_prompt(previous, asked)},
+            ],
+        }
+        return rewritten_from_reply(_content(self._post(body)), asked)
 
     def _post(self, body: dict[str, Any]) -> Any:
         for attempt in range(self.retries + 1):

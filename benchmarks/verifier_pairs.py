@@ -1,0 +1,66 @@
+"""The answer verifier's training pairs: ``python -m benchmarks.verifier_pairs --squad DIR --realdocs DIR --out PAIRS.jsonl``.
+
+Each labelled question of the three sources that ``calibrate_refusal`` fits on goes through the
+real search and evidence path as its caller; every unit of its evidence becomes one pair
+(the question, ``unit_passage(unit)``), labelled by whether the unit holds a gold fact. Only
+fitting questions are written: SQuAD's even-numbered articles, the answer set's ``tune``
+split, every realdocs question (with the fold of its document, so the trainer can
+cross-validate over realdocs' two document halves). The observations are saved in ``--work``
+as ``calibrate_refusal`` saves them, so ``calibrate_refusal --reuse`` reads the same ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+from pathlib import Path
+
+from benchmarks.calibrate_refusal import Observed, answerset_questions, observe, realdocs_questions, squad_questions
+
+
+def pairs(observed: list[Observed]) -> list[dict[str, object]]:
+    """One row a unit of each fitting question, in ranked order (``rank``) by the neutral unit model."""
+    return [
+        {"question": o.question.text, "passage": passage, "label": int(label), "source": o.question.source,
+         "fold": o.question.fold, "answerable": o.question.answerable, "rank": rank}
+        for o in observed if o.question.fit
+        for rank, (passage, label) in enumerate(zip(o.passages, o.unit_labels))
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--squad", type=Path, required=True)
+    parser.add_argument("--realdocs", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path(".eval/calibrate"))
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--reuse", action="store_true", help="read the observations the last run saved in --work")
+    args = parser.parse_args()
+    from citewell.services import open_local
+
+    args.work.mkdir(parents=True, exist_ok=True)
+    sources = {
+        "squad": lambda services: squad_questions(services, args.squad),
+        "answerset": lambda services: answerset_questions(services, args.work / "answerset-files"),
+        "realdocs": lambda services: realdocs_questions(services, args.realdocs),
+    }
+    observed: list[Observed] = []
+    for source, questions in sources.items():
+        saved = args.work / f"observed-{source}.pickle"
+        if args.reuse and saved.exists():
+            observed += pickle.loads(saved.read_bytes())
+            continue
+        services = open_local(args.work / source)
+        fresh = observe(services, questions(services))
+        saved.write_bytes(pickle.dumps(fresh))
+        observed += fresh
+        print(f"{source}: {len(fresh)} questions observed", flush=True)
+    rows = pairs(observed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"{len(rows)} pairs ({sum(r['label'] for r in rows)} holding a fact) -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""A question asked in a conversation, as the API and the CLI ask it: the configured generator
+rewrites a follow-up and answers it, the turn is kept, and a new conversation sweeps the
+expired ones away (bytes and all)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from citewell.answers.config import evidence_budget, generator_from_env
+from citewell.answers.service import ask
+from citewell.conversations import ask_in_conversation
+from citewell.deletion import expire_conversations
+from citewell.models import Answer, Identity
+from citewell.search import LANES
+from citewell.services import Services
+
+
+def answer_turn(services: Services, identity: Identity, asked: str, conversation_id: str | None,
+                lanes: Sequence[str] = LANES) -> Answer:
+    generator, budget = generator_from_env(services), evidence_budget()
+    answer = ask_in_conversation(
+        services, identity, asked, conversation_id,
+        lambda question: ask(services, identity, question, generator, budget, lanes=lanes), generator,
+    )
+    if conversation_id is None:
+        expire_conversations(services)
+    return answer

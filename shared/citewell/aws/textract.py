@@ -1,0 +1,68 @@
+"""Amazon Textract behind :class:`~citewell.ports.OcrEngine`: the parse function's OCR.
+
+The embedded engine (RapidOCR needs OpenCV, about 290 MB installed) does not fit in a Lambda
+layer beside the rest (250 MB unzipped in all), so on AWS a scanned page goes to Textract's
+synchronous DetectDocumentText, one page per call: a PDF page as a one-page PDF (cut by pypdf,
+nothing rendered in the function) or an image as uploaded. Textract reports confidence in
+percent per line; it is kept here as 0 to 1, like RapidOCR's. Textract takes no resource in its
+IAM policy, so the parse function's grant names the action alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from citewell.errors import CorruptFile, OcrUnavailable, TooLarge, UnsupportedType
+from citewell.ocr import OcrLine, OcrPage
+
+MAX_BYTES = 10 * 1024 * 1024  # DetectDocumentText's limit for a document passed as bytes
+# What Textract says about the page itself: the upload fails with a typed reason. Anything
+# else (throttling, a service error) is OcrUnavailable, and the message is retried.
+_REFUSALS = {
+    "UnsupportedDocumentException": UnsupportedType,
+    "BadDocumentException": CorruptFile,
+    "DocumentTooLargeException": TooLarge,
+    "InvalidParameterException": CorruptFile,
+}
+
+
+class TextractOcr:
+    name = "amazon-textract"
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def read(self, document: bytes) -> list[OcrPage]:
+        if len(document) > MAX_BYTES:
+            raise TooLarge(f"the page is {len(document):,} bytes; Textract reads at most {MAX_BYTES:,} per page")
+        try:
+            response = self.client.detect_document_text(Document={"Bytes": document})
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            message = error.response.get("Error", {}).get("Message", "") or code
+            if code in _REFUSALS:
+                raise _REFUSALS[code](f"Textract cannot read the page: {message}") from error
+            raise OcrUnavailable(f"Textract failed ({code}): {message}") from error
+        except BotoCoreError as error:
+            raise OcrUnavailable(f"Textract could not be reached: {error}") from error
+        return pages_of(response)
+
+
+def pages_of(response: dict[str, Any]) -> list[OcrPage]:
+    """The pages of a DetectDocumentText response: its LINE blocks, in the order given (Textract's
+    reading order), by their ``Page`` (1 when absent, as for one page)."""
+    count = int(response.get("DocumentMetadata", {}).get("Pages") or 1)
+    lines: dict[int, list[OcrLine]] = {number: [] for number in range(1, count + 1)}
+    for block in response.get("Blocks", []):
+        if block.get("BlockType") != "LINE" or not block.get("Text"):
+            continue
+        box = block.get("Geometry", {}).get("BoundingBox", {})
+        lines.setdefault(int(block.get("Page") or 1), []).append(OcrLine(
+            text=block["Text"], confidence=float(block.get("Confidence", 0.0)) / 100,
+            top=float(box.get("Top", 0.0)), height=float(box.get("Height", 0.0))))
+    return [OcrPage(lines=lines[number]) for number in sorted(lines)]
+
+
+__all__ = ["TextractOcr", "pages_of"]

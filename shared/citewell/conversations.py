@@ -1,0 +1,210 @@
+"""Conversations: follow-up questions made standalone, the thread and history they leave, and the
+feedback an asker gives an answer.
+
+Every question asked through the API joins a conversation (a new one unless it names one), so
+a caller's history and the feedback on what they were answered are theirs alone: a
+conversation belongs to exactly one identity (tenant, subject, roles), and any other caller is
+told it does not exist. A turn keeps only what the caller typed, the standalone question it
+was answered as, its answer's id and its feedback; the answer's text stays in the answer
+record. When that answer is withdrawn (a source deleted or replaced) the turn loses its words
+and feedback with it (:func:`citewell.deletion.withdraw_turns`), and a turn whose answer the caller may no longer
+read (a document narrowed since) is shown without them. Turns expire
+``CITEWELL_CONVERSATION_DAYS`` after a conversation's last question.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from citewell.answers.followups import standalone
+from citewell.errors import GeneratorUnavailable, NotFound
+from citewell.models import Answer, AnswerRecord, Conversation, Feedback, Identity, Turn, utcnow
+from citewell.ports import Generator, MetadataStore
+from citewell.records import update_conversation
+from citewell.services import Services
+from citewell.settings import settings
+
+HISTORY = 20  # recent questions a caller is shown
+CONTEXT_TURNS = 3  # earlier questions a model is given to rewrite a follow-up
+REWRITE_UNAVAILABLE = "follow-up rewritten by rules"  # in ``degraded`` when the model could not rewrite it
+
+
+class ShownTurn(BaseModel):
+    """A turn as its owner sees it: without its words when its answer is withdrawn or no longer theirs to read."""
+
+    seq: int
+    answer_id: str
+    asked: str
+    question: str
+    at: datetime
+    withdrawn: bool
+    answer: str | None = None
+    outcome: str | None = None
+    feedback: Feedback | None = None
+
+
+class Thread(BaseModel):
+    conversation_id: str
+    created_at: datetime
+    updated_at: datetime
+    turns: list[ShownTurn] = Field(default_factory=list)
+
+
+class HistoryItem(BaseModel):
+    conversation_id: str
+    seq: int
+    answer_id: str
+    question: str
+    at: datetime
+
+
+def expired(conversation: Conversation, now: datetime | None = None) -> bool:
+    """Past ``CITEWELL_CONVERSATION_DAYS`` since its last question."""
+    return conversation.expired(settings().conversation_days, now)
+
+
+def owned(metadata: MetadataStore, identity: Identity, conversation_id: str) -> Conversation:
+    """The caller's live conversation of this id; NotFound for anyone else's, an expired one, or none."""
+    found = metadata.get_conversation(identity.tenant, conversation_id) if not identity.is_empty else None
+    if found is None or not found.owned_by(identity) or expired(found):
+        raise NotFound(f"no conversation {conversation_id!r} for this caller")
+    return found
+
+
+def _visible(services: Services, identity: Identity, answer_id: str) -> AnswerRecord | None:
+    from citewell.answers.service import recorded_citations
+
+    try:
+        return recorded_citations(services, identity, answer_id)
+    except NotFound:
+        return None
+
+
+def _earlier(services: Services, identity: Identity, conversation: Conversation) -> list[str]:
+    """The standalone questions of the latest turns whose answers the caller may still read."""
+    found: list[str] = []
+    for turn in reversed(conversation.turns):
+        if len(found) == CONTEXT_TURNS:
+            break
+        if not turn.withdrawn and turn.question and _visible(services, identity, turn.answer_id) is not None:
+            found.insert(0, turn.question)
+    return found
+
+
+def rewrite(generator: Generator, earlier: Sequence[str], asked: str, degraded: list[str]) -> str:
+    """``asked`` made standalone: by the model when the generator has one, else (or when it fails) by rules."""
+    if not earlier:
+        return asked
+    by_model = getattr(generator, "rewrite", None)
+    if by_model is not None:
+        try:
+            return str(by_model(list(earlier), asked)) or asked
+        except GeneratorUnavailable as error:
+            degraded.append(f"{REWRITE_UNAVAILABLE}: {generator.name} ({error.message})")
+    return standalone(earlier[-1], asked)
+
+
+def ask_in_conversation(
+    services: Services, identity: Identity, asked: str, conversation_id: str | None,
+    answer: Callable[[str], Answer], generator: Generator,
+) -> Answer:
+    """Rewrite a follow-up, answer it with ``answer`` (the standalone question in, an answer out)
+    and keep the turn. A new conversation is started when none is named."""
+    conversation = (owned(services.metadata, identity, conversation_id) if conversation_id is not None
+                    else Conversation(conversation_id=uuid.uuid4().hex, tenant=identity.tenant, subject=identity.subject,
+                                      roles=sorted(identity.roles)))
+    degraded: list[str] = []
+    question = rewrite(generator, _earlier(services, identity, conversation), asked, degraded)
+    result = answer(question)
+    result.degraded = [*result.degraded, *degraded]
+    result.conversation_id = conversation.conversation_id
+    result.question = question if question != asked else None
+    if identity.is_empty:
+        return result
+    turn = Turn(seq=0, answer_id=result.answer_id, asked=asked, question=question)
+
+    def joined(current: Conversation) -> Conversation:
+        at = utcnow()
+        return current.model_copy(update={
+            "turns": [*current.turns, turn.model_copy(update={"seq": len(current.turns) + 1, "at": at})], "updated_at": at})
+
+    update_conversation(services.metadata, conversation, joined)
+    return result
+
+
+def thread(services: Services, identity: Identity, conversation_id: str) -> Thread:
+    conversation = owned(services.metadata, identity, conversation_id)
+    turns = []
+    for turn in conversation.turns:
+        record = None if turn.withdrawn else _visible(services, identity, turn.answer_id)
+        if record is None or record.source_deleted:
+            turns.append(ShownTurn(seq=turn.seq, answer_id=turn.answer_id, asked="", question="", at=turn.at, withdrawn=True))
+        else:
+            turns.append(ShownTurn(seq=turn.seq, answer_id=turn.answer_id, asked=turn.asked, question=turn.question,
+                                   at=turn.at, withdrawn=False, answer=record.answer, outcome=record.outcome.value,
+                                   feedback=turn.feedback))
+    return Thread(conversation_id=conversation.conversation_id, created_at=conversation.created_at,
+                  updated_at=conversation.updated_at, turns=turns)
+
+
+def history(services: Services, identity: Identity, limit: int = HISTORY) -> list[HistoryItem]:
+    """The caller's latest questions, newest first, across their live conversations."""
+    if identity.is_empty:
+        return []
+    items = [
+        HistoryItem(conversation_id=c.conversation_id, seq=t.seq, answer_id=t.answer_id, question=t.asked, at=t.at)
+        for c in services.metadata.conversations_of(identity.tenant, identity.subject)
+        if c.owned_by(identity) and not expired(c)
+        for t in c.turns if not t.withdrawn and t.asked
+    ]
+    items.sort(key=lambda i: i.at, reverse=True)
+    return [i for i in items if _visible(services, identity, i.answer_id) is not None][:limit]
+
+
+def give_feedback(services: Services, identity: Identity, answer_id: str, helpful: bool, comment: str | None) -> Turn:
+    """Feedback on an answer the caller was given in one of their conversations (the latest turn
+    that got it); NotFound for an answer they were not given or may no longer read."""
+    missing = NotFound(f"no answer {answer_id!r} for this caller")
+    if identity.is_empty or _visible(services, identity, answer_id) is None:
+        raise missing
+    mine = [c for c in services.metadata.conversations_answering(identity.tenant, [answer_id])
+            if c.owned_by(identity) and not expired(c)]
+    mine = [c for c in mine if any(t.answer_id == answer_id and not t.withdrawn for t in c.turns)]
+    if not mine:
+        raise missing
+    conversation = max(mine, key=lambda c: c.updated_at)
+    feedback = Feedback(helpful=helpful, comment=comment.strip() or None if comment else None)
+    given: list[Turn] = []
+
+    def noted(current: Conversation) -> Conversation | None:
+        turns = list(current.turns)
+        index = max((i for i, t in enumerate(turns) if t.answer_id == answer_id and not t.withdrawn), default=None)
+        if index is None:
+            return None
+        turns[index] = turns[index].model_copy(update={"feedback": feedback})
+        given[:] = [turns[index]]
+        return current.model_copy(update={"turns": turns})
+
+    if update_conversation(services.metadata, conversation, noted) is None or not given:
+        raise missing
+    return given[0]
+
+
+def unhelpful(services: Services, since: datetime | None = None) -> list[tuple[Conversation, Turn, AnswerRecord]]:
+    """For the operator: every unhelpful feedback still held, with its answer record, oldest first."""
+    found = []
+    for conversation in services.metadata.conversation_inventory():
+        for turn in conversation.turns:
+            if turn.withdrawn or turn.feedback is None or turn.feedback.helpful:
+                continue
+            if since is not None and turn.feedback.at < since:
+                continue
+            record = services.metadata.get_answer(conversation.tenant, turn.answer_id)
+            if record is not None and not record.source_deleted:
+                found.append((conversation, turn, record))
+    found.sort(key=lambda f: f[1].feedback.at if f[1].feedback else f[1].at)
+    return found

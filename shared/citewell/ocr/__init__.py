@@ -1,0 +1,63 @@
+"""OCR: what an engine read on one scanned page, and how its lines become paragraphs.
+
+An engine (the :class:`~citewell.ports.OcrEngine` port) reads pages: RapidOCR on ONNX Runtime
+embedded (:mod:`citewell.ocr.rapid`, the ``ocr`` extra), Amazon Textract on AWS
+(:mod:`citewell.aws.textract`). Both report a confidence per line, which the parsers keep per
+page and hold against :data:`CONFIDENCE_FLOOR`: a page read worse than that is a typed failure,
+not noise in the index.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+# A page whose characters were read at under this mean confidence fails ``ocr_low_confidence``.
+# RapidOCR reads clean and lightly blurred scans at 0.95 and above; text blurred past reading
+# comes out as fragments ("mterofouenm") at about 0.65.
+CONFIDENCE_FLOOR = 0.8
+PARAGRAPH_GAP = 0.8  # a gap above a line wider than this many line heights starts a paragraph
+
+
+@dataclass(frozen=True)
+class OcrLine:
+    """One line of text as read, its confidence (0 to 1), and where it stands on the page
+    (top and height as fractions of the page's height)."""
+
+    text: str
+    confidence: float
+    top: float
+    height: float
+
+
+@dataclass(frozen=True)
+class OcrPage:
+    """What an engine read on one page: its lines in reading order (none on a blank page)."""
+
+    lines: list[OcrLine] = field(default_factory=list)
+
+    @property
+    def confidence(self) -> float | None:
+        """The mean confidence of the page's characters; None when nothing was read."""
+        weights = [(len(line.text.strip()), line.confidence) for line in self.lines if line.text.strip()]
+        total = sum(n for n, _ in weights)
+        return sum(n * c for n, c in weights) / total if total else None
+
+    def paragraphs(self) -> list[str]:
+        """The lines joined into paragraphs, split where the gap above a line is wider than
+        :data:`PARAGRAPH_GAP` line heights (a scan has no blank lines, only space)."""
+        lines = [line for line in self.lines if line.text.strip()]
+        if not lines:
+            return []
+        height = statistics.median(line.height for line in lines) or 1.0
+        paragraphs, current = [], [lines[0].text.strip()]
+        for above, line in zip(lines, lines[1:]):
+            if line.top - (above.top + above.height) > PARAGRAPH_GAP * height:
+                paragraphs.append(" ".join(current))
+                current = []
+            current.append(line.text.strip())
+        paragraphs.append(" ".join(current))
+        return paragraphs
+
+
+__all__ = ["CONFIDENCE_FLOOR", "OcrLine", "OcrPage"]

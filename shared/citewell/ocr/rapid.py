@@ -1,0 +1,118 @@
+"""The embedded OCR engine: RapidOCR (PaddleOCR's PP-OCRv4 detection and recognition models, as
+ONNX, shipped inside the ``rapidocr-onnxruntime`` wheel) on the ONNX Runtime the embedder uses.
+Nothing is downloaded: the models load from the installed package.
+
+A one-page PDF is rendered with PDFium (pypdfium2); images are decoded with Pillow, each frame
+of a TIFF a page. Pages are rendered at :data:`DPI`, capped at :data:`MAX_SIDE` pixels, the
+largest the detector takes without shrinking the page again.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from importlib.util import find_spec
+from typing import Any
+
+import numpy as np
+
+from citewell.errors import CorruptFile, TooLarge
+from citewell.ocr import OcrLine, OcrPage
+
+DPI = 200
+MAX_SIDE = 2000  # RapidOCR's max_side_len: a larger page is scaled down to it before detection
+MAX_PIXELS = 60_000_000  # an image declaring more is refused before it is decoded (a decompression bomb)
+# Lines RapidOCR would drop (its default text_score is 0.5) are kept, so a badly read page
+# shows as badly read (its confidence under the floor) instead of as a page with a few words.
+TEXT_SCORE = 0.2
+# The line classifier turns lines it takes for upside down; on small print it turned upright
+# lines too, and read them as garbage: 47% of two dense pages' words right with it, 75% of
+# five without (BENCHMARKS.md, "OCR"). Scans come upright; one that does not is read as it lies.
+USE_CLASSIFIER = False
+
+
+class RapidOcr:
+    """RapidOCR behind :class:`~citewell.ports.OcrEngine`; the models load on the first page."""
+
+    name = "rapidocr-onnxruntime"
+
+    def __init__(self) -> None:
+        self._engine: Any = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> Any:
+        with self._lock:
+            if self._engine is None:
+                from rapidocr_onnxruntime import RapidOCR
+
+                self._engine = RapidOCR(text_score=TEXT_SCORE, use_cls=USE_CLASSIFIER)
+            return self._engine
+
+    def read(self, document: bytes) -> list[OcrPage]:
+        return [self._read_image(image) for image in _images(document)]
+
+    def _read_image(self, image: np.ndarray) -> OcrPage:
+        result, _ = self._loaded()(image)
+        height = float(image.shape[0]) or 1.0
+        lines = []
+        for box, text, score in result or []:
+            ys = [point[1] for point in box]
+            lines.append(OcrLine(text=str(text), confidence=float(score), top=min(ys) / height,
+                                 height=(max(ys) - min(ys)) / height))
+        return OcrPage(lines=lines)
+
+
+def embedded_engine() -> RapidOcr | None:
+    """The embedded default when the ``ocr`` extra is installed (the models load on the first
+    scanned page, not here); None without it, and scans are then ``empty_text`` saying so."""
+    if not all(find_spec(name) for name in ("rapidocr_onnxruntime", "pypdfium2", "PIL")):
+        return None
+    return RapidOcr()
+
+
+def _images(document: bytes) -> list[np.ndarray]:
+    """The pages of ``document`` as RGB arrays: a PDF's first page rendered, an image's frames."""
+    if document.startswith(b"%PDF"):
+        return [_render_pdf_page(document)]
+    from PIL import Image, ImageSequence, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(document)) as image:  # reads the header only
+            pages = []
+            for frame in ImageSequence.Iterator(image):
+                if frame.width * frame.height > MAX_PIXELS:
+                    raise TooLarge(f"the image is {frame.width:,} x {frame.height:,} pixels, over the "
+                                   f"{MAX_PIXELS:,} that OCR decodes")
+                pages.append(np.asarray(_fit(frame.convert("RGB"))))
+            return pages
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
+        raise CorruptFile(f"the image cannot be decoded: {exc}") from exc
+
+
+def _fit(image: Any) -> Any:
+    """An image no larger than :data:`MAX_SIDE` on its longer side."""
+    side = max(image.size)
+    if side <= MAX_SIDE:
+        return image
+    scale = MAX_SIDE / side
+    return image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
+
+
+def _render_pdf_page(document: bytes) -> np.ndarray:
+    import pypdfium2 as pdfium
+
+    try:
+        pdf = pdfium.PdfDocument(document)
+    except pdfium.PdfiumError as exc:
+        raise CorruptFile(f"the PDF page cannot be rendered: {exc}") from exc
+    try:
+        page = pdf[0]
+        width, height = page.get_size()
+        scale = min(DPI / 72, MAX_SIDE / max(width, height, 1.0))
+        bitmap = page.render(scale=scale)
+        return np.array(bitmap.to_pil().convert("RGB"))
+    finally:
+        pdf.close()
+
+
+__all__ = ["RapidOcr", "embedded_engine"]

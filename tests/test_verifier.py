@@ -1,0 +1,56 @@
+"""The answer verifier's parts that hold with or without a fitted verifier shipped: what it
+reads of a unit (its place, then its words), how a pair is cut to fit, and how the rerank
+puts the verified units before the rest. (No verifier ships yet: see BENCHMARKS.md.)"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from citewell.answers.refusal import RERANK_FEATURES, LogisticModel, reranked, shipped_model
+from citewell.answers.units import units_of
+from citewell.answers.verifier import MAX_TOKENS, MODEL_FILE, QUESTION_TOKENS, AnswerVerifier, unit_passage
+from citewell.models import EvidenceItem, EvidenceSpan
+
+
+def _item(text: str, document_id: str = "teamA/README.md", title: str = "Team A", section: tuple[str, ...] = ("Contacts",)) -> EvidenceItem:
+    return EvidenceItem(ref="S1", document_id=document_id, revision="r1", title=title, section_path=list(section), text=text,
+                        spans=[EvidenceSpan(chunk_id=f"{document_id}#0#0", section_path=list(section), start=0, end=len(text))],
+                        rank=1)
+
+
+def test_what_the_verifier_reads_of_a_unit_is_its_place_then_its_words():
+    """Team A's README speaks for team A: the path and title lead, so a verifier can read them."""
+    (lead,) = units_of(_item("The team lead is Mira Okafor."))
+    assert unit_passage(lead) == "teamA/README.md > Team A > Contacts | The team lead is Mira Okafor."
+    (other,) = units_of(_item("The team lead is Mira Okafor.", "teamB/README.md", "Team B"))
+    assert unit_passage(other).startswith("teamB/README.md > Team B")
+    (repeated,) = units_of(_item("Exit status 0 means success.", "dev/find.1", "find", ("find", "EXIT STATUS")))
+    assert unit_passage(repeated) == "dev/find.1 > find > EXIT STATUS | Exit status 0 means success."  # a title repeated in the path once
+
+
+def test_a_pair_is_cut_to_fit_the_unit_tail_first():
+    verifier = AnswerVerifier(Path("unused.onnx"))  # encoding needs only the packaged tokenizer
+    ids, mask, segments = verifier.encode("Who leads the billing team? " * 20, ["word " * 400, "Mira Okafor."])
+    assert ids.shape == (2, MAX_TOKENS) and mask[0].all()
+    assert ids[0, 0] == 101 and ids[0, QUESTION_TOKENS + 1] == 102 and ids[0, -1] == 102  # [CLS] question [SEP] unit [SEP]
+    assert segments[0, : QUESTION_TOKENS + 2].sum() == 0 and segments[0, QUESTION_TOKENS + 2 :].all()
+    short = int(mask[1].sum())
+    assert short < MAX_TOKENS and not mask[1, short:].any() and not ids[1, short:].any()  # padded with [PAD], masked
+
+
+def test_the_rerank_orders_the_verified_units_and_keeps_the_rest_below_them():
+    base = np.array([0.9, 0.8, 0.7, 0.6, 0.5])
+    logits = np.log(base / (1 - base))
+    rerank = LogisticModel(features=RERANK_FEATURES, weights=[1.0, 2.0], bias=0.0)
+    again = reranked(base, logits, np.array([0, 1, 2]), np.array([-3.0, 3.0, 0.0]), rerank)
+    assert list(np.argsort(-again, kind="stable")) == [1, 2, 0, 3, 4]  # the verifier lifts the second over the first
+    assert again[3] < again[:3].min() and again[3] > again[4]  # the unverified stay below, in their order
+
+
+def test_no_rerank_ships_without_its_verifier():
+    """The rerank model reads one verifier's logits: it ships with that file or not at all."""
+    shipped = Path(str(resources.files("citewell.answers") / MODEL_FILE))
+    assert (shipped_model().rerank is not None) == shipped.exists()

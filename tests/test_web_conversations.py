@@ -1,0 +1,100 @@
+"""The ask page's conversation in headless Chromium against a real ``citewell serve`` answering with
+the stand-in model (streaming, and misquoting every time, so every draft is retracted): a
+question and a follow-up in one thread with the rewritten question shown, the draft replaced
+by the verified answer, feedback given from the keyboard, the history, and a new conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web_browser import assert_clean, ask, browser_paths, ingest, mint, screenshot, serving, sign_in, signed_out, start_browser, wait_for
+
+if isinstance(browser_paths(), str):
+    pytest.skip(str(browser_paths()), allow_module_level=True)
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+ALLOWANCES = """# Travel allowances
+
+The meal allowance in Manchester is 18 pounds per day.
+
+The meal allowance in Leeds is 16 pounds per day.
+"""
+
+WATCH = """window.__seen = [];
+new MutationObserver(() => {
+  for (const id of ["draft", "retraction"]) if (document.getElementById(id) && !window.__seen.includes(id)) window.__seen.push(id);
+}).observe(document.getElementById("answer"), {childList: true, subtree: true});"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    from benchmarks.model_server import MODEL_NAME, serve
+    from benchmarks.standin_model import Fault, StandInModel
+
+    root = tmp_path_factory.mktemp("web-conversations")
+    home, files = root / "home", root / "files"
+    files.mkdir()
+    (files / "allowances.md").write_text(ALLOWANCES, encoding="utf-8")
+    ingest(home, files / "allowances.md", "northpier", "staff")
+    model = serve(StandInModel(fault_rate=1.0, faults=(Fault.FALSE_QUOTE,)))
+    model.token_seconds = 0.05  # slow enough that the draft is on the page before its retraction
+    env = {"CITEWELL_GENERATOR": "openai", "CITEWELL_OPENAI_BASE_URL": f"{model.url}/v1", "CITEWELL_OPENAI_MODEL": MODEL_NAME}
+    try:
+        with serving(home, env=env) as base:
+            yield base, mint(home, "northpier", "staff")
+    finally:
+        model.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = start_browser()
+    yield driver
+    driver.quit()
+
+
+def test_a_thread_with_a_follow_up_a_retracted_draft_and_feedback(browser: Any, site: tuple[str, str], screenshots: Path):
+    base, token = site
+    signed_out(browser, base)
+    sign_in(browser, token)
+    browser.execute_script(WATCH)
+    answer = ask(browser, "What is the meal allowance in Manchester?")
+    assert "18 pounds" in answer.text
+    assert browser.execute_script("return window.__seen") == ["draft", "retraction"]  # the draft was shown, then withdrawn
+    assert not browser.find_elements(By.ID, "draft") and not browser.find_elements(By.ID, "retraction")
+
+    answer = ask(browser, "what about Leeds?")
+    assert "16 pounds" in answer.text
+    assert browser.find_element(By.ID, "rewritten").text == "Answered as: What is the meal allowance in Leeds?"
+    turns = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#thread .turn")]
+    assert turns == ["What is the meal allowance in Manchester?",
+                     "what about Leeds?\nanswered as: What is the meal allowance in Leeds?"]
+
+    # feedback from the keyboard: tab to "No", Enter, type, Enter
+    no = browser.find_element(By.ID, "feedback-no")
+    browser.execute_script("arguments[0].focus()", browser.find_element(By.ID, "feedback-yes"))
+    browser.switch_to.active_element.send_keys(Keys.TAB)
+    assert browser.switch_to.active_element == no
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    assert browser.switch_to.active_element == browser.find_element(By.ID, "feedback-comment")
+    browser.switch_to.active_element.send_keys("I asked for the evening rate", Keys.ENTER)
+    wait_for(browser, lambda b: "recorded" in b.find_element(By.ID, "feedback-status").text, 20, "feedback recorded")
+    assert no.get_attribute("aria-pressed") == "true"
+    browser.find_element(By.CSS_SELECTOR, "#history-box summary").click()
+    wait_for(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#history li button")) == 2, 20, "two recent questions")
+    screenshot(browser, "conversation", screenshots)
+
+    browser.find_element(By.ID, "new-conversation").click()
+    assert not browser.find_element(By.ID, "thread").is_displayed()
+    assert browser.switch_to.active_element == browser.find_element(By.ID, "question")
+    answer = ask(browser, "what about Leeds?")  # no conversation to follow: asked as it stands
+    assert not browser.find_elements(By.ID, "rewritten")
+    browser.find_element(By.CSS_SELECTOR, "#history li button").click()  # the latest question's conversation comes back
+    wait_for(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#thread .turn")) == 1, 20, "the thread reopened")
+    assert_clean(browser)
