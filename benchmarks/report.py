@@ -443,6 +443,29 @@ def _large_files(large: dict[str, Any]) -> list[str]:
     return [*lines, "", f"Peak RSS {large['peak_rss_mb']:.0f} MB.", ""]
 
 
+def _crawl(crawl: dict[str, Any]) -> list[str]:
+    first, again = crawl["first"], crawl["recrawl"]
+    wrote = "nothing" if again["wrote_nothing"] else f"{again['writes_before']} became {again['writes_after']}"
+    return [
+        "### A site crawled on loopback",
+        "",
+        f"`citewell ingest URL --crawl` on a {crawl['site_pages']}-page site served on 127.0.0.1 (`benchmarks.crawl`: "
+        f"an index, ten sections, their pages; ETag and Last-Modified on each), {crawl['concurrency']} requests in "
+        f"flight, {crawl['delay']:g} s between request starts, into an empty home, the model loaded before the clock.",
+        "",
+        "| crawl | pages | seconds | pages/s | requests | conditional | parse s | chunk s | embed s | publish s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *(f"| {label} | {row['pages']} | {row['seconds']:,.2f} | {row['pages_per_second']:,.1f} | {row['requests']} | "
+          f"{row['conditional_requests']} | "
+          + " | ".join(f"{row['stages'].get(name, 0):,.2f}" for name in ("parse", "chunk", "embed", "publish")) + " |"
+          for label, row in (("first", first), ("again, nothing changed", again))),
+        "",
+        f"The re-crawl's outcomes: {', '.join(f'{n} {status}' for status, n in again['statuses'].items())}; it wrote {wrote} "
+        f"(record versions, uploads and objects compared before and after).",
+        "",
+    ]
+
+
 def _searchable(found: dict[str, Any]) -> list[str]:
     before, after = found["load_average_before"], found["load_average_after"]
     stop = found["ctrl_c"]
@@ -561,6 +584,7 @@ def render(results: dict[str, Any], data: Path) -> str:
         "",
         *_ingest(results["ingest"]),
         *(_large_files(results["large_files"]) if "large_files" in results else []),
+        *(_crawl(results["crawl"]) if "crawl" in results else []),
         *(_searchable(results["searchable"]) if "searchable" in results else []),
         "## Cold import of the Lambda handlers",
         "",

@@ -147,6 +147,7 @@ def main() -> None:
                                    "--documents", plan.ingest_documents)
     results["large_files"] = phases.run("large-files", "large_files", "--data", data, "--work", homes,
                                         "--megabytes", plan.large_megabytes, "--pages", plan.large_pages)
+    results["crawl"] = phases.run("crawl", "crawl", "--home", homes / "crawl", "--pages", 200)
     results["searchable"] = phases.run("searchable", "searchable", "--data", data, "--work", homes,
                                        "--small", plan.searchable_small, "--megabytes", plan.large_megabytes)
     sources = [homes / "scifact", homes / "cranfield", homes / "squad2-dev"]

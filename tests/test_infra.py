@@ -275,7 +275,7 @@ def test_stages_are_throttled_by_the_values_in_cdk_json(template):
 
 def test_logs_are_kept_for_the_configured_days(template):
     groups = template.find_resources("AWS::Logs::LogGroup")
-    assert len(groups) == 7 and all(g["Properties"]["RetentionInDays"] == CONTEXT["log_retention_days"] for g in groups.values())
+    assert len(groups) == 8 and all(g["Properties"]["RetentionInDays"] == CONTEXT["log_retention_days"] for g in groups.values())
 
 
 def test_bedrock_is_granted_only_for_what_is_configured(tmp_path_factory, template):
@@ -341,9 +341,9 @@ def test_textract_is_granted_and_configured_only_where_uploads_are_parsed(tmp_pa
 def test_every_stage_is_wired_s3_to_sqs_to_lambda_with_a_dead_letter_queue(template):
     queues = template.find_resources("AWS::SQS::Queue")
     inboxes = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]
-    assert len(inboxes) == 5 and all(q["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 5 for q in inboxes)
+    assert len(inboxes) == 6 and all(q["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 5 for q in inboxes)
     mappings = template.find_resources("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 5
+    assert len(mappings) == 6  # the four stages, delete, and fetch (fed by the API, not by S3)
     assert all(m["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings.values())
     (notifications,) = template.find_resources("Custom::S3BucketNotifications").values()
     configs = notifications["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
@@ -375,7 +375,7 @@ def test_audit_schedule_and_alarms_to_a_topic(tmp_path_factory, template):
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     dead_letter = [a for a in alarms.values() if a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"]
     errors = [a for a in alarms.values() if a["Properties"].get("MetricName") == "Errors"]
-    assert len(dead_letter) == 5 and len(errors) == 7
+    assert len(dead_letter) == 6 and len(errors) == 8
     (topic,) = template.find_resources("AWS::SNS::Topic")
     assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values())
     mailed = synth(tmp_path_factory, alarm_email="ops@example.com")

@@ -37,9 +37,10 @@ class StackConfig:
     log_retention_days: int = 90
     noncurrent_version_days: int = 7
     # per stage: the most concurrent invocations SQS starts (Lambda's floor is 2) and the batch size
-    max_concurrency: dict[str, int] = field(default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4})
-    batch_size: dict[str, int] = field(default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1})
+    max_concurrency: dict[str, int] = field(default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4, "fetch": 4})
+    batch_size: dict[str, int] = field(default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1, "fetch": 1})
     api_reserved_concurrency: int | None = None
+    fetch_allow: tuple[str, ...] = ()  # CIDRs or host names the fetch function may reach although private (CITEWELL_FETCH_ALLOW)
     profile: str = "default"  # the search domain's nodes: default | production (stacks/search.py PROFILES)
 
     @classmethod
@@ -53,6 +54,8 @@ class StackConfig:
             values["synth_only"] = True
         if isinstance(values.get("synth_only"), str):
             values["synth_only"] = values["synth_only"].lower() == "true"
+        if isinstance(values.get("fetch_allow"), str):
+            values["fetch_allow"] = tuple(x.strip() for x in values["fetch_allow"].split(",") if x.strip())
         for name in ("log_retention_days", "noncurrent_version_days", "api_reserved_concurrency"):
             if isinstance(values.get(name), str):
                 values[name] = int(values[name])

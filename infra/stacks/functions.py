@@ -167,6 +167,19 @@ class Functions(Construct):
         # An answer is recorded in one transaction with a check of each source's record.
         allow(self.api, ["dynamodb:ConditionCheckItem"], [table.table_arn])
 
+        # A URL's upload: the API queues it, the fetch function brings the page into raw/ (whose
+        # notification starts parse) through the SSRF guard; it reads the served copy on a 304.
+        self.fetch = function("fetch", 120, 512)
+        fetches = queue("fetch", 120)
+        fed(self.fetch, "fetch", fetches)
+        allow(self.fetch, ["s3:PutObject"], objects("raw"))
+        cleans_up(self.fetch)  # a failed fetch removes its upload's intent and objects
+        records(self.fetch, STAGE_RECORDS["parse"])
+        fetches.grant_send_messages(self.api)
+        self.api.add_environment("CITEWELL_FETCH_QUEUE_URL", fetches.queue_url)
+        if config.fetch_allow:
+            self.fetch.add_environment("CITEWELL_FETCH_ALLOW", ",".join(config.fetch_allow))
+
         self.audit = function("audit", 900, 1024)
         events.Rule(self, "AuditSchedule", schedule=events.Schedule.rate(cdk.Duration.hours(6)),
                     targets=[targets.LambdaFunction(self.audit)])

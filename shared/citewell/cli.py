@@ -138,6 +138,34 @@ def _lanes(value: str) -> tuple[str, ...]:
     return lanes
 
 
+def _count(flag: str, least: int) -> Callable[[str], int]:
+    def check(value: str) -> int:
+        if not value.strip().isascii() or not value.strip().isdigit() or int(value) < least:
+            raise argparse.ArgumentTypeError(f"{flag} takes a whole number from {least}, not {value!r}")
+        return int(value)
+
+    return check
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 60:
+        raise argparse.ArgumentTypeError(f"--delay takes a number of seconds from 0 to 60, not {value!r}")
+    return seconds
+
+
+def _allowed(value: str) -> str:
+    from citewell.fetch.guard import allow_entry
+
+    try:
+        return allow_entry(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _home(value: str) -> Path:
     if not value.strip():
         raise argparse.ArgumentTypeError("--home is empty: name the home folder, or leave --home out for the default")
@@ -193,8 +221,9 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     p = sub.add_parser("ingest", parents=[common], help="add or update documents")
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
-                   help="files and folders to ingest; folders are walked, hidden files skipped")
+    p.add_argument("paths", nargs="+", metavar="PATH_OR_URL",
+                   help="files and folders to ingest (folders are walked, hidden files skipped), "
+                        "or http(s) URLs of web pages")
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
     p.add_argument("--allow-roles", required=True, type=_roles, help="comma-separated roles that may read them")
     p.add_argument("--doc-id", help="document id (one file only; default: the path relative to the folder)")
@@ -212,8 +241,22 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
                    help="replace a document of the same id that came from another source or with other roles "
                         "(without it, such a file fails with id_taken and the document stays as it is)")
     p.add_argument("--prune", action="store_true",
-                   help="delete the tenant's documents that came from a folder given here and are no longer in it "
+                   help="delete the tenant's documents that came from a folder given here and are no longer in it, "
+                        "and pages that answer 404 or 410 or left a crawled site "
                         "(without it, they are listed as gone and still served)")
+    p.add_argument("--crawl", action="store_true",
+                   help="follow a URL's links within its site: the same scheme, host and path prefix")
+    p.add_argument("--depth", type=_count("--depth", 0), default=5,
+                   help="with --crawl: how many links from the URL to follow (default: 5; 0 is the page alone)")
+    p.add_argument("--max-pages", type=_count("--max-pages", 1), default=500,
+                   help="with --crawl: at most this many pages fetched (default: 500)")
+    p.add_argument("--concurrency", type=_count("--concurrency", 1), default=4,
+                   help="with --crawl: at most this many requests in flight (default: 4)")
+    p.add_argument("--delay", type=_seconds, default=0.1,
+                   help="with --crawl: seconds between request starts, or robots.txt's Crawl-delay if longer (default: 0.1)")
+    p.add_argument("--allow-host", action="append", type=_allowed, default=[], metavar="HOST_OR_CIDR",
+                   help="let fetches reach this host name or address range although it is loopback, private or "
+                        "link-local (refused otherwise); repeatable, added to $CITEWELL_FETCH_ALLOW")
 
     p = sub.add_parser("search", parents=[common], help="hybrid search under an identity")
     p.add_argument("question", type=_question, help="what to look for, in words")
@@ -289,6 +332,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
 
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.fetch.urls import looks_like_url
     from citewell.ingest.runner import IngestOutcome, ingest
     from citewell.ingest.stages import IngestRequest
     from citewell.ingest.walk import shown, walk
@@ -296,12 +340,20 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.progress import IngestDisplay
     from citewell.services import open_local
 
+    urls = [p for p in args.paths if looks_like_url(p)]
+    args.paths = [Path(p) for p in args.paths if not looks_like_url(p)]
+    if args.crawl and not urls:
+        raise InvalidInput("--crawl follows the links of a URL: name one (https://...)")
     found = walk(args.paths)
     # Smallest first: a folder's small files are searchable in seconds, not after a large one is parsed.
     files = sorted(((f.path, f.document_id) for f in found if f.outcome is None), key=lambda item: _size(item[0]))
     missing = [f.outcome for f in found if f.outcome is not None]  # not found, or left out with the reason
-    if len(files) != 1 and (args.doc_id or args.title or args.source):
+    if urls and (args.doc_id or args.source):
+        raise InvalidInput("a web page's id and source are its URL: --doc-id and --source are for one file")
+    if len(files) != 1 and (args.doc_id or args.source):
         raise InvalidInput("--doc-id, --title and --source need exactly one file")
+    if len(files) + len(urls) != 1 and args.title or (args.title and args.crawl):
+        raise InvalidInput("--title needs exactly one file or one page (not a crawl)")
     ids = [args.doc_id or doc_id for _, doc_id in files]
     described = _described(args)
     services = open_local(args.home)
@@ -320,12 +372,19 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 filename=shown(file.name), title=args.title, source=args.source or file.resolve().as_uri(),
                 replace=args.replace, **descriptive(described),
             )
+        if web is not None:
+            yield from web.requests()
 
-    with IngestDisplay(len(files), enabled=not args.json) as display:
-        outcomes = missing + ingest(services, requests(), progress=display)
-    outcomes += unreadable
+    web = _web_run(services, args, urls) if urls else None
+    try:
+        with IngestDisplay(len(files) if not urls else None, enabled=not args.json) as display:
+            outcomes = missing + ingest(services, requests(), progress=display)
+    finally:
+        if web is not None:
+            web.fetcher.close()
+    outcomes += unreadable + (web.outcomes if web is not None else [])
     payload: dict[str, Any] = {"documents": [o.model_dump(mode="json") for o in outcomes]}
-    gone = _gone(services, args, {f.document_id for f in found})
+    gone = _gone(services, args, {f.document_id for f in found}) + (web.gone if web is not None else [])
     if gone:
         payload["gone"] = gone
     failed = any(o.status in ("failed", "superseded") or o.pending or o.vectors_pending for o in outcomes)
@@ -340,6 +399,23 @@ def _described(args: argparse.Namespace) -> Descriptive:
                            authority=args.authority, effective_from=args.effective_from, effective_until=args.effective_until)
     except ValidationError as error:
         raise InvalidInput(readable(error)) from None
+
+
+def _web_run(services: Services, args: argparse.Namespace, urls: list[str]) -> Any:
+    """The pages' requests and outcomes (:mod:`citewell.ingest.web`), fetched through the guard
+    with the operator's allow-list: the flags and ``CITEWELL_FETCH_ALLOW``."""
+    from citewell.fetch.client import Fetcher
+    from citewell.fetch.guard import Guard
+    from citewell.ingest.web import WebOptions, WebRun
+    from citewell.settings import settings
+
+    config = settings()
+    fetcher = Fetcher(Guard.of([*config.fetch_allow, *args.allow_host]), max_bytes=services.max_bytes,
+                      seconds=config.fetch_seconds)
+    options = WebOptions(tenant=args.tenant, allowed_roles=args.allow_roles, title=args.title, locale=args.locale,
+                         replace=args.replace, crawl=args.crawl, depth=args.depth, max_pages=args.max_pages,
+                         concurrency=args.concurrency, delay=args.delay)
+    return WebRun(services, fetcher, urls, options, prune=args.prune)
 
 
 def _size(path: Path) -> int:

@@ -158,3 +158,29 @@ class RerankerUnavailable(CitewellError):
     """The rerank service timed out, failed or replied with something unusable: the fused order stands."""
 
     code = "reranker_unavailable"
+
+
+# --- web sources: a URL's fetch, recorded on the page's document like a file's failure ---
+
+
+class UrlRefused(IngestError):
+    """Not a URL citewell fetches: not http(s), credentials in it, or an address it may not reach
+    (loopback, private, link-local, ...) that the operator's allow-list does not name."""
+
+    code = "url_refused"
+
+
+class FetchFailed(IngestError):
+    """The page could not be fetched: no answer, a timeout, a broken connection, too many redirects."""
+
+    code = "fetch_failed"
+
+
+class HttpStatus(IngestError):
+    """The server answered with an error status (404, 500, ...)."""
+
+    code = "http_status"
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer
 from citewell.leases import Lease
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_WEB_ID = re.compile(r"https?://[^/?#\s]+(?:[/?][^#\s]*)?")  # a web page's id: its normalised URL (citewell.fetch.urls)
 
 
 def utcnow() -> datetime:
@@ -37,7 +38,7 @@ def validate_document_id(value: str) -> str:
 
     Ids become (encoded) object keys, DynamoDB sort keys and chunk-id prefixes: a relative
     path of at most 512 UTF-8 bytes and 900 percent-encoded, without '#', control characters,
-    or empty, '.' or '..' parts.
+    or empty, '.' or '..' parts; or a web page's normalised ``http(s)://`` URL, under the same limits.
     """
     if not isinstance(value, str) or not value or len(value.encode("utf-8")) > MAX_DOCUMENT_ID_BYTES:
         raise ValueError(f"document id must be 1 to {MAX_DOCUMENT_ID_BYTES} bytes of UTF-8")
@@ -46,6 +47,8 @@ def validate_document_id(value: str) -> str:
                          "(about 300 bytes of UTF-8 outside ASCII)")
     if "#" in value or _CONTROL.search(value) or "\\" in value:
         raise ValueError("document id may not contain '#', '\\' or control characters")
+    if _WEB_ID.fullmatch(value):  # its path keeps what the server named ('//' and a trailing '/' included)
+        return value
     if value.startswith("/") or any(part in ("", ".", "..") for part in value.split("/")):
         raise ValueError("document id must be a relative path without empty, '.' or '..' parts")
     return value
@@ -223,6 +226,18 @@ def descriptive(source: Descriptive) -> dict[str, Any]:
     return {name: getattr(source, name) for name in Descriptive.model_fields}
 
 
+class Fetched(BaseModel):
+    """What a web page's fetch answered: the validators a re-fetch sends back (``If-None-Match``,
+    ``If-Modified-Since``) and the bytes' hash, so an unchanged page costs no write even from a
+    server that sends neither."""
+
+    model_config = ConfigDict(frozen=True)
+
+    etag: str | None = None
+    last_modified: str | None = None
+    sha256: str
+
+
 class Upload(AccessFields, Descriptive):
     """An immutable upload intent, recorded at register. Every stage works from the intent it
     was handed, never from the live record, so a later upload or a delete cannot change what
@@ -236,6 +251,7 @@ class Upload(AccessFields, Descriptive):
     title: str | None = None
     source: str = ""
     filename: str | None = None
+    fetched: Fetched | None = None  # a web page's: what its fetch answered, for the next one's conditional request
     created_at: datetime = Field(default_factory=utcnow)
 
     @field_validator("upload_id", "generation")
@@ -272,6 +288,7 @@ class Document(AccessFields, Descriptive):
     content_sha256: str | None = None  # of the active revision's extracted text
     encoding: str | None = None  # the active revision's text encoding, as detected; None for binary formats
     lease: Lease | None = None  # the process that last put it in flight (processing, deleting), when it does the work
+    fetched: Fetched | None = None  # a web page's: what the fetch of the served (or last unchanged) bytes answered
     # Revisions a switch replaced whose purge has not finished: written with the switch, cleared
     # after the purge, so a process killed in between leaves an intent a restart and the audit finish.
     purging: list[str] = Field(default_factory=list)

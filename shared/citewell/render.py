@@ -89,7 +89,8 @@ def _ingest(payload: dict[str, Any]) -> None:
             _wrapped(f"pending: {line}", STATUS_WIDTH + 1, "yellow")
     for d in payload.get("gone", []):
         _id_line((f"{'deleted' if d['deleted'] else 'gone':<{STATUS_WIDTH}}", "yellow"), " ", d["document_id"])
-        _wrapped(f"its file {d['source']} is no longer in the folder" + (
+        why = f"the page {d['reason']}" if "reason" in d else f"its file {d['source']} is no longer in the folder"
+        _wrapped(why + (
             "" if d["deleted"] else "; still served: --prune deletes it, or citewell delete it"), STATUS_WIDTH + 1)
 
 

@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     embed_threads: int = Field(0, ge=0, le=256, description="a whole number of threads (0: one per core)")
     stuck_minutes: float = Field(DEFAULT_STUCK_MINUTES, ge=0, lt=float("inf"), description="a number of minutes from 0")
 
+    # Fetching web pages: the operator's allow-list past the refused ranges (CIDRs or host names), and a fetch's time limit.
+    fetch_allow: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="CIDRs (10.0.0.0/8, ::1/128) or host names, separated by commas")
+    fetch_seconds: Seconds = 30.0
+
     # Who answers.
     generator: Literal["extractive", "openai", "bedrock"] = Field(
         "extractive", description="extractive, openai or bedrock")
@@ -102,6 +107,7 @@ class Settings(BaseSettings):
     opensearch_url: str | None = None
     opensearch_host: str | None = None
     index_alias: str = "citewell-chunks"
+    fetch_queue_url: str | None = Field(None, description="an SQS queue URL")  # the API hands URL uploads to the fetch function
     embedder: Literal["bedrock", "openai", "minilm"] = Field("bedrock", description="bedrock, openai or minilm")
     ocr: Literal["none", "textract"] = Field("none", description="none or textract")  # textract: scans read by Amazon Textract
 
@@ -109,6 +115,14 @@ class Settings(BaseSettings):
     @classmethod
     def _comma_list(cls, value: Any) -> Any:
         return tuple(x.strip().lower() for x in value.split(",") if x.strip()) if isinstance(value, str) else value
+
+    @field_validator("fetch_allow", mode="before")
+    @classmethod
+    def _allow_list(cls, value: Any) -> Any:
+        from citewell.fetch.guard import allow_entry
+
+        items = [x.strip() for x in value.split(",") if x.strip()] if isinstance(value, str) else value
+        return tuple(allow_entry(x) for x in items)
 
     @field_validator("public_url")
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
 
 from citewell.filters import SearchFilter
 from citewell.models import MAX_COMMENT_CHARS, Descriptive, validate_name
@@ -24,9 +24,12 @@ Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), Af
 
 class NewDocument(Descriptive):
     """Bounded so a record always fits a DynamoDB item and an index row. The descriptive fields
-    (locale, tags, trust_tier, authority, effective_from/until) are the uploader's word, as the roles are."""
+    (locale, tags, trust_tier, authority, effective_from/until) are the uploader's word, as the roles
+    are. With ``url`` the service fetches the page (its id defaults to the normalised URL, its source
+    is the URL); without it the caller sends the file through the upload form it is given."""
 
-    document_id: str = Field(min_length=1, max_length=512)
+    document_id: str | None = Field(default=None, min_length=1, max_length=512)
+    url: str | None = Field(default=None, min_length=1, max_length=2048)
     allowed_roles: list[str] = Field(min_length=1, max_length=32)
     title: str | None = Field(default=None, max_length=512)
     source: str = Field(default="", max_length=2048)
@@ -36,6 +39,14 @@ class NewDocument(Descriptive):
     @classmethod
     def _roles(cls, value: list[str]) -> list[str]:
         return [validate_name(role, "role") for role in value]
+
+    @model_validator(mode="after")
+    def _what(self) -> NewDocument:
+        if self.document_id is None and self.url is None:
+            raise ValueError("name the document: document_id, or the url of a web page to fetch")
+        if self.url is not None and (self.source or self.filename):
+            raise ValueError("a fetched page's source is its url and its type comes from its bytes: leave source and filename out")
+        return self
 
 
 class SearchRequest(BaseModel):

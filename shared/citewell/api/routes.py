@@ -40,6 +40,7 @@ from citewell.models import (
     Document,
     Identity,
     SearchResult,
+    Upload,
     validate_document_id,
     validate_tenant,
     validate_token,
@@ -68,6 +69,7 @@ class ApiBackend:
     services: Services
     upload_form: UploadForms
     lease: Lease | None = None  # the process that runs the stages of the uploads it registers, when that is this one
+    fetch_page: Callable[[Upload], None] | None = None  # starts the fetch step of a URL's upload (citewell.fetch.store)
 
 
 class IsolatedHttpResolver(APIGatewayHttpResolver):
@@ -212,20 +214,33 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         found, who = caller()
         services = found.services
         require_writer(found.settings, who)
-        checked_id(request.document_id)
+        source, filename = request.source, request.filename
+        if request.url is not None:
+            if found.fetch_page is None:
+                raise BadRequestError("this service does not fetch web pages: send the file instead")
+            from citewell.fetch.urls import filename_of, normalise
+
+            source = normalise(request.url)  # UrlRefused (400) for another scheme or credentials in it
+            filename = filename_of(source)
+        document_id = checked_id(request.document_id or source)
         roles = frozenset(request.allowed_roles)
         if not roles <= who.roles:
             raise ForbiddenError("allowed_roles may only name roles the caller holds")
-        existing = services.metadata.get_document(who.tenant, request.document_id)
+        existing = services.metadata.get_document(who.tenant, document_id)
         if existing is not None and not who.can_see(existing.tenant, existing.allowed_roles):
             raise ForbiddenError("a document with this id exists and the caller may not replace it")
         try:
             upload = register_upload(
-                services, document_id=request.document_id, tenant=who.tenant, allowed_roles=roles, title=request.title,
-                source=request.source, filename=request.filename, described=request, lease=found.lease,
+                services, document_id=document_id, tenant=who.tenant, allowed_roles=roles, title=request.title,
+                source=source, filename=filename, described=request, lease=found.lease,
             )
         except ValidationError as error:
             raise BadRequestError(readable(error)) from None
+        if request.url is not None:
+            assert found.fetch_page is not None
+            found.fetch_page(upload)
+            body = {"document_id": upload.document_id, "upload_id": upload.upload_id, "url": source, "fetching": True}
+            return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=body)
         key = raw_key(who.tenant, upload.document_id, upload.upload_id)
         form = found.upload_form(key, services.max_bytes, UPLOAD_URL_SECONDS, app.current_event)
         body = {"document_id": upload.document_id, "upload_id": upload.upload_id, "upload": form,

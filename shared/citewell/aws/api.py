@@ -31,7 +31,28 @@ def aws_backend() -> ApiBackend:
     def upload_form(key: str, max_bytes: int, expires_in: int, event: APIGatewayProxyEventV2) -> dict[str, Any]:
         return objects.upload_form(key, max_bytes, expires_in)  # S3 refuses the body outside 1..max_bytes itself
 
-    return ApiBackend(settings=settings, services=services, upload_form=upload_form)
+    return ApiBackend(settings=settings, services=services, upload_form=upload_form, fetch_page=fetch_queue())
+
+
+def fetch_queue() -> Any:
+    """A URL's upload goes to the fetch function through its queue (``citewell.aws.fetching``);
+    a stack without one takes no URLs (400)."""
+    from citewell.settings import settings
+
+    queue_url = settings().fetch_queue_url
+    if not queue_url:
+        return None
+    import json
+
+    import boto3
+
+    client = boto3.client("sqs")
+
+    def send(upload: Any) -> None:
+        client.send_message(QueueUrl=queue_url, MessageBody=json.dumps(
+            {"tenant": upload.tenant, "document_id": upload.document_id, "upload_id": upload.upload_id}))
+
+    return send
 
 
 app = build_resolver(aws_backend)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from citewell.errors import Conflict, DocumentIdTaken
 from citewell.leases import Lease
-from citewell.models import Descriptive, Document, DocumentStatus, Upload, descriptive, new_token
+from citewell.models import Descriptive, Document, DocumentStatus, Fetched, Upload, descriptive, new_token
 from citewell.records import ATTEMPTS
 from citewell.services import Services
 
@@ -22,6 +22,7 @@ def register_upload(
     described: Descriptive | None = None,
     replace: bool = True,
     lease: Lease | None = None,
+    fetched: Fetched | None = None,
 ) -> Upload:
     """Record a new upload intent and make it the document's latest; the bytes come after.
 
@@ -44,7 +45,7 @@ def register_upload(
         upload = Upload(
             upload_id=upload_id, seq=(current.upload_seq if current else 0) + 1,
             generation=current.generation if current else new_token(), document_id=document_id, tenant=tenant,
-            allowed_roles=allowed_roles, title=title, source=source, filename=filename, **fields,
+            allowed_roles=allowed_roles, title=title, source=source, filename=filename, **fields, fetched=fetched,
         )
         services.metadata.put_upload(upload)
         if current is None:

@@ -29,6 +29,7 @@ from citewell.models import (
     Document,
     DocumentStatus,
     ErrorInfo,
+    Fetched,
     ParsedDocument,
     Upload,
     descriptive,
@@ -53,6 +54,7 @@ class IngestRequest(Descriptive):
     title: str | None = None
     source: str = ""
     replace: bool = True  # False: leave a document from another source or with other roles alone (DocumentIdTaken)
+    fetched: Fetched | None = None  # a web page's validators, kept on the record once its bytes are served
 
 
 class ParsedArtifact(BaseModel):
@@ -83,7 +85,7 @@ def register(services: Services, request: IngestRequest) -> Upload:
     upload = register_upload(
         services, document_id=request.document_id, tenant=request.tenant, allowed_roles=request.allowed_roles,
         title=request.title, source=request.source, filename=request.filename, described=request,
-        replace=request.replace, lease=leases.current(),
+        replace=request.replace, lease=leases.current(), fetched=request.fetched,
     )
     services.objects.put(raw_key(upload.tenant, upload.document_id, upload.upload_id), request.data)
     return upload
@@ -113,7 +115,7 @@ def parse_stage(services: Services, upload: Upload) -> ParseOutcome:
                 return None
             return d.model_copy(update={
                 "status": DocumentStatus.PUBLISHED, "error": None, "source": upload.source, "filename": upload.filename,
-                **descriptive(upload), "encoding": parsed.encoding,
+                **descriptive(upload), "encoding": parsed.encoding, "fetched": upload.fetched,
             })
 
         settled = update_document(services.metadata, upload.tenant, upload.document_id, settle)
@@ -267,7 +269,7 @@ def publish_stage(
             "active_revision": revision, "active_upload": upload.upload_id, "content_sha256": content_sha256, "encoding": encoding,
             "chunk_count": len(chunks), "status": DocumentStatus.PUBLISHED, "error": None,
             "allowed_roles": upload.allowed_roles, "title": chunks[0].title, "source": upload.source,
-            "filename": upload.filename, **descriptive(upload),
+            "filename": upload.filename, **descriptive(upload), "fetched": upload.fetched,
             "purging": sorted(set(d.purging) | older_revisions),  # an intent until the purge below is done (see finish_purges)
         })
 

@@ -17,6 +17,7 @@ import re
 import threading
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from citewell.api.routes import ApiBackend, IsolatedHttpResolver, build_resolver
 from citewell.errors import CitewellError, Conflict, EmptyText, ServerStopped, TooLarge
 from citewell.ingest.stages import record_failure
 from citewell.keys import parse_key
+from citewell.models import Upload
 from citewell.serve.events import stream_query, wants_events
 from citewell.serve.settings import ServeSettings
 from citewell.serve.tokens import (
@@ -165,7 +167,9 @@ class Server:
         # its worker first takes over the uploads a process that ended left unfinished.
         lease = leases.current()
         self.worker = IngestWorker(self.services, lease)
-        self._backend = ApiBackend(settings=settings, services=self.services, upload_form=self.upload_form, lease=lease)
+        self.fetches = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewell-fetch")
+        self._backend = ApiBackend(settings=settings, services=self.services, upload_form=self.upload_form, lease=lease,
+                                   fetch_page=self.fetch_page)
         self.openapi = openapi_document()
         self._local = threading.local()
         self._accepting = threading.Lock()
@@ -180,6 +184,28 @@ class Server:
         """The form's URL is the configured origin: a request's Host header names whatever the
         client likes, and the form would send the writer's file there."""
         return self.signer.form(key, max_bytes, expires_in, self.origin)
+
+    def fetch_page(self, upload: Upload) -> None:
+        """A URL's upload is fetched off the request (a page may take the fetch's time limit),
+        then queued for the worker as an upload form's file is."""
+        self.fetches.submit(self._fetch, upload)
+
+    def _fetch(self, upload: Upload) -> None:
+        from citewell.fetch.client import Fetcher
+        from citewell.fetch.guard import Guard
+        from citewell.fetch.store import fetch_upload
+        from citewell.settings import settings
+
+        config = settings()
+        try:
+            with Fetcher(Guard.of(config.fetch_allow), max_bytes=self.services.max_bytes, seconds=config.fetch_seconds) as fetcher:
+                fetched = fetch_upload(self.services, fetcher, upload)
+            if fetched is not None:
+                self.worker.submit(fetched)
+        except ServerStopped as error:
+            record_failure(self.services, upload, error)
+        except Exception:  # a bug: the upload stays for the audit, the details go to the log
+            logger.exception("fetching %s for %s failed", upload.source, upload.document_id)
 
     def _resolver(self) -> IsolatedHttpResolver:
         resolver: IsolatedHttpResolver | None = getattr(self._local, "resolver", None)
@@ -229,6 +255,7 @@ class Server:
             await anyio.to_thread.run_sync(self.warm)
             self.worker.start()
             yield
+            await anyio.to_thread.run_sync(functools.partial(self.fetches.shutdown, wait=True, cancel_futures=True))
             await anyio.to_thread.run_sync(self.worker.stop, self.settings.grace_seconds)
 
         routes = [

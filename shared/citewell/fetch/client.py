@@ -1,0 +1,139 @@
+"""Fetching one URL's bytes over httpx, through the guard, within limits.
+
+Each hop (the URL, then every redirect's target) is parsed, its host vetted by the
+:class:`~citewell.fetch.guard.Guard`, and the request sent to the vetted address itself with the
+name in the Host header and in TLS's SNI, whose certificate is checked against the name: there
+is no second resolution a rebinding resolver could answer differently. Nothing but what a fetch
+needs is sent: no cookies (none are kept), no credentials, no proxy or netrc from the
+environment. The body is streamed and cut off past ``max_bytes``; a fetch has a time limit
+as a whole as well as per read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.cookiejar
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+
+from citewell import __version__
+from citewell.errors import FetchFailed, HttpStatus, TooLarge, UrlRefused
+from citewell.fetch.guard import Guard
+from citewell.fetch.urls import normalise, parse_url
+from citewell.models import Fetched
+from citewell.settings import DEFAULT_MAX_BYTES
+
+USER_AGENT = f"citewell/{__version__} (+https://github.com/citewell)"
+MAX_REDIRECTS = 5
+_REDIRECTS = {301, 302, 303, 307, 308}
+GONE = {404, 410}  # the page is no longer there: its document is listed gone, as a file no longer in its folder
+
+
+@dataclass(frozen=True)
+class Page:
+    """One fetch's answer. ``modified`` False: a 304, ``data`` empty, the stored bytes still hold."""
+
+    url: str  # the normalised URL asked for: the document's id
+    final_url: str  # where the last redirect led: the base of the page's relative links
+    status: Literal["fetched", "not_modified"]
+    data: bytes = b""
+    fetched: Fetched | None = None
+
+
+class _NoCookies(http.cookiejar.DefaultCookiePolicy):
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:  # type: ignore[override]
+        return False
+
+
+class Fetcher:
+    """One client for many fetches (its connections are reused), safe to share between threads."""
+
+    def __init__(self, guard: Guard, *, max_bytes: int = DEFAULT_MAX_BYTES, seconds: float = 30.0,
+                 max_redirects: int = MAX_REDIRECTS) -> None:
+        self.guard, self.max_bytes, self.seconds, self.max_redirects = guard, max_bytes, seconds, max_redirects
+        self.client = httpx.Client(
+            follow_redirects=False, trust_env=False, cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            timeout=httpx.Timeout(min(seconds, 10.0)), limits=httpx.Limits(max_connections=16, max_keepalive_connections=8),
+            headers={"User-Agent": USER_AGENT, "Accept": "*/*"},
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def fetch(self, raw_url: str, known: Fetched | None = None) -> Page:
+        """The page's bytes, or ``not_modified`` when ``known``'s validators still hold.
+
+        Raises :class:`UrlRefused`, :class:`FetchFailed`, :class:`TooLarge` or :class:`HttpStatus`
+        (a 404 or 410 among them: the caller lists the page as gone)."""
+        url = parse_url(raw_url)
+        asked = normalise(url)
+        deadline = time.monotonic() + self.seconds
+        conditional = {}
+        if known is not None and known.etag:
+            conditional["If-None-Match"] = known.etag
+        if known is not None and known.last_modified:
+            conditional["If-Modified-Since"] = known.last_modified
+        for _ in range(self.max_redirects + 1):
+            response, body = self._send(url, conditional, deadline)
+            if response.status_code in _REDIRECTS and "location" in response.headers:
+                try:
+                    url = parse_url(str(url.join(response.headers["location"])))
+                except UrlRefused as error:
+                    raise UrlRefused(f"{normalise(url)} redirects to a URL that is not fetched: {error.message}") from None
+                continue
+            if response.status_code == 304 and known is not None:
+                return Page(asked, normalise(url), "not_modified", fetched=known)
+            if response.status_code >= 300:
+                raise HttpStatus(f"{normalise(url)} answered {response.status_code} {response.reason_phrase}".rstrip(),
+                                 response.status_code)
+            fetched = Fetched(etag=response.headers.get("etag"), last_modified=response.headers.get("last-modified"),
+                              sha256=hashlib.sha256(body).hexdigest())
+            return Page(asked, normalise(url), "fetched", body, fetched)
+        raise FetchFailed(f"{asked} redirected more than {self.max_redirects} times")
+
+    def _send(self, url: httpx.URL, conditional: dict[str, str], deadline: float) -> tuple[httpx.Response, bytes]:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        addresses = self.guard.vet(url.host, port)
+        host_header = url.netloc.decode("ascii")
+        last: Exception | None = None
+        for address in addresses:
+            pinned = url.copy_with(host=address)
+            request = httpx.Request("GET", pinned, headers={**self.client.headers, "Host": host_header, **conditional},
+                                    extensions={"sni_hostname": url.host} if url.scheme == "https" else {})
+            try:
+                return self._read(request, deadline, normalise(url))
+            except httpx.ConnectError as error:  # the next address the name has, if any
+                last = error
+            except httpx.TimeoutException:
+                raise FetchFailed(f"{normalise(url)} did not answer within the time limit") from None
+            except httpx.HTTPError as error:
+                raise FetchFailed(f"{normalise(url)} could not be fetched: {type(error).__name__}: {error}") from None
+        raise FetchFailed(f"{normalise(url)} could not be reached: {last}")
+
+    def _read(self, request: httpx.Request, deadline: float, shown: str) -> tuple[httpx.Response, bytes]:
+        response = self.client.send(request, stream=True)
+        try:
+            if response.status_code != 200:
+                return response, b""
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                raise TooLarge(f"{shown} is {int(declared):,} bytes, over the limit of {self.max_bytes:,} bytes")
+            body = bytearray()
+            for piece in response.iter_bytes():
+                body += piece
+                if len(body) > self.max_bytes:
+                    raise TooLarge(f"{shown} sent more than the limit of {self.max_bytes:,} bytes; the rest was not read")
+                if time.monotonic() > deadline:
+                    raise FetchFailed(f"{shown} took longer than the time limit to send its page")
+            return response, bytes(body)
+        finally:
+            response.close()

@@ -1,0 +1,75 @@
+"""A web page's URL as its document id, and what a crawl's scope holds.
+
+One page, one id: the fragment is dropped (it names a place in the page, not another page),
+the query is kept (it may name another page), the scheme and host are lower-cased (the host
+in its IDNA form), a default port and dot segments go, and an empty path is ``/``. Only
+``http`` and ``https`` are URLs here, and none with credentials in it: they would be sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from citewell.errors import UrlRefused
+
+SCHEMES = {"http": 80, "https": 443}
+
+
+def looks_like_url(value: str) -> bool:
+    """What the CLI takes as a URL rather than a path: anything with a scheme, so
+    ``file://`` and ``ftp://`` are refused as URLs instead of read as missing files."""
+    scheme, sep, _ = value.partition("://")
+    return bool(sep) and scheme.isascii() and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
+
+
+def parse_url(raw: str) -> httpx.URL:
+    """The URL, checked: http(s), a host, no userinfo. :class:`UrlRefused` otherwise."""
+    try:
+        url = httpx.URL(raw.strip())
+    except (httpx.InvalidURL, TypeError, ValueError) as error:
+        raise UrlRefused(f"{raw!r} is not a URL: {error}") from None
+    if url.scheme not in SCHEMES:
+        raise UrlRefused(f"only http and https URLs are fetched, not {url.scheme or 'a URL without a scheme'}: {raw!r}")
+    if not url.host:
+        raise UrlRefused(f"{raw!r} names no host")
+    if url.userinfo:
+        raise UrlRefused(f"{url.copy_with(username=None, password=None)}: a URL with a user name or password in it "
+                         "is not fetched (credentials are never sent)")
+    return url
+
+
+def normalise(raw: str | httpx.URL) -> str:
+    """The page's document id (see the module's rules)."""
+    url = raw if isinstance(raw, httpx.URL) else parse_url(raw)
+    host = url.raw_host.decode("ascii").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = "" if url.port in (None, SCHEMES[url.scheme]) else f":{url.port}"
+    path = url.raw_path.decode("ascii") or "/"
+    return f"{url.scheme}://{host}{port}{path}"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A crawl's site: the root's scheme, host and port, and its path up to the last '/'
+    (``https://h/docs/index.html`` covers ``https://h/docs/...``)."""
+
+    prefix: str
+
+    @classmethod
+    def of(cls, root: str) -> Scope:
+        page = normalise(root)
+        origin_end = page.index("/", len("https://") if page.startswith("https") else len("http://"))
+        path = page[origin_end:].split("?", 1)[0]
+        return cls(page[:origin_end] + path[: path.rindex("/") + 1])
+
+    def holds(self, page_id: str) -> bool:
+        return page_id.startswith(self.prefix)
+
+
+def filename_of(page_id: str) -> str | None:
+    """The last path segment, a hint among text types (``notes.md``), as a file's name is."""
+    name = page_id.split("?", 1)[0].rsplit("/", 1)[-1]
+    return name or None

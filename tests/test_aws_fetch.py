@@ -1,0 +1,66 @@
+"""The fetch step on AWS (moto S3 and DynamoDB): a URL upload's page lands in raw/ through the
+guard, a refused address fails the document; and the role the stack gives the fetch function."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.loopback_site import Site, page, serving
+from citewell.aws.fetching import fetch_message
+from citewell.ingest.registration import register_upload
+from citewell.keys import raw_key
+from tests.aws_roles import granted_actions
+from tests.conftest import make_services, moto_bucket, moto_dynamodb
+
+
+@pytest.fixture
+def aws_services(tmp_path, embedder, monkeypatch):
+    services = make_services(tmp_path, embedder)
+    with moto_bucket(monkeypatch) as objects, moto_dynamodb(monkeypatch) as metadata:
+        services.objects, services.metadata = objects, metadata
+        yield services
+
+
+def queued(services, url: str) -> tuple[object, str]:
+    upload = register_upload(services, document_id=url, tenant="northpier", allowed_roles=frozenset({"staff"}), source=url)
+    return upload, json.dumps({"tenant": "northpier", "document_id": url, "upload_id": upload.upload_id})
+
+
+def test_a_queued_url_is_fetched_into_the_upload_bucket_with_its_validators(aws_services, monkeypatch):
+    monkeypatch.setenv("CITEWELL_FETCH_ALLOW", "127.0.0.1/32")
+    with serving(Site(pages={"/leave.html": page("Annual leave", "Staff receive 27 days.")})) as site:
+        upload, body = queued(aws_services, f"{site.url}/leave.html")
+        assert fetch_message(aws_services, body) == "fetched"
+    stored = aws_services.objects.get(raw_key("northpier", upload.document_id, upload.upload_id))
+    assert b"27 days" in stored
+    intent = aws_services.metadata.get_upload("northpier", upload.document_id, upload.upload_id)
+    assert intent.fetched.etag == site.etag("/leave.html")
+
+
+def test_a_refused_address_fails_the_document_and_stores_nothing(aws_services, monkeypatch):
+    monkeypatch.setenv("CITEWELL_FETCH_ALLOW", "127.0.0.1/32")  # the operator's range: the metadata endpoint is not in it
+    upload, body = queued(aws_services, "http://169.254.169.254/latest/meta-data/")
+    assert fetch_message(aws_services, body) == "failed"
+    document = aws_services.metadata.get_document("northpier", upload.document_id)
+    assert document.status.value == "failed" and document.error.code == "url_refused"
+    assert list(aws_services.objects.list("raw/")) == []
+
+
+def test_without_the_allow_list_loopback_is_refused_on_aws_too(aws_services, monkeypatch):
+    monkeypatch.delenv("CITEWELL_FETCH_ALLOW", raising=False)
+    with serving(Site(pages={"/": page("Home", "Welcome.")})) as site:
+        upload, body = queued(aws_services, f"{site.url}/")
+        assert fetch_message(aws_services, body) == "failed"
+    assert site.requests == []
+
+
+def test_the_fetch_function_may_write_raw_uploads_and_reach_no_search_domain(function_roles):
+    fetch = granted_actions(function_roles["fetch"])
+    assert "s3:PutObject" in fetch and not any(a.startswith(("es:", "bedrock:")) for a in fetch)
+    assert "sqs:SendMessage" in granted_actions(function_roles["api"])
+    puts = [s for d in function_roles["fetch"] for s in d["Statement"]
+            if "s3:PutObject" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])]
+    assert all(str(r).endswith(":::citewell-documents/raw/*") for s in puts
+               for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]))
