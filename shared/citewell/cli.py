@@ -375,7 +375,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         if web is not None:
             yield from web.requests()
 
-    web = _web_run(services, args, urls) if urls else None
+    web = _web_run(services, args, urls, described) if urls else None
     try:
         with IngestDisplay(len(files) if not urls else None, enabled=not args.json) as display:
             outcomes = missing + ingest(services, requests(), progress=display)
@@ -401,7 +401,7 @@ def _described(args: argparse.Namespace) -> Descriptive:
         raise InvalidInput(readable(error)) from None
 
 
-def _web_run(services: Services, args: argparse.Namespace, urls: list[str]) -> Any:
+def _web_run(services: Services, args: argparse.Namespace, urls: list[str], described: Descriptive) -> Any:
     """The pages' requests and outcomes (:mod:`citewell.ingest.web`), fetched through the guard
     with the operator's allow-list: the flags and ``CITEWELL_FETCH_ALLOW``."""
     from citewell.fetch.client import Fetcher
@@ -412,7 +412,7 @@ def _web_run(services: Services, args: argparse.Namespace, urls: list[str]) -> A
     config = settings()
     fetcher = Fetcher(Guard.of([*config.fetch_allow, *args.allow_host]), max_bytes=services.max_bytes,
                       seconds=config.fetch_seconds)
-    options = WebOptions(tenant=args.tenant, allowed_roles=args.allow_roles, title=args.title, locale=args.locale,
+    options = WebOptions(tenant=args.tenant, allowed_roles=args.allow_roles, title=args.title, described=described,
                          replace=args.replace, crawl=args.crawl, depth=args.depth, max_pages=args.max_pages,
                          concurrency=args.concurrency, delay=args.delay)
     return WebRun(services, fetcher, urls, options, prune=args.prune)

@@ -26,7 +26,7 @@ from citewell.ingest.runner import IngestOutcome
 from citewell.ingest.stages import IngestRequest, record_failure
 from citewell.interrupts import deferred
 from citewell.keys import raw_key
-from citewell.models import Document, DocumentStatus, ErrorInfo, Fetched
+from citewell.models import Descriptive, Document, DocumentStatus, ErrorInfo, Fetched, descriptive
 from citewell.services import Services
 
 
@@ -37,7 +37,7 @@ class WebOptions:
     tenant: str
     allowed_roles: frozenset[str]
     title: str | None = None
-    locale: str = "en"
+    described: Descriptive = field(default_factory=Descriptive)  # locale, tags, authority, ...: the operator's word
     replace: bool = True
     crawl: bool = False
     depth: int = 5
@@ -133,8 +133,8 @@ class WebRun:
                 data = page.data
         yield IngestRequest(
             document_id=page.url, tenant=self.options.tenant, allowed_roles=self.options.allowed_roles, data=data,
-            filename=filename_of(page.final_url), title=self.options.title, source=page.url, locale=self.options.locale,
-            replace=self.options.replace, fetched=page.fetched,
+            filename=filename_of(page.final_url), title=self.options.title, source=page.url,
+            **descriptive(self.options.described), replace=self.options.replace, fetched=page.fetched,
         )
 
     def _same(self, document: Document, page: Page) -> bool:
@@ -142,7 +142,7 @@ class WebRun:
         o = self.options
         if document.status is not DocumentStatus.PUBLISHED or not document.active_revision or document.fetched is None:
             return False
-        if document.allowed_roles != o.allowed_roles or document.locale != o.locale or (o.title and document.title != o.title):
+        if document.allowed_roles != o.allowed_roles or descriptive(document) != descriptive(o.described) or (o.title and document.title != o.title):
             return False
         return page.status == "not_modified" or (page.fetched is not None and page.fetched.sha256 == document.fetched.sha256)
 
@@ -160,7 +160,7 @@ class WebRun:
             try:
                 upload = register_upload(self.services, document_id=visit.url, tenant=self.options.tenant,
                                          allowed_roles=self.options.allowed_roles, title=self.options.title,
-                                         source=visit.url, filename=filename_of(visit.url), locale=self.options.locale,
+                                         source=visit.url, filename=filename_of(visit.url), described=self.options.described,
                                          replace=self.options.replace)
             except CitewellError as refused:  # id_taken, or being deleted: the record stays as it is
                 self.outcomes.append(_outcome(visit.url, "failed", refused))
