@@ -85,7 +85,7 @@ def test_a_first_sign_in_replaces_the_temporary_password_and_yields_the_token_th
     assert token["token_use"] == "id" and token["aud"] == pool["client_id"]  # the audience the authorizer checks
     settings = ApiSettings(tenant_claim=CONTEXT["tenant_claim"], roles_claim=CONTEXT["roles_claim"])
     assert claims_identity(as_the_authorizer_passes_them(token), settings) == Identity(
-        tenant="northpier", roles=frozenset({"staff", "citewell:write"}))
+        tenant="northpier", roles=frozenset({"staff", "citewell:write"}), subject=f"token:{token['sub']}")
     assert signed_in["tenant"] == "northpier" and signed_in["roles"] == ["citewell:write", "staff"]
 
     code, again = login(capsys, monkeypatch, pool["client_id"], f"{CHOSEN}\n")  # no challenge the second time
