@@ -593,3 +593,12 @@ def test_a_passage_sharing_only_its_documents_name_with_the_question_is_not_quot
     add(services, b"# Northpier Staff Handbook\n\nNorthpier Logistics runs container terminals in three ports.\n", "handbook.md")
     answer = ask(services, SUPPORT, "Who is the chief executive of Northpier?")
     assert answer.outcome is Outcome.NOT_FOUND and answer.answer is None, answer
+
+
+def test_a_passage_that_shares_only_a_preposition_with_the_question_is_not_quoted(services):
+    # Once the travel policy is gone, "per calendar year" of the leave rule is not near "per night".
+    add(services, b"# Handbook\n\n## Annual leave\n\nFull-time staff receive 27 days of paid annual leave per calendar "
+                  b"year, plus public holidays.\n", "handbook.md")
+    assert "per" not in stems("How much is the hotel allowance per night in port cities?")
+    answer = ask(services, SUPPORT, "How much is the hotel allowance per night in port cities?")
+    assert answer.outcome == Outcome.NOT_FOUND and not answer.citations, answer

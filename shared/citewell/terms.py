@@ -11,7 +11,7 @@ WORD = re.compile(r"\w+", re.UNICODE)
 FUNCTION_WORDS = frozenset(
     "a about an and are as at be been being but by can could did do does for from had has have how i if in into "
     "is it its many may me might much must my no not of on or our should so than that the their them then there "
-    "these they this those to too us was we were what when where which who whom whose why will with would you your "
+    "these they this those to too us was we were what when where which who whom whose why will with would you your per "
     "s t ll ve".split()
 )
 
