@@ -14,7 +14,6 @@ tokenizer (the same uncased vocabulary). Nothing is downloaded at run time.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from citewell.embedders.minilm import onnx_threads, plain_tokenizer
 
 if TYPE_CHECKING:  # the trainer imports this module for ``encode`` without the rest of the package
     from citewell.answers.units import Unit
@@ -46,26 +47,17 @@ def _model_path() -> Path:
     return Path(str(resources.files("citewell.answers") / MODEL_FILE))
 
 
-def _tokenizer_path() -> Path:
-    return Path(str(resources.files("citewell.embedders") / "assets" / "minilm-tokenizer.json"))
-
-
 class AnswerVerifier:
     """Scores (question, unit passage) pairs: a logit, higher when the passage holds the answer."""
 
     def __init__(self, path: Path | None = None, threads: int | None = None) -> None:
         self.path = path or _model_path()
-        self.threads = threads or int(os.environ.get("CITEWELL_EMBED_THREADS", "0")) or (os.cpu_count() or 1)
+        self.threads = threads or onnx_threads()
         self._lock = threading.Lock()
 
     @cached_property
     def _tokenizer(self) -> Any:
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(_tokenizer_path()))
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        return tokenizer
+        return plain_tokenizer()
 
     @cached_property
     def _session(self) -> Any:

@@ -37,12 +37,23 @@ def _tokenizer_path() -> Path:
     return Path(str(resources.files("citewell.embedders") / "assets" / "minilm-tokenizer.json"))
 
 
-
-def _threads_setting() -> int:
-    """``CITEWELL_EMBED_THREADS``: 0 (the default) is one thread per core."""
+def onnx_threads() -> int:
+    """``CITEWELL_EMBED_THREADS``, else one thread per core: every ONNX model of the process."""
     from citewell.settings import settings
 
-    return settings().embed_threads
+    return settings().embed_threads or (os.cpu_count() or 1)
+
+
+def plain_tokenizer() -> Any:
+    """The packaged word-piece tokenizer, neither truncating nor padding: for counting, and for
+    callers that lay out their own sequences."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(_tokenizer_path()))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
 
 class MiniLMEmbedder:
     """Mean-pooled, L2-normalised sentence embeddings, as sentence-transformers computes them."""
@@ -51,7 +62,7 @@ class MiniLMEmbedder:
     dims = DIMS
 
     def __init__(self, threads: int | None = None, batch_size: int = BATCH_SIZE) -> None:
-        self.threads = threads or _threads_setting() or (os.cpu_count() or 1)
+        self.threads = threads or onnx_threads()
         self.batch_size = batch_size
         self._lock = threading.Lock()
         self._calls = 0
@@ -68,12 +79,7 @@ class MiniLMEmbedder:
 
     @cached_property
     def _counter(self) -> Any:
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(_tokenizer_path()))
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        return tokenizer
+        return plain_tokenizer()
 
     @cached_property
     def _session(self) -> Any:
