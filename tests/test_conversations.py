@@ -196,3 +196,16 @@ def test_an_api_caller_never_reaches_the_cli_operators_conversations(services):
         with pytest.raises(NotFound):
             thread(services, caller, first.conversation_id)
         assert history(services, caller) == []
+
+
+def test_tokens_without_a_subject_never_share_a_conversation(services):
+    from citewell.api.routes import claims_identity
+    from citewell.api.settings import ApiSettings
+
+    add(services, MEALS, "meals.md")
+    unnamed = {"custom:tenant": "northpier", "cognito:groups": ["staff"]}
+    asker, other = claims_identity(unnamed, ApiSettings()), claims_identity(unnamed, ApiSettings())
+    first = turn(services, asker, "How much is the meal allowance in Manchester?")
+    with pytest.raises(NotFound):
+        thread(services, other, first.conversation_id)
+    assert history(services, other) == []

@@ -15,6 +15,7 @@ locally, the home opened once per process).
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -120,8 +121,11 @@ def claims_identity(claims: dict[str, Any], settings: ApiSettings) -> Identity:
                              "send the ID token in the Authorization header")
     tenant = str(claims.get(settings.tenant_claim, "") or "")
     # "token:" keeps an API caller's conversations apart from the CLI operator's (subject ""),
-    # whatever a token's sub says; tokens without one are, to the API, the same caller.
-    found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)), subject=f"token:{claims.get('sub') or ''}")
+    # whatever a token's sub says. A token without one names nobody: each of its requests is a
+    # caller of its own, so no two such tokens share a thread, a history or feedback.
+    sub = str(claims.get("sub") or "")
+    subject = f"token:{sub}" if sub else f"unnamed:{uuid.uuid4().hex}"
+    found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)), subject=subject)
     if found.is_empty:
         raise ForbiddenError("the token carries no tenant or no roles")
     try:
