@@ -237,6 +237,40 @@ def measure(observed: list[Observed], model: RefusalModel, scores: Scores | None
     }
 
 
+def discrimination(parts: Sequence[tuple[list[Observed], RefusalModel, Scores | None]]) -> dict[str, float]:
+    """How well each scorer tells the units holding a fact among the first ``VERIFIED`` by the
+    unit model (ROC AUC over those units of every question of every part, each part scored by
+    its own models and verifier): the unit model, and with a verifier its logit alone and the
+    rerank blend. ``best_holds_*``: answerable questions whose best unit holds a fact, ranked by
+    the unit model and after the rerank."""
+    from sklearn.metrics import roc_auc_score
+
+    labels, unit, verifier, blend, best = [], [], [], [], {"unit_model": 0, "reranked": 0}
+    for observed, model, scores in parts:
+        for o in observed:
+            if not o.unit_rows:
+                continue
+            p = np.array([model.unit.probability(r) for r in o.unit_rows])
+            top = np.argsort(-p, kind="stable")[:VERIFIED]
+            labels += [o.unit_labels[int(i)] for i in top]
+            unit += [float(p[i]) for i in top]
+            best["unit_model"] += o.question.answerable and o.unit_labels[int(top[0])]
+            if scores is not None and model.rerank is not None:
+                _, again = _ranked(o, model, scores)
+                verifier += list(scores.of(o.question.text, [o.passages[int(i)] for i in top]))
+                blend += [float(again[i]) for i in top]
+                best["reranked"] += o.question.answerable and o.unit_labels[int(np.argmax(again))]
+    y = np.array(labels, dtype=int)
+    if not 0 < y.sum() < len(y):
+        return {"units": len(y)}
+    out: dict[str, float] = {"units": len(y), "holding": int(y.sum()), "auc_unit_model": round(float(roc_auc_score(y, unit)), 4),
+                             "best_holds_unit_model": best["unit_model"]}
+    if verifier:
+        out |= {"auc_verifier": round(float(roc_auc_score(y, verifier)), 4), "auc_rerank": round(float(roc_auc_score(y, blend)), 4),
+                "best_holds_reranked": best["reranked"]}
+    return out
+
+
 def squad_questions(services: Services, squad: Path) -> list[Question]:
     from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
 
@@ -283,9 +317,11 @@ def realdocs_questions(services: Services, folder: Path) -> list[Question]:
     ]
 
 
-def cross_validated(observed: list[Observed], weights: dict[str, float], scores: dict[int, Scores | None]) -> dict[str, float]:
+def cross_validated(observed: list[Observed], weights: dict[str, float],
+                    scores: dict[int, Scores | None]) -> tuple[dict[str, float], dict[str, float]]:
     """Realdocs figures of models fitted without the half of its documents they are measured on
-    (``scores``: by fold, the verifier trained without it): each fold's figures weighted by its questions."""
+    (``scores``: by fold, the verifier trained without it): each fold's figures weighted by its
+    questions; then the units' ``discrimination`` over both folds' held-out questions."""
     others = [o for o in observed if o.question.source != "realdocs"]
     rows = [o for o in observed if o.question.source == "realdocs"]
     folds = []
@@ -293,10 +329,11 @@ def cross_validated(observed: list[Observed], weights: dict[str, float], scores:
         held = [o for o in rows if o.question.fold == fold]
         if held:
             model = fit(others + [o for o in rows if o.question.fold != fold], weights, scores[fold])
-            folds.append(measure(held, model, scores[fold]))
-    total = sum(f["questions"] for f in folds) or 1
-    keys = [k for k in (folds[0] if folds else {}) if k != "questions"]
-    return {"questions": total, **{k: round(sum(f[k] * f["questions"] for f in folds) / total, 4) for k in keys}}
+            folds.append((measure(held, model, scores[fold]), held, model, scores[fold]))
+    total = sum(f["questions"] for f, *_ in folds) or 1
+    keys = [k for k in (folds[0][0] if folds else {}) if k != "questions"]
+    figures = {"questions": total, **{k: round(sum(f[k] * f["questions"] for f, *_ in folds) / total, 4) for k in keys}}
+    return figures, discrimination([(held, model, fold_scores) for _, held, model, fold_scores in folds])
 
 
 def main() -> None:
@@ -349,13 +386,15 @@ def main() -> None:
         f", realdocs-tune ({fitted_on['realdocs']} questions, weighing {args.realdocs_weight:g})" if "realdocs" in fitted_on else "") + (
         f"; the first {VERIFIED} units reranked by the answer verifier {args.verifier.name}" if args.verifier else "")
     model.metrics = {f"{source}_{k}": v for source, figures in held_out.items() for k, v in figures.items()}
+    units = {source: discrimination([([o for o in observed if o.question.source == source and not o.question.fit], model, scores)])
+             for source in sources if source != "realdocs"}
     on_fitted = {source: measure([o for o in observed if o.question.source == source and o.question.fit], model, scores)
                  for source in sources}
     if "realdocs" in fitted_on:  # every realdocs question is fitted on: its figures come from the other half of its documents
         by_fold = {f: Scores(p) for f, p in enumerate(args.verifier_without_fold)} if args.verifier_without_fold else {}
-        held_out["realdocs"] = cross_validated(observed, weights, {f: by_fold.get(f, scores) for f in (0, 1)})
+        held_out["realdocs"], units["realdocs"] = cross_validated(observed, weights, {f: by_fold.get(f, scores) for f in (0, 1)})
         model.metrics |= {f"realdocs_cv_{k}": v for k, v in held_out["realdocs"].items()}
-    print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out}, indent=2))
+    print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out, "held_out_units": units}, indent=2))
     if args.write:
         target = Path(str(resources.files("citewell.answers") / MODEL_FILE))
         target.write_text(model.model_dump_json(indent=2) + "\n")
