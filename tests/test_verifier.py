@@ -54,3 +54,24 @@ def test_no_rerank_ships_without_its_verifier():
     """The rerank model reads one verifier's logits: it ships with that file or not at all."""
     shipped = Path(str(resources.files("citewell.answers") / MODEL_FILE))
     assert (shipped_model().rerank is not None) == shipped.exists()
+
+
+def test_discrimination_reads_only_the_first_units_the_verifier_would_read():
+    """The side-by-side AUC is over the units a verifier would rerank (the first VERIFIED by the
+    unit model), not every unit: a fact held by a fifth unit is no unit model's miss here."""
+    from benchmarks.calibrate_refusal import Observed, Question, discrimination
+    from citewell.answers.refusal import UNIT_FEATURES, RefusalModel
+    from citewell.models import Identity
+
+    def observed(cosines: list[float], holds: list[bool]) -> Observed:
+        rows = [{name: 0.0 for name in UNIT_FEATURES} | {"cosine": c} for c in cosines]
+        question = Question(text=f"q{cosines}", identity=Identity(tenant="t", roles=frozenset({"r"})), facts=["x"],
+                            answerable=True, source="squad", fit=False)
+        return Observed(question, rows, holds, {}, holds, [frozenset({i}) for i in range(len(rows))])
+
+    model = RefusalModel(unit=LogisticModel(features=("cosine",), weights=[1.0], bias=0.0),
+                         answer=LogisticModel(features=("best_unit",), weights=[1.0], bias=0.0))
+    first = observed([0.9, 0.8, 0.7, 0.6, 0.5], [True, False, False, False, True])
+    second = observed([0.9, 0.8, 0.1, 0.05], [False, True, False, False])
+    figures = discrimination([([first, second, Observed(first.question, [], [], {}, [], [])], model, None)])
+    assert figures == {"units": 8, "holding": 2, "auc_unit_model": round(10 / 12, 4), "best_holds_unit_model": 1}
