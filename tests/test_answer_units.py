@@ -127,3 +127,14 @@ BUILD OVERRIDES
     answer = ask(services, DEV, "Cargo release profile default codegen-units")
     shown = answer.answer or ""
     assert "16 for non-incremental builds" in shown and "opt-level = 0" not in shown, answer
+
+
+def test_a_negation_in_what_sets_up_the_question_or_in_its_condition_is_not_asked_for():
+    from citewell.answers.units import asks_what_is_not
+
+    assert asks_what_is_not("Which port does not accept hazardous cargo?")
+    assert asks_what_is_not("What did the treaty not cover?")
+    assert not asks_what_is_not("What progress status does ninja print when NINJA_STATUS is not set?")
+    assert not asks_what_is_not("In production I want load_dotenv() calls in third-party code to do nothing. How?")
+    assert not asks_what_is_not("I can't tell where the value came from. Which option gives me more information?")
+    assert not asks_what_is_not("How many SHA rounds does libc use if I don't set SHA_CRYPT_MIN_ROUNDS?")

@@ -208,6 +208,21 @@ def negates(text: str) -> bool:
     return _NEGATION.search(text) is not None
 
 
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+_CONDITION = re.compile(r"\s(?:if|when|whenever|unless|because|since|although|though|once|so that)\b", re.I)
+
+
+def asks_what_is_not(question: str) -> bool:
+    """Whether the question asks what is not so, in its ask and not in what sets it up: "What
+    does ninja print when NINJA_STATUS is not set?" and "I can't tell where it came from.
+    Which option tells me?" ask what is, under a condition the answer need not repeat."""
+    sentences = [s for s in _SENTENCE_END.split(question.strip()) if s.strip()]
+    if not sentences:
+        return False
+    ask = next((s for s in reversed(sentences) if s.rstrip().endswith("?")), sentences[-1])
+    return negates(_CONDITION.split(ask)[0])
+
+
 def missing_share(terms: set[str], text: str) -> float:
     """The share of ``terms`` that ``text`` (lower case) does not hold as whole words."""
     if not terms:

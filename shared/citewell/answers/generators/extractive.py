@@ -34,6 +34,7 @@ from citewell.answers.units import (
     SERIES,
     Unit,
     Wants,
+    asks_what_is_not,
     companions,
     completion,
     identifiers,
@@ -148,7 +149,7 @@ def score_support(
     wanted = wants(question)
     contexts: dict[tuple[tuple[int, str], str], tuple[set[str], str]] = {}
     specific = specific_terms(question)
-    negated = negates(question)
+    negated = asks_what_is_not(question)
     rows, arounds = [], []
     # A unit is scored with the sentence or heading its answer would quote beside it.
     beside = companions(units, wanted, question)
