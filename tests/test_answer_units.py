@@ -40,6 +40,9 @@ def test_manual_questions_want_a_flag_or_variable_and_default_questions_a_stated
     assert Wants.CODE in wants("A file is already tracked. How do I stop tracking it?")
     assert Wants.DEFAULT in wants("Cargo release profile default codegen-units")
     assert Wants.DEFAULT in wants("What does ninja print when NINJA_STATUS is not set?")
+    # "status" is one status, not a list of them; "tools" are several
+    assert Wants.LIST not in wants("What progress status does ninja print when NINJA_STATUS is not set?")
+    assert Wants.LIST in wants("Which tools does ninja have?")
     assert units_of(item("The default is 256 for incremental builds, and 16 for non-incremental builds."))[0].holds(Wants.DEFAULT)
     assert units_of(item("Specify the accuracy the timer shall elapse with. Defaults to 1min."))[1].holds(Wants.DEFAULT)
     # naming a default is not stating one

@@ -68,7 +68,8 @@ _WANTS = {
     Wants.STEPS: re.compile(r"\bhow (?:do|can|should|to)\b|\bsteps?\b|\bprocedure\b|\bprocess\b", re.I),
     Wants.LIST: re.compile(
         r"\b(?:which|what) (?:are|were)\b|\blist\b|\b(?:types|kinds|options)\b|"
-        r"\b(?:which|what) (?:\w+ )?\w+[^s\W]s (?:are|were|can|do|does|did|have|must|should)\b", re.I),
+        # a plural, not a singular that ends in -s ("status", "analysis"): "What progress status does ninja print?"
+        r"\b(?:which|what) (?:\w+ )?\w+[^siu\W]s (?:are|were|can|do|does|did|have|must|should)\b", re.I),
     Wants.NUMBER: re.compile(
         r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:which|what) (?:\w+ )?(?:release|version)\b|"
         r"\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
