@@ -40,6 +40,12 @@ def test_manual_questions_want_a_flag_or_variable_and_default_questions_a_stated
     assert Wants.CODE in wants("A file is already tracked. How do I stop tracking it?")
     assert Wants.DEFAULT in wants("Cargo release profile default codegen-units")
     assert Wants.DEFAULT in wants("What does ninja print when NINJA_STATUS is not set?")
+    assert Wants.CODE in wants("Which libffi call allocates the memory for a closure?")
+    assert Wants.CODE not in wants("What did the Normans call the city?")
+    # a "when" that sets up the ask asks for no time; one that asks does
+    assert Wants.DATE not in wants("When writing a custom JMESPath function in Python, what prefix must the method have?")
+    assert Wants.DATE not in wants("When gzip is found at configure time, what gzip command does man use?")
+    assert Wants.DATE in wants("When was Debian 12 released?") and Wants.DATE in wants("When do carried days expire?")
     # "status" is one status, not a list of them; "tools" are several
     assert Wants.LIST not in wants("What progress status does ninja print when NINJA_STATUS is not set?")
     assert Wants.LIST in wants("Which tools does ninja have?")

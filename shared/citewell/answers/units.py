@@ -78,7 +78,9 @@ _WANTS = {
                             r"\bhow much (?:\w+ ){0,6}?(?:cost|pay|paid|charge|spend|spent|earn|earned)\b", re.I),
     # "when" asks for a time where it opens an ask, not in "the code used when the endpoint fails".
     # "In which months are reviews done?" asks for a time as much as "when" does.
-    Wants.DATE: re.compile(r"^\W*when\b|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time)\b|"
+    # A "when" that sets up the ask ("When writing a custom function, what prefix ...?", "When gzip
+    # is found, what command ...?") asks for no time.
+    Wants.DATE: re.compile(r"^\W*when\b(?!\s+\w+ing\b)(?![^,?]*,\s*(?:what|which|who|whom|how|where|why)\b)|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time)\b|"
                            r"\b(?:which|what) (?:days?|weeks?|months?|years?)\b", re.I),
     # "contact" asks for a person as a noun ("the contact for", "whom to contact"), not as a
     # modifier: "contact centre call recordings" asks how long they are kept.
@@ -87,8 +89,8 @@ _WANTS = {
     # Manuals answer "which option", "which environment variable", "how do I stop tracking it?"
     # with a flag, a variable or a command: the sentence that names one.
     Wants.CODE: re.compile(r"\b(?:code|command|error|flags?|settings?|parameters?|key|options?|variables?|functions?|"
-                           r"tool|prefix|exception|target|api|method|directive|how (?:do|can|should) (?:i|we|you)|how to)\b",
-                           re.I),
+                           r"tool|prefix|exception|target|api|method|directive|how (?:do|can|should) (?:i|we|you)|how to|"
+                           r"(?:which|what) (?:\w+ )?call)\b", re.I),  # "Which libffi call allocates ...?", not "what they call it"
     # "What is the default X?", "unless configured otherwise", "when NINJA_STATUS is not set":
     # the sentence that states a default, not one that shows an example's value.
     Wants.DEFAULT: re.compile(r"\bdefault(?:s|ed)?\b|\bunless (?:configured|set|specified|told)|"
