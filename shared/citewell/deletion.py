@@ -76,7 +76,8 @@ def withdraw_citations(record: AnswerRecord, document_id: str, revision: str | N
     if not hit:
         return record, 0
     considered = [s for s in record.considered if not removed(s.document_id, s.revision)]
-    withdrawn = {"citations": citations, "considered": considered, "answer": None, "question": "", "source_deleted": True}
+    withdrawn = {"citations": citations, "considered": considered, "answer": None, "question": "", "conditions": [],
+                 "source_deleted": True}
     return record.model_copy(update=withdrawn), hit
 
 
