@@ -30,7 +30,7 @@ from citewell.models import ConditionAnswer, Draft, Outcome
 if TYPE_CHECKING:
     from citewell.answers.generators.extractive import Support
 
-MAX_LISTED = 6  # conditions answered one by one; more, and the question is asked back
+MAX_LISTED = 6  # conditions answered one by one (here and in the model's prompt); more, and the question is asked back
 OTHERWISE = "otherwise"  # how the case no condition names is shown
 _PREPOSITIONS = r"in|for|at|after|before|outside|inside|under|over|above|below|with|without|during|on|beyond"
 _OPENS_WITH_CONDITION = re.compile(rf"^\s*(?:{_PREPOSITIONS})\b", re.I)
@@ -155,8 +155,8 @@ def _rows(question: str, best: Unit, in_order: list[Unit]) -> Varying | None:
     values = [[v.strip() for _, _, v in (f.partition(": ") for f in u.text.split("; "))] for u in rows.values()]
     if len(rows) < 2 or len({v[column] for v in values}) < 2 or any(not v[column] or not v[key] for v in values):
         return None
-    if _names_one(question, [" ".join(v[:column] + v[column + 1:]) for v in values]):
-        return None  # the question names its row: the unit model ranks it first
+    if _names_one(question, [" ".join(v) for v in values]):
+        return None  # the question names its row, in any column: the unit model ranks it first
     cases = [Case(label=v[key], value=v[column], units=(u,)) for v, u in zip(values, rows.values())]
     return Varying(cases, dimension=fields[key].strip(), listed=True)
 
@@ -171,17 +171,31 @@ def _names_one(question: str, texts: list[str]) -> bool:
 
 
 def _items(best: Unit, in_order: list[Unit], pattern: re.Pattern[str]) -> Varying | None:
-    """The items of ``best``'s list, when each names what it applies to before a colon and holds a value."""
+    """The items of ``best``'s list (or of the list it introduces), when each names what it
+    applies to before a colon and holds a value."""
     run = run_around(in_order, best)
     if len(run) < 2 or best.record:
         return None
+    labels = [_LABELLED.match(u.text) for u in run]
+    at = run.index(best)
+    if labels[at] is None:  # the sentence that introduces the list: the items after it
+        at += 1
+    if at >= len(run) or labels[at] is None:
+        return None
+    first, last = at, at
+    while first > 0 and labels[first - 1] is not None:
+        first -= 1
+    while last + 1 < len(run) and labels[last + 1] is not None:
+        last += 1
     cases = []
-    for unit in run:
-        labelled = _LABELLED.match(unit.text)
-        if labelled is None or not pattern.search(labelled.group("rest")):
+    for unit, labelled in zip(run[first:last + 1], labels[first:last + 1]):
+        assert labelled is not None
+        if not pattern.search(labelled.group("rest")):
             return None
         cases.append(Case(label=labelled.group("label").strip(), value=labelled.group("rest").strip().rstrip("."),
                           units=(unit,)))
+    if len(cases) < 2:
+        return None
     if len({c.value for c in cases}) < 2:
         return None
     return Varying(cases, listed=True)

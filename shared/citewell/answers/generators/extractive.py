@@ -381,7 +381,8 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
     if unit.record:
         asked = stems(question)
         fields = [(stems(name), value.strip()) for name, _, value in (f.partition(": ") for f in unit.text.split("; "))]
-        for named, value in fields:
+        # the field the question names most of ("night shift supplement", not "field allowance per shift")
+        for named, value in sorted(fields, key=lambda f: -len(f[0] & asked)):
             if named & asked and value and not _named_in(value, question):
                 return value
         for kind, pattern in ((Wants.DATE, DATE), (Wants.MONEY, MONEY), (Wants.NUMBER, NUMBER)):
