@@ -665,9 +665,11 @@
   /** The documents answer differently per condition, more of them than an answer lists: which one
    *  is meant. Each condition is a button that asks for it in this conversation ("for Germany"). */
   function renderClarify(answer) {
+    const text = answer.answer || "";
+    const asked = text.indexOf("?") + 1;  // "Which country do you mean?" heads what follows it
     const box = el("div", { class: "clarify", id: "clarify" },
-      el("h2", { text: "Which one do you mean?" }),
-      el("p", { class: "answer-text", id: "clarify-text" }, withMarkers(answer.answer || "", answer.citations || [])));
+      el("h2", { id: "clarify-question", text: asked ? text.slice(0, asked) : "Which one do you mean?" }),
+      el("p", { class: "answer-text", id: "clarify-text" }, withMarkers(text.slice(asked).trim(), answer.citations || [])));
     const choices = el("ul", { class: "choices", id: "clarify-choices", "aria-label": "Ask for one of them" });
     for (const condition of answer.conditions || []) {
       if (!condition.condition) continue;
