@@ -145,6 +145,12 @@ def test_more_conditions_than_an_answer_lists_are_asked_back_then_a_follow_up_na
     then = ask_in_conversation(services, STAFF, "and in Germany?", first.conversation_id, answering, extractive)
     assert then.question == "What is the coworking allowance per day in Germany?"
     assert then.outcome is Outcome.ANSWERED and then.conditions == [] and then.answer.startswith("28 euros")
+    # A bare reply naming one of the listed conditions is that follow-up; any other stays as asked.
+    again = ask_in_conversation(services, STAFF, "What is the coworking allowance per day?", None, answering, extractive)
+    spain = ask_in_conversation(services, STAFF, "Spain", again.conversation_id, answering, extractive)
+    assert spain.question == "What is the coworking allowance per day for Spain?" and spain.answer.startswith("20 euros")
+    other = ask_in_conversation(services, STAFF, "Doveridge", spain.conversation_id, answering, extractive)
+    assert other.question is None  # the last reply answered: nothing is asked back
 
 
 def test_deleting_the_source_withdraws_the_conditions_with_the_answer(tmp_path, embedder):
