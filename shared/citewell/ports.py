@@ -6,6 +6,8 @@ embedded adapter (``citewell.local``) and a cloud adapter.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, runtime_checkable
@@ -123,6 +125,11 @@ class MetadataStore(Protocol):
 
     def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
         """Every conversation with a turn that got one of these answers (a withdrawal's turns)."""
+        ...
+
+    def conversations_idle_since(self, before: datetime) -> list[Conversation]:
+        """Every conversation whose last question is older than ``before`` (what expiry removes),
+        read without reading the others."""
         ...
 
     def delete_conversation(self, tenant: str, conversation_id: str) -> int: ...
