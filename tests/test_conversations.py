@@ -237,3 +237,20 @@ def test_history_and_the_expiry_sweep_read_only_what_they_ask_for(services):
     if table is not None:  # nothing of a conversation is left: its entries went with it
         left = table.query(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": "T#northpier"})["Items"]
         assert not [i["sk"] for i in left if i["sk"].startswith(("V#", "VS#", "VU#", "VA#"))]
+
+
+def test_the_audit_lists_again_a_conversation_stored_without_its_lookup_keys(services):
+    add(services, MEALS, "meals.md")
+    first = turn(services, ANNA, "How much is the meal allowance in Manchester?")
+    table = getattr(services.metadata, "table", None)
+    if table is None:
+        pytest.skip("SQLite finds conversations by its own indexes")
+    keys = [i["sk"] for i in table.query(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": "T#northpier"})["Items"]
+            if i["sk"].startswith(("VS#", "VU#"))]
+    for sk in keys:  # as a conversation written before the keys were kept
+        table.delete_item(Key={"pk": "T#northpier", "sk": sk})
+    assert services.metadata.conversations_of("northpier", "anna") == []
+    (found,) = [f for f in audit(services, repair=True).findings if f.kind == "unlisted_conversation"]
+    assert found.repaired and first.conversation_id in found.detail
+    assert [c.conversation_id for c in services.metadata.conversations_of("northpier", "anna")] == [first.conversation_id]
+    assert not [f for f in audit(services).findings if f.kind == "unlisted_conversation"]
