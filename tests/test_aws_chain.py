@@ -30,7 +30,7 @@ from citewell.aws.settings import services_from_env
 from citewell.keys import raw_key
 from citewell.models import MAX_DOCUMENT_ID_BYTES, validate_document_id
 from tests.aws_roles import refusals
-from tests.strict_aws import RECORDED, StrictAws
+from tests.strict_aws import RECORDED, StrictAws, invocation
 from tests.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,16 +91,17 @@ def load_handler(function: str):
     spec.loader.exec_module(module)
 
     def as_function(event, context):
-        """Run as ``function``: its AWS and OpenSearch calls are recorded under its name."""
+        """Run as ``function``, held to Lambda's payload limits: its AWS and OpenSearch calls are
+        recorded under its name."""
         if not CALLS:
-            return module.lambda_handler(event, context)
+            return invocation(module.lambda_handler, event, context)
         calls = CALLS[-1]
         if calls.containers and calls.last != function:
             services_from_env.cache_clear()  # what one container cached, another has to look up itself
         calls.last = function
         previous, calls.proxy.caller = calls.proxy.caller, function
         try:
-            return module.lambda_handler(event, context)
+            return invocation(module.lambda_handler, event, context)
         finally:
             calls.proxy.caller = previous
 
