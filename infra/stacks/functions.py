@@ -72,7 +72,7 @@ class Functions(Construct):
             environment["CITEWELL_BEDROCK_EMBED_MODEL"] = config.embedding_model
 
         def function(name: str, timeout: int, memory: int, **extra: object) -> lambda_.Function:
-            log_group = logs.LogGroup(self, f"{name.capitalize()}Logs", retention=_retention(config.log_retention_days),
+            log_group = logs.LogGroup(self, f"{name.capitalize()}Logs", retention=retention(config.log_retention_days),
                                       removal_policy=cdk.RemovalPolicy.DESTROY)
             fn = lambda_.Function(
                 self, name.capitalize(),
@@ -245,7 +245,7 @@ _RETENTION = {
 }
 
 
-def _retention(days: int) -> logs.RetentionDays:
+def retention(days: int) -> logs.RetentionDays:
     if days not in _RETENTION:
         raise ValueError(f"log_retention_days={days} is not a CloudWatch Logs retention; one of {sorted(_RETENTION)}")
     return getattr(logs.RetentionDays, _RETENTION[days])  # type: ignore[no-any-return]
