@@ -440,6 +440,11 @@ def test_the_domain_the_api_and_the_audit_are_alarmed(template):
         assert f'name="{name}"' in emitted and (metric["Namespace"], metric["MetricName"], metric["Dimensions"]) == (
             "citewell", name, audit_dims)
     assert (unrepaired["Threshold"], unrepaired["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    # Embed and publish refusing an index migrated to another model (retried, so no function error shows it).
+    switched = [a for a in alarms if a.get("MetricName") == "EmbedderSwitched"]
+    assert 'name="EmbedderSwitched"' in emitted and sorted(d["Value"] for a in switched for d in a["Dimensions"]) == [
+        "citewell-embed", "citewell-publish"]
+    assert all((a["Namespace"], a["Statistic"], a["Threshold"]) == ("citewell", "Sum", 1) for a in switched)
 
 
 def test_synthesis_warns_when_nobody_is_subscribed_to_the_alarms(tmp_path_factory):
