@@ -136,9 +136,11 @@ def aws(monkeypatch, knn_proxy, function_roles):
              "Events": ["s3:ObjectCreated:*"], "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": prefix}]}}}
             for prefix, url in queues.items()
         ]})
+        fetches = sqs.create_queue(QueueName="citewell-fetch")["QueueUrl"]  # the API queues a URL's upload for the fetch function
+        monkeypatch.setenv("CITEWELL_FETCH_QUEUE_URL", fetches)  # as the stack sets it on the API
         services_from_env.cache_clear()
         yield {"s3": s3, "sqs": sqs, "queues": queues, "handlers": {p: load_handler(s) for p, s in STAGES.items()},
-               "calls": calls, "proxy": knn_proxy}
+               "calls": calls, "proxy": knn_proxy, "fetches": fetches}
         services_from_env.cache_clear()
     CALLS.remove(calls)
     boto3.DEFAULT_SESSION = None
@@ -174,6 +176,17 @@ def pump(aws, replay: list | None = None) -> list[dict]:
                 aws["sqs"].delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         if not moved:
             return delivered
+
+
+def fetch_queued(aws) -> list[str]:
+    """Hand what the API queued for the fetch function to it, as SQS does; returns what it was sent."""
+    handler, sent = load_handler("fetch"), []
+    while messages := aws["sqs"].receive_message(QueueUrl=aws["fetches"], MaxNumberOfMessages=10).get("Messages", []):
+        assert handler(sqs_event(messages), LambdaContext()) == {"batchItemFailures": []}
+        sent += [m["Body"] for m in messages]
+        for message in messages:
+            aws["sqs"].delete_message(QueueUrl=aws["fetches"], ReceiptHandle=message["ReceiptHandle"])
+    return sent
 
 
 def id_token_claims(tenant: str | None = "northpier", groups: str = "[staff citewell:write]") -> dict:
