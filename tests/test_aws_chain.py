@@ -178,12 +178,12 @@ def pump(aws, replay: list | None = None) -> list[dict]:
             return delivered
 
 
-def fetch_queued(aws) -> list[str]:
-    """Hand what the API queued for the fetch function to it, as SQS does; returns what it was sent."""
+def fetch_queued(aws) -> list[dict]:
+    """Hand what the API queued for the fetch function to it, as SQS does; returns the events sent."""
     handler, sent = load_handler("fetch"), []
     while messages := aws["sqs"].receive_message(QueueUrl=aws["fetches"], MaxNumberOfMessages=10).get("Messages", []):
-        assert handler(sqs_event(messages), LambdaContext()) == {"batchItemFailures": []}
-        sent += [m["Body"] for m in messages]
+        sent.append(sqs_event(messages))
+        assert handler(sent[-1], LambdaContext()) == {"batchItemFailures": []}
         for message in messages:
             aws["sqs"].delete_message(QueueUrl=aws["fetches"], ReceiptHandle=message["ReceiptHandle"])
     return sent

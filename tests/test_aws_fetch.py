@@ -63,6 +63,7 @@ def test_without_the_allow_list_loopback_is_refused_on_aws_too(aws_services, mon
 def test_the_fetch_function_may_write_raw_uploads_and_reach_no_search_domain(function_roles):
     fetch = granted_actions(function_roles["fetch"])
     assert "s3:PutObject" in fetch and not any(a.startswith(("es:", "bedrock:")) for a in fetch)
+    assert not fetch & {"s3:DeleteObjectVersion", "dynamodb:BatchWriteItem", "dynamodb:Query"}  # it purges nothing
     assert "sqs:SendMessage" in granted_actions(function_roles["api"])
     puts = [s for d in function_roles["fetch"] for s in d["Statement"]
             if "s3:PutObject" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])]
@@ -81,7 +82,8 @@ def test_a_url_goes_from_the_api_through_the_fetch_queue_and_function_to_parse_a
         assert status == 202 and queued_page["fetching"] and queued_page["document_id"] == url, queued_page
         assert api("GET", f"/documents/{quote(url, safe='')}")[1]["document"]["status"] == "processing"
         (sent,) = fetch_queued(aws)
-        assert json.loads(sent) == {"tenant": "northpier", "document_id": url, "upload_id": queued_page["upload_id"]}
+        assert [json.loads(r["body"]) for r in sent["Records"]] == [
+            {"tenant": "northpier", "document_id": url, "upload_id": queued_page["upload_id"]}]
         assert [prefix for prefix, _ in pump(aws)] == ["raw/", "parsed/", "chunks/", "embedded/"]
         status, found = api("POST", "/search", {"question": "paid annual leave days"})
         assert status == 200 and found["hits"][0]["document_id"] == url and "27 days" in found["hits"][0]["text"]
