@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+
 import pytest
 
 from citewell.api.paging import LIST_PAGE_MAX, TEXT_PAGE_CHARS

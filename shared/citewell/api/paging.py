@@ -54,7 +54,7 @@ def _encode(cursor: BaseModel) -> str:
     return base64.urlsafe_b64encode(cursor.model_dump_json().encode()).decode().rstrip("=")
 
 
-def _decode(value: str, model: type[_TextCursor] | type[_ListCursor]) -> _TextCursor | _ListCursor:
+def _decode(value: str, model: type[_TextCursor | _ListCursor]) -> _TextCursor | _ListCursor:
     try:
         data = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
         return model.model_validate_json(data)
