@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from citewell.answers import conditions
 from citewell.answers.refusal import VERIFIED, LogisticModel, RefusalModel, coverage, reranked, shipped_model, term_weights
 from citewell.answers.units import (
     DATE,
@@ -383,7 +384,8 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
     if unit.record:
         asked = stems(question)
         fields = [(stems(name), value.strip()) for name, _, value in (f.partition(": ") for f in unit.text.split("; "))]
-        for named, value in fields:
+        # the field the question names most of ("night shift supplement", not "field allowance per shift")
+        for named, value in sorted(fields, key=lambda f: -len(f[0] & asked)):
             if named & asked and value and not _named_in(value, question):
                 return value
         for kind, pattern in ((Wants.DATE, DATE), (Wants.MONEY, MONEY), (Wants.NUMBER, NUMBER)):
@@ -466,6 +468,8 @@ class ExtractiveGenerator:
         each, every = best_of_each(self.embed, asks, evidence, self.model) if len(asks) > 1 else ([], False)
         if not (self.model.answers(support.features) or every):  # the whole question, or each of its asks
             return self._nearest(question, evidence, support)
+        if len(asks) == 1 and (by_condition := conditions.answer(question, support)) is not None:
+            return by_condition  # one answer per condition the question leaves open, or the one it names
         best = support.units[0]
         intro, run = list_of(question, support, 0)
         if len(run) > 1:
