@@ -175,3 +175,18 @@ def test_the_demos_scanned_memo_has_no_text_layer_and_becomes_searchable_text(oc
     assert "the east gate closes at ten in the evening" in parsed.text
     with pytest.raises(errors.EmptyText, match="found no text"):  # the demo's other unusable file
         parse(blank_pdf_bytes(), "blank-scan.pdf", ocr=ocr)
+
+
+def test_ocr_reports_each_scanned_page_as_it_is_read(ocr):
+    """A scan showed nothing moving for the minutes OCR takes: each page read is reported, of those to read."""
+    events: list[tuple[str, int, int]] = []
+    mixed = scanned_pdf(["Berth scheduling is confirmed by the harbour master at noon.", page(ROSTER),
+                         "Tug assignments follow the berth schedule."])
+    parse(mixed, "mixed.pdf", ocr=ocr, progress=lambda *event: events.append(event))
+    assert events == [("parse", n, 3) for n in range(4)] + [("ocr", 0, 1), ("ocr", 1, 1)]  # only the scanned page
+    events.clear()
+    frames = [page(lines, size=(1000, 400)) for lines in (ROSTER, ROSTER[2:], ROSTER[:1])]
+    tiff = encoded(frames[0], "TIFF", save_all=True, append_images=frames[1:])
+    parsed = parse(tiff, "roster.tiff", ocr=ocr, progress=lambda *event: events.append(event))
+    assert events == [("ocr", 1, 3), ("ocr", 2, 3), ("ocr", 3, 3)]
+    assert sorted({b.page for b in parsed.blocks}) == [1, 2, 3]

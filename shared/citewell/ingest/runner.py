@@ -77,7 +77,8 @@ class IngestProgress(Protocol):
         """A document enters ``parse``, ``chunk`` or ``publish``."""
 
     def advance(self, stage: str, done: int, total: int) -> None:
-        """Inside one document's stage: characters chunked so far, of ``total``."""
+        """Inside one document's stage: ``parse``, pages of a PDF read; ``ocr``, scanned pages
+        read by OCR; ``chunk``, characters chunked; so far, of ``total``."""
 
     def embedding(self, done: int, total: int) -> None:
         """Chunks embedded so far, of those known to need the model so far (the total grows as documents are published)."""
@@ -368,7 +369,7 @@ def carry(services: Services, upload: Upload, report: Reporter, clock: StageCloc
     try:
         check()
         with clock.stage("parse"):
-            parsed = parse_stage(services, upload)
+            parsed = parse_stage(services, upload, report.advance)
         if parsed.status != "parsed":
             document = services.metadata.get_document(upload.tenant, document_id)
             return Carried(_superseded(document_id) if parsed.status == "superseded" else IngestOutcome(

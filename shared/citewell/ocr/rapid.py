@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import threading
+from collections.abc import Callable
 from importlib.util import find_spec
 from typing import Any
 
@@ -48,8 +49,14 @@ class RapidOcr:
                 self._engine = RapidOCR(text_score=TEXT_SCORE, use_cls=USE_CLASSIFIER)
             return self._engine
 
-    def read(self, document: bytes) -> list[OcrPage]:
-        return [self._read_image(image) for image in _images(document)]
+    def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]:
+        images = _images(document)
+        pages = []
+        for image in images:
+            pages.append(self._read_image(image))
+            if on_page:
+                on_page(len(pages), len(images))
+        return pages
 
     def _read_image(self, image: np.ndarray) -> OcrPage:
         result, _ = self._loaded()(image)
