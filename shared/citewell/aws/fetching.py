@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from citewell.fetch.client import Fetcher
-from citewell.fetch.guard import Guard
 from citewell.fetch.store import fetch_upload
 from citewell.services import Services
 from citewell.settings import settings
@@ -34,7 +33,7 @@ def fetch_message(services: Services, body: str) -> str:
     if upload is None:
         return "gone"
     config = settings()
-    with Fetcher(Guard.of(config.fetch_allow), max_bytes=services.max_bytes, seconds=config.fetch_seconds) as fetcher:
+    with Fetcher.configured(config, services.max_bytes) as fetcher:
         return "fetched" if fetch_upload(services, fetcher, upload) is not None else "failed"
 
 
