@@ -14,8 +14,8 @@ the new one.
 Stopping (SIGTERM) gives the uploads in flight until a deadline: the worker goes on between
 stages until then, after which the upload being worked on and every queued one are recorded
 as failed (``server_stopped``) and what they wrote is removed, so each document is published
-whole or keeps serving what it served before. What is published stays published: vectors still
-missing at the deadline are embedded by the next start, or the next ``citewell ingest``.
+whole or keeps serving what it served before. What is published stays published: vectors it
+still lacks are embedded by the next start, or the next ``citewell ingest``.
 
 Killed outright (kill -9, a power cut), a server can do none of that. The next one started on
 the home finishes the job: its worker's first work is to take over the uploads whose process
@@ -85,11 +85,8 @@ class IngestWorker:
         if self._thread.is_alive():
             logger.error("the ingest worker did not stop; the audit will mark its upload stuck")
 
-    def _past_deadline(self) -> bool:
-        return self._deadline is not None and time.monotonic() > self._deadline
-
     def _check(self) -> None:
-        if self._past_deadline():
+        if self._deadline is not None and time.monotonic() > self._deadline:
             raise ServerStopped("the server was stopped before this upload was published; upload the file again")
 
     def _run(self) -> None:
@@ -120,17 +117,22 @@ class IngestWorker:
         self._finish_vectors()
 
     def _embed(self, step: Callable[[], None]) -> None:
-        """A slice of vectors; a bug in it is logged and the backlog tried again after an idle minute."""
+        """A slice of vectors. A model that fails, or a bug, is logged, and the backlog is tried
+        again after an idle minute; what is published stays found by words meanwhile."""
+        failed = self._vectors.failure
         try:
             step()
         except Exception:
             logger.exception("embedding published chunks failed; they stay searchable by words and are tried again")
             self._vectors.failure = InternalFailure("embedding failed on the server's side; the server log has the details")
+            return
+        if self._vectors.failure is not None and failed is None:
+            logger.warning("embedding published chunks failed (%s): they stay searchable by words and are tried again "
+                           "after an idle minute", self._vectors.failure.message)
 
     def _finish_vectors(self) -> None:
-        """On a stop: vectors until the deadline; what is left waits, searchable by words, for the next start."""
-        while self._vectors.ready and not self._past_deadline():
-            self._embed(self._vectors.slice)
+        """On a stop: the vectors still to make wait, searchable by words, for the next start (a
+        stop does not wait for them: nothing they lack is in flight)."""
         left = sum(self._vectors.left().values())
         if left:
             logger.warning("stopped with %d published chunks still without a vector: they are found by words until "
