@@ -20,6 +20,7 @@ import numpy as np
 
 from citewell import leases
 from citewell.embedders.minilm import MiniLMEmbedder
+from citewell.errors import EmbedderUnavailable
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
 from citewell.local.index import SqliteSearchIndex
@@ -152,3 +153,42 @@ def test_a_server_killed_between_the_two_steps_leaves_the_upload_published_and_t
     assert re.search(r"ingest \S+: ", second.log.read_text()) is None  # no upload was run again
     report = audit(home)
     assert report["ok"], report  # nothing left behind by the killed attempt
+
+
+class OutageModel:
+    """The real model behind a service that answers 503 to its first ``failures`` calls."""
+
+    def __init__(self, inner, failures: int) -> None:
+        self.inner, self.identity, self.failures = inner, inner.identity, failures
+
+    def embed(self, texts):
+        if self.failures:
+            self.failures -= 1
+            raise EmbedderUnavailable("the embedding service answered 503")
+        return self.inner.embed(texts)
+
+
+def test_a_model_outage_leaves_the_upload_found_by_words_and_the_idle_worker_tries_again(tmp_path, embedder, monkeypatch, caplog):
+    from citewell.serve import worker as serving_worker
+
+    monkeypatch.setattr(serving_worker, "SWEEP_SECONDS", 0.2)  # the idle minute, shortened
+    home = tmp_path / "home"
+    services = make_services(home, embedder, OutageModel(embedder, failures=1))
+    worker = IngestWorker(services)
+    worker.start()
+    try:
+        with caplog.at_level("WARNING", logger="citewell.serve"):
+            submit(worker, services, "canteen.md", SMALL["canteen.md"].encode())
+            deadline = time.monotonic() + 120
+            while services.metadata.get_document("northpier", "canteen.md").status is DocumentStatus.PROCESSING:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert search(services, STAFF, "quillaby", k=3, lanes=("bm25",)).hits[0].document_id == "canteen.md"
+            while services.index.vectorless():  # the first slice failed; a later one, after the idle wait, succeeds
+                assert time.monotonic() < deadline, services.index.vectorless()
+                time.sleep(0.05)
+    finally:
+        worker.stop(30)
+    assert [m for m in caplog.messages if "embedding published chunks failed (the embedding service answered 503)" in m]
+    assert [(o.document_id, o.status) for o in worker.outcomes] == [("canteen.md", "published")]
+    assert search(services, STAFF, "soup on Thursdays", k=3, lanes=("vector",)).hits[0].document_id == "canteen.md"
