@@ -1,6 +1,6 @@
 """Amazon Textract behind :class:`~citewell.ports.OcrEngine`: the parse function's OCR.
 
-The embedded engine (RapidOCR needs OpenCV, about 290 MB installed) does not fit in a Lambda
+The embedded engine (RapidOCR needs OpenCV's headless build, about 173 MB installed) does not fit in a Lambda
 layer beside the rest (250 MB unzipped in all), so on AWS a scanned page goes to Textract's
 synchronous DetectDocumentText, one page per call: a PDF page as a one-page PDF (cut by pypdf,
 nothing rendered in the function) or an image as uploaded. Textract reports confidence in
