@@ -5,7 +5,8 @@ document published, and the next one started on the home brings its vectors, eac
 
 The first test runs the worker in-process with the real model behind a gate that holds the first
 call embedding the large file, so it looks at the stores at that moment instead of guessing when
-it comes. The second runs real ``citewell serve`` processes and ``kill -9``.
+it comes. The second runs real ``citewell serve`` processes and ``kill -9``, the kill landing
+while the test holds the home's write lock, so the worker cannot have written the last vectors.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from citewell.services import Services
 from tests.conftest import make_services
 from tests.serving import CLEAN_EXIT, WRITE, Served
 from tests.test_ingest_stream import SMALL, GatedModel, large_text
-from tests.test_serve_resume import audit, logged
+from tests.test_serve_resume import ENV, audit, logged, write_lock
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))
 BIG = "shift-reports.txt"
@@ -115,7 +116,7 @@ def vectorless(home: Path) -> dict[str, int]:
 
 def test_a_server_killed_between_the_two_steps_leaves_the_upload_published_and_the_next_brings_its_vectors(tmp_path):
     home = tmp_path / "home"
-    first = Served(home)
+    first = Served(home, env=ENV)
     writer, reader = first.token("northpier", ["staff", WRITE]), first.token("northpier", ["staff"])
     try:
         big = first.upload(writer, BIG, large_text(4000).encode(), ["staff"])  # settled: published by words
@@ -127,12 +128,13 @@ def test_a_server_killed_between_the_two_steps_leaves_the_upload_published_and_t
         found = first.call("POST", "/search", reader, {"question": "quillaby soup", "k": 3}).json()
         assert found["hits"][0]["document_id"] == "canteen.md"
         assert any(d.startswith("vector index not ready") for d in found["degraded"]), found["degraded"]
-        assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+        with write_lock(home):  # the worker's next write of vectors waits: the kill lands between the two steps
+            assert vectorless(home).get(BIG), vectorless(home)
+            assert first.stop(signal.SIGKILL) == -signal.SIGKILL
     finally:
         first.stop()
     record = SqliteMetadataStore(home / "metadata.db").get_document("northpier", BIG)
     assert record.status is DocumentStatus.PUBLISHED and leases.is_dead(record.lease)
-    assert vectorless(home).get(BIG), "the kill came after the vectors were done: make the large file larger"
 
     second = Served(home)
     try:
