@@ -190,3 +190,22 @@ def test_ocr_reports_each_scanned_page_as_it_is_read(ocr):
     parsed = parse(tiff, "roster.tiff", ocr=ocr, progress=lambda *event: events.append(event))
     assert events == [("ocr", 1, 3), ("ocr", 2, 3), ("ocr", 3, 3)]
     assert sorted({b.page for b in parsed.blocks}) == [1, 2, 3]
+
+
+def test_a_multi_page_tiff_is_ingested_with_its_page_numbers_kept_on_chunks(ocr, tmp_path, embedder):
+    from citewell.ingest.runner import ingest
+    from citewell.ingest.stages import IngestRequest
+    from tests.conftest import make_services
+
+    services = make_services(tmp_path / "home", embedder)
+    services.ocr = ocr
+    frames = [page(lines, size=(1000, 400)) for lines in (MEMO[:1], ROSTER, MEMO[2:4])]
+    tiff = encoded(frames[0], "TIFF", save_all=True, append_images=frames[1:], compression="tiff_lzw")
+    [outcome] = ingest(services, [IngestRequest(document_id="ops/fax.tiff", tenant="northpier", data=tiff,
+                                                allowed_roles=frozenset({"staff"}), filename="fax.tiff")])
+    assert outcome.status == "published", outcome
+    chunks = services.metadata.get_chunks("northpier", "ops/fax.tiff", outcome.revision)
+    assert sorted({number for c in chunks for number in c.pages}) == [1, 2, 3]
+    assert all(c.ocr_confidence is not None and c.ocr_confidence >= CONFIDENCE_FLOOR for c in chunks)
+    text = "".join(c.text for c in chunks)
+    assert "outer buoy" in text and "every Tuesday" in text
