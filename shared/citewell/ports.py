@@ -305,11 +305,12 @@ class OcrEngine(Protocol):
     """Reads the text of scanned pages. ``document`` is an image (PNG, JPEG, or TIFF, whose frames
     are pages) or a one-page PDF: the forms Amazon Textract's DetectDocumentText takes, so the
     PDF parser hands over a page without rendering it and each engine decodes what it is given.
-    Raises :class:`~citewell.errors.IngestError` (typed) for what it cannot read."""
+    Raises :class:`~citewell.errors.IngestError` (typed) for what it cannot read. ``on_page(done,
+    total)`` hears of each page read, so a long scan shows its pages moving."""
 
     @property
     def name(self) -> str: ...
-    def read(self, document: bytes) -> list[OcrPage]: ...
+    def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]: ...
 
 
 class TokenCounter(Protocol):
