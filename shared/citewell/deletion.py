@@ -101,13 +101,19 @@ def withdraw_turns(metadata: MetadataStore, tenant: str, answer_ids: Iterable[st
 
 
 def _withdraw_answers(services: Services, tenant: str, document_id: str, revision: str | None, removed: Counter[str]) -> None:
+    """Turns go before their answers and again after them: a withdrawn answer no longer names the
+    source, so a rerun after a kill between the two would not find its turns; and a turn kept
+    meanwhile (its ask recorded the answer first) is found by the second pass, or sees the
+    withdrawn answer itself (:func:`citewell.conversations.ask_in_conversation`)."""
     answers = services.metadata.answers_citing(tenant, document_id, revision)
+    ids = [a.answer_id for a in answers]
+    withdrawn = withdraw_turns(services.metadata, tenant, ids)
     for record in answers:
         updated, count = withdraw_citations(record, document_id, revision)
         services.metadata.put_answer(updated)
         removed["citations"] += count
-    removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, [a.answer_id for a in answers])
-    removed["conversations"] += withdraw_turns(services.metadata, tenant, [a.answer_id for a in answers])
+    removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, ids)
+    removed["conversations"] += withdrawn + withdraw_turns(services.metadata, tenant, ids)
 
 
 def purge_revision(services: Services, tenant: str, document_id: str, revision: str, removed: Counter[str]) -> None:
