@@ -21,7 +21,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from citewell.answers.followups import standalone
-from citewell.deletion import withdraw_turns
+from citewell.deletion import compact, removing, withdraw_turns
 from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.models import Answer, AnswerRecord, Conversation, Feedback, Identity, Turn, utcnow
 from citewell.ports import Generator, MetadataStore
@@ -138,7 +138,9 @@ def ask_in_conversation(
     # turn, kept, reads its answer back (an answer never kept, as after sources kept changing, too).
     record = services.metadata.get_answer(identity.tenant, result.answer_id)
     if record is None or record.source_deleted:
-        withdraw_turns(services.metadata, identity.tenant, [result.answer_id])
+        with removing(services):  # as every removal of words: seen through by a compaction
+            withdraw_turns(services.metadata, identity.tenant, [result.answer_id])
+        compact(services)
     return result
 
 
