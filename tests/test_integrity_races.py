@@ -229,6 +229,30 @@ def test_a_delete_killed_before_its_compaction_is_reported_and_finished_by_the_n
     assert audit(services).ok
 
 
+def test_a_delete_killed_between_its_chunk_records_and_their_vectors_leaves_no_vector_after_the_next_start(tmp_path):
+    """The rerun no longer knows the deleted chunks' hashes: the start drops every cached vector no chunk uses."""
+    home, folder = tmp_path / "home", tmp_path / "docs"
+    folder.mkdir()
+    (folder / "keep.md").write_text("# Keep\n\nFull-time staff receive 27 days of paid annual leave per calendar year.\n")
+    (folder / "secret.md").write_text("# Secret\n\nThe thornquibble vault stores the plaxendor ledger for auditors.\n")
+    assert cli(["--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json"]) == 0
+    services = open_local(home)
+    identity = services.embedder.identity
+    document = services.metadata.get_document("northpier", "docs/secret.md")
+    secret = {c.content_hash for c in services.metadata.get_chunks("northpier", "docs/secret.md", document.active_revision)}
+    assert secret <= services.metadata.embedding_hashes(identity)
+    code = killed_at(home, "metadata", "SqliteMetadataStore", "delete_unused_embeddings",
+                     "delete", "docs/secret.md", "--tenant", "northpier")
+    assert code == -9
+    services = open_local(home)
+    adopted = adopt_orphans(services, leases.current())  # what a restarted server runs first, then the deletions it took
+    for taken in adopted.deleting:
+        delete_document(services, taken.tenant, taken.document_id)
+    assert services.metadata.get_document("northpier", "docs/secret.md") is None
+    assert services.metadata.embedding_hashes(identity) & secret == set()
+    assert audit(services).ok
+
+
 def test_a_replacement_killed_between_its_switch_and_its_purge_is_finished_by_the_next_start(tmp_path):
     home, folder = tmp_path / "home", tmp_path / "docs"
     folder.mkdir()
@@ -248,6 +272,9 @@ def test_a_replacement_killed_between_its_switch_and_its_purge_is_finished_by_th
     assert services.metadata.get_document("northpier", "docs/notes.md").purging == []
     assert tantivy_residue(home, {"gribbleworth", "vorpalicious"}) == {}
     assert traces(home, [b"gribbleworth", b"vorpalicious"]) == []
+    # Published by words, killed before its vectors: the next ingest, or audit --repair, embeds them.
+    assert [f.kind for f in audit(services).findings] == ["vectors_pending"]
+    assert [f.repaired for f in audit(services, repair=True).findings] == [True]
     assert audit(services).ok
 
 
