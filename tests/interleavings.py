@@ -554,7 +554,7 @@ class Interleaver:
         named caller; it quotes a word of a document the caller reads now (people paste what they read)."""
         follow = self.rng.random() < 0.6 and self.said
         if follow:
-            earlier = self.rng.choice(sorted(self.said.values(), key=lambda t: t.answer_id))
+            earlier = self.rng.choice(list(self.said.values()))
             identity, conversation_id = earlier.asker, earlier.conversation_id
         else:
             identity = Identity(tenant=self.rng.choice(TENANTS), roles=self.rng.choice(IDENTITY_ROLES),
@@ -568,17 +568,19 @@ class Interleaver:
         generator = Recording(ExtractiveGenerator(self.services.embedder, self.services.metadata), self)
         try:
             answer = ask_in_conversation(self.services, identity, asked, conversation_id,
-                                         lambda question: self._recorded(ask(self.services, identity, question, generator=generator)),
-                                         generator)
+                                         lambda question: self._recorded(ask(self.services, identity, question, generator=generator),
+                                                                         identity, generator), generator)
         except NotFound:
             return  # its conversation is gone (none expire in a run: a defect the checks name)
+        rested = self.asked[-1].given if self.asked and self.asked[-1].answer_id == answer.answer_id else set(generator.given)
+        self.said[answer.answer_id] = Said(identity, answer.conversation_id or "", answer.answer_id, asked, rested)
+
+    def _recorded(self, answer: Any, identity: Identity, generator: Recording) -> Any:
+        """Between an answer's record and its turn's: another operation may run here (a delete of
+        its source). The answer is checked as every ask's is from here on, kept turn or not."""
         record = self.real.metadata.get_answer(identity.tenant, answer.answer_id)
         rested = set(generator.given) | (record.rests_on() if record is not None else set())
         self.asked.append(Asked(identity.tenant, answer.answer_id, identity, rested))
-        self.said[answer.answer_id] = Said(identity, answer.conversation_id or "", answer.answer_id, asked, rested)
-
-    def _recorded(self, answer: Any) -> Any:
-        """Between an answer's record and its turn's: another operation may run here (a delete of its source)."""
         self.maybe_inject("answer recorded, turn not yet kept", INJECT_GENERATE)
         return answer
 
@@ -586,8 +588,8 @@ class Interleaver:
         """Feedback on a turn's answer, its comment quoting the word its question quoted."""
         if not self.said:
             return self.converse()
-        said = self.rng.choice(sorted(self.said.values(), key=lambda t: t.answer_id))
-        quoted = next(iter(self._markers_in(said.asked)), "")
+        said = self.rng.choice(list(self.said.values()))
+        quoted = min(self._markers_in(said.asked), default="")
         comment = f"wrong about {quoted}" if self.rng.random() < 0.8 else None
         try:
             given = give_feedback(self.services, said.asker, said.answer_id, self.rng.random() < 0.3, comment)
@@ -747,7 +749,10 @@ class Interleaver:
                 record = None if turn.withdrawn else metadata.get_answer(conversation.tenant, turn.answer_id)
                 if record is not None and not record.source_deleted:
                     words |= self._markers_in(f"{turn.asked} {turn.question} {turn.feedback.comment or '' if turn.feedback else ''}")
-                    words |= self._markers_in(record.question)
+        for asked in self.asked:  # a conversation's answer whose turn was never kept (its ask killed) too
+            record = metadata.get_answer(asked.tenant, asked.answer_id)
+            if record is not None and not record.source_deleted:
+                words |= self._markers_in(record.question)
         return words
 
     def _check_search(self, documents: dict[tuple[str, str], Document]) -> None:
@@ -923,6 +928,11 @@ class Interleaver:
                 if not turn.withdrawn and (record is None or record.source_deleted or record.rests_on()):
                     self.violation("end-turn", f"after every document was deleted and audit --repair ran, turn {turn.seq} of "
                                    f"{conversation.conversation_id[:8]} keeps its words {turn.asked!r} (answer {turn.answer_id[:8]})")
+        for asked in self.asked:
+            record = self.real.metadata.get_answer(asked.tenant, asked.answer_id)
+            if record is not None and (record.rests_on() or record.answer and self._markers_in(record.answer)):
+                self.violation("end-answer", f"after every document was deleted and audit --repair ran, answer {asked.answer_id[:8]} "
+                               f"still rests on {sorted(record.rests_on())[:2]}: {record.answer!r}")
         self.ops["turns kept at the end (rested on nothing)"] += sum(
             not t.withdrawn for c in self.real.metadata.conversation_inventory() for t in c.turns)
         if self.home is not None:
