@@ -969,11 +969,14 @@ def fuzz_block(probes: int, runs: int, seconds: float, failures: list[str], comm
              f"({seconds / 60:.1f} minutes), each run {steps} random steps on the embedded stores (every fourth run on "
              "DynamoDB and S3 on moto): uploads and their single stages, whole replacements, deletes, asks (extractive, "
              "and a scripted model citing one source and repeating a word of another), repeated asks (the cache), "
-             "citation look-ups under every identity, audits with and without --repair; any store call of one "
+             "asks in conversations (first questions and follow-ups quoting a document's word) and feedback on their "
+             "answers, citation look-ups under every identity, audits with and without --repair; any store call of one "
              "operation may run another whole inside it, and any write may be a kill -9 followed by a restart "
              "(adopt_orphans, then a read-only audit). A probe is one step followed by every check in "
              "`tests/interleavings.py`; each run ends with every document deleted, audit --repair, a read-only audit "
-             "that must find nothing and, on the embedded stores, no byte of any text in any file or tantivy segment.", ""]
+             "that must find nothing, every turn whose answer rested on a source withdrawn without its feedback and, on "
+             "the embedded stores, no byte of any text in any file or tantivy segment but the words of questions that "
+             "read nothing.", ""]
     if ops:
         lines += ["Operations run: " + ", ".join(f"{name} {count:,}" for name, count in sorted(ops.items())) + ".", ""]
     lines += [f"Failures: {len(failures)}.", ""]
