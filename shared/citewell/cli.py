@@ -405,13 +405,11 @@ def _web_run(services: Services, args: argparse.Namespace, urls: list[str], desc
     """The pages' requests and outcomes (:mod:`citewell.ingest.web`), fetched through the guard
     with the operator's allow-list: the flags and ``CITEWELL_FETCH_ALLOW``."""
     from citewell.fetch.client import Fetcher
-    from citewell.fetch.guard import Guard
     from citewell.ingest.web import WebOptions, WebRun
     from citewell.settings import settings
 
     config = settings()
-    fetcher = Fetcher(Guard.of([*config.fetch_allow, *args.allow_host]), max_bytes=services.max_bytes,
-                      seconds=config.fetch_seconds)
+    fetcher = Fetcher.configured(config, services.max_bytes, tuple(args.allow_host))
     options = WebOptions(tenant=args.tenant, allowed_roles=args.allow_roles, title=args.title, described=described,
                          replace=args.replace, crawl=args.crawl, depth=args.depth, max_pages=args.max_pages,
                          concurrency=args.concurrency, delay=args.delay)
@@ -567,11 +565,20 @@ def cmd_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return report.model_dump(), EXIT_OK if report.ok else EXIT_FAILED
 
 
+DOCS_PAGE = 500
+
+
 def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.services import open_local
 
-    documents = open_local(args.home, existing=True).metadata.list_documents(args.tenant)
-    return {"documents": [d.model_dump(mode="json") for d in documents]}, EXIT_OK
+    metadata = open_local(args.home, existing=True).metadata
+    documents: list[dict[str, Any]] = []
+    after: str | None = None
+    while True:  # page by page, by key, as the API lists: a tenant of 100,000 records is never one read
+        page = metadata.page_documents(args.tenant, DOCS_PAGE, after)
+        documents += [d.model_dump(mode="json") for d in page.documents]
+        if (after := page.after) is None:
+            return {"documents": documents}, EXIT_OK
 
 
 def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:

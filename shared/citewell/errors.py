@@ -37,6 +37,15 @@ class EmbedderMismatch(CitewellError):
     code = "embedder_mismatch"
 
 
+class EmbedderSwitched(EmbedderMismatch):
+    """The index behind the alias holds another model's vectors than this service embeds with:
+    a migration switched the alias and this container predates the redeploy. Its writes are
+    refused (the queue retries them until a redeployed container takes them) and its searches
+    use the lexical lane alone."""
+
+    code = "embedder_switched"
+
+
 class RetrievalUnavailable(CitewellError):
     code = "retrieval_unavailable"
 
@@ -174,6 +183,13 @@ class FetchFailed(IngestError):
     """The page could not be fetched: no answer, a timeout, a broken connection, too many redirects."""
 
     code = "fetch_failed"
+
+
+class CertificateRefused(FetchFailed):
+    """The https server's certificate is not valid for the host named in the URL (another name,
+    expired, or from an authority not trusted: ``CITEWELL_FETCH_CA`` adds one)."""
+
+    code = "certificate_refused"
 
 
 class HttpStatus(IngestError):

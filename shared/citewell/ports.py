@@ -6,6 +6,8 @@ embedded adapter (``citewell.local``) and a cloud adapter.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, runtime_checkable
@@ -32,6 +34,16 @@ class LaneHit:
     rank: int
 
 
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of a listing: the records the reader may read, by id, and the id to continue
+    after (None: the listing is done). A page may hold fewer than asked and still go on: a
+    store stops after reading a bounded number of records (see ``MetadataStore.page_documents``)."""
+
+    documents: list[Document]
+    after: str | None
+
+
 class ObjectStore(Protocol):
     """Raw uploads and stage artifacts, by key."""
 
@@ -52,6 +64,12 @@ class MetadataStore(Protocol):
     def get_document(self, tenant: str, document_id: str) -> Document | None: ...
     def get_documents(self, tenant: str, document_ids: Iterable[str]) -> dict[str, Document]: ...
     def list_documents(self, tenant: str) -> list[Document]: ...
+    def page_documents(self, tenant: str, limit: int, after: str | None = None, reader: Identity | None = None) -> DocumentPage:
+        """At most ``limit`` of the tenant's records with ids after ``after``, in id order, read by
+        key. With a ``reader`` only the records it may read are taken, before the page is cut, so
+        a page never holds or counts another's; without one (the operator) all are."""
+        ...
+
     def find_documents(self, identity: Identity, wanted: SearchFilter) -> frozenset[str]:
         """The ids of the records ``identity`` may read that ``wanted`` admits (as
         :meth:`SearchFilter.admits` decides); InvalidInput when more than ``MAX_SCOPE``."""
@@ -123,6 +141,11 @@ class MetadataStore(Protocol):
 
     def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
         """Every conversation with a turn that got one of these answers (a withdrawal's turns)."""
+        ...
+
+    def conversations_idle_since(self, before: datetime) -> list[Conversation]:
+        """Every conversation whose last question is older than ``before`` (what expiry removes),
+        read without reading the others."""
         ...
 
     def delete_conversation(self, tenant: str, conversation_id: str) -> int: ...
@@ -282,11 +305,12 @@ class OcrEngine(Protocol):
     """Reads the text of scanned pages. ``document`` is an image (PNG, JPEG, or TIFF, whose frames
     are pages) or a one-page PDF: the forms Amazon Textract's DetectDocumentText takes, so the
     PDF parser hands over a page without rendering it and each engine decodes what it is given.
-    Raises :class:`~citewell.errors.IngestError` (typed) for what it cannot read."""
+    Raises :class:`~citewell.errors.IngestError` (typed) for what it cannot read. ``on_page(done,
+    total)`` hears of each page read, so a long scan shows its pages moving."""
 
     @property
     def name(self) -> str: ...
-    def read(self, document: bytes) -> list[OcrPage]: ...
+    def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]: ...
 
 
 class TokenCounter(Protocol):

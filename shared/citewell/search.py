@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from citewell.errors import CitewellError, RerankerUnavailable, RetrievalUnavailable
+from citewell.errors import CitewellError, EmbedderSwitched, RerankerUnavailable, RetrievalUnavailable
 from citewell.filters import Scope, SearchFilter
 from citewell.fusion import reciprocal_rank_fusion
 from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
@@ -68,7 +68,12 @@ def search(
 
     text = question if "bm25" in lanes else None
     wanted = vector if "vector" in lanes else None
-    results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth, scope))
+    try:
+        results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth, scope))
+    except EmbedderSwitched as error:  # a migration moved the index on before this service was redeployed
+        degraded.append(f"vector lane unavailable ({error.code}): lexical results only until this service is redeployed "
+                        "with the index's embedder")
+        results = _lanes(lambda: services.index.lanes(text, None, services.embedder.identity, identity, depth, scope))
     if failed:
         raise failed[0]
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}

@@ -575,6 +575,8 @@
       append(box, [el("div", { class: "refusal withdrawn" },
         el("h2", { text: "This answer was withdrawn" }),
         el("p", { text: "A document it rested on has since been deleted or replaced, so its text is no longer shown. Ask again for an answer from the documents as they are now." }))]);
+    } else if (answer.outcome === "clarify") {
+      append(box, [renderClarify(answer)]);
     } else if (answer.outcome === "unconfirmed") {
       append(box, [renderUnconfirmed(answer)]);
     } else if (answer.refused) {
@@ -660,6 +662,25 @@
     return append(box, closestPassages(answer.closest || [], "Nothing you may read came near it."));
   }
 
+  /** The documents answer differently per condition, more of them than an answer lists: which one
+   *  is meant. Each condition is a button that asks for it in this conversation ("for Germany"). */
+  function renderClarify(answer) {
+    const text = answer.answer || "";
+    const asked = text.indexOf("?") + 1;  // "Which country do you mean?" heads what follows it
+    const box = el("div", { class: "clarify", id: "clarify" },
+      el("h2", { id: "clarify-question", text: asked ? text.slice(0, asked) : "Which one do you mean?" }),
+      el("p", { class: "answer-text", id: "clarify-text" }, withMarkers(text.slice(asked).trim(), answer.citations || [])));
+    const choices = el("ul", { class: "choices", id: "clarify-choices", "aria-label": "Ask for one of them" });
+    for (const condition of answer.conditions || []) {
+      if (!condition.condition) continue;
+      choices.append(el("li", {}, el("button", {
+        type: "button", class: "choice", text: condition.condition,
+        onclick: () => { $("question").value = `for ${condition.condition}`; $("ask-form").requestSubmit(); },
+      })));
+    }
+    return append(box, [choices, renderSources(answer.citations || [])]);
+  }
+
   /** The passage that came nearest, quoted with its source, and labelled: it may not answer the question. */
   function renderUnconfirmed(answer) {
     const quoted = Boolean(answer.answer);
@@ -700,7 +721,26 @@
   /** The document's current text (one section of it, when `section` is not null), or throws. */
   async function currentText(documentId, section) {
     const path = documentPath(documentId) + (section !== null ? `?section=${encodeURIComponent(section)}` : "");
-    return api("GET", path);
+    return allPages(path);
+  }
+
+  /** A long text comes a page at a time, every page of the revision the first one read; when the
+   *  document is replaced between pages (409 stale_cursor) the read starts again, once. */
+  async function allPages(path, again = true) {
+    const first = await api("GET", path);
+    const texts = [first.text || ""];
+    let cursor = first.next;
+    try {
+      while (cursor) {
+        const page = await api("GET", path + (path.includes("?") ? "&" : "?") + `cursor=${encodeURIComponent(cursor)}`);
+        texts.push(page.text || "");
+        cursor = page.next;
+      }
+    } catch (error) {
+      if (again && error.code === "stale_cursor") return allPages(path, false);
+      throw error;
+    }
+    return { ...first, text: texts.join(""), next: null };
   }
 
   async function openSource(item, quote, opener) {
@@ -824,8 +864,14 @@
   async function loadDocuments() {
     if (!state.me) return;
     try {
-      const result = await api("GET", "/documents");
-      state.documents = result.documents || [];
+      const documents = [];
+      let cursor = null;
+      do {  // the list comes a page at a time; the next page is named by the last one's `next`
+        const result = await api("GET", "/documents" + (cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""));
+        documents.push(...(result.documents || []));
+        cursor = result.next;
+      } while (cursor);
+      state.documents = documents;
       renderDocuments();
       const list = $("documents");
       list.dataset.loads = String(Number(list.dataset.loads || 0) + 1);  // how many lists it has shown: a hook for tests
