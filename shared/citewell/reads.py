@@ -7,10 +7,11 @@ citation is checked against), and it fits a budget in characters or is refused w
 :func:`citewell.models.section_id`, so a section id taken from a search hit or a citation
 names that section of that revision only: after a replacement it names nothing.
 
-The answerer uses the same reads (:func:`widened`): when every passage of a model's evidence
-comes from one document, or one section of it, and that fits the evidence budget, the model is
-given the whole of it instead, one source whose spans are still the chunks, so every quote is
-still bound to a chunk id of the revision the caller may read.
+The answerer uses the same reads (:func:`widened`): a model is given the document of its best
+passage whole (or, when that is over the evidence budget, the section the passage lies in) in
+place of that document's passages, one source whose spans are still the chunks, so every quote
+is still bound to a chunk id of the revision the caller may read; evidence that all comes from
+one document that fits is that document alone.
 """
 
 from __future__ import annotations
@@ -103,28 +104,40 @@ def snapshot(document: Document, chunks: list[Chunk], budget: int, section: str 
 
 
 def widened(services: Services, identity: Identity, evidence: Sequence[EvidenceItem], budget: int) -> tuple[list[EvidenceItem], Scope | None]:
-    """The evidence as one source, the whole document or the one section all of it comes from,
-    when that fits ``budget`` and is the revision the evidence was read at; else the evidence
-    as it is (and None)."""
-    if not evidence or len({(e.document_id, e.revision) for e in evidence}) != 1:
+    """The evidence with its best passage's document read whole in place of its passages, or,
+    when that is over ``budget``, the one section that passage lies in; the other documents'
+    passages follow, as many as still fit (in rank order). Evidence that all comes from one
+    document is then that document alone. Unchanged (and None) when neither fits, or the
+    document no longer serves the revision the passages were read at."""
+    if not evidence:
         return list(evidence), None
+    best = evidence[0]
     try:
-        document, chunks = served_chunks(services, identity, evidence[0].document_id)
+        document, chunks = served_chunks(services, identity, best.document_id)
     except NotFound:
         return list(evidence), None
-    if document.active_revision != evidence[0].revision:
+    if document.active_revision != best.revision:
         return list(evidence), None
     sections = sections_of(chunks)
-    cited = {span.chunk_id for item in evidence for span in item.spans}
-    holding = [sid for sid, part in sections.items() if cited & {c.chunk_id for c in part}]
+    in_section = {c.chunk_id: sid for sid, part in sections.items() for c in part}
+    holding = {in_section.get(span.chunk_id) for span in best.spans}
     candidates: list[tuple[Scope, list[Chunk]]] = [("document", chunks)]
-    if len(holding) == 1 and len(sections) > 1:
-        candidates.append(("section", sections[holding[0]]))
+    if len(holding) == 1 and len(sections) > 1 and (sid := holding.pop()) is not None:
+        candidates.append(("section", sections[sid]))
     for scope, part in candidates:
         text, spans = stitched_text(part)
-        if len(text) <= budget:
-            whole = EvidenceItem(ref="S1", document_id=document.document_id, revision=part[0].revision, title=document.title,
-                                 section_path=part[0].heading_path if scope == "section" else [], text=text, spans=spans,
-                                 rank=min(e.rank for e in evidence))
-            return [whole], scope
+        if len(text) > budget:
+            continue
+        covered = {c.chunk_id for c in part}
+        whole = EvidenceItem(ref="S1", document_id=document.document_id, revision=best.revision, title=document.title,
+                             section_path=part[0].heading_path if scope == "section" else [], text=text, spans=spans,
+                             rank=best.rank)
+        kept, used = [whole], len(text)
+        for item in evidence[1:]:
+            if item.document_id == best.document_id and {s.chunk_id for s in item.spans} <= covered:
+                continue  # read in the whole already
+            if used + len(item.text) <= budget:
+                kept.append(item.model_copy(update={"ref": f"S{len(kept) + 1}"}))
+                used += len(item.text)
+        return kept, scope
     return list(evidence), None
