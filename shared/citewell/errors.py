@@ -176,9 +176,6 @@ class OverBudget(CitewellError):
         self.chars = chars
         self.budget = budget
 
-    def as_dict(self) -> dict[str, str]:  # type: ignore[override]
-        return {**super().as_dict(), "chars": self.chars, "budget": self.budget}  # type: ignore[dict-item]
-
 
 # --- web sources: a URL's fetch, recorded on the page's document like a file's failure ---
 
