@@ -77,7 +77,7 @@ class Settings(BaseSettings):
     query_expansion: Literal["auto", "off"] = Field("auto", description="auto or off")
 
     # What reorders the read-back hits (citewell.rerankers).
-    reranker: Literal["none", "http", "bedrock", "llm"] = Field("none", description="none, http, bedrock or llm")
+    reranker: Literal["none", "http", "tei", "bedrock", "llm"] = Field("none", description="none, http, tei, bedrock or llm")
     rerank_url: str | None = Field(None, description="an http(s) URL")
     rerank_model: str | None = None
     rerank_api_key: str | None = None
