@@ -21,6 +21,7 @@ from citewell.models import Identity
 from citewell.search import search
 from tests import fake_model_service
 from tests.fake_model_service import Reply
+from tests.test_aws_chain import aws, knn_proxy  # noqa: F401
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))
 HR = Identity(tenant="northpier", roles=frozenset({"staff", "hr"}))
@@ -175,3 +176,31 @@ def test_expansion_follows_the_settings(monkeypatch):
     assert isinstance(expansion.expander_from_env(), OpenAICompatibleGenerator)
     monkeypatch.setenv("CITEWELL_QUERY_EXPANSION", "off")
     assert expansion.expander_from_env() is None
+
+
+def test_on_aws_the_probes_stay_inside_the_callers_tenant_and_roles(aws, service, monkeypatch):  # noqa: F811
+    """The Lambda API with the model configured: its probes name the hr salary band and the other
+    tenant's words; OpenSearch ranks each probe under the caller's filter in both lanes, so the
+    staff caller's reply shows the probes and none of those documents."""
+    from citewell.keys import raw_key
+    from tests.test_aws_chain import api, pump, resend, upload
+
+    upload(aws, "parental.md", PARENTAL.encode())
+    status, created = api("POST", "/documents", {"document_id": "salaries.md", "allowed_roles": ["hr"], "filename": "salaries.md"},
+                          groups="[hr citewell:write]")
+    assert status == 201, created
+    key = raw_key("northpier", "salaries.md", created["upload_id"])
+    aws.setdefault("forms", {})[key] = created
+    resend(aws, key, SALARIES.encode())
+    upload(aws, "parental.md", BLUEFEN.encode(), tenant="bluefen")
+    pump(aws)
+    monkeypatch.setenv("CITEWELL_GENERATOR", "openai")
+    monkeypatch.setenv("CITEWELL_OPENAI_BASE_URL", service.url)
+    monkeypatch.setenv("CITEWELL_OPENAI_MODEL", "house-model")
+    service.respond = lambda body: ATTACK
+    status, found = api("POST", "/search", {"question": "what do parents get", "k": 10}, groups="[staff]")
+    assert status == 200 and found["expansion"]["passage"] == json.loads(ATTACK.body["choices"][0]["message"]["content"])["passage"]
+    assert found["hits"] and {h["document_id"] for h in found["hits"]} == {"parental.md"}
+    assert all("Bluefen" not in h["text"] for h in found["hits"])
+    status, found = api("POST", "/search", {"question": "what do parents get", "k": 10}, groups="[staff hr]")
+    assert status == 200 and {h["document_id"] for h in found["hits"]} == {"parental.md", "salaries.md"}
