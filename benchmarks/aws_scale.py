@@ -2,8 +2,8 @@
 
 Runs the real :class:`DynamoMetadataStore` code paths against moto at a few sizes, counting
 every call, item and byte (botocore's ``after-call`` event), shows the counts grow linearly,
-then scales them to 1,000,000 chunk records (the audit) and a 10,000-chunk document (the
-delete) under DynamoDB's real limits: 1 MB read per Query page (counted before projection),
+then scales them to 1,000,000 chunk records (the audit), a 10,000-chunk document (the
+delete) and the pages of a 50 MB text (``GET /documents/{id}``) under DynamoDB's real limits: 1 MB read per Query page (counted before projection),
 25 keys per BatchWriteItem, 1,000 WCU/s per partition key, and typical in-region latencies.
 Wall time is each operation's calls times its latency over the store's concurrency
 (``PARALLEL``), and never below the partition's write floor.
@@ -153,6 +153,19 @@ def main() -> None:
     print(f"delete, 10,000 chunks of {record_bytes} B: {dict((k, round(v)) for k, v in calls.items())}; "
           f"paged reads {sequential:.1f} s + per-hash checks and batch gets {others:.1f} s + deletes {writes:.1f} s "
           f"(partition floor {floor:.1f} s) = {sequential + others + writes:.1f} s of 30 s")
+
+    # Reading a 50 MB text through GET /documents/{id}: every page reads the revision's chunk
+    # partition whole (get_chunks, in order), then cuts TEXT_PAGE_CHARS characters of it.
+    from citewell.api.paging import TEXT_PAGE_CHARS
+
+    text_chars = 50 * 1024 * 1024
+    chunk_chars = len(TEXT) + 8
+    chunk_count = math.ceil(text_chars / chunk_chars)
+    per_page = math.ceil(chunk_count * record_bytes / PAGE_BYTES) * LATENCY_S["QueryPage"]
+    text_pages = math.ceil(text_chars / TEXT_PAGE_CHARS)
+    print(f"text of {text_chars:,} characters ({chunk_count:,} chunks of {record_bytes} B): {text_pages} pages of "
+          f"{TEXT_PAGE_CHARS:,}; each reads {chunk_count * record_bytes / PAGE_BYTES:,.0f} MB -> {per_page:.1f} s of 30 s; "
+          f"the whole read {text_pages * per_page / 60:.1f} min")
 
 
 if __name__ == "__main__":

@@ -62,6 +62,10 @@ def names(template: dict[str, Any]) -> dict[str, str]:
             found |= {logical: TABLE, f"{logical}.Arn": TABLE_ARN}
         elif kind == "AWS::OpenSearchService::Domain":
             found |= {logical: DOMAIN, f"{logical}.Arn": DOMAIN_ARN, f"{logical}.DomainArn": DOMAIN_ARN}
+        elif kind == "AWS::SQS::Queue" and (queue := re.fullmatch(r"Functions([A-Z][a-z]+)(Queue|Dlq)[0-9A-F]{8}", logical)):
+            name = f"citewell-{queue.group(1).lower()}" + ("-dlq" if queue.group(2) == "Dlq" else "")  # as the tests name them
+            found |= {logical: f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}",
+                      f"{logical}.Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}", f"{logical}.QueueName": name}
         else:
             found |= {logical: f"<{logical}>", f"{logical}.Arn": f"arn:aws:unknown:{REGION}:{ACCOUNT}:{logical}"}
     return found
@@ -215,6 +219,9 @@ def needs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[st
         return [(f"es:ESHttp{operation.capitalize()}", f"{DOMAIN_ARN}{params['path']}", {})]
     if service == "textract":  # Textract's actions take no resource: "*" is the only one IAM accepts
         return [(f"textract:{operation}", "*", {})]
+    if service == "sqs" and operation == "SendMessage":  # the queue's URL is https://sqs.<region>.amazonaws.com/<account>/<name>
+        region, account, name = re.fullmatch(r"https://sqs\.([a-z0-9-]+)\.amazonaws\.com/(\d+)/([\w-]+)", params["QueueUrl"]).groups()
+        return [("sqs:SendMessage", f"arn:aws:sqs:{region}:{account}:{name}", {})]
     if service == "bedrock-runtime":
         return [("bedrock:InvokeModel", f"arn:aws:bedrock:{REGION}::foundation-model/{params['modelId']}", {})]
     raise AssertionError(f"no IAM mapping for {service}.{operation} ({params}): add it here")

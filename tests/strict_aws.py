@@ -11,6 +11,10 @@
   request that names one, read or write, and an item over 400 KB in every put (moto checks
   key sizes on puts only, and items against a limit of its own).
 
+- Lambda takes a request payload and returns a response of at most 6 MB (synchronous
+  invocations, API Gateway's included; an SQS batch is held to the same): :func:`invocation`
+  fails a bigger one as the Lambda service does, so a test that would exceed it fails.
+
 OpenSearch's 512-byte limit on ``_id`` is osmem's own, on bulk and single writes alike
 (``tests/test_aws_knn`` holds the stand-in to it).
 """
@@ -30,6 +34,7 @@ from tests.aws_roles import Policies, permitted
 
 PARTITION_KEY_BYTES, SORT_KEY_BYTES, ITEM_BYTES = 2048, 1024, 400 * 1024
 _KEY = {k["KeyType"]: k["AttributeName"] for k in TABLE_DEFINITION["KeySchema"]}
+PAYLOAD_BYTES = 6_291_556  # Lambda's synchronous payload limit, in bytes, as its errors name it
 PARAMS = "citewell.params"  # a call's API parameters, kept in its request context for its before-call
 RECORDED = "citewell.recorded"  # the entry a recorder (tests.test_aws_chain.Calls) made of the call
 OPERATOR = "test"
@@ -160,3 +165,20 @@ def attribute_bytes(value: dict[str, Any]) -> int:
 def item_bytes(item: dict[str, Any]) -> int:
     """An item's size: each attribute's name in UTF-8 bytes and its value."""
     return sum(len(name.encode("utf-8")) + attribute_bytes(value) for name, value in item.items())
+
+
+class PayloadTooLarge(Exception):
+    """What Lambda answers for a request or response over its payload limit (API Gateway then replies 5xx)."""
+
+
+def invocation(handler: Callable[[Any, Any], Any], event: Any, context: Any) -> Any:
+    """``handler`` run as Lambda runs it: the event and the reply each serialized to JSON (as the
+    service and the runtime serialize them, non-ASCII escaped) and refused over 6 MB."""
+    size = len(json.dumps(event).encode("utf-8"))
+    if size > PAYLOAD_BYTES:
+        raise PayloadTooLarge(f"Request must be smaller than {PAYLOAD_BYTES} bytes for the InvokeFunction operation (got {size})")
+    reply = handler(event, context)
+    size = len(json.dumps(reply).encode("utf-8"))
+    if size > PAYLOAD_BYTES:
+        raise PayloadTooLarge(f"Response payload size ({size} bytes) exceeded maximum allowed payload size ({PAYLOAD_BYTES} bytes).")
+    return reply

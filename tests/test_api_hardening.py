@@ -80,6 +80,8 @@ def test_a_section_is_read_by_its_id_within_the_budget(handbook, monkeypatch):
     long = next(h["section_id"] for h in found["hits"] if h["section_path"] == ["Long"])
     message = refused(call("GET", "/documents/handbook.md", query={"section": long}), 400)
     assert "over the budget of 500" in message
+    paged = refused(call("GET", "/documents/handbook.md", query={"section": sick, "limit": "10"}), 400)
+    assert "without cursor or limit" in paged
 
 
 @pytest.mark.parametrize("body", [
@@ -104,7 +106,7 @@ def test_a_body_over_64_kib_is_413(aws):
     assert "64 KiB" in refused(call("POST", "/search", padded), 413)
     new = {"document_id": "big.md", "allowed_roles": ["staff"], "title": "t" * 500_000}
     refused(call("POST", "/documents", json.dumps(new)), 413)  # a 500 KB title cannot fit in a body
-    assert api("GET", "/documents") == (200, {"documents": []})
+    assert api("GET", "/documents") == (200, {"documents": [], "next": None})
 
 
 def test_a_document_id_too_long_for_a_key_is_400_in_the_body_and_the_path(aws):
@@ -123,7 +125,7 @@ def test_a_document_id_too_long_for_a_key_is_400_in_the_body_and_the_path(aws):
 def test_new_document_fields_are_bounded_422(aws, field, value):
     new = {"document_id": "bounded.md", "allowed_roles": ["staff"], field: value}
     assert field in refused(call("POST", "/documents", json.dumps(new)), 422)
-    assert api("GET", "/documents") == (200, {"documents": []})
+    assert api("GET", "/documents") == (200, {"documents": [], "next": None})
 
 
 def test_malformed_and_unsupported_bodies_have_the_error_shape(aws):
@@ -152,12 +154,14 @@ def test_ids_with_a_slash_are_reachable_encoded_or_as_segments(aws):
     for path in ("/documents/guide%2Fintro.md", "/documents/guide/intro.md", "/documents/guide%2fintro.md"):
         status, one = call("GET", path)
         assert status == 200 and one["document"]["document_id"] == "guide/intro.md", (path, one)
-    assert call("GET", "/documents/guide/intro.md", query={"section": "1"})[1]["text"].startswith("Sick leave")
+    hits = call("POST", "/search", json.dumps({"question": "sickness shift", "k": 10}))[1]["hits"]
+    sick = next(h["section_id"] for h in hits if h["document_id"] == "guide/intro.md" and h["section_path"] == ["Sick leave"])
+    assert call("GET", "/documents/guide/intro.md", query={"section": sick})[1]["text"].startswith("Sick leave")
     assert call("DELETE", "/documents/guide%2Fintro.md")[0] == 200
     assert call("DELETE", "/documents/guide/setup.md")[0] == 200
     refused(call("GET", "/documents/guide/intro.md"), 404)
     refused(call("GET", "/documents/guide%2Fsetup.md"), 404)
-    assert api("GET", "/documents") == (200, {"documents": []})
+    assert api("GET", "/documents") == (200, {"documents": [], "next": None})
     refused(call("GET", "/documents/guide/"), 400)  # an empty part is not an id
 
 

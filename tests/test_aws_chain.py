@@ -30,7 +30,7 @@ from citewell.aws.settings import services_from_env
 from citewell.keys import raw_key
 from citewell.models import MAX_DOCUMENT_ID_BYTES, validate_document_id
 from tests.aws_roles import refusals
-from tests.strict_aws import RECORDED, StrictAws
+from tests.strict_aws import RECORDED, StrictAws, invocation
 from tests.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,16 +91,17 @@ def load_handler(function: str):
     spec.loader.exec_module(module)
 
     def as_function(event, context):
-        """Run as ``function``: its AWS and OpenSearch calls are recorded under its name."""
+        """Run as ``function``, held to Lambda's payload limits: its AWS and OpenSearch calls are
+        recorded under its name."""
         if not CALLS:
-            return module.lambda_handler(event, context)
+            return invocation(module.lambda_handler, event, context)
         calls = CALLS[-1]
         if calls.containers and calls.last != function:
             services_from_env.cache_clear()  # what one container cached, another has to look up itself
         calls.last = function
         previous, calls.proxy.caller = calls.proxy.caller, function
         try:
-            return module.lambda_handler(event, context)
+            return invocation(module.lambda_handler, event, context)
         finally:
             calls.proxy.caller = previous
 
@@ -135,9 +136,11 @@ def aws(monkeypatch, knn_proxy, function_roles):
              "Events": ["s3:ObjectCreated:*"], "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": prefix}]}}}
             for prefix, url in queues.items()
         ]})
+        fetches = sqs.create_queue(QueueName="citewell-fetch")["QueueUrl"]  # the API queues a URL's upload for the fetch function
+        monkeypatch.setenv("CITEWELL_FETCH_QUEUE_URL", fetches)  # as the stack sets it on the API
         services_from_env.cache_clear()
         yield {"s3": s3, "sqs": sqs, "queues": queues, "handlers": {p: load_handler(s) for p, s in STAGES.items()},
-               "calls": calls, "proxy": knn_proxy}
+               "calls": calls, "proxy": knn_proxy, "fetches": fetches}
         services_from_env.cache_clear()
     CALLS.remove(calls)
     boto3.DEFAULT_SESSION = None
@@ -173,6 +176,17 @@ def pump(aws, replay: list | None = None) -> list[dict]:
                 aws["sqs"].delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         if not moved:
             return delivered
+
+
+def fetch_queued(aws) -> list[dict]:
+    """Hand what the API queued for the fetch function to it, as SQS does; returns the events sent."""
+    handler, sent = load_handler("fetch"), []
+    while messages := aws["sqs"].receive_message(QueueUrl=aws["fetches"], MaxNumberOfMessages=10).get("Messages", []):
+        sent.append(sqs_event(messages))
+        assert handler(sent[-1], LambdaContext()) == {"batchItemFailures": []}
+        for message in messages:
+            aws["sqs"].delete_message(QueueUrl=aws["fetches"], ReceiptHandle=message["ReceiptHandle"])
+    return sent
 
 
 def id_token_claims(tenant: str | None = "northpier", groups: str = "[staff citewell:write]") -> dict:

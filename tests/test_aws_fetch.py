@@ -1,9 +1,12 @@
-"""The fetch step on AWS (moto S3 and DynamoDB): a URL upload's page lands in raw/ through the
-guard, a refused address fails the document; and the role the stack gives the fetch function."""
+"""The fetch step on AWS (moto S3, SQS and DynamoDB): a URL upload's page lands in raw/ through the
+guard, a refused address fails the document; the whole chain from ``POST /documents {"url"}``
+through the fetch queue and function to parse and search; and the role the stack gives the
+fetch function (tests/test_aws_iam.py replays its calls against it)."""
 
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 import pytest
 
@@ -13,6 +16,7 @@ from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
 from tests.aws_roles import granted_actions
 from tests.conftest import make_services, moto_bucket, moto_dynamodb
+from tests.test_aws_chain import api, aws, fetch_queued, knn_proxy, pump  # noqa: F401
 
 
 @pytest.fixture
@@ -59,8 +63,45 @@ def test_without_the_allow_list_loopback_is_refused_on_aws_too(aws_services, mon
 def test_the_fetch_function_may_write_raw_uploads_and_reach_no_search_domain(function_roles):
     fetch = granted_actions(function_roles["fetch"])
     assert "s3:PutObject" in fetch and not any(a.startswith(("es:", "bedrock:")) for a in fetch)
+    assert not fetch & {"s3:DeleteObjectVersion", "dynamodb:BatchWriteItem", "dynamodb:Query"}  # it purges nothing
     assert "sqs:SendMessage" in granted_actions(function_roles["api"])
     puts = [s for d in function_roles["fetch"] for s in d["Statement"]
             if "s3:PutObject" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])]
     assert all(str(r).endswith(":::citewell-documents/raw/*") for s in puts
                for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]))
+
+
+def test_a_url_goes_from_the_api_through_the_fetch_queue_and_function_to_parse_and_search(aws, monkeypatch):
+    """API -> fetch queue -> fetch function (to a loopback server, through the operator's
+    allow-list) -> raw/ -> S3's notification -> parse -> chunk -> embed -> publish -> search."""
+    monkeypatch.setenv("CITEWELL_FETCH_ALLOW", "127.0.0.1/32")  # the stack's fetch_allow, on the fetch function
+    site = Site(pages={"/leave.html": page("Annual leave", "Full-time staff receive 27 days of paid annual leave.")})
+    with serving(site):
+        url = f"{site.url}/leave.html"
+        status, queued_page = api("POST", "/documents", {"url": url, "allowed_roles": ["staff"]})
+        assert status == 202 and queued_page["fetching"] and queued_page["document_id"] == url, queued_page
+        assert api("GET", f"/documents/{quote(url, safe='')}")[1]["document"]["status"] == "processing"
+        (sent,) = fetch_queued(aws)
+        assert [json.loads(r["body"]) for r in sent["Records"]] == [
+            {"tenant": "northpier", "document_id": url, "upload_id": queued_page["upload_id"]}]
+        assert [prefix for prefix, _ in pump(aws)] == ["raw/", "parsed/", "chunks/", "embedded/"]
+        status, found = api("POST", "/search", {"question": "paid annual leave days"})
+        assert status == 200 and found["hits"][0]["document_id"] == url and "27 days" in found["hits"][0]["text"]
+        record = api("GET", f"/documents/{quote(url, safe='')}")[1]["document"]
+        assert record["status"] == "published" and record["source"] == url and record["title"] == "Annual leave"
+
+        # Again, unchanged: a conditional request, the served copy handed on, and nothing new published.
+        assert api("POST", "/documents", {"url": url, "allowed_roles": ["staff"]})[0] == 202
+        fetch_queued(aws)
+        pump(aws)
+        assert site.requests[-1][1].get("if-none-match") == site.etag("/leave.html")
+        assert api("GET", f"/documents/{quote(url, safe='')}")[1]["document"]["active_revision"] == record["active_revision"]
+
+    # The cloud's metadata endpoint is outside the allow-list: refused, recorded, and nothing stored.
+    status, refused = api("POST", "/documents", {"url": "http://169.254.169.254/latest/meta-data/", "allowed_roles": ["staff"]})
+    assert status == 202
+    fetch_queued(aws)
+    assert pump(aws) == []
+    document = api("GET", f"/documents/{quote(refused['document_id'], safe='')}")[1]["document"]
+    assert document["status"] == "failed" and document["error"]["code"] == "url_refused"
+    assert api("POST", "/documents", {"url": url, "allowed_roles": ["staff"]}, groups="[staff]")[0] == 403  # a reader may not

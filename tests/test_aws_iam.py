@@ -4,7 +4,9 @@ granted nothing it does not call.
 The chain runs every path a function can take (a typed failure; an upload superseded at each
 stage; the same text again; every batch delivered twice, and late, after a newer upload; a
 delete before and while each stage runs; search and answers; a replacement; a replayed form;
-a delete through the API and a removal from S3; the audit) while every boto3 call and every
+a web page fetched (its message delivered twice), fetched again unchanged, refused, and deleted
+before its fetch; a delete
+through the API and a removal from S3; the audit) while every boto3 call and every
 OpenSearch request is recorded with the function that made it, S3 and DynamoDB answering as
 strictly as AWS (tests.strict_aws). Each call is then turned into the IAM action and resource
 AWS checks for it, and evaluated against that function's policies from the synthesized
@@ -15,17 +17,21 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from urllib.parse import quote
 
 from moto.textract.models import TextractBackend
 
+from benchmarks.loopback_site import Site, serving
+from benchmarks.loopback_site import page as web_page
 from tests.aws_roles import BUCKET, granted_actions, needs, refusals
 from tests.test_aws_chain import (  # noqa: F401
-    EVENTS, HANDBOOK, LambdaContext, api, aws, knn_proxy, load_handler, pump, removal_event, resend, sqs_event, upload,
+    EVENTS, HANDBOOK, LambdaContext, api, aws, fetch_queued, knn_proxy, load_handler, pump, removal_event, resend, sqs_event,
+    upload,
 )
 from tests.test_aws_textract import READ
 from tests.test_ocr import MEMO, encoded, page
 
-FUNCTIONS = ("parse", "chunk", "embed", "publish", "delete", "api", "audit")
+FUNCTIONS = ("parse", "chunk", "embed", "publish", "delete", "api", "audit", "fetch")
 # What the Lambda service itself does with a function's role (poll its queue, send traces, write
 # logs): granted by the stack for the platform, never called by our code.
 PLATFORM = {"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage",
@@ -42,10 +48,9 @@ UNWALKED = {
         "dynamodb:BatchWriteItem",  # repairs change records
         "es:ESHttpPut",  # a repair re-publishes into a missing index
     },
-    "api": BEDROCK | {"s3:AbortMultipartUpload",  # a delete aborts an unfinished multipart upload of the document
-                      "sqs:SendMessage"},  # a URL's upload is queued for the fetch function (tests/test_aws_fetch.py)
+    "api": BEDROCK | {"s3:AbortMultipartUpload"},  # a delete aborts an unfinished multipart upload of the document
     "delete": {"s3:AbortMultipartUpload"},
-    "embed": BEDROCK, "publish": set(), "parse": set(), "chunk": set(),
+    "embed": BEDROCK, "publish": set(), "parse": set(), "chunk": set(), "fetch": set(),
 }
 
 
@@ -111,6 +116,33 @@ def deleted_during(aws, document_id: str, stages: list[str], call: tuple[str, st
     assert aws["calls"].pending == [], f"{call} was never made"
 
 
+def web_pages(aws) -> None:
+    """Every path of a URL's upload: fetched and published; fetched again, unchanged (a 304: the
+    served copy handed on); refused by the guard (the upload failed and cleaned up); and queued
+    for a document deleted before the fetch function ran."""
+    site = Site(pages={"/rota.html": web_page("Rota", "The rota office publishes shifts four weeks ahead.")})
+    with serving(site):
+        url = f"{site.url}/rota.html"
+        for n in range(2):
+            assert api("POST", "/documents", {"url": url, "allowed_roles": ["staff"]})[0] == 202
+            sent = fetch_queued(aws)
+            if n == 0:
+                step(aws, "raw/")
+                asked = len(site.requests)
+                for event in sent:  # delivered again once parse has the page: done, nothing fetched again
+                    assert load_handler("fetch")(event, LambdaContext()) == {"batchItemFailures": []}
+                assert len(site.requests) == asked
+            pump(aws)
+        assert site.requests[-1][1].get("if-none-match")  # the second was conditional
+        assert api("POST", "/documents", {"url": f"{site.url}/gone.html", "allowed_roles": ["staff"]})[0] == 202
+        assert api("DELETE", f"/documents/{quote(site.url + '/gone.html', safe='')}")[0] == 200
+        assert fetch_queued(aws)  # its upload is gone: done, nothing fetched
+    assert not any(path == "/gone.html" for path, _ in site.requests)
+    assert api("POST", "/documents", {"url": "http://169.254.169.254/latest/meta-data/", "allowed_roles": ["staff"]})[0] == 202
+    assert fetch_queued(aws)
+    assert pump(aws) == []
+
+
 def life(aws) -> None:
     """Everything each function does in a document's life."""
     upload(aws, "scan.pdf", b"this is not a pdf")  # a typed failure is recorded
@@ -147,6 +179,7 @@ def life(aws) -> None:
     assert api("DELETE", "/documents/handbook.md")[0] == 200
     resend(aws, replaced, HANDBOOK)  # and after the delete: parse removes what has no upload
     pump(aws)
+    web_pages(aws)
     key = upload(aws, "guide.md", HANDBOOK)
     pump(aws)
     aws["s3"].delete_object(Bucket=BUCKET, Key=key)
@@ -157,13 +190,14 @@ def life(aws) -> None:
 
 def test_each_function_may_make_every_call_it_makes_and_no_other(aws, function_roles, monkeypatch):
     monkeypatch.setenv("CITEWELL_OCR", "textract")  # as the stack sets it for parse and the audit
+    monkeypatch.setenv("CITEWELL_FETCH_ALLOW", "127.0.0.1/32")  # the stack's fetch_allow: the test's pages are on loopback
     monkeypatch.setattr(TextractBackend, "BLOCKS", READ)  # what moto's Textract answers
     monkeypatch.setattr(TextractBackend, "PAGES", 1)
     aws["calls"].containers = True
     life(aws)
     calls = [(caller, service, op, params) for caller, service, op, params in aws["calls"].all() if caller != "test"]
     assert {caller for caller, *_ in calls} == set(FUNCTIONS)
-    assert set(function_roles) == set(FUNCTIONS) | {"fetch"}  # fetch's role: tests/test_aws_fetch.py, not this life
+    assert set(function_roles) == set(FUNCTIONS)
     refused = refusals(function_roles, calls)
     assert not refused, "refused by the synthesized role:\n" + "\n".join(refused)
     used = defaultdict(set)

@@ -7,15 +7,21 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-from citewell.aws.search_index import migrate
+from citewell.aws import search_index
+from citewell.aws.pipeline import run_stage
+from citewell.aws.search_index import OpenSearchIndex, migrate
 from citewell.aws.settings import services_from_env
-from citewell.errors import EmbedderMismatch
+from citewell.errors import EmbedderMismatch, EmbedderSwitched
+from citewell.keys import chunks_key, embedded_key
 from citewell.models import Identity
-from tests.test_aws_chain import HANDBOOK, api, aws, knn_proxy, pump, upload  # noqa: F401
+from citewell.search import search
+from tests.test_aws_chain import HANDBOOK, LambdaContext, api, aws, knn_proxy, pump, sqs_event, upload  # noqa: F401
 
 
 class HashedWords:
@@ -49,3 +55,63 @@ def test_a_new_model_gets_a_new_index_switched_in_one_step(aws):
     assert services.metadata.get_embeddings(model.identity, [c.content_hash for c in services.metadata.get_chunks(
         "northpier", "handbook.md", services.metadata.get_document("northpier", "handbook.md").active_revision)])
     assert migrate(services, model)["switched"] is False  # already there: nothing to do
+
+
+def deliver(aws, prefix: str) -> tuple[dict, list[str]]:
+    """One batch of ``prefix``'s queue to its stage, as SQS hands it: the reply, and the ids of its
+    messages. What the reply lists as failed stays on the queue (SQS sends it again later)."""
+    messages = aws["sqs"].receive_message(QueueUrl=aws["queues"][prefix], MaxNumberOfMessages=10)["Messages"]
+    try:
+        reply = aws["handlers"][prefix](sqs_event(messages), LambdaContext())
+    except BatchProcessingError as error:  # every record failed: the invocation fails and SQS keeps them all
+        assert all(isinstance(e[1], EmbedderSwitched) for e in error.child_exceptions), error
+        reply = {"batchItemFailures": [{"itemIdentifier": m["MessageId"]} for m in messages]}
+    for message in messages:
+        if message["MessageId"] not in {f["itemIdentifier"] for f in reply["batchItemFailures"]}:
+            aws["sqs"].delete_message(QueueUrl=aws["queues"][prefix], ReceiptHandle=message["ReceiptHandle"])
+    return reply, [m["MessageId"] for m in messages]
+
+
+def test_a_container_from_before_the_switch_writes_no_old_vectors_and_searches_lexically(aws, monkeypatch):
+    """``migrate`` switches the alias while the functions' containers are warm with the old model
+    (minilm): until the redeploy, embed and publish refuse (the queue retries them) and search
+    answers from the lexical lane, saying so; the redeployed container then takes the retries."""
+    upload(aws, "handbook.md", HANDBOOK)
+    pump(aws)
+    upload(aws, "sick.md", b"# Sick leave\n\nReport sickness to your shift lead before the shift starts.\n")
+    for prefix in ("raw/", "parsed/", "chunks/"):  # embedded under the old model, not yet published
+        assert deliver(aws, prefix)[0] == {"batchItemFailures": []}
+    upload(aws, "rota.md", b"# Rota\n\nThe rota office publishes shifts four weeks ahead.\n")
+    for prefix in ("raw/", "parsed/"):
+        assert deliver(aws, prefix)[0] == {"batchItemFailures": []}
+    status, before = api("POST", "/search", {"question": "annual leave days"})
+    assert status == 200 and before["degraded"] == [] and before["hits"][0]["lanes"]["vector"]  # the container read the mapping
+
+    warm = services_from_env()[1]  # what the warm containers hold; the operator migrates with services of their own
+    model = HashedWords()
+    operator = replace(warm, index=OpenSearchIndex(warm.index.client, warm.index.alias))
+    assert migrate(operator, model)["switched"]
+
+    refused, sent = deliver(aws, "embedded/")  # sick.md's publish, embedded by minilm before the switch
+    assert refused == {"batchItemFailures": [{"itemIdentifier": m} for m in sent]}
+    refused, sent = deliver(aws, "chunks/")  # rota.md's embed, asked of minilm after the switch
+    assert refused == {"batchItemFailures": [{"itemIdentifier": m} for m in sent]}
+    assert {(d, n) for _, d, _, n in warm.index.inventory()} == {("handbook.md", 2)}  # no minilm vector reached the new index
+    assert warm.metadata.get_embeddings(model.identity, [c.content_hash for c in warm.metadata.get_chunks(
+        "northpier", "handbook.md", warm.metadata.get_document("northpier", "handbook.md").active_revision)])
+    assert warm.metadata.get_document("northpier", "sick.md").status.value == "processing"
+
+    monkeypatch.setattr(search_index, "MAPPING_SECONDS", 0.0)  # the container's trust in what it read has run out
+    status, during = api("POST", "/search", {"question": "annual leave days"})
+    assert status == 200 and "27 days" in during["hits"][0]["text"]
+    assert all(h["lanes"]["bm25"] and not h["lanes"]["vector"] for h in during["hits"])
+    assert any("embedder_switched" in note and "redeployed" in note for note in during["degraded"]), during["degraded"]
+
+    # The redeploy: containers built with the migrated model take the messages the queue retries.
+    services_from_env.cache_clear()
+    redeployed = replace(services_from_env()[1], embedder=model)
+    rota = next(f["upload_id"] for f in aws["forms"].values() if f["document_id"] == "rota.md")
+    assert run_stage(redeployed, "embed", chunks_key("northpier", "rota.md", rota)).startswith("embedded")
+    assert run_stage(redeployed, "publish", embedded_key("northpier", "rota.md", rota)).startswith("published")
+    found = search(redeployed, Identity(tenant="northpier", roles=frozenset({"staff"})), "rota office shifts weeks ahead")
+    assert found.degraded == [] and found.hits[0].document_id == "rota.md" and found.hits[0].lanes.vector

@@ -132,3 +132,50 @@ def test_answers_citations_cache_and_epochs(store):
     assert store.bump_epoch("northpier") == 1 and store.tenant_epoch("northpier") == 1
     assert store.get_cached_answer("k1", "northpier", 0) is None and store.cache_inventory() == []
     assert store.compact(removed=True)
+
+
+def test_a_listing_comes_in_pages_by_key_with_only_what_the_reader_may_read(store):
+    from citewell.models import Identity
+
+    for n in range(23):  # every third one is for hr only; ids sort as the store sorts them
+        roles = frozenset({"hr"}) if n % 3 == 0 else frozenset({"staff", "support"})
+        store.save_document(Document(document_id=f"doc-{n:02}.md", tenant="northpier", allowed_roles=roles, title="t", source="test"))
+    store.save_document(document("doc-99.md", tenant="bluefen"))
+    staff = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    seen, after, pages = [], None, 0
+    while True:
+        page = store.page_documents("northpier", 4, after, reader=staff)
+        assert len(page.documents) <= 4 and all("staff" in d.allowed_roles and d.tenant == "northpier" for d in page.documents)
+        seen += [d.document_id for d in page.documents]
+        pages += 1
+        if (after := page.after) is None:
+            break
+    readable = [f"doc-{n:02}.md" for n in range(23) if n % 3]
+    assert seen == readable and pages == 4  # 15 records: 4 + 4 + 4 + 3, never an hr one, never counted
+    everything = store.page_documents("northpier", 100)  # the operator's: every record of the tenant
+    assert [d.document_id for d in everything.documents] == [f"doc-{n:02}.md" for n in range(23)] and everything.after is None
+    exact = store.page_documents("northpier", 15, reader=staff)
+    assert len(exact.documents) == 15 and exact.after is None  # a page that ends the listing says so
+    assert store.page_documents("northpier", 5, "doc-22.md", reader=staff) == type(exact)([], None)
+    assert store.page_documents("northpier", 5, "doc-05", reader=staff).documents[0].document_id == "doc-05.md"  # any key resumes
+    for nobody in (Identity(tenant="northpier"), Identity(tenant="bluefen", roles=frozenset({"hr"})), Identity(roles=frozenset({"staff"}))):
+        assert store.page_documents("northpier", 5, reader=nobody).documents == []
+
+
+def test_a_dynamodb_listing_reads_a_bounded_number_of_records_a_page(monkeypatch):
+    """A reader of 2 of 30 records gets short pages that still go on, each read bounded, never a miss."""
+    from citewell.aws import metadata as dynamo
+    from citewell.models import Identity
+
+    with moto_dynamodb(monkeypatch) as store:
+        for n in range(30):
+            roles = frozenset({"staff"}) if n in (3, 27) else frozenset({"hr"})
+            store.save_document(Document(document_id=f"doc-{n:02}.md", tenant="northpier", allowed_roles=roles, title="t", source="test"))
+        monkeypatch.setattr(dynamo, "PAGE_READ", 10)
+        staff, after, pages = Identity(tenant="northpier", roles=frozenset({"staff"})), None, []
+        while True:
+            page = store.page_documents("northpier", 5, after, reader=staff)
+            pages.append([d.document_id for d in page.documents])
+            if (after := page.after) is None:
+                break
+        assert pages == [["doc-03.md"], [], ["doc-27.md"]]

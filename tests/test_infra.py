@@ -130,15 +130,13 @@ def test_the_cdk_it_requires_has_the_engine_version_it_deploys():
 
 def test_cdk_json_sets_the_feature_flags_cdk_init_writes_for_this_cdk():
     """What ``cdk init`` writes for the installed aws-cdk-lib (its recommended-feature-flags.json),
-    so the stack is built with today's defaults and not those of CDK 2.0. One is left unset:
-    ``useCdkManagedLogGroup`` adds a log group kept two years for the CDK's own custom-resource
-    function, outside ``log_retention_days``."""
+    so the stack is built with today's defaults and not those of CDK 2.0 (``useCdkManagedLogGroup``
+    among them: the groups it adds are held to ``log_retention_days``, see ``stacks.logs``)."""
     import tarfile
 
     (assembly,) = (Path(cdk.__file__).parent / "_jsii").glob("aws-cdk-lib@*.jsii.tgz")
     with tarfile.open(assembly) as package:
         recommended = json.load(package.extractfile("package/recommended-feature-flags.json"))
-    recommended.pop("@aws-cdk/aws-lambda:useCdkManagedLogGroup")
     assert FLAGS == recommended
 
 
@@ -273,9 +271,22 @@ def test_stages_are_throttled_by_the_values_in_cdk_json(template):
     assert found == {name: (CONTEXT["max_concurrency"][name], CONTEXT["batch_size"][name]) for name in CONTEXT["batch_size"]}
 
 
-def test_logs_are_kept_for_the_configured_days(template):
-    groups = template.find_resources("AWS::Logs::LogGroup")
-    assert len(groups) == 8 and all(g["Properties"]["RetentionInDays"] == CONTEXT["log_retention_days"] for g in groups.values())
+def kept_logs(synthesized: Template, days: int) -> None:
+    """Every log group is kept ``days``, and every function, the CDK's helpers included, logs to one
+    of them: none to a group Lambda would create on first run and keep forever."""
+    groups = synthesized.find_resources("AWS::Logs::LogGroup")
+    assert {name: g["Properties"].get("RetentionInDays") for name, g in groups.items()} == {name: days for name in groups}
+    named = {json.dumps(g["Properties"]["LogGroupName"]) for g in groups.values() if "LogGroupName" in g["Properties"]}
+    for name, function in synthesized.find_resources("AWS::Lambda::Function").items():
+        target = function["Properties"].get("LoggingConfig", {}).get("LogGroup", {}).get("Ref")
+        default = json.dumps({"Fn::Join": ["", ["/aws/lambda/", {"Ref": name}]]})
+        assert target in groups or default in named, f"{name} logs to a group the stack does not keep"
+
+
+def test_logs_are_kept_for_the_configured_days(template, tmp_path_factory):
+    kept_logs(template, CONTEXT["log_retention_days"])
+    assert len(template.find_resources("AWS::Logs::LogGroup")) == 10  # 8 functions, the domain policy's helper, the notifications'
+    kept_logs(synth(tmp_path_factory, log_retention_days=30), 30)
 
 
 def test_bedrock_is_granted_only_for_what_is_configured(tmp_path_factory, template):
@@ -429,6 +440,11 @@ def test_the_domain_the_api_and_the_audit_are_alarmed(template):
         assert f'name="{name}"' in emitted and (metric["Namespace"], metric["MetricName"], metric["Dimensions"]) == (
             "citewell", name, audit_dims)
     assert (unrepaired["Threshold"], unrepaired["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    # Embed and publish refusing an index migrated to another model (retried, so no function error shows it).
+    switched = [a for a in alarms if a.get("MetricName") == "EmbedderSwitched"]
+    assert 'name="EmbedderSwitched"' in emitted and sorted(d["Value"] for a in switched for d in a["Dimensions"]) == [
+        "citewell-embed", "citewell-publish"]
+    assert all((a["Namespace"], a["Statistic"], a["Threshold"]) == ("citewell", "Sum", 1) for a in switched)
 
 
 def test_synthesis_warns_when_nobody_is_subscribed_to_the_alarms(tmp_path_factory):

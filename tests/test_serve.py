@@ -162,6 +162,29 @@ def test_another_tenant_or_role_sees_nothing_of_a_document(served):
     assert served.call("GET", f"/answers/{asked['answer_id']}/citations", northpier_hr).status_code == 200
 
 
+def test_the_listing_and_a_text_come_in_pages_of_what_the_caller_may_read(served):
+    """The same pages as on AWS: a page never holds or counts a record the caller may not read."""
+    def pages(token: str, path: str, limit: int) -> list[dict]:
+        found, cursor = [], None
+        while True:
+            reply = served.call("GET", f"{path}?limit={limit}" + (f"&cursor={cursor}" if cursor else ""), token)
+            assert reply.status_code == 200, reply.text
+            found.append(reply.json())
+            if (cursor := found[-1]["next"]) is None:
+                return found
+
+    staff, everyone = served.token("northpier", ["staff"]), served.token("northpier", ["staff", "hr", "support"])
+    assert [[d["document_id"] for d in p["documents"]] for p in pages(staff, "/documents", 1)] == [["handbook.md"]]
+    assert [[d["document_id"] for d in p["documents"]] for p in pages(everyone, "/documents", 2)] == [
+        ["engineering/errors.md", "handbook.md"], ["hr/salaries.md"]]
+    text = pages(staff, "/documents/handbook.md", 40)
+    whole = served.call("GET", "/documents/handbook.md", staff).json()
+    assert whole["next"] is None and whole["total_chars"] == len(whole["text"])
+    assert len(text) > 2 and "".join(p["text"] for p in text) == whole["text"] and "27 days" in whole["text"]
+    assert {p["revision"] for p in text} == {text[0]["document"]["active_revision"]}
+    assert "limit" in refused(served.call("GET", "/documents?limit=0", staff), 400)
+
+
 def test_changing_documents_needs_the_write_role(served):
     staff = served.token("northpier", ["staff"])
     new = {"document_id": "notes.md", "allowed_roles": ["staff"]}

@@ -12,7 +12,8 @@ from constructs import Construct
 from layer import problems, unzipped_bytes
 from stacks.api import Api
 from stacks.config import ROOT, ConfigError, StackConfig
-from stacks.functions import Functions
+from stacks.functions import Functions, retention
+from stacks.logs import keep_logs
 from stacks.monitoring import Alarms
 from stacks.search import Search
 from stacks.storage import Storage
@@ -54,3 +55,4 @@ class CitewellStack(cdk.Stack):
         api = Api(self, "Api", handler=functions.api, issuer=config.jwt_issuer, audience=config.jwt_audience)
         Alarms(self, "Alarms", queues=functions.dead_letter_queues, functions=functions.all, email=config.alarm_email,
                domain=search.domain, volume_gib=search.volume_gib, http_api=api.http_api)
+        keep_logs(self, config.log_retention_days, retention(config.log_retention_days))

@@ -46,6 +46,9 @@ STAGE_RECORDS = {
               "dynamodb:BatchWriteItem"],
     "publish": RECORDS,
 }
+# The fetch function reads its upload and the document, writes the intent's validators, fails the
+# document with a compare-and-set (PutItem) and removes a failed upload's intent.
+FETCH_RECORDS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
 
 
 class Functions(Construct):
@@ -72,7 +75,7 @@ class Functions(Construct):
             environment["CITEWELL_BEDROCK_EMBED_MODEL"] = config.embedding_model
 
         def function(name: str, timeout: int, memory: int, **extra: object) -> lambda_.Function:
-            log_group = logs.LogGroup(self, f"{name.capitalize()}Logs", retention=_retention(config.log_retention_days),
+            log_group = logs.LogGroup(self, f"{name.capitalize()}Logs", retention=retention(config.log_retention_days),
                                       removal_policy=cdk.RemovalPolicy.DESTROY)
             fn = lambda_.Function(
                 self, name.capitalize(),
@@ -173,8 +176,11 @@ class Functions(Construct):
         fetches = queue("fetch", 120)
         fed(self.fetch, "fetch", fetches)
         allow(self.fetch, ["s3:PutObject"], objects("raw"))
-        cleans_up(self.fetch)  # a failed fetch removes its upload's intent and objects
-        records(self.fetch, STAGE_RECORDS["parse"])
+        # A failed fetch removes its upload's intent; it stored no object (a redelivery after the page
+        # was stored is a no-op), so it lists versions and deletes none, and purges no revision.
+        allow(self.fetch, ["s3:GetObject"], objects(*STAGES))
+        allow(self.fetch, ["s3:ListBucket", "s3:ListBucketVersions"], [bucket.bucket_arn])
+        records(self.fetch, FETCH_RECORDS)
         fetches.grant_send_messages(self.api)
         self.api.add_environment("CITEWELL_FETCH_QUEUE_URL", fetches.queue_url)
         if config.fetch_allow:
@@ -245,7 +251,7 @@ _RETENTION = {
 }
 
 
-def _retention(days: int) -> logs.RetentionDays:
+def retention(days: int) -> logs.RetentionDays:
     if days not in _RETENTION:
         raise ValueError(f"log_retention_days={days} is not a CloudWatch Logs retention; one of {sorted(_RETENTION)}")
     return getattr(logs.RetentionDays, _RETENTION[days])  # type: ignore[no-any-return]

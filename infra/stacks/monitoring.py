@@ -1,7 +1,8 @@
 """Alarms, sent to one SNS topic (an email subscription from context ``alarm_email``): anything
 in a dead-letter queue, any function error, any 5xx the API answers, the search domain's health
 (red cluster, free storage, JVM memory pressure, a failed automated snapshot), an audit finding
-it could not repair, and an expunge the domain refused.
+it could not repair, an expunge the domain refused, and a stage refusing to write for an index
+a migration moved to another embedder before the redeploy.
 
 The API handler answers an unexpected exception with a 500 instead of raising, so its Lambda
 ``Errors`` alarm never sees one: the 5xx alarm on the HTTP API does. A topic nobody subscribes
@@ -26,6 +27,7 @@ MINUTE = cdk.Duration.minutes(1)
 # What the audit function emits (citewell.aws.handlers.audit_handler, Powertools' EMF: the
 # service is a dimension of every metric).
 NAMESPACE, AUDIT_SERVICE = "citewell", "citewell-audit"
+SWITCH_STAGES = ("embed", "publish")  # the stages that check the index's embedder (citewell.aws.pipeline)
 
 
 class Alarms(Construct):
@@ -71,6 +73,14 @@ class Alarms(Construct):
                     "the audit found what it could not repair: see its 'audit finding' log lines")
         self._alarm("ExpungeFailed", audit("ExpungeFailed"), 1, AT_LEAST,
                     "the audit could not ask the search domain to expunge deleted rows")
+
+        # A stage refusing vectors for an index migrated to another model: retried, not an error of the function.
+        for stage in SWITCH_STAGES:
+            switched = cloudwatch.Metric(namespace=NAMESPACE, metric_name="EmbedderSwitched", statistic="Sum",
+                                         dimensions_map={"service": f"citewell-{stage}"}, period=cdk.Duration.minutes(5))
+            self._alarm(f"EmbedderSwitched{stage.capitalize()}", switched, 1, AT_LEAST,
+                        f"{stage} refused to write for an index migrated to another embedder: redeploy with it "
+                        "(the queue retries the uploads until then)")
 
     def _alarm(self, name: str, metric: cloudwatch.Metric | cloudwatch.MathExpression, threshold: float, comparison: cloudwatch.ComparisonOperator,
                description: str, periods: int = 1, missing: bool = True) -> cloudwatch.Alarm:

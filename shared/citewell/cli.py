@@ -584,11 +584,20 @@ def cmd_read(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return snapshot.model_dump(mode="json"), EXIT_OK
 
 
+DOCS_PAGE = 500
+
+
 def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.services import open_local
 
-    documents = open_local(args.home, existing=True).metadata.list_documents(args.tenant)
-    return {"documents": [d.model_dump(mode="json") for d in documents]}, EXIT_OK
+    metadata = open_local(args.home, existing=True).metadata
+    documents: list[dict[str, Any]] = []
+    after: str | None = None
+    while True:  # page by page, by key, as the API lists: a tenant of 100,000 records is never one read
+        page = metadata.page_documents(args.tenant, DOCS_PAGE, after)
+        documents += [d.model_dump(mode="json") for d in page.documents]
+        if (after := page.after) is None:
+            return {"documents": documents}, EXIT_OK
 
 
 def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:

@@ -37,6 +37,15 @@ class EmbedderMismatch(CitewellError):
     code = "embedder_mismatch"
 
 
+class EmbedderSwitched(EmbedderMismatch):
+    """The index behind the alias holds another model's vectors than this service embeds with:
+    a migration switched the alias and this container predates the redeploy. Its writes are
+    refused (the queue retries them until a redeployed container takes them) and its searches
+    use the lexical lane alone."""
+
+    code = "embedder_switched"
+
+
 class RetrievalUnavailable(CitewellError):
     code = "retrieval_unavailable"
 

@@ -32,6 +32,16 @@ class LaneHit:
     rank: int
 
 
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of a listing: the records the reader may read, by id, and the id to continue
+    after (None: the listing is done). A page may hold fewer than asked and still go on: a
+    store stops after reading a bounded number of records (see ``MetadataStore.page_documents``)."""
+
+    documents: list[Document]
+    after: str | None
+
+
 class ObjectStore(Protocol):
     """Raw uploads and stage artifacts, by key."""
 
@@ -52,6 +62,12 @@ class MetadataStore(Protocol):
     def get_document(self, tenant: str, document_id: str) -> Document | None: ...
     def get_documents(self, tenant: str, document_ids: Iterable[str]) -> dict[str, Document]: ...
     def list_documents(self, tenant: str) -> list[Document]: ...
+    def page_documents(self, tenant: str, limit: int, after: str | None = None, reader: Identity | None = None) -> DocumentPage:
+        """At most ``limit`` of the tenant's records with ids after ``after``, in id order, read by
+        key. With a ``reader`` only the records it may read are taken, before the page is cut, so
+        a page never holds or counts another's; without one (the operator) all are."""
+        ...
+
     def find_documents(self, identity: Identity, wanted: SearchFilter) -> frozenset[str]:
         """The ids of the records ``identity`` may read that ``wanted`` admits (as
         :meth:`SearchFilter.admits` decides); InvalidInput when more than ``MAX_SCOPE``."""

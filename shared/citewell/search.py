@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from citewell.errors import CitewellError, ExpansionUnavailable, RerankerUnavailable, RetrievalUnavailable
+from citewell.errors import CitewellError, EmbedderSwitched, ExpansionUnavailable, RerankerUnavailable, RetrievalUnavailable
 from citewell.expansion import expand, expander_from_env
 from citewell.filters import Scope, SearchFilter
 from citewell.fusion import reciprocal_rank_fusion
@@ -69,7 +69,12 @@ def search(
 
     text = question if "bm25" in lanes else None
     wanted = vector if "vector" in lanes else None
-    results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth, scope))
+    try:
+        results = _lanes(lambda: services.index.lanes(text, wanted, services.embedder.identity, identity, depth, scope))
+    except EmbedderSwitched as error:  # a migration moved the index on before this service was redeployed
+        degraded.append(f"vector lane unavailable ({error.code}): lexical results only until this service is redeployed "
+                        "with the index's embedder")
+        results = _lanes(lambda: services.index.lanes(text, None, services.embedder.identity, identity, depth, scope))
     if failed:
         raise failed[0]
     expander = services.expander if services.expander is not None else expander_from_env()
@@ -163,7 +168,10 @@ def _probe_lanes(
         except CitewellError as error:
             degraded.append(f"the expansion's passage was not searched ({error.code})")
             return found
-        found["vector:passage"] = _lanes(lambda: services.index.lanes(None, passage, embedder, identity, depth, scope)).get("vector", [])
+        try:
+            found["vector:passage"] = _lanes(lambda: services.index.lanes(None, passage, embedder, identity, depth, scope)).get("vector", [])
+        except EmbedderSwitched:
+            pass  # the question's vector lane was refused alike, and degraded says so
     return found
 
 

@@ -52,7 +52,6 @@ from citewell.settings import InvalidSetting
 logger = Logger(service="citewell-api")
 UPLOAD_URL_SECONDS = 900
 _SECTION = re.compile(r"[0-9]{1,6}-[0-9a-f]{16}")  # a section id (citewell.models.section_id); ASCII digits only
-_REREADS = 3  # a document read while its revision is replaced is read again
 
 
 class UploadForms(Protocol):
@@ -266,25 +265,29 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
 
     @app.get("/documents")
     def list_documents() -> dict[str, Any]:
+        from citewell.api.paging import LIST_PAGE, LIST_PAGE_MAX, list_page, page_size
+
         found, who = caller()
-        documents = [d for d in found.services.metadata.list_documents(who.tenant) if who.can_see(d.tenant, d.allowed_roles)]
-        return {"documents": [shown(d) for d in documents]}
+        query = app.current_event.get_query_string_value
+        page = list_page(found.services.metadata, who.tenant, who, query("cursor"), page_size(query("limit"), LIST_PAGE, LIST_PAGE_MAX))
+        return {**page, "documents": [shown(d) for d in page["documents"]]}
 
     @app.get("/documents/<document_id>")
     def get_document(document_id: str) -> dict[str, Any]:
+        from citewell.api.paging import TEXT_PAGE_CHARS, page_size, pinned_chunks, text_page
+
         found, who = caller()
-        metadata = found.services.metadata
         document_id = path_id(document_id)
-        section = app.current_event.get_query_string_value("section")
-        if section is not None:
+        query = app.current_event.get_query_string_value
+        section = query("section")
+        if section is not None:  # a section read: one budget-checked snapshot (citewell.reads), never paged
+            if query("cursor") is not None or query("limit") is not None:
+                raise BadRequestError("a section is read whole, within the evidence budget: send section without cursor or limit")
             return read_section(found.services, who, document_id, section)
-        for _ in range(_REREADS):
-            document = _visible(metadata.get_document(who.tenant, document_id), who)
-            chunks = metadata.get_chunks(who.tenant, document_id, document.active_revision) if document.active_revision else []
-            if chunks or not document.active_revision:
-                break  # a served revision always has chunks: none means it was replaced (and purged) since the read
+        cursor, limit = query("cursor"), page_size(query("limit"), TEXT_PAGE_CHARS, TEXT_PAGE_CHARS)
+        document, chunks = pinned_chunks(found.services.metadata, who, document_id, cursor, lambda d: _visible(d, who))
         text = "".join(c.text[max(0, c.body_start - c.start):] for c in chunks)
-        return {"document": shown(document), "text": text}
+        return {"document": shown(document), **text_page(text, chunks[0].revision if chunks else None, cursor, limit)}
 
     @app.delete("/documents/<document_id>")
     def remove_document(document_id: str) -> dict[str, Any]:

@@ -4,7 +4,9 @@ The API queues ``{"tenant", "document_id", "upload_id"}``; this step loads that 
 runs :func:`citewell.fetch.store.fetch_upload` against S3 and DynamoDB, through the same guard
 as the CLI with the operator's ``CITEWELL_FETCH_ALLOW`` (the stack's, never the caller's). The
 bytes land under the upload's ``raw/`` key, whose notification starts parse, as an upload form's
-file does. A message for an upload no longer there (a newer upload or a delete came first) is done.
+file does. A message for an upload no longer there (a newer upload or a delete came first) is done,
+and so is one delivered again after its page was stored: the stages have it from there, and a
+fetch that failed now would abandon an upload that is already under way.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pydantic import BaseModel
 from citewell.fetch.client import Fetcher
 from citewell.fetch.guard import Guard
 from citewell.fetch.store import fetch_upload
+from citewell.keys import raw_key
 from citewell.services import Services
 from citewell.settings import settings
 
@@ -28,11 +31,13 @@ class FetchMessage(BaseModel):
 
 
 def fetch_message(services: Services, body: str) -> str:
-    """What became of one queued URL upload: ``fetched``, ``failed`` (recorded) or ``gone``."""
+    """What became of one queued URL upload: ``fetched``, ``failed`` (recorded), ``gone`` or ``done`` (already)."""
     message = FetchMessage.model_validate(json.loads(body))
     upload = services.metadata.get_upload(message.tenant, message.document_id, message.upload_id)
     if upload is None:
         return "gone"
+    if upload.fetched is not None and services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id)):
+        return "done"  # a redelivery: the page was stored (its validators first) and parse has it; fetching again could only fail it
     config = settings()
     with Fetcher(Guard.of(config.fetch_allow), max_bytes=services.max_bytes, seconds=config.fetch_seconds) as fetcher:
         return "fetched" if fetch_upload(services, fetcher, upload) is not None else "failed"

@@ -16,6 +16,7 @@ from citewell.aws import UNTRACED
 from citewell.aws.forms import Notified
 from citewell.aws.pipeline import run_stage
 from citewell.aws.settings import services_from_env
+from citewell.errors import EmbedderSwitched
 
 
 def notified_objects(record: SQSRecord, events: tuple[str, ...]) -> list[Notified]:
@@ -43,7 +44,14 @@ def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> C
         _, services = services_from_env()
         for notified in notified_objects(record, events):
             key = notified.key
-            logger.info(run_stage(services, stage, key, notified), extra={"key": key, "message_id": record.message_id})
+            try:
+                done = run_stage(services, stage, key, notified)
+            except EmbedderSwitched as error:  # retried by the queue: said loudly, never dropped
+                logger.error("the index was migrated to another embedder: redeploy with it; the queue retries this",
+                             extra={"key": key, "message_id": record.message_id, "reason": error.message})
+                metrics.add_metric(name="EmbedderSwitched", unit=MetricUnit.Count, value=1)
+                raise
+            logger.info(done, extra={"key": key, "message_id": record.message_id})
             metrics.add_metric(name="ObjectsProcessed", unit=MetricUnit.Count, value=1)
 
     @logger.inject_lambda_context

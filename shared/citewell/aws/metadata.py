@@ -32,12 +32,14 @@ import numpy as np
 
 from citewell.leases import Lease
 from citewell.filters import SearchFilter, checked_scope
+from citewell.ports import DocumentPage
 from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Identity, Removal, Upload, new_token, sha256_text, utcnow
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
 SORT_KEY_BYTES = 1024  # DynamoDB's limit; a partition key may take 2,048 (every other key here fits the longest ids)
 PARALLEL = 16  # concurrent DynamoDB calls of one bulk read or delete (boto3 clients are thread-safe, resources are not)
 BATCH_WRITE = 25  # DynamoDB's BatchWriteItem limit
+PAGE_READ = 1000  # records one listing request reads at most: a reader of few of many documents gets short pages, not a timeout
 SEGMENTS = "123456789abcdef"  # sort-key bounds splitting a partition of SHA-256 hex keys into 16 ranges read at once
 
 
@@ -131,6 +133,37 @@ class DynamoMetadataStore:
 
     def list_documents(self, tenant: str) -> list[Document]:
         return [Document.model_validate_json(i["record"]) for i in self._prefixed(f"T#{tenant}", "D#")]
+
+    def page_documents(self, tenant: str, limit: int, after: str | None = None, reader: Identity | None = None) -> DocumentPage:
+        """A Query of the ``D#`` keys from ``after`` on, the reader's roles checked on each record
+        before it is taken. At most ``PAGE_READ`` records are read: past that the page ends
+        short, at the last record read, so a request costs the same whatever the reader may see."""
+        from boto3.dynamodb.conditions import Key
+
+        if reader is not None and not reader.can_see(tenant, reader.roles):
+            return DocumentPage([], None)
+        request: dict[str, Any] = {"KeyConditionExpression": Key("pk").eq(f"T#{tenant}") & Key("sk").begins_with("D#"),
+                                   "ConsistentRead": True}
+        if after:
+            request["ExclusiveStartKey"] = {"pk": f"T#{tenant}", "sk": f"D#{after}"}
+        taken: list[Document] = []
+        read, last = 0, after
+        while True:
+            reply = self.table.query(**request, Limit=min(PAGE_READ - read, limit + 1 - len(taken)))
+            for item in reply.get("Items", []):
+                read += 1
+                document = Document.model_validate_json(item["record"])
+                if reader is None or reader.can_see(document.tenant, document.allowed_roles):
+                    taken.append(document)
+                last = document.document_id
+            more = "LastEvaluatedKey" in reply
+            if len(taken) > limit:
+                return DocumentPage(taken[:limit], taken[limit - 1].document_id)
+            if not more:
+                return DocumentPage(taken, None)
+            if read >= PAGE_READ:
+                return DocumentPage(taken, last)
+            request["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
 
     def find_documents(self, identity: Identity, wanted: SearchFilter) -> frozenset[str]:
         """The filter resolved over the tenant's records (a prefix narrows the key range read)."""

@@ -6,7 +6,10 @@ intent and works from it; parse first admits the object (:mod:`citewell.aws.form
 upload form, none for an upload without an intent. A message for an upload that is no longer
 current (a newer upload of the document, or its delete, came first) is acknowledged as a
 no-op, never retried; so is a refused object. Bad input is recorded on the document and not
-retried; anything else raises so the queue retries and, in the end, dead-letters it.
+retried; anything else raises so the queue retries and, in the end, dead-letters it. Embed and
+publish refuse to work for an index built for another model than theirs (the window between a
+migration's switch and the redeploy: EmbedderSwitched), so the queue retries the message until a
+redeployed container takes it.
 """
 
 from __future__ import annotations
@@ -107,6 +110,9 @@ def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
     if raw is None:
         return f"ignored {name}: its chunks are gone (superseded or deleted)"
     artifact = ChunksArtifact.model_validate_json(raw)
+    require = getattr(services.index, "require_embedder", None)
+    if require is not None:  # after a migration, a container from before the redeploy embeds for an index that is gone
+        require(services.embedder.identity)
     embedded = embed_stage(services, artifact.chunks)
     if not is_current(services.metadata.get_document(upload.tenant, upload.document_id), upload):
         abandon(services, upload, artifact.revision)  # superseded while embedding: what it cached goes too

@@ -7,19 +7,24 @@ is refused. Both lanes carry the same access filter: inside ``bool.filter`` for 
 inside the ``knn`` clause for vectors (efficient filtering on the lucene engine: the filter
 is applied during the HNSW search, not to its results).
 
-What the alias points at only changes by a migration, which ships with a new embedder
-configuration (new containers), so a container looks it up once.
+What the alias points at changes by a migration, and the containers still warm from before
+it embed with the old model until the redeploy that ships the new configuration. So a
+container reads the alias's mapping (whose ``_meta`` names the embedder identity) again
+before every write, and for searches at most ``MAPPING_SECONDS`` after it last did: a write of
+another model's vectors is refused (:class:`~citewell.errors.EmbedderSwitched`, retried by the
+queue), and a search answers from the lexical lane, saying so, until the redeploy.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from citewell.errors import EmbedderMismatch, RetrievalUnavailable
+from citewell.errors import EmbedderMismatch, EmbedderSwitched, RetrievalUnavailable
 from citewell.filters import Scope
 from citewell.models import Chunk, Identity, sha256_text
 from citewell.ports import Embedder, LaneHit, QueryVector, query_vector
@@ -27,6 +32,7 @@ from citewell.services import Services
 
 DEFAULT_ALIAS = "citewell-chunks"
 MAX_ID_BYTES = 512  # OpenSearch refuses a longer _id
+MAPPING_SECONDS = 30.0  # how long a search trusts the alias's mapping it read (writes read it every time)
 _SOURCE = ["chunk_id", "document_id", "revision", "title", "section_path", "body"]
 
 
@@ -116,8 +122,8 @@ def identity_dims(embedder_identity: str) -> int:
 
 def _mismatch(current: str, dims: int | None, wanted: str) -> EmbedderMismatch:
     built = f"{current} vectors" + (f" in {dims} dimensions" if dims is not None else "")
-    return EmbedderMismatch(f"this index holds {built}; {wanted} cannot be used with it: "
-                            "migrate to a new index for this embedder (citewell.aws.migrate)")
+    return EmbedderSwitched(f"this index holds {built}; {wanted} cannot be used with it: migrate to a new index for "
+                            "this embedder (citewell.aws.migrate), or, after a migration, redeploy with its embedder")
 
 
 def row_id(chunk: Chunk) -> str:
@@ -156,6 +162,7 @@ class OpenSearchIndex:
         self.client = client
         self.alias = alias
         self._mapped: tuple[str | None, int | None] | None = None  # (identity, dims) once the alias exists
+        self._mapped_at = 0.0  # time.monotonic() of that read
 
     @classmethod
     def connect(cls, host: str, region: str, alias: str = DEFAULT_ALIAS) -> OpenSearchIndex:
@@ -171,15 +178,25 @@ class OpenSearchIndex:
     def _index_name(self, embedder_identity: str) -> str:
         return f"{self.alias}-{re.sub(r'[^a-z0-9]+', '-', embedder_identity.lower()).strip('-')}"
 
-    def mapped(self) -> tuple[str | None, int | None] | None:
-        """``(identity, vector dimension)`` of the index behind the alias; None while there is none."""
-        if self._mapped is None and self.client.indices.exists_alias(name=self.alias):
+    def mapped(self, fresh: bool = False) -> tuple[str | None, int | None] | None:
+        """``(identity, vector dimension)`` of the index behind the alias; None while there is none.
+        Read again when ``fresh`` or older than ``MAPPING_SECONDS``: a migration may have moved the alias."""
+        if self._mapped is not None and not fresh and time.monotonic() - self._mapped_at <= MAPPING_SECONDS:
+            return self._mapped
+        self._mapped = None
+        if self.client.indices.exists_alias(name=self.alias):
             (body,) = self.client.indices.get_mapping(index=self.alias).values()
             mappings = body["mappings"]
             vector = mappings.get("properties", {}).get("vector", {})
             dims = int(vector["dimension"]) if "dimension" in vector else None
-            self._mapped = (mappings.get("_meta", {}).get("embedder_identity"), dims)
+            self._mapped, self._mapped_at = (mappings.get("_meta", {}).get("embedder_identity"), dims), time.monotonic()
         return self._mapped
+
+    def require_embedder(self, embedder_identity: str) -> None:
+        """Before a stage spends a model's time on vectors for this index: the alias's index, read
+        now, was built for ``embedder_identity`` (or there is none yet); else EmbedderSwitched."""
+        self.mapped(fresh=True)
+        self._check(embedder_identity)
 
     def _exists(self) -> bool:
         return self.mapped() is not None
@@ -213,6 +230,7 @@ class OpenSearchIndex:
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str) -> int:
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
+        self.mapped(fresh=True)  # a warm container's view of the alias may predate a migration
         self._ensure(embedder_identity)
         for tenant, document_id, revision in sorted({(c.tenant, c.document_id, c.revision) for c in chunks}):
             self.delete_revision(tenant, document_id, revision)

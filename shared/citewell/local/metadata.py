@@ -10,6 +10,7 @@ import numpy as np
 from citewell.local.sqlite import Connection, PerThread, Transaction, compact_file, ensure_schema
 from citewell.leases import Lease
 from citewell.filters import SearchFilter, checked_scope
+from citewell.ports import DocumentPage
 from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Identity, Removal, Upload, new_token, utcnow
 
 SCHEMA_VERSION = 2
@@ -134,6 +135,20 @@ class SqliteMetadataStore:
     def list_documents(self, tenant: str) -> list[Document]:
         rows = self.conn.execute("SELECT record FROM documents WHERE tenant = ? ORDER BY document_id", (tenant,))
         return [Document.model_validate_json(r["record"]) for r in rows]
+
+    def page_documents(self, tenant: str, limit: int, after: str | None = None, reader: Identity | None = None) -> DocumentPage:
+        """By the primary key from ``after`` on, the reader's roles checked in the same query."""
+        where, params = ["tenant = ?", "document_id > ?"], [tenant, after or ""]
+        if reader is not None:
+            if not reader.can_see(tenant, reader.roles):
+                return DocumentPage([], None)
+            roles = sorted(reader.roles)
+            where.append(f"EXISTS (SELECT 1 FROM json_each(record, '$.allowed_roles') WHERE value IN ({', '.join('?' * len(roles))}))")
+            params += roles
+        rows = self.conn.execute(f"SELECT record FROM documents WHERE {' AND '.join(where)} ORDER BY document_id LIMIT ?",
+                                 [*params, limit + 1]).fetchall()
+        documents = [Document.model_validate_json(r["record"]) for r in rows[:limit]]
+        return DocumentPage(documents, documents[-1].document_id if len(rows) > limit else None)
 
     def find_documents(self, identity: Identity, wanted: SearchFilter) -> frozenset[str]:
         """The filter resolved in SQL over the records (the ids and the prefix on the key), as

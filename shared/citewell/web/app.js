@@ -694,7 +694,26 @@
   /** The document's current text (one section of it, when `section` is not null), or throws. */
   async function currentText(documentId, section) {
     const path = documentPath(documentId) + (section !== null ? `?section=${encodeURIComponent(section)}` : "");
-    return api("GET", path);
+    return allPages(path);
+  }
+
+  /** A long text comes a page at a time, every page of the revision the first one read; when the
+   *  document is replaced between pages (409 stale_cursor) the read starts again, once. */
+  async function allPages(path, again = true) {
+    const first = await api("GET", path);
+    const texts = [first.text || ""];
+    let cursor = first.next;
+    try {
+      while (cursor) {
+        const page = await api("GET", path + (path.includes("?") ? "&" : "?") + `cursor=${encodeURIComponent(cursor)}`);
+        texts.push(page.text || "");
+        cursor = page.next;
+      }
+    } catch (error) {
+      if (again && error.code === "stale_cursor") return allPages(path, false);
+      throw error;
+    }
+    return { ...first, text: texts.join(""), next: null };
   }
 
   async function openSource(item, quote, opener) {
@@ -825,8 +844,14 @@
   async function loadDocuments() {
     if (!state.me) return;
     try {
-      const result = await api("GET", "/documents");
-      state.documents = result.documents || [];
+      const documents = [];
+      let cursor = null;
+      do {  // the list comes a page at a time; the next page is named by the last one's `next`
+        const result = await api("GET", "/documents" + (cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""));
+        documents.push(...(result.documents || []));
+        cursor = result.next;
+      } while (cursor);
+      state.documents = documents;
       renderDocuments();
       const list = $("documents");
       list.dataset.loads = String(Number(list.dataset.loads || 0) + 1);  // how many lists it has shown: a hook for tests

@@ -1,0 +1,110 @@
+"""Pages of what one response cannot hold: the document listing and a document's text.
+
+A Lambda response holds at most 6 MB and an upload may be 50 MB of text, so ``GET
+/documents/{id}`` returns its text a page at a time and ``GET /documents`` its records a page
+at a time. Each page names the next by an opaque ``cursor``. A text cursor pins the revision
+the first page read: a page of a revision replaced since is refused (409 ``stale_cursor``),
+never served from the new one, so the pages of one read always join into one revision's text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from citewell.errors import Conflict, InvalidInput
+from citewell.models import Chunk, Document, Identity
+from citewell.ports import MetadataStore
+
+# Characters of text a page holds at most. Serialized twice (the body, then the Lambda reply
+# holding it as a string), one character costs at most 12 bytes (a character outside the BMP
+# becomes two escaped surrogates), so a full page stays under 4.8 MB of the 6 MB.
+TEXT_PAGE_CHARS = 400_000
+LIST_PAGE = 50  # records a listing page holds unless asked for another number
+LIST_PAGE_MAX = 200  # a record with every field at its bound is under 20 KB serialized twice
+REREADS = 3  # a document read while its revision is replaced is read again
+_NUMBER = re.compile(r"[0-9]{1,7}")
+
+
+class StaleCursor(Conflict):
+    """The cursor's revision is no longer the document's: the read must start again."""
+
+    code = "stale_cursor"
+
+
+class _TextCursor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["text"] = "text"
+    revision: str = Field(min_length=1, max_length=128)
+    offset: int = Field(ge=0)
+
+
+class _ListCursor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["list"] = "list"
+    after: str = Field(min_length=1, max_length=512)
+
+
+def _encode(cursor: BaseModel) -> str:
+    return base64.urlsafe_b64encode(cursor.model_dump_json().encode()).decode().rstrip("=")
+
+
+def _decode(value: str, model: type[_TextCursor | _ListCursor]) -> _TextCursor | _ListCursor:
+    try:
+        data = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        return model.model_validate_json(data)
+    except (binascii.Error, ValueError, ValidationError):
+        raise InvalidInput("cursor is not one this endpoint returned: pass the `next` of the previous page as it came") from None
+
+
+def page_size(value: str | None, default: int, maximum: int) -> int:
+    """``limit`` from a query string: a whole number from 1 to ``maximum``."""
+    if value is None:
+        return default
+    if not _NUMBER.fullmatch(value) or not 1 <= int(value) <= maximum:
+        raise InvalidInput(f"limit must be a whole number from 1 to {maximum:,}")
+    return int(value)
+
+
+def list_page(metadata: MetadataStore, tenant: str, reader: Identity | None, cursor: str | None, limit: int) -> dict[str, object]:
+    """One page of the tenant's records ``reader`` may read (all of them for the operator, None),
+    and the cursor of the next (None: the last page)."""
+    after = _decode(cursor, _ListCursor).after if cursor else None  # type: ignore[union-attr]
+    page = metadata.page_documents(tenant, limit, after, reader=reader)
+    return {"documents": page.documents, "next": _encode(_ListCursor(after=page.after)) if page.after else None}
+
+
+def pinned_chunks(metadata: MetadataStore, reader: Identity, document_id: str, cursor: str | None,
+                  visible: Callable[[Document | None], Document]) -> tuple[Document, list[Chunk]]:
+    """The record (as ``visible`` lets the reader see it) and the chunks of the revision a read
+    serves: the cursor's, or on a first page the active one, read again while it is replaced."""
+    pinned = _decode(cursor, _TextCursor).revision if cursor else None  # type: ignore[union-attr]
+    for _ in range(REREADS):
+        document = visible(metadata.get_document(reader.tenant, document_id))
+        revision = pinned or document.active_revision
+        if pinned and document.active_revision != pinned:
+            raise StaleCursor(f"{document_id!r} was replaced since this read began (its text is now another revision): "
+                              "read it again from the first page")
+        if not revision:
+            return document, []
+        chunks = metadata.get_chunks(reader.tenant, document_id, revision)
+        if chunks:
+            return document, chunks
+        # a served revision always has chunks: none means it was replaced (and purged) since the record was read
+    return document, []
+
+
+def text_page(text: str, revision: str | None, cursor: str | None, limit: int) -> dict[str, object]:
+    """``limit`` characters of ``text`` (the pinned revision's) from the cursor's offset on."""
+    offset = _decode(cursor, _TextCursor).offset if cursor else 0  # type: ignore[union-attr]
+    if offset > len(text):
+        raise InvalidInput(f"the cursor points past the end of the text ({len(text):,} characters)")
+    end = min(len(text), offset + limit)
+    following = _encode(_TextCursor(revision=revision, offset=end)) if revision and end < len(text) else None
+    return {"text": text[offset:end], "revision": revision, "offset": offset, "total_chars": len(text), "next": following}
+
