@@ -102,7 +102,7 @@ browser:
 screenshots: $(VENV)/.dev browser
 	@{ command -v chromium || command -v chromium-browser; } >/dev/null && command -v chromedriver >/dev/null \
 		|| { echo "make screenshots needs chromium and chromedriver (see make browser)"; exit 2; }
-	CITEWELL_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest tests/test_web.py tests/test_web_degraded.py
+	CITEWELL_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest tests/test_web.py tests/test_web_degraded.py tests/test_web_conversations.py tests/test_web_conditions.py
 
 # Retrieval quality on SciFact (needs ../shared/data; not part of the tests).
 eval: $(VENV)/.local

@@ -126,7 +126,7 @@ def block(results: list[dict], command: str) -> str:
 
 `{command}` on {datetime.now(UTC):%Y-%m-%d}, 2 cores shared (load average {load:.1f} at the end). Each text PDF's
 pages were rendered to greyscale images at the dpi shown, put in a PDF of images only, and that
-scan parsed as an upload is, with the embedded engine (RapidOCR, PP-OCRv4 on ONNX Runtime):
+scan parsed as an upload is, with the embedded engine (RapidOCR 3, PP-OCRv6 small on ONNX Runtime):
 cutting each page out, rendering it at up to 2,000 px and recognising it are all in the time
 (the models' load, once a process, is not). Words right: the words of letters and digits of the
 page's text layer found in order in its OCR text (longest matching runs), of all its words;

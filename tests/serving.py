@@ -131,6 +131,16 @@ class Served:
             time.sleep(0.1)
         raise AssertionError(f"{document_id} still processing after {seconds} s")
 
+    def vectors_ready(self, token: str, seconds: float = 120) -> None:
+        """Wait until search says no document ``token`` may read still waits for its vectors."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            reply = self.call("POST", "/search", token, {"question": "vectors", "k": 1})
+            if not any(note.startswith("vector index not ready") for note in reply.json()["degraded"]):
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"vectors still not ready after {seconds} s")
+
     def stop(self, sig: int = signal.SIGTERM, seconds: float = 120) -> int:
         self.client.close()
         if self.process.poll() is None:
@@ -144,7 +154,11 @@ class Served:
 
 
 def load_corpus(served: Served) -> None:
-    """Every document of ``CORPUS`` through the server's own upload path, by a writer of its tenant."""
+    """Every document of ``CORPUS`` through the server's own upload path, by a writer of its tenant,
+    then until its vectors are in: a published upload is searched by words first, and the tests
+    that load the corpus compare replies with a pipeline that embeds before it publishes."""
     for tenant, document_id, roles, data in CORPUS:
         writer = served.token(tenant, [*roles, WRITE])
         assert served.upload(writer, document_id, data, roles)["status"] == "published"
+    for tenant in {t for t, _, _, _ in CORPUS}:
+        served.vectors_ready(served.token(tenant, {r for t, _, roles, _ in CORPUS if t == tenant for r in roles}))

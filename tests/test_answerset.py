@@ -106,7 +106,10 @@ def test_questions_are_well_formed(corpus, questions):
     assert len({(q["tenant"], tuple(q["roles"]), q["question"].lower()) for q in questions}) == len(questions)
     for q in questions:
         follow_up = q["category"] == "follow_up"
-        assert list(q) == list(answerset.FOLLOW_UP_KEYS if follow_up else answerset.KEYS), q["id"]
+        keys = answerset.FOLLOW_UP_KEYS if follow_up else answerset.CONDITION_KEYS if q["category"] == "conditions" else answerset.KEYS
+        assert list(q) == list(keys), q["id"]
+        if q["category"] == "conditions":
+            assert isinstance(q["clarify"], bool) and not q["refuse"], q["id"]
         if follow_up:
             first = next(f for f in questions if f["id"] == q["follows"])
             assert first["category"] != "follow_up" and first["split"] == q["split"], q["id"]

@@ -209,3 +209,48 @@ def test_tokens_without_a_subject_never_share_a_conversation(services):
     with pytest.raises(NotFound):
         thread(services, other, first.conversation_id)
     assert history(services, other) == []
+
+
+def test_history_and_the_expiry_sweep_read_only_what_they_ask_for(services):
+    """On DynamoDB, a subject's history reads that subject's entries and the sweep the idle ones'
+    (counted by what each query scanned), not the tenant's whole partition; a follow-up moves the
+    conversation's entries, leaving no stale one behind."""
+    add(services, MEALS, "meals.md")
+    anna = [turn(services, ANNA, "How much is the meal allowance in Manchester?") for _ in range(2)]
+    for _ in range(3):
+        turn(services, BEN, "How much is the meal allowance in Leeds?")
+    turn(services, ANNA, "what about Leeds?", anna[0].conversation_id)  # anna's first is now her latest
+    scanned: list[int] = []
+    table = getattr(services.metadata, "table", None)
+    if table is not None:
+        table.meta.client.meta.events.register("after-call.dynamodb.Query",
+                                               lambda parsed, **_: scanned.append(parsed.get("ScannedCount", 0)))
+    latest = services.metadata.conversations_of("northpier", "anna")
+    assert [c.conversation_id for c in latest] == [anna[0].conversation_id, anna[1].conversation_id]
+    assert [c.conversation_id for c in services.metadata.conversations_of("northpier", "anna", limit=1)] == [anna[0].conversation_id]
+    assert services.metadata.conversations_idle_since(utcnow() - timedelta(days=1)) == []
+    assert len(services.metadata.conversations_idle_since(utcnow() + timedelta(seconds=1))) == 5
+    if table is not None:  # anna's 2 entries, then 1 of them; the tenant registry, then no idle entry or the 5
+        assert scanned == [2, 1, 1, 0, 1, 5], scanned
+    assert expire_conversations(services, now=utcnow() + timedelta(days=31)) == 5
+    assert services.metadata.conversations_of("northpier", "anna") == []
+    if table is not None:  # nothing of a conversation is left: its entries went with it
+        left = table.query(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": "T#northpier"})["Items"]
+        assert not [i["sk"] for i in left if i["sk"].startswith(("V#", "VS#", "VU#", "VA#"))]
+
+
+def test_the_audit_lists_again_a_conversation_stored_without_its_lookup_keys(services):
+    add(services, MEALS, "meals.md")
+    first = turn(services, ANNA, "How much is the meal allowance in Manchester?")
+    table = getattr(services.metadata, "table", None)
+    if table is None:
+        pytest.skip("SQLite finds conversations by its own indexes")
+    keys = [i["sk"] for i in table.query(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": "T#northpier"})["Items"]
+            if i["sk"].startswith(("VS#", "VU#"))]
+    for sk in keys:  # as a conversation written before the keys were kept
+        table.delete_item(Key={"pk": "T#northpier", "sk": sk})
+    assert services.metadata.conversations_of("northpier", "anna") == []
+    (found,) = [f for f in audit(services, repair=True).findings if f.kind == "unlisted_conversation"]
+    assert found.repaired and first.conversation_id in found.detail
+    assert [c.conversation_id for c in services.metadata.conversations_of("northpier", "anna")] == [first.conversation_id]
+    assert not [f for f in audit(services).findings if f.kind == "unlisted_conversation"]

@@ -234,7 +234,8 @@ def test_eval_answers_reports_per_category(tmp_path, capsys):
     assert set(report["by_category"]) == {"code", "forbidden", "out_of_corpus"}
     overall = report["overall"]
     assert overall["answerable_outcomes"] == {"answered_right": 1, "answered_wrong": 0, "unconfirmed_with_fact": 0,
-                                              "unconfirmed_without_fact": 0, "not_found": 0}
+                                              "unconfirmed_without_fact": 0, "not_found": 0,
+                                              "asked_which_right": 0, "asked_which_wrong": 0}
     assert overall["must_refuse_outcomes"]["answered"] == 0 and sum(overall["must_refuse_outcomes"].values()) == 2
     assert overall["fact_shown"] == 1.0
     assert [j["outcome"] for j in report["judgements"]][0] == "answered"
@@ -269,8 +270,9 @@ def test_eval_answers_counts_each_outcome_and_a_leak_through_an_unconfirmed_quot
     assert judged[6].forbidden == ["54000"] and not judged[5].forbidden  # the quote leaked what only HR may read
     scores = score(judged)
     assert scores.answerable_outcomes.model_dump() == {"answered_right": 1, "answered_wrong": 1, "unconfirmed_with_fact": 1,
-                                                       "unconfirmed_without_fact": 1, "not_found": 1}
-    assert scores.must_refuse_outcomes.model_dump() == {"answered": 0, "unconfirmed": 2, "not_found": 1}
+                                                       "unconfirmed_without_fact": 1, "not_found": 1,
+                                                       "asked_which_right": 0, "asked_which_wrong": 0}
+    assert scores.must_refuse_outcomes.model_dump() == {"answered": 0, "unconfirmed": 2, "not_found": 1, "asked_which": 0}
     assert (scores.fact_shown, scores.answer_accuracy, scores.fabrications, scores.forbidden_text) == (0.4, 0.2, 0, 1)
     assert scores.citation_precision == 1.0  # of answers only: an unconfirmed quote is not an answer's citation
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -162,3 +164,84 @@ def test_the_bedrock_client_is_shared_and_gives_up_inside_the_api_functions_30_s
     config = first.client.meta.config
     assert config.retries["total_max_attempts"] == 1
     assert config.read_timeout + config.connect_timeout < 30
+
+
+def event_message(event_type: str, payload: dict, message_type: str = "event") -> bytes:
+    """One message of AWS's event-stream framing (application/vnd.amazon.eventstream): a prelude
+    (total and header lengths, its CRC32), string headers, the JSON payload, the message's CRC32."""
+    import struct
+    import zlib
+
+    kind = ":event-type" if message_type == "event" else ":exception-type"
+    headers = b"".join(bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
+                       for name, value in ((kind, event_type), (":content-type", "application/json"),
+                                           (":message-type", message_type)))
+    body = json.dumps(payload).encode()
+    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+@pytest.fixture
+def converse_stream():
+    """A local server answering Bedrock's ConverseStream in its wire format; ``script`` holds the
+    messages of the next reply."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    state = {"script": [], "paths": []}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            state["paths"].append(self.path)
+            body = b"".join(state["script"])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.amazon.eventstream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = boto3.client("bedrock-runtime", region_name="eu-west-1", endpoint_url=f"http://127.0.0.1:{server.server_port}",
+                          aws_access_key_id="x", aws_secret_access_key="y")
+    yield client, state
+    server.shutdown()
+
+
+def test_bedrock_streams_its_draft_through_converse_stream_when_a_listener_wants_it(converse_stream):
+    from citewell.answers.drafts import drafts_to
+
+    client, state = converse_stream
+    state["script"] = [
+        event_message("messageStart", {"role": "assistant"}),
+        *(event_message("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}})
+          for piece in ("Staff get ", '"27 days of annual leave"', " [S1].")),
+        event_message("contentBlockStop", {"contentBlockIndex": 0}),
+        event_message("messageStop", {"stopReason": "end_turn"}),
+        event_message("metadata", {"usage": {"inputTokens": 9, "outputTokens": 7, "totalTokens": 16}, "metrics": {"latencyMs": 5}}),
+    ]
+    heard: list[str] = []
+    with drafts_to(heard.append):
+        draft = BedrockGenerator("anthropic.claude-test", client=client).generate("How much leave?", EVIDENCE)
+    assert heard == ["Staff get ", '"27 days of annual leave"', " [S1]."]
+    assert draft.text == 'Staff get "27 days of annual leave" [S1].' and draft.quotes == {"S1": "27 days of annual leave"}
+    assert state["paths"] == ["/model/anthropic.claude-test/converse-stream"]
+
+
+def test_a_bedrock_stream_that_breaks_off_or_says_nothing_is_typed(converse_stream):
+    from citewell.answers.drafts import drafts_to
+
+    client, state = converse_stream
+    bedrock = BedrockGenerator("anthropic.claude-test", client=client)
+    state["script"] = [event_message("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Staff get"}}),
+                       event_message("modelStreamErrorException", {"message": "the model stopped"}, message_type="exception")]
+    with drafts_to(lambda piece: None), pytest.raises(GeneratorUnavailable, match="modelStreamErrorException"):
+        bedrock.generate("q", EVIDENCE)
+    state["script"] = [event_message("messageStart", {"role": "assistant"}), event_message("messageStop", {"stopReason": "end_turn"})]
+    with drafts_to(lambda piece: None), pytest.raises(GeneratorUnavailable, match="empty"):
+        bedrock.generate("q", EVIDENCE)

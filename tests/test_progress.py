@@ -121,3 +121,48 @@ def test_chunking_a_large_file_reports_how_far_it_got(services):
     moves = [(e[2], e[3]) for e in recorder.events if e[0] == "advance" and e[1] == "chunk"]
     assert len(moves) >= 4 and moves == sorted(moves) and moves[-1] == (len(text), len(text))
     assert moves[0][0] < len(text) // 2  # the first report comes early, not at the end
+
+
+def text_pdf(pages: int) -> bytes:
+    """A PDF with a text layer on each of its ``pages``."""
+    from fpdf import FPDF
+
+    pdf = FPDF(unit="pt", format="A4")
+    pdf.set_font("helvetica", size=11)
+    for n in range(pages):
+        pdf.add_page()
+        pdf.multi_cell(0, 14, f"Page {n + 1}. " + large_text(12))
+    return bytes(pdf.output())
+
+
+def test_reading_a_long_pdf_reports_its_pages_as_they_are_read(services):
+    """A long PDF showed "chunking X" with nothing moving while its text layer was read: it now
+    reports pages read, of its pages, as each is, before chunking begins."""
+    recorder = Recorder()
+    [outcome] = ingest(services, [IngestRequest(document_id="manual.pdf", tenant="t", allowed_roles=frozenset({"r"}),
+                                                data=text_pdf(30), filename="manual.pdf")], progress=recorder)
+    assert outcome.status == "published"
+    pages = [e[2:] for e in recorder.events if e[0] == "advance" and e[1] == "parse"]
+    assert pages == [(n, 30) for n in range(31)]  # each page, in order, from none to all
+    assert not any(e[0] == "advance" and e[1] == "ocr" for e in recorder.events)  # a text layer needs no OCR
+    first_chunked = next(i for i, e in enumerate(recorder.events) if e[:2] == ("advance", "chunk"))
+    assert recorder.events.index(("advance", "parse", 30, 30)) < first_chunked
+
+
+def test_the_display_shows_pages_with_a_rate_and_hides_them_for_chunking():
+    from citewell.progress import IngestDisplay
+
+    display = IngestDisplay(files=1, enabled=False)
+    display.step("parse", "manual.pdf")
+    for done in range(0, 41, 10):
+        display.advance("parse", done, 40)
+    task = display.progress.tasks[display.pages]
+    assert (task.description, task.completed, task.total, task.fields["unit"]) == ("pages read", 40, 40, "pages")
+    display.advance("ocr", 0, 3)  # the scanned pages start a count of their own
+    display.advance("ocr", 1, 3)
+    task = display.progress.tasks[display.pages]
+    assert (task.description, task.completed, task.total, task.visible) == ("OCR", 1, 3, True)
+    display.step("chunk", "manual.pdf")
+    assert not display.progress.tasks[display.pages].visible
+    display.advance("parse", 3, 5)  # a short PDF gets no bar of its own
+    assert not display.progress.tasks[display.pages].visible

@@ -13,16 +13,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from citewell.api.routes import IsolatedHttpResolver
+from citewell.keys import parsed_key
 from citewell.local.index import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore
+from citewell.local.objects import FolderObjectStore
 from citewell.models import Chunk, Document
 from citewell.records import update_document
 from tests.serving import CLEAN_EXIT, EVENTS_DIR, WRITE, Served
+from tests.test_serve_resume import ENV, write_lock
 
 
 def _event(tenant: str) -> dict:
@@ -157,15 +161,31 @@ def _audit(home: Path) -> dict:
 
 @pytest.mark.parametrize("grace, outcome", [(60, "published"), (1, "failed")])
 def test_sigterm_during_an_upload_finishes_it_or_fails_it_cleanly(tmp_path, grace, outcome):
+    """SIGTERM lands while the worker, having parsed the upload, waits to write its chunk records
+    (the test holds the home's write lock, as another process's long write would); the lock is
+    let go after the grace has run out (1 s) or well within it (60 s)."""
     home = tmp_path / "home"
-    server = Served(home, env={"CITEWELL_GRACE_SECONDS": str(grace)})
+    server = Served(home, env={"CITEWELL_GRACE_SECONDS": str(grace), **ENV})
     writer = server.token("northpier", ["staff", WRITE])
     try:
         first = server.upload(writer, "procedures.md", _long_text("alpha", 3), ["staff"])
-        server.upload(writer, "procedures.md", _long_text("omega", 400), ["staff"], wait=False)
-        time.sleep(0.5)  # the worker is parsing or embedding it now
+        server.vectors_ready(writer)  # else the worker would wait for the lock writing the first one's vectors
+        created = server.call("POST", "/documents", writer, {"document_id": "procedures.md", "allowed_roles": ["staff"],
+                                                              "filename": "procedures.md"}).json()
+        with write_lock(home):
+            form = created["upload"]
+            sent = httpx.post(form["url"], data=form["fields"], files={"file": ("procedures.md", _long_text("omega", 400))})
+            assert sent.status_code == 204, sent.text
+            parsed = FolderObjectStore(home / "objects")
+            deadline = time.monotonic() + 120
+            while not parsed.exists(parsed_key("northpier", "procedures.md", created["upload_id"])):
+                assert time.monotonic() < deadline, server.log.read_text()
+                time.sleep(0.05)
+            server.process.send_signal(signal.SIGTERM)
+            time.sleep(2)  # past a grace of 1 s; well within one of 60
+        code = server.process.wait(180)
     finally:
-        code = server.stop(signal.SIGTERM)
+        server.stop()
     assert code in CLEAN_EXIT, server.log.read_text()
 
     after = Served(home)

@@ -15,6 +15,11 @@ questions about it.
   tempting near value of a near miss). Refusals (``forbidden``, ``out_of_corpus``,
   ``near_miss``) have ``refuse: true`` and empty ``must_contain``; ``forbidden`` questions
   name the document the caller cannot read in ``expected_documents``, the others name none.
+- ``conditions`` questions ask for a figure the corpus gives per condition (per depot, contract
+  type, office or country) and carry ``clarify``: false, the answer gives each condition's
+  figure (``must_contain`` holds them all) or, when the question names one, that one's; true,
+  there are more conditions than an answer lists and the right reply asks which one is meant
+  (``must_contain`` holds condition names). Follow-ups name the condition afterwards.
 
 HELD OUT: questions with ``"split": "held_out"`` are for reporting only. Never look at
 their answers while tuning, never fit or choose anything on them; tune on ``"tune"``.

@@ -22,7 +22,7 @@ QUESTIONS = Path(__file__).with_name("questions.jsonl")
 SPLITS = ("tune", "held_out")
 CATEGORIES = (
     "lookup", "number", "date", "code", "who", "procedure", "list", "multi_sentence",
-    "revision", "forbidden", "out_of_corpus", "near_miss", "follow_up",
+    "revision", "forbidden", "out_of_corpus", "near_miss", "follow_up", "conditions",
 )
 REFUSING = ("forbidden", "out_of_corpus", "near_miss")
 KEYS = (
@@ -32,6 +32,11 @@ KEYS = (
 # A follow-up also names the question it follows (an id of its split, the same caller) and the
 # standalone question it stands for: asked after that one in one conversation.
 FOLLOW_UP_KEYS = (*KEYS, "follows", "standalone")
+# A question whose answer the corpus gives per condition (a depot, a contract type, a country)
+# also says whether the right reply asks which one is meant (``clarify``: more conditions than an
+# answer lists; ``must_contain`` then holds condition names) rather than answering each or, when
+# it names one, that one.
+CONDITION_KEYS = (*KEYS, "clarify")
 
 KV, OF = "kestrelvale", "orrisfield"
 
@@ -63,6 +68,8 @@ def _documents() -> list[tuple[str, str, str, list[str], str, int, bytes]]:
          xlsx_bytes({"Grades": t.KV_PAY_GRADES, "Allowances": t.KV_PAY_ALLOWANCES})),
         ("kestrelvale/finance/capital-programme.docx", KV, "finance/capital-programme.docx", ["finance"],
          t.KV_CAPITAL_TITLE, 1, docx_bytes(t.KV_CAPITAL_TITLE, t.KV_CAPITAL_SECTIONS, t.KV_CAPITAL_TABLE)),
+        ("kestrelvale/staff/depot-allowances.csv", KV, "staff/depot-allowances.csv", ["staff"],
+         "Depot Allowances", 1, t.KV_DEPOT_ALLOWANCES_CSV.encode()),
         # Orrisfield Software
         ("orrisfield/staff/employee-handbook.md", OF, "staff/employee-handbook.md", ["staff"],
          "Orrisfield Employee Handbook", 1, t.OF_HANDBOOK.encode()),
@@ -81,6 +88,8 @@ def _documents() -> list[tuple[str, str, str, list[str], str, int, bytes]]:
          xlsx_bytes({"API errors": t.OF_API_ERRORS, "Webhook errors": t.OF_WEBHOOK_ERRORS})),
         ("orrisfield/engineering/production-runbook.html", OF, "engineering/production-runbook.html",
          ["engineering"], "Tallyforge Production Runbook", 1, t.OF_RUNBOOK_HTML.encode()),
+        ("orrisfield/staff/contracts-and-offices.md", OF, "staff/contracts-and-offices.md", ["staff"],
+         "Contracts and Offices", 1, t.OF_CONTRACTS_MD.encode()),
         ("orrisfield/hr/salary-bands.csv", OF, "hr/salary-bands.csv", ["hr"],
          "Salary Bands", 1, t.OF_SALARY_BANDS_CSV.encode()),
         ("orrisfield/finance/budget-fy2026.xlsx", OF, "finance/budget-fy2026.xlsx", ["finance"],

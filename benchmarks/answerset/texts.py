@@ -426,6 +426,15 @@ KV_CAPITAL_TABLE = [
     ("Telemetry outstation upgrade", "3.1 million pounds", "June 2027"),
 ]
 
+# Per-condition figures: a question that names no depot is answered per depot.
+KV_DEPOT_ALLOWANCES_CSV = """\
+depot,field allowance per shift,night shift supplement
+Harrowmere Treatment Works,14 pounds,38 pounds
+Doveridge Depot,11 pounds,35 pounds
+Calder Street,9 pounds,30 pounds
+Marrow Hills,16 pounds,42 pounds
+"""
+
 # ---------------------------------------------------------------------------------------
 # Orrisfield Software (tenant "orrisfield")
 # ---------------------------------------------------------------------------------------
@@ -833,4 +842,49 @@ Chat and email support are staffed Monday to Friday from 08:00 to 19:00 Lisbon t
 
 Invoice templates are available in English, French, Portuguese, Spanish, German, Italian,
 Polish and Czech.
+"""
+
+# Per-condition figures: per contract type, per office, and per country (more countries than an
+# answer lists, so a question naming none is asked which one it means).
+OF_CONTRACTS_MD = """\
+# Contracts and Offices
+
+## Notice periods
+
+Either side gives notice in writing.
+
+- Permanent contract: 2 months.
+- Fixed-term contract: 1 month.
+- Internship: 2 weeks.
+
+## Probation
+
+Probation lasts 6 months for permanent staff and 3 months on a fixed-term contract.
+
+## Commuting
+
+The monthly commuting allowance is 40 euros in Porto and 55 euros in Lyon.
+
+## Mobile phones
+
+Company phones are not issued; a monthly allowance is paid with the salary instead.
+
+- Engineers on call: 30 euros per month.
+- Support specialists: 20 euros per month.
+- Sales team: 45 euros per month.
+
+## Working abroad
+
+These allowances are paid for each approved day abroad.
+
+| Country | Coworking allowance per day | Internet allowance per month |
+|---|---|---|
+| France | 25 euros | 30 euros |
+| Germany | 28 euros | 32 euros |
+| Spain | 20 euros | 25 euros |
+| Italy | 22 euros | 27 euros |
+| Poland | 15 euros | 18 euros |
+| Czechia | 14 euros | 17 euros |
+| Austria | 26 euros | 31 euros |
+| Belgium | 24 euros | 29 euros |
 """

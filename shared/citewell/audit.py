@@ -403,17 +403,27 @@ class _Audit:
                        lambda d=document: bool(getattr(self.now(d.tenant, d.document_id), "purging", None)))
 
     def conversations(self) -> None:
-        """Turns still holding words whose answer was withdrawn (or is gone), and conversations past
-        their days: a withdrawal or sweep cut short leaves them."""
+        """Turns still holding words whose answer was withdrawn (or is gone), conversations past
+        their days (a withdrawal or sweep cut short leaves them), and conversations their owner's
+        history and the sweep cannot find (stored before their lookup keys were; saved again)."""
         from citewell.conversations import expired
         from citewell.deletion import expire_conversations, withdraw_turns
+        from citewell.records import update_conversation
 
         metadata = self.services.metadata
         old = 0
+        listed: dict[tuple[str, str], set[str]] = {}
         for conversation in metadata.conversation_inventory():
             if expired(conversation):
                 old += 1
                 continue
+            owner = (conversation.tenant, conversation.subject)
+            if owner not in listed:
+                listed[owner] = {c.conversation_id for c in metadata.conversations_of(*owner, limit=1_000_000)}
+            if conversation.conversation_id not in listed[owner]:  # written before its lookup keys were kept
+                self.found("unlisted_conversation", conversation.tenant, "",
+                           f"conversation {conversation.conversation_id} is missing from its owner's history and the expiry sweep",
+                           partial(update_conversation, metadata, conversation, lambda c: c))
             for turn in conversation.turns:
                 if turn.withdrawn:
                     continue

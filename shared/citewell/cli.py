@@ -411,13 +411,11 @@ def _web_run(services: Services, args: argparse.Namespace, urls: list[str], desc
     """The pages' requests and outcomes (:mod:`citewell.ingest.web`), fetched through the guard
     with the operator's allow-list: the flags and ``CITEWELL_FETCH_ALLOW``."""
     from citewell.fetch.client import Fetcher
-    from citewell.fetch.guard import Guard
     from citewell.ingest.web import WebOptions, WebRun
     from citewell.settings import settings
 
     config = settings()
-    fetcher = Fetcher(Guard.of([*config.fetch_allow, *args.allow_host]), max_bytes=services.max_bytes,
-                      seconds=config.fetch_seconds)
+    fetcher = Fetcher.configured(config, services.max_bytes, tuple(args.allow_host))
     options = WebOptions(tenant=args.tenant, allowed_roles=args.allow_roles, title=args.title, described=described,
                          replace=args.replace, crawl=args.crawl, depth=args.depth, max_pages=args.max_pages,
                          concurrency=args.concurrency, delay=args.delay)

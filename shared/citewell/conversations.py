@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from citewell.answers.followups import standalone
 from citewell.errors import GeneratorUnavailable, NotFound
-from citewell.models import Answer, AnswerRecord, Conversation, Feedback, Identity, Turn, utcnow
+from citewell.models import Answer, AnswerRecord, Conversation, Feedback, Identity, Outcome, Turn, utcnow
 from citewell.ports import Generator, MetadataStore
 from citewell.records import update_conversation
 from citewell.services import Services
@@ -108,6 +108,18 @@ def rewrite(generator: Generator, earlier: Sequence[str], asked: str, degraded: 
     return standalone(earlier[-1], asked)
 
 
+def _chosen(services: Services, identity: Identity, conversation: Conversation, asked: str) -> str:
+    """A reply to a clarifying question that is only one of the conditions it listed ("Germany")
+    is the follow-up "for Germany"; anything else is as asked."""
+    latest = next((t for t in reversed(conversation.turns) if not t.withdrawn), None)
+    record = _visible(services, identity, latest.answer_id) if latest is not None else None
+    if record is None or record.outcome is not Outcome.CLARIFY:
+        return asked
+    bare = " ".join(asked.strip(" ?.!").split()).lower()
+    named = next((c.condition for c in record.conditions if c.condition and c.condition.lower() == bare), None)
+    return f"for {named}" if named else asked
+
+
 def ask_in_conversation(
     services: Services, identity: Identity, asked: str, conversation_id: str | None,
     answer: Callable[[str], Answer], generator: Generator,
@@ -118,7 +130,8 @@ def ask_in_conversation(
                     else Conversation(conversation_id=uuid.uuid4().hex, tenant=identity.tenant, subject=identity.subject,
                                       roles=sorted(identity.roles)))
     degraded: list[str] = []
-    question = rewrite(generator, _earlier(services, identity, conversation), asked, degraded)
+    question = rewrite(generator, _earlier(services, identity, conversation), _chosen(services, identity, conversation, asked),
+                       degraded)
     result = answer(question)
     result.degraded = [*result.degraded, *degraded]
     result.conversation_id = conversation.conversation_id

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
@@ -26,7 +26,7 @@ from citewell import leases
 from citewell.answers.units import units_identity
 from citewell.errors import NotFound
 from citewell.keys import STAGES, document_prefix, upload_keys
-from citewell.models import AnswerRecord, Citation, Conversation, Document, DocumentStatus, Upload
+from citewell.models import AnswerRecord, Citation, Conversation, Document, DocumentStatus, Upload, utcnow
 from citewell.records import update_conversation, update_document
 from citewell.settings import settings
 from citewell.services import Services
@@ -76,7 +76,8 @@ def withdraw_citations(record: AnswerRecord, document_id: str, revision: str | N
     if not hit:
         return record, 0
     considered = [s for s in record.considered if not removed(s.document_id, s.revision)]
-    withdrawn = {"citations": citations, "considered": considered, "answer": None, "question": "", "source_deleted": True}
+    withdrawn = {"citations": citations, "considered": considered, "answer": None, "question": "", "conditions": [],
+                 "source_deleted": True}
     return record.model_copy(update=withdrawn), hit
 
 
@@ -174,7 +175,8 @@ def forget_unit_vectors_left(services: Services) -> int:
 
 def expire_conversations(services: Services, now: datetime | None = None) -> int:
     """Remove the conversations past ``CITEWELL_CONVERSATION_DAYS``, bytes and all; how many went."""
-    old = [c for c in services.metadata.conversation_inventory() if c.expired(settings().conversation_days, now)]
+    days = settings().conversation_days
+    old = [c for c in services.metadata.conversations_idle_since((now or utcnow()) - timedelta(days=days)) if c.expired(days, now)]
     if not old:
         return 0
     with removing(services):

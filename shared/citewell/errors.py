@@ -202,6 +202,13 @@ class FetchFailed(IngestError):
     code = "fetch_failed"
 
 
+class CertificateRefused(FetchFailed):
+    """The https server's certificate is not valid for the host named in the URL (another name,
+    expired, or from an authority not trusted: ``CITEWELL_FETCH_CA`` adds one)."""
+
+    code = "certificate_refused"
+
+
 class HttpStatus(IngestError):
     """The server answered with an error status (404, 500, ...)."""
 

@@ -551,6 +551,9 @@ class Outcome(StrEnum):
     ANSWERED = "answered"  # the evidence states it: the answer and its citations
     UNCONFIRMED = "unconfirmed"  # related evidence the answerer could not confirm: its best sentence quoted, labelled so
     NOT_FOUND = "not_found"  # nothing the caller may read is about this (which says nothing of what exists elsewhere)
+    # The evidence answers differently under conditions the question does not name, more of them
+    # than an answer lists: which one is asked back, each condition listed with its citation.
+    CLARIFY = "clarify"
 
 
 class WithOutcome(BaseModel):
@@ -571,10 +574,23 @@ class WithOutcome(BaseModel):
         return self
 
 
+class ConditionAnswer(BaseModel):
+    """One condition the evidence answers differently under ("London", "grade KV3", "after five
+    years of continuous service"; empty for the case no condition names), with its answer there
+    (None in a clarifying question, which lists the conditions only) and the ``[Sn]`` it rests on."""
+
+    condition: str
+    answer: str | None = None
+    refs: list[str] = Field(default_factory=list)
+
+
 class Answer(WithOutcome):
     """``answer`` is None when nothing was found (``not_found``) or when the answer was
     withdrawn because a source it rested on was deleted (``source_deleted``); an ``unconfirmed``
-    answer holds the best passage's quote with its ``[Sn]``, which is not an answer."""
+    answer holds the best passage's quote with its ``[Sn]``, which is not an answer. When the
+    evidence answers differently under conditions the question does not name, ``conditions``
+    lists them: with their answers (``answered``, each cited) or, when there are more than an
+    answer lists, only their names with the question asking which (``clarify``)."""
 
     answer_id: str
     answer: str | None
@@ -584,6 +600,7 @@ class Answer(WithOutcome):
     degraded: list[str] = Field(default_factory=list)
     source_deleted: bool = False
     closest: list[Passage] = Field(default_factory=list)  # with a refusal: what the caller may read that came nearest
+    conditions: list[ConditionAnswer] = Field(default_factory=list)
     conversation_id: str | None = None  # the thread this turn joined (a new one when none was named)
     question: str | None = None  # the standalone question it was answered as, when a follow-up was rewritten
     expansion: Probes | None = None  # the probes its evidence was searched with, beside the question
@@ -623,6 +640,7 @@ class AnswerRecord(WithOutcome):
     citations: list[Citation]
     generator: str
     degraded: list[str] = Field(default_factory=list)
+    conditions: list[ConditionAnswer] = Field(default_factory=list)  # withdrawn with the answer: they quote it
     source_deleted: bool = False  # a source was removed since; the answer and question were withdrawn with it
     # Every source the generator was given, cited or not: its words may be in the answer, and
     # its question may quote it. The answer is shown only to a caller who may read all of them.
@@ -697,6 +715,8 @@ class Draft(WithOutcome):
     refused: bool
     outcome: Outcome
     quotes: dict[str, str] = Field(default_factory=dict)
+    conditions: list[ConditionAnswer] = Field(default_factory=list)  # refs as the draft's own ``[Sn]``
+    dimension: str = ""  # what the conditions are of ("city", "contract type"), when the evidence names it
 
 
 MAX_COMMENT_CHARS = 2000

@@ -6,6 +6,8 @@ embedded adapter (``citewell.local``) and a cloud adapter.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, runtime_checkable
@@ -139,6 +141,11 @@ class MetadataStore(Protocol):
 
     def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
         """Every conversation with a turn that got one of these answers (a withdrawal's turns)."""
+        ...
+
+    def conversations_idle_since(self, before: datetime) -> list[Conversation]:
+        """Every conversation whose last question is older than ``before`` (what expiry removes),
+        read without reading the others."""
         ...
 
     def delete_conversation(self, tenant: str, conversation_id: str) -> int: ...
@@ -298,11 +305,12 @@ class OcrEngine(Protocol):
     """Reads the text of scanned pages. ``document`` is an image (PNG, JPEG, or TIFF, whose frames
     are pages) or a one-page PDF: the forms Amazon Textract's DetectDocumentText takes, so the
     PDF parser hands over a page without rendering it and each engine decodes what it is given.
-    Raises :class:`~citewell.errors.IngestError` (typed) for what it cannot read."""
+    Raises :class:`~citewell.errors.IngestError` (typed) for what it cannot read. ``on_page(done,
+    total)`` hears of each page read, so a long scan shows its pages moving."""
 
     @property
     def name(self) -> str: ...
-    def read(self, document: bytes) -> list[OcrPage]: ...
+    def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]: ...
 
 
 class TokenCounter(Protocol):

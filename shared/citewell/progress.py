@@ -1,5 +1,6 @@
-"""The ingest progress display on a terminal (rich): files settled, the text of a large file
-chunked, and chunks embedded, each with its rate and an estimate, moving with the work.
+"""The ingest progress display on a terminal (rich): files settled, the pages of a long PDF read
+and the scanned pages read by OCR, the text of a large file chunked, and chunks embedded, each
+with its rate and an estimate, moving with the work.
 
 Shown only on a terminal and never with ``--json``: a pipe or a log gets no bar.
 """
@@ -17,6 +18,8 @@ from citewell.terminal import printable
 
 _STAGES = {"parse": "reading", "chunk": "chunking", "publish": "publishing"}
 _SHOWN_FROM = 100_000  # characters (a second or more of chunking): a file this long gets a bar of its own while it is chunked
+_PAGES_FROM = {"parse": 20, "ocr": 1}  # pages: a PDF this long gets a bar while its text is read; every scan while OCR reads it
+_PAGE_STAGES = {"parse": "pages read", "ocr": "OCR"}
 
 
 class RateColumn(ProgressColumn):
@@ -53,6 +56,7 @@ class IngestDisplay:
             console=console, transient=True, disable=not (enabled and console.is_terminal),
         )
         self.files = self.progress.add_task("files", total=files, unit="files", label="", now="")
+        self.pages = self.progress.add_task("pages read", total=None, unit="pages", label="pages", now="", visible=False)
         self.text = self.progress.add_task("chunked", total=None, unit="MB", label="", now="", visible=False)
         self.chunks = self.progress.add_task("embedded", total=None, unit="chunks", label="chunks", now="", visible=False)
         self.current = ""
@@ -69,9 +73,18 @@ class IngestDisplay:
         self.progress.update(self.files, now=f"{_STAGES.get(stage, stage)} {self.current}")
         if stage == "chunk":
             self.progress.reset(self.text, total=None, visible=False)
+            self.progress.update(self.pages, visible=False)
 
     def advance(self, stage: str, done: int, total: int) -> None:
-        """Characters chunked: a large file's own bar, in megabytes of its text (about its bytes)."""
+        """Pages of a PDF read, scanned pages read by OCR (with their rate and an estimate), or
+        characters chunked: a large file's own bar, in megabytes of its text (about its bytes)."""
+        if stage in _PAGE_STAGES:
+            if total < _PAGES_FROM[stage]:
+                return
+            if done == 0:  # a new count: its rate and estimate start afresh
+                self.progress.reset(self.pages, total=total, description=_PAGE_STAGES[stage])
+            self.progress.update(self.pages, completed=done, total=total, visible=done < total, now=self.current)
+            return
         if total < _SHOWN_FROM:
             return
         self.progress.update(self.text, completed=done, total=total, visible=done < total, now=self.current)

@@ -180,8 +180,9 @@ def _operator_note(payload: dict[str, Any]) -> None:
 
 
 def _answer(payload: dict[str, Any], command: str) -> None:
-    """An answer as today; a quote not confirmed to answer, labelled so before its words; or
-    that nothing the caller may read is about it (never that no such document exists)."""
+    """An answer as today (per condition, each on its line, when the question leaves one open); a
+    question asking which condition is meant; a quote not confirmed to answer, labelled so before
+    its words; or that nothing the caller may read is about it (never that no such document exists)."""
     for note in payload.get("degraded", []):
         _wrapped(f"degraded: {note}", 0, "yellow")
     if payload.get("question") and command == "ask":
@@ -194,6 +195,10 @@ def _answer(payload: dict[str, Any], command: str) -> None:
         console.print("This answer was withdrawn: a source it rested on has been deleted or replaced by a newer revision; ask again.")
     elif outcome == "answered":
         _wrapped(payload["answer"], 0)
+    elif outcome == "clarify":  # more conditions than an answer lists: which one, named in a follow-up
+        _wrapped(payload["answer"], 0, "bold")
+        if payload.get("conversation_id") and command == "ask":
+            _wrapped(f"Name one to get its answer: citewell ask --conversation {payload['conversation_id']} \"for ...\"", 0, "dim")
     elif outcome == "not_found":
         console.print("Nothing in the documents you can read is about this.")
         _operator_note(payload)

@@ -56,6 +56,8 @@ class Settings(BaseSettings):
     fetch_allow: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="CIDRs (10.0.0.0/8, ::1/128) or host names, separated by commas")
     fetch_seconds: Seconds = 30.0
+    # A PEM file of certificate authorities trusted for https pages beside the system's (an intranet's own CA).
+    fetch_ca: Path | None = Field(None, description="the path of a PEM file of CA certificates")
 
     # Who answers.
     generator: Literal["extractive", "openai", "bedrock"] = Field(

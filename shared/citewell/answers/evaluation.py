@@ -55,6 +55,9 @@ class AnswerCase(BaseModel):
     # conversation; ``standalone`` is the question it stands for, to judge the rewriting by.
     follows: str | None = None
     standalone: str | None = None
+    # The corpus answers it per condition, more of them than an answer lists: the right reply asks
+    # which one is meant (outcome ``clarify``), naming the conditions ``must_contain`` holds.
+    clarify: bool = False
 
     @property
     def identity(self) -> Identity:
@@ -87,12 +90,15 @@ class AnswerableOutcomes(BaseModel):
     unconfirmed_with_fact: int = 0
     unconfirmed_without_fact: int = 0
     not_found: int = 0
+    asked_which_right: int = 0  # a clarifying question, where one was labelled, naming the conditions
+    asked_which_wrong: int = 0  # a clarifying question where an answer was labelled, or naming other conditions
 
 
 class MustRefuseOutcomes(BaseModel):
     answered: int = 0  # fabrications
     unconfirmed: int = 0
     not_found: int = 0
+    asked_which: int = 0
 
 
 class Scores(BaseModel):
@@ -178,6 +184,8 @@ def judge(case: AnswerCase, answer: Answer) -> Judgement:
     holds = bool(text) and not missing and (not case.expected_documents or bool(expected))
     if case.refuse:
         correct = not answered
+    elif case.clarify:  # asked back which condition is meant, naming them
+        correct = answer.outcome is Outcome.CLARIFY and holds
     else:
         correct = answered and holds
     counted = answered and not case.refuse  # citation precision is of answers to answerable questions
@@ -220,11 +228,14 @@ def score(judgements: Iterable[Judgement]) -> Scores:
             unconfirmed_with_fact=sum(j.fact_in_quote for j in answerable),
             unconfirmed_without_fact=sum(j.outcome is Outcome.UNCONFIRMED and not j.fact_in_quote for j in answerable),
             not_found=sum(j.outcome is Outcome.NOT_FOUND for j in answerable),
+            asked_which_right=sum(j.outcome is Outcome.CLARIFY and j.correct for j in answerable),
+            asked_which_wrong=sum(j.outcome is Outcome.CLARIFY and not j.correct for j in answerable),
         ),
         must_refuse_outcomes=MustRefuseOutcomes(
             answered=sum(j.answered for j in refusals),
             unconfirmed=sum(j.outcome is Outcome.UNCONFIRMED for j in refusals),
             not_found=sum(j.outcome is Outcome.NOT_FOUND for j in refusals),
+            asked_which=sum(j.outcome is Outcome.CLARIFY for j in refusals),
         ),
     )
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from citewell.models import Draft, EvidenceItem
+from citewell.answers.conditions import MAX_LISTED, OTHERWISE
+from citewell.models import ConditionAnswer, Draft, EvidenceItem, Outcome
 
 REFUSAL_SENTINEL = "NOT_IN_DOCUMENTS"
 
@@ -20,6 +21,14 @@ Rules:
   the answer in a few words of your own before the quote. Cite only the source numbers
   given, and state numbers as the sources state them.
 - If the sources do not contain the answer, reply with exactly {REFUSAL_SENTINEL} and nothing else.
+- If the sources give different answers under different conditions (a city, a contract
+  type, a plan) and the question does not say which one applies, never pick one. Give each
+  condition's answer on a line of its own, the condition in the source's words, like this:
+  - London: "150 pounds per night in London" [S1]
+  and the case that no condition names as {OTHERWISE}: "the source's words" [S1].
+  If there are more than {MAX_LISTED} conditions, ask which one is meant instead: the question
+  on the first line, then each condition on a line of its own, like this:
+  - London [S1]
 - Answer briefly, in plain text, in the language of the question."""
 
 
@@ -40,14 +49,34 @@ def user_prompt(question: str, evidence: Sequence[EvidenceItem]) -> str:
 _QUOTE_THEN_REF = re.compile(r'["“]([^"“”\n]+)["”]\s*\[(S\d+)\]')
 
 
+_CONDITION_LINE = re.compile(r'^\s*[-*•]\s*(?P<condition>[^:\n"“\[]{1,80}?)\s*:\s*["“](?P<quote>[^"“”\n]+)["”]\s*\[(?P<ref>S\d+)\]\s*$',
+                             re.M)
+_ASKED_LINE = re.compile(r"^\s*[-*•]\s*(?P<condition>[^:\n\[]{1,80}?)\s*\[(?P<ref>S\d+)\]\s*$", re.M)
+
+
+def _named(condition: str) -> str:
+    """A condition as the draft names it; the case no condition names ("otherwise") is the empty one."""
+    condition = condition.strip()
+    return "" if condition.lower() in {OTHERWISE, "elsewhere", "in other cases", "other cases", "everywhere else"} else condition
+
+
 def draft_from_reply(content: str) -> Draft:
     """A model's reply as a draft: the sentinel anywhere is a refusal; each ``"words" [Sn]`` is
-    the quote that ref rests on (the first one, if a ref is quoted twice)."""
+    the quote that ref rests on (the first one, if a ref is quoted twice). Two or more lines of
+    ``- condition: "words" [Sn]`` are an answer per condition; a first line that asks, followed by
+    two or more ``- condition [Sn]`` lines, asks which condition is meant (``clarify``)."""
     if REFUSAL_SENTINEL in content:
         return Draft(text=None, refused=True)
     quotes: dict[str, str] = {}
     for quote, ref in _QUOTE_THEN_REF.findall(content):
         quotes.setdefault(ref, quote)
+    answered = [ConditionAnswer(condition=_named(m["condition"]), answer=m["quote"], refs=[m["ref"]])
+                for m in _CONDITION_LINE.finditer(content)]
+    if len(answered) > 1:
+        return Draft(text=content, refused=False, quotes=quotes, conditions=answered)
+    asked = [ConditionAnswer(condition=_named(m["condition"]), refs=[m["ref"]]) for m in _ASKED_LINE.finditer(content)]
+    if len(asked) > 1 and content.strip().splitlines()[0].rstrip().endswith("?"):
+        return Draft(text=content, refused=True, outcome=Outcome.CLARIFY, quotes=quotes, conditions=asked)
     return Draft(text=content, refused=False, quotes=quotes)
 
 

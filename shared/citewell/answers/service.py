@@ -68,6 +68,7 @@ def _answer(record: AnswerRecord) -> Answer:
     return Answer(
         answer_id=record.answer_id, answer=record.answer, refused=record.refused, outcome=record.outcome,
         citations=record.citations, degraded=record.degraded, source_deleted=record.source_deleted,
+        conditions=record.conditions,
     )
 
 
@@ -132,7 +133,7 @@ def _attempt(
     record = AnswerRecord(
         answer_id=uuid.uuid4().hex, tenant=identity.tenant, roles=sorted(identity.roles), question=question,
         answer=text, refused=verdict.outcome is not Outcome.ANSWERED, outcome=verdict.outcome, citations=citations,
-        generator=used.name, degraded=degraded, considered=considered,
+        generator=used.name, degraded=degraded, considered=considered, conditions=verdict.conditions,
     )
     # A degraded answer is not worth keeping in the cache once the service is back.
     if not services.metadata.record_answer(record, (key, epoch) if not degraded and not record.refused else None):
@@ -140,7 +141,7 @@ def _attempt(
         return None
     answer = _answer(record)
     answer.expansion, answer.read = result.expansion, read
-    if record.refused:  # read back and visible to this caller, like every hit
+    if record.refused and record.outcome is not Outcome.CLARIFY:  # read back and visible to this caller, like every hit
         closest = result.hits[:CLOSEST]
         places = services.metadata.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in closest])
         answer.closest = []

@@ -38,6 +38,16 @@ MONEY = re.compile(rf"[€$£]\s?{_FIGURE}{_SCALE}|\b{_FIGURE}{_SCALE}\s?(?:euro
 _CURRENCY_FIELD = re.compile(r"(?:\b(?:euros?|eur|pounds?|gbp|dollars?|usd|chf|yen)\b|[€$£])[^:;]*:\s*[€$£]?\d", re.I)
 PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 CODE = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*\b|`[^`]+`|--?[a-z][\w-]+")
+# What a manual, a config file or a README names as code, digits or not: a flag ("-m",
+# "--cached", not the "-party" of "third-party"), a constant or variable (GLIBCXX_FORCE_NEW,
+# $GIT_DIR), a snake_case or dotted name (force_list, path.win32, net.ipv4.ip_forward), a call
+# (png_sig_cmp()), a setting with its sign (AccuracySec=, override=True), a CamelCase name
+# (ConnectionError), an absolute path (/etc/fstab).
+WRITTEN_CODE = re.compile(
+    r"(?<![\w-])--?[A-Za-z][\w-]*(?:=\S+)?|`[^`]+`|\$[A-Za-z_{][\w}]*(?:/[\w.-]+)*|"
+    r"(?<![\w.])_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*(?![\w])|(?<![\w.])_+[A-Za-z]+_+(?![\w])|"
+    r"\b[A-Za-z_]\w{1,}(?:\.[A-Za-z_]\w*)+(?:\(\))?|\b\w+\(\)|\b[A-Za-z][\w.]*=(?:[\w\"'/.-]+)?|"
+    r"\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b|(?<![\w.])/(?:[\w.*-]+/)*[\w.*-]+")
 
 
 class Wants(StrEnum):
@@ -50,6 +60,7 @@ class Wants(StrEnum):
     CODE = "code"
     STEPS = "steps"
     LIST = "list"
+    DEFAULT = "default"  # the value something takes when nobody sets it
 
 
 _WANTS = {
@@ -57,7 +68,8 @@ _WANTS = {
     Wants.STEPS: re.compile(r"\bhow (?:do|can|should|to)\b|\bsteps?\b|\bprocedure\b|\bprocess\b", re.I),
     Wants.LIST: re.compile(
         r"\b(?:which|what) (?:are|were)\b|\blist\b|\b(?:types|kinds|options)\b|"
-        r"\b(?:which|what) (?:\w+ )?\w+[^s\W]s (?:are|were|can|do|does|did|have|must|should)\b", re.I),
+        # a plural, not a singular that ends in -s ("status", "analysis"): "What progress status does ninja print?"
+        r"\b(?:which|what) (?:\w+ )?\w+[^siu\W]s (?:are|were|can|do|does|did|have|must|should)\b", re.I),
     Wants.NUMBER: re.compile(
         r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:which|what) (?:\w+ )?(?:release|version)\b|"
         r"\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
@@ -66,17 +78,33 @@ _WANTS = {
                             r"\bhow much (?:\w+ ){0,6}?(?:cost|pay|paid|charge|spend|spent|earn|earned)\b", re.I),
     # "when" asks for a time where it opens an ask, not in "the code used when the endpoint fails".
     # "In which months are reviews done?" asks for a time as much as "when" does.
-    Wants.DATE: re.compile(r"^\W*when\b|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time)\b|"
+    # A "when" that sets up the ask ("When writing a custom function, what prefix ...?", "When gzip
+    # is found, what command ...?") asks for no time.
+    Wants.DATE: re.compile(r"^\W*when\b(?!\s+\w+ing\b)(?![^,?]*,\s*(?:what|which|who|whom|how|where|why)\b)|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time)\b|"
                            r"\b(?:which|what) (?:days?|weeks?|months?|years?)\b", re.I),
     # "contact" asks for a person as a noun ("the contact for", "whom to contact"), not as a
     # modifier: "contact centre call recordings" asks how long they are kept.
     Wants.PERSON: re.compile(r"\bwho(?:m|se)?\b|\b(?:owner|owns|responsible|in charge)\b|"
                              r"\bcontact\b(?!\s+(?:centre|center|details|form|number|information|list)s?\b)", re.I),
-    Wants.CODE: re.compile(r"\b(?:code|command|error|flag|setting|parameter|key)\b", re.I),
+    # Manuals answer "which option", "which environment variable", "how do I stop tracking it?"
+    # with a flag, a variable or a command: the sentence that names one.
+    Wants.CODE: re.compile(r"\b(?:code|command|error|flags?|settings?|parameters?|key|options?|variables?|functions?|"
+                           r"tool|prefix|exception|target|api|method|directive|how (?:do|can|should) (?:i|we|you)|how to|"
+                           r"(?:which|what) (?:\w+ )?call)\b", re.I),  # "Which libffi call allocates ...?", not "what they call it"
+    # "What is the default X?", "unless configured otherwise", "when NINJA_STATUS is not set":
+    # the sentence that states a default, not one that shows an example's value.
+    Wants.DEFAULT: re.compile(r"\bdefault(?:s|ed)?\b|\bunless (?:configured|set|specified|told)|"
+                              r"\b(?:is|are) not set\b|\bdon'?t set\b|\bleft at\b|\bfalls? back\b", re.I),
 }
 # A list written inside one sentence: "invoices, customers and payments", "CSV, JSON or XML".
 SERIES = re.compile(r"\w[\w/-]*(?: [\w/-]+){0,3}, [\w/-]+(?: [\w/-]+){0,3},? (?:and|or) \w")
-_PATTERNS = {Wants.NUMBER: NUMBER, Wants.MONEY: MONEY, Wants.DATE: DATE, Wants.PERSON: PERSON, Wants.CODE: CODE}
+# A unit that states a default: "Defaults to 1min.", "(the default is 32)", "If not specified, ...".
+# "the default interval" or "Memcheck is the default tool" names a default without stating one.
+DEFAULT = re.compile(r"\bdefaults? (?:to|is|was|are|value|setting|being)\b|\bdefaults?:|\(default\b|\bthe default\)|"
+                     r"\bby default\b|\bif (?:not|un)(?: |-)?(?:specified|set|given)\b|\bfalls? back to\b", re.I)
+_PATTERNS = {Wants.NUMBER: NUMBER, Wants.MONEY: MONEY, Wants.DATE: DATE, Wants.PERSON: PERSON, Wants.CODE: WRITTEN_CODE,
+             Wants.DEFAULT: DEFAULT}
+_ECHOED = frozenset({Wants.NUMBER, Wants.MONEY, Wants.DATE, Wants.PERSON, Wants.CODE})  # an answer of these is new to the question
 
 
 def units_identity(embedder_identity: str, revision: str) -> str:
@@ -183,6 +211,21 @@ def negates(text: str) -> bool:
     return _NEGATION.search(text) is not None
 
 
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+_CONDITION = re.compile(r"\s(?:if|when|whenever|unless|because|since|although|though|once|so that)\b", re.I)
+
+
+def asks_what_is_not(question: str) -> bool:
+    """Whether the question asks what is not so, in its ask and not in what sets it up: "What
+    does ninja print when NINJA_STATUS is not set?" and "I can't tell where it came from.
+    Which option tells me?" ask what is, under a condition the answer need not repeat."""
+    sentences = [s for s in _SENTENCE_END.split(question.strip()) if s.strip()]
+    if not sentences:
+        return False
+    ask = next((s for s in reversed(sentences) if s.rstrip().endswith("?")), sentences[-1])
+    return negates(_CONDITION.split(ask)[0])
+
+
 def missing_share(terms: set[str], text: str) -> float:
     """The share of ``terms`` that ``text`` (lower case) does not hold as whole words."""
     if not terms:
@@ -207,12 +250,25 @@ class Unit:
     def text(self) -> str:
         return " ".join(self.item.text[self.start : self.end].split())
 
-    def holds(self, kind: Wants) -> bool:
+    def holds(self, kind: Wants, asked: str = "") -> bool:
+        """Whether the unit holds the kind; with ``asked`` (the question), one the question does not
+        already name: "Fix cookie injection (CVE-2018-0494)" holds no number for "Which release
+        fixed CVE-2018-0494?", "Enforce 53-bit limit" none for "the option enforcing the 53-bit limit"."""
         if kind is Wants.MONEY and self.record and _CURRENCY_FIELD.search(self.text):
             return True  # a spreadsheet's amounts carry their currency in the column's name
         pattern = _PATTERNS.get(kind)
+        if pattern is None:
+            return False
         text = _NUMBERING.sub("", self.text) if self.heading else self.text  # "2.3.1 Primitive Types" holds no number
-        return bool(pattern and pattern.search(text))
+        if not asked or kind not in _ECHOED:
+            return pattern.search(text) is not None
+        return any(not echoes(m.group(0), asked) for m in pattern.finditer(text))
+
+
+def echoes(found: str, asked: str) -> bool:
+    """Whether ``asked`` already names ``found`` as a whole word (case aside)."""
+    bare = found.strip().strip("`'\"").lower()
+    return bool(bare) and re.search(rf"(?<![\w]){re.escape(bare)}(?![\w])", asked.lower()) is not None
 
 
 _NUMBERING = re.compile(r"^\s*(?:\d+\.)*\d+\.?\s+(?=\D)")
@@ -243,7 +299,16 @@ def _blocks(text: str) -> list[tuple[int, int]]:
 def _sentences(block: str) -> tuple[tuple[int, int], ...]:
     """A paragraph's sentence spans. Segmenting is most of what cutting evidence into units
     costs, and the same paragraphs come back for many questions (and for each ask of one)."""
-    return tuple(sentence_spans(block))
+    spans = list(sentence_spans(block))
+    # No sentence ends at a period with a word right after it: "loading .env files", "a .o file"
+    # were cut in two at the dot of a file name.
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and block[merged[-1][1] - 1 : merged[-1][1]] == "." and block[start : start + 1].isalnum():
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return tuple(merged)
 
 
 def units_of(item: EvidenceItem) -> list[Unit]:
@@ -277,39 +342,60 @@ def units_of(item: EvidenceItem) -> list[Unit]:
     return found
 
 
-FILLABLE = frozenset({Wants.PERSON, Wants.NUMBER, Wants.MONEY, Wants.DATE, Wants.CODE})
+FILLABLE = frozenset({Wants.PERSON, Wants.NUMBER, Wants.MONEY, Wants.DATE, Wants.CODE, Wants.DEFAULT})
 
 
-def companions(units: list[Unit], wanted: set[Wants]) -> list[Unit | None]:
+AHEAD = 3  # sentences after a unit that may complete it
+
+
+def companions(units: list[Unit], wanted: set[Wants], question: str = "") -> list[Unit | None]:
     """For each unit (in evidence order), the unit that holds what the question wants when it
-    does not: the nearest earlier sentence of its block that holds it ("Rafael Moutinho, Head
-    of Support." before "Approves refunds."), else the heading of its section when that holds
-    it ("Tallyforge 5.3, released 20 January 2026"). One pass, so every unit can be scored with
-    what its answer would quote."""
+    does not (and, with ``question``, one the question does not already name): the nearest
+    earlier sentence of its block that holds it ("Rafael Moutinho, Head of Support." before
+    "Approves refunds."), else one of the next ``AHEAD`` sentences of its section that does and holds a word of the
+    question it lacks (a manual states the case, then the flag: "... depends on uninitialised
+    value(s)." then "Try using the --track-origins=yes to get extra information."), else the heading of its section when that holds it
+    ("Tallyforge 5.3, released 20 January 2026", the option a description is under). One pass
+    each way, so every unit can be scored with what its answer would quote."""
     kinds = wanted & FILLABLE
     found: list[Unit | None] = [None] * len(units)
     if not kinds:
         return found
+    holding = [any(unit.holds(k, question) for k in kinds) for unit in units]
+    asked = stems(question)
+    headed: list[Unit | None] = [None] * len(units)
     item, block, holder, heading = None, -1, None, None
     for position, unit in enumerate(units):
         if unit.item is not item:
             item, block, holder, heading = unit.item, -1, None, None
         if unit.block != block:
             block, holder = unit.block, None
-        holds = any(unit.holds(k) for k in kinds)
-        if not holds and not unit.heading:
-            found[position] = holder or heading
+        if not holding[position] and not unit.heading:
+            found[position], headed[position] = holder, heading
         if unit.heading:
-            heading = unit if holds else None
-        elif holds:
+            heading = unit if holding[position] else None
+        elif holding[position]:
             holder = unit
+    for position, unit in enumerate(units):
+        if found[position] is not None or holding[position] or unit.heading:
+            continue
+        section = unit.item.span_at(unit.start).section_path
+        lacking = asked - stems(" ".join([unit.text, unit.item.title, *section, unit.asked]))
+        for at in range(position + 1, min(position + 1 + AHEAD, len(units))):
+            after = units[at]
+            if after.item is not unit.item or after.heading or after.item.span_at(after.start).section_path != section:
+                break
+            if holding[at] and not after.record and stems(after.text) & lacking:
+                found[position] = after
+                break
+        found[position] = found[position] or headed[position]
     return found
 
 
-def completion(units: list[Unit], best: Unit, wanted: set[Wants]) -> Unit | None:
+def completion(units: list[Unit], best: Unit, wanted: set[Wants], question: str = "") -> Unit | None:
     """The companion (see ``companions``) of ``best``, which is one of ``units``."""
     position = next(i for i, u in enumerate(units) if u is best)
-    return companions(units, wanted)[position]
+    return companions(units, wanted, question)[position]
 
 
 def field_names(unit: Unit) -> tuple[str, ...]:

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from citewell.answers.conditions import compose
 from citewell.answers.prompt import REFUSAL_SENTINEL
-from citewell.models import Citation, Draft, EvidenceItem, Outcome
+from citewell.models import Citation, ConditionAnswer, Draft, EvidenceItem, Outcome
 from citewell.terms import FUNCTION_WORDS, words
 
 _REF = re.compile(r"\[(S\d+)\]")
@@ -42,6 +43,7 @@ class Rejection(StrEnum):
     QUOTE_NOT_IN_SOURCE = "quote_not_in_source"  # quotes words its cited sources do not hold
     NUMBER_NOT_IN_SOURCE = "number_not_in_source"  # states a number its cited sources do not hold
     UNCITED_EVIDENCE = "uncited_evidence"  # uses a rare word that only a source it does not cite holds
+    CONDITION_NOT_IN_SOURCE = "condition_not_in_source"  # a condition or its answer that the source it cites does not hold
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Verdict:
     rejected: Rejection | None = None
     detail: str = ""
     outcome: Outcome = Outcome.NOT_FOUND
+    conditions: list[ConditionAnswer] = field(default_factory=list)
 
 
 def _pattern(quote: str) -> re.Pattern[str]:
@@ -155,6 +158,9 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -
     if _borrowed(text, question, cited, evidence):
         return Verdict(None, rejected=Rejection.UNCITED_EVIDENCE,
                        detail=f"it uses words that only a source it does not cite holds (it cites {names})")
+    if any(not _condition_holds(c, by_ref, refs) for c in draft.conditions):
+        return Verdict(None, rejected=Rejection.CONDITION_NOT_IN_SOURCE,
+                       detail=f"it names a condition or an answer for it that the source it cites ({names}) does not hold")
     text = re.sub(r"[ \t]{2,}", " ", _SPACES_BEFORE_PUNCT.sub(r"\1", text)).strip()
     # Numbered as the reader meets them: the evidence's numbers are the prompt's, and an answer
     # citing only its third source shows [S1], in its text and its citations alike.
@@ -172,4 +178,17 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -
                 pages=place.pages, sheet=place.sheet, rows=place.rows,
             )
         )
+    if draft.conditions:  # the answer is each condition's, said as verified, cited as shown
+        conditions = [c.model_copy(update={"refs": [shown[r] for r in c.refs]}) for c in draft.conditions]
+        return Verdict(compose(conditions, draft.dimension, draft.outcome), citations, outcome=draft.outcome,
+                       conditions=conditions)
     return Verdict(text, citations, outcome=draft.outcome)
+
+
+def _condition_holds(condition: ConditionAnswer, by_ref: dict[str, EvidenceItem], refs: Sequence[str]) -> bool:
+    """A condition cites sources the draft cites, and its words and its answer stand verbatim in one of them."""
+    if not condition.refs or any(r not in refs for r in condition.refs):
+        return False
+    sources = [by_ref[r] for r in condition.refs]
+    return all(any(locate(" ".join([i.text, i.title, *i.section_path]), words) is not None for i in sources)
+               for words in (condition.condition, condition.answer) if words)

@@ -17,7 +17,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from citewell.fetch.client import Fetcher
-from citewell.fetch.guard import Guard
 from citewell.fetch.store import fetch_upload
 from citewell.keys import raw_key
 from citewell.services import Services
@@ -39,7 +38,7 @@ def fetch_message(services: Services, body: str) -> str:
     if upload.fetched is not None and services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id)):
         return "done"  # a redelivery: the page was stored (its validators first) and parse has it; fetching again could only fail it
     config = settings()
-    with Fetcher(Guard.of(config.fetch_allow), max_bytes=services.max_bytes, seconds=config.fetch_seconds) as fetcher:
+    with Fetcher.configured(config, services.max_bytes) as fetcher:
         return "fetched" if fetch_upload(services, fetcher, upload) is not None else "failed"
 
 

@@ -7,7 +7,12 @@ Item layout, by partition:
   (with the chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
   ``EPOCH`` the tenant's corpus epoch, ``V#conversation`` conversations (``version`` for
   conditional writes, ``subject``, and ``expires_at`` for the table's TTL) and
-  ``VA#answer#conversation`` entries: the conversations with a turn that got an answer. Document ids cannot contain ``#``, so no prefix of one
+  ``VA#answer#conversation`` entries: the conversations with a turn that got an answer, and two
+  keys per conversation that read only what is asked: ``VS#subject-hash#updated#conversation``
+  (a subject's latest conversations, newest first) and ``VU#updated#conversation`` (those idle
+  since a time, for the expiry sweep). An entry is written before the conversation it points at
+  and its predecessor removed after, so a reader checks it against the record (a crash leaves a
+  stale entry, which is skipped; the TTL takes it). Document ids cannot contain ``#``, so no prefix of one
   document's keys matches another's.
 - ``C#tenant#doc#revision``: ``K#chunk_id`` chunk records.
 - ``H#content_hash``: ``REF#tenant#doc#revision#chunk_id`` (``REF##`` and its SHA-256 when that is over
@@ -23,8 +28,10 @@ Every document write is a compare-and-set on ``version``.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -425,6 +432,10 @@ class DynamoMetadataStore:
             for answer_id in sorted({t.answer_id for t in stored.turns}):
                 batch.put_item(Item={"pk": f"T#{stored.tenant}", "sk": f"VA#{answer_id}#{stored.conversation_id}",
                                      "conversation_id": stored.conversation_id, "expires_at": expires})
+            for sk in _conversation_keys(stored):
+                batch.put_item(Item={"pk": f"T#{stored.tenant}", "sk": sk, "conversation_id": stored.conversation_id,
+                                     "expires_at": expires})
+        previous = self.get_conversation(stored.tenant, stored.conversation_id) if conversation.version else None
         condition = "attribute_not_exists(pk)" if conversation.version == 0 else "version = :v"
         try:
             self.table.put_item(
@@ -434,7 +445,11 @@ class DynamoMetadataStore:
                 **({"ExpressionAttributeValues": {":v": conversation.version}} if conversation.version else {}),
             )
         except self.client.exceptions.ConditionalCheckFailedException:
+            self._delete_all((f"T#{stored.tenant}", sk) for sk in _conversation_keys(stored))  # the winner's stand
             return None
+        if previous is not None and previous.version == conversation.version:  # the one this write replaced
+            stale = set(_conversation_keys(previous)) - set(_conversation_keys(stored))
+            self._delete_all((f"T#{stored.tenant}", sk) for sk in stale)
         return stored
 
     def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None:
@@ -442,12 +457,44 @@ class DynamoMetadataStore:
         return Conversation.model_validate_json(item["record"]) if item else None
 
     def conversations_of(self, tenant: str, subject: str, limit: int = 50) -> list[Conversation]:
-        from boto3.dynamodb.conditions import Attr, Key
+        """The subject's own ``VS#`` entries, newest first, a page of ``limit`` at a time, until
+        ``limit`` of them are current: never another subject's, never the whole partition."""
+        from boto3.dynamodb.conditions import Key
 
-        items = self._query(KeyConditionExpression=Key("pk").eq(f"T#{tenant}") & Key("sk").begins_with("V#"),
-                            FilterExpression=Attr("subject").eq(subject), ConsistentRead=True)
-        found = [Conversation.model_validate_json(i["record"]) for i in items]
-        return sorted(found, key=lambda c: c.updated_at, reverse=True)[:limit]
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("pk").eq(f"T#{tenant}") & Key("sk").begins_with(f"VS#{_subject_key(subject)}#"),
+            "ScanIndexForward": False, "Limit": limit, "ConsistentRead": True}
+        found: dict[str, Conversation] = {}
+        while len(found) < limit:
+            page = self.table.query(**kwargs)
+            entries = [e for e in page.get("Items", []) if e["conversation_id"] not in found]
+            records = self._current(tenant, entries, lambda c, e: c.subject == subject and e["sk"].endswith(
+                f"#{_stamp(c)}#{c.conversation_id}"))
+            found.update((c.conversation_id, c) for c in records)
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return sorted(found.values(), key=lambda c: c.updated_at, reverse=True)[:limit]
+
+    def conversations_idle_since(self, before: datetime) -> list[Conversation]:
+        """Each tenant's ``VU#`` entries older than ``before``: what the expiry sweep removes."""
+        from boto3.dynamodb.conditions import Key
+
+        found = []
+        for tenant in self._tenants():
+            entries = list(self._query(KeyConditionExpression=Key("pk").eq(f"T#{tenant}")
+                                       & Key("sk").between("VU#", f"VU#{_stamp_of(before)}"), ConsistentRead=True))
+            found += self._current(tenant, entries, lambda c, e: c.updated_at < before and e["sk"] == f"VU#{_stamp(c)}#{c.conversation_id}")
+        return found
+
+    def _current(self, tenant: str, entries: Sequence[dict[str, Any]],
+                 matches: Callable[[Conversation, dict[str, Any]], bool]) -> list[Conversation]:
+        """The conversations ``entries`` point at whose records they still describe, in their order."""
+        ids = list(dict.fromkeys(str(e["conversation_id"]) for e in entries))
+        records = {c.conversation_id: c for c in (Conversation.model_validate_json(i["record"])
+                   for i in self._batch_get([(f"T#{tenant}", f"V#{c}") for c in ids], consistent=True))}
+        return [records[i] for i in ids if i in records
+                and any(e["conversation_id"] == i and matches(records[i], e) for e in entries)]
 
     def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
         ids = {i["conversation_id"] for a in sorted(set(answer_ids)) for i in self._prefixed(f"T#{tenant}", f"VA#{a}#", True)}
@@ -458,7 +505,8 @@ class DynamoMetadataStore:
         found = self.get_conversation(tenant, conversation_id)
         if found is None:
             return 0
-        self._delete_all((f"T#{tenant}", f"VA#{t.answer_id}#{conversation_id}") for t in found.turns)
+        self._delete_all([*((f"T#{tenant}", f"VA#{t.answer_id}#{conversation_id}") for t in found.turns),
+                          *((f"T#{tenant}", sk) for sk in _conversation_keys(found))])
         return self._delete_all([(f"T#{tenant}", f"V#{conversation_id}")])
 
     def conversation_inventory(self) -> list[Conversation]:
@@ -570,6 +618,26 @@ class DynamoMetadataStore:
         self.table.delete_item(Key={"pk": "IDENTITIES", "sk": identity})
         self._registered.discard(("IDENTITIES", identity))
         return removed
+
+
+def _stamp_of(at: datetime) -> str:
+    """A time as a sort key orders it: UTC, fixed width, to the microsecond."""
+    return at.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def _stamp(conversation: Conversation) -> str:
+    return _stamp_of(conversation.updated_at)
+
+
+def _subject_key(subject: str) -> str:
+    """A subject as a key part: any subject (it may hold ``#``), fixed width."""
+    return hashlib.sha256(subject.encode()).hexdigest()[:32]
+
+
+def _conversation_keys(conversation: Conversation) -> tuple[str, str]:
+    """The sort keys that find a conversation by its subject and by how long it has been idle."""
+    stamp, cid = _stamp(conversation), conversation.conversation_id
+    return f"VS#{_subject_key(conversation.subject)}#{stamp}#{cid}", f"VU#{stamp}#{cid}"
 
 
 TABLE_DEFINITION = {

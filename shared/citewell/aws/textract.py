@@ -1,6 +1,6 @@
 """Amazon Textract behind :class:`~citewell.ports.OcrEngine`: the parse function's OCR.
 
-The embedded engine (RapidOCR needs OpenCV, about 290 MB installed) does not fit in a Lambda
+The embedded engine (RapidOCR needs OpenCV's headless build, about 173 MB installed) does not fit in a Lambda
 layer beside the rest (250 MB unzipped in all), so on AWS a scanned page goes to Textract's
 synchronous DetectDocumentText, one page per call: a PDF page as a one-page PDF (cut by pypdf,
 nothing rendered in the function) or an image as uploaded. Textract reports confidence in
@@ -10,6 +10,7 @@ IAM policy, so the parse function's grant names the action alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -34,7 +35,7 @@ class TextractOcr:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def read(self, document: bytes) -> list[OcrPage]:
+    def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]:
         if len(document) > MAX_BYTES:
             raise TooLarge(f"the page is {len(document):,} bytes; Textract reads at most {MAX_BYTES:,} per page")
         try:
@@ -47,7 +48,10 @@ class TextractOcr:
             raise OcrUnavailable(f"Textract failed ({code}): {message}") from error
         except BotoCoreError as error:
             raise OcrUnavailable(f"Textract could not be reached: {error}") from error
-        return pages_of(response)
+        pages = pages_of(response)
+        if on_page:  # one call reads the document whole
+            on_page(len(pages), len(pages))
+        return pages
 
 
 def pages_of(response: dict[str, Any]) -> list[OcrPage]:

@@ -6,25 +6,31 @@ name in the Host header and in TLS's SNI, whose certificate is checked against t
 is no second resolution a rebinding resolver could answer differently. Nothing but what a fetch
 needs is sent: no cookies (none are kept), no credentials, no proxy or netrc from the
 environment. The body is streamed and cut off past ``max_bytes``; a fetch has a time limit
-as a whole as well as per read.
+as a whole as well as per read. A certificate not valid for the name (or from an authority
+neither the system nor the operator's ``CITEWELL_FETCH_CA`` trusts) is ``certificate_refused``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.cookiejar
+import ssl
 import time
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 
 from citewell import __version__
-from citewell.errors import FetchFailed, HttpStatus, TooLarge, UrlRefused
+from citewell.errors import CertificateRefused, FetchFailed, HttpStatus, InvalidInput, TooLarge, UrlRefused
 from citewell.fetch.guard import Guard
 from citewell.fetch.urls import normalise, parse_url
 from citewell.models import Fetched
 from citewell.settings import DEFAULT_MAX_BYTES
+
+if TYPE_CHECKING:
+    from citewell.settings import Settings
 
 USER_AGENT = f"citewell/{__version__} (+https://github.com/citewell)"
 MAX_REDIRECTS = 5
@@ -52,13 +58,26 @@ class Fetcher:
     """One client for many fetches (its connections are reused), safe to share between threads."""
 
     def __init__(self, guard: Guard, *, max_bytes: int = DEFAULT_MAX_BYTES, seconds: float = 30.0,
-                 max_redirects: int = MAX_REDIRECTS) -> None:
+                 max_redirects: int = MAX_REDIRECTS, ca_file: Path | None = None) -> None:
+        """``ca_file``: certificate authorities (PEM) trusted beside the system's."""
         self.guard, self.max_bytes, self.seconds, self.max_redirects = guard, max_bytes, seconds, max_redirects
+        trusted = ssl.create_default_context()
+        if ca_file is not None:
+            try:
+                trusted.load_verify_locations(cafile=str(ca_file))
+            except (OSError, ssl.SSLError) as error:
+                raise InvalidInput(f"CITEWELL_FETCH_CA: the certificate authorities in {ca_file} cannot be read: {error}") from None
         self.client = httpx.Client(
-            follow_redirects=False, trust_env=False, cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            verify=trusted, follow_redirects=False, trust_env=False, cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
             timeout=httpx.Timeout(min(seconds, 10.0)), limits=httpx.Limits(max_connections=16, max_keepalive_connections=8),
             headers={"User-Agent": USER_AGENT, "Accept": "*/*"},
         )
+
+    @classmethod
+    def configured(cls, config: Settings, max_bytes: int, allow: tuple[str, ...] = ()) -> Fetcher:
+        """The fetcher the operator's settings describe: their allow-list (with ``allow``), time limit and CAs."""
+        return cls(Guard.of([*config.fetch_allow, *allow]), max_bytes=max_bytes, seconds=config.fetch_seconds,
+                   ca_file=config.fetch_ca)
 
     def close(self) -> None:
         self.client.close()
@@ -112,6 +131,10 @@ class Fetcher:
             try:
                 return self._read(request, deadline, normalise(url))
             except httpx.ConnectError as error:  # the next address the name has, if any
+                refused = _certificate_error(error)
+                if refused is not None:  # every address serves the name's certificate: no other is tried
+                    raise CertificateRefused(f"{normalise(url)} presented a certificate that is not valid for "
+                                             f"{url.host}: {refused.verify_message}") from None
                 last = error
             except httpx.TimeoutException:
                 raise FetchFailed(f"{normalise(url)} did not answer within the time limit") from None
@@ -137,3 +160,13 @@ class Fetcher:
             return response, bytes(body)
         finally:
             response.close()
+
+
+def _certificate_error(error: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate check that failed a connection, if that is what failed it."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -2,12 +2,13 @@
 
 Each document is registered, parsed, chunked and published on its own. On an index that takes
 staged publications (the embedded one, :class:`~citewell.ports.StagedIndex`) it is published
-by words first: searchable and citeable before its vectors exist, which :class:`_Vectors`
+by words first: searchable and citeable before its vectors exist, which :class:`VectorBacklog`
 brings after: between two documents, a slice whenever vectors have waited ``VECTOR_LAG_SECONDS``
 (words first while documents come quickly, meaning soon after), and the rest once the last is
 published. A small file never waits for a large one's embedding (and the CLI sends files smallest first, so none
 waits for a large one's parsing either). An index that takes whole publications gets each
-document embedded before it is published.
+document embedded before it is published. ``citewell serve``'s worker carries its uploads the
+same way (:func:`carry`, :class:`VectorBacklog`), one at a time as they arrive.
 
 A failing document is recorded and reported; the rest go on. Ctrl-C stops the run at the next
 safe moment: every document already published stays published (vectors it still lacks are
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
@@ -75,7 +77,8 @@ class IngestProgress(Protocol):
         """A document enters ``parse``, ``chunk`` or ``publish``."""
 
     def advance(self, stage: str, done: int, total: int) -> None:
-        """Inside one document's stage: characters chunked so far, of ``total``."""
+        """Inside one document's stage: ``parse``, pages of a PDF read; ``ocr``, scanned pages
+        read by OCR; ``chunk``, characters chunked; so far, of ``total``."""
 
     def embedding(self, done: int, total: int) -> None:
         """Chunks embedded so far, of those known to need the model so far (the total grows as documents are published)."""
@@ -125,8 +128,8 @@ def ingest(
 ) -> list[IngestOutcome]:
     check_embedder(services)
     clock = clock or StageClock()
-    report = _Reporter(progress)
-    vectors = _Vectors(services, report, clock)
+    report = Reporter(progress)
+    vectors = VectorBacklog(services, report, clock)
     run = _Run(services, report, clock, vectors, batch_documents)
     try:
         vectors.add(resume_vectors(services))
@@ -155,7 +158,7 @@ def ingest(
     return outcomes
 
 
-def _note_vectors(outcomes: list[IngestOutcome], vectors: _Vectors) -> None:
+def _note_vectors(outcomes: list[IngestOutcome], vectors: VectorBacklog) -> None:
     """Published documents whose vectors the run did not finish say so, and why if the model failed."""
     left = vectors.left()
     for outcome in outcomes:
@@ -168,10 +171,10 @@ def _note_vectors(outcomes: list[IngestOutcome], vectors: _Vectors) -> None:
                 f"({vectors.failure.message}); the next ingest embeds them"))
 
 
-class _Reporter:
+class Reporter:
     """Feeds an :class:`IngestProgress`, if any."""
 
-    def __init__(self, progress: IngestProgress | None) -> None:
+    def __init__(self, progress: IngestProgress | None = None) -> None:
         self.progress = progress
 
     def step(self, stage: str, document_id: str) -> None:
@@ -191,12 +194,12 @@ class _Reporter:
             self.progress.finished(outcome)
 
 
-class _Vectors:
+class VectorBacklog:
     """Published chunks waiting for their vectors, embedded a slice at a time in publication
     order. Before each slice, chunks of revisions no longer served (deleted or replaced since)
     are dropped: they stop costing the model at once."""
 
-    def __init__(self, services: Services, report: _Reporter, clock: StageClock) -> None:
+    def __init__(self, services: Services, report: Reporter, clock: StageClock) -> None:
         self.services, self.report, self.clock = services, report, clock
         self.waiting: deque[Chunk] = deque()
         self.since: deque[float] = deque()  # when each waiting chunk was published
@@ -214,11 +217,11 @@ class _Vectors:
     def step(self) -> None:
         """Between documents: one slice, once the oldest waiting vector has waited long enough."""
         if self.since and time.monotonic() - self.since[0] >= VECTOR_LAG_SECONDS:
-            self._slice()
+            self.slice()
 
     def drain(self) -> None:
         while self.waiting and self.failure is None:
-            self._slice()
+            self.slice()
 
     def left(self) -> dict[tuple[str, str | None], int]:
         counts: dict[tuple[str, str | None], int] = defaultdict(int)
@@ -226,7 +229,17 @@ class _Vectors:
             counts[(chunk.document_id, chunk.revision)] += 1
         return counts
 
-    def _slice(self) -> None:
+    @property
+    def ready(self) -> bool:
+        """Vectors wait, and the model has not failed on this backlog since it was last tried."""
+        return bool(self.waiting) and self.failure is None
+
+    def retry(self) -> None:
+        """Try the model again: a server's backlog outlives an outage of its model service."""
+        self.failure = None
+
+    def slice(self) -> None:
+        """Embed the next waiting chunks, as many as one step takes."""
         if self.failure is not None:
             return
         self._drop_unserved()
@@ -282,7 +295,7 @@ def resume_vectors(services: Services) -> list[Chunk]:
 class _Run:
     """One document at a time through register, parse, chunk and publish."""
 
-    def __init__(self, services: Services, report: _Reporter, clock: StageClock, vectors: _Vectors, batch_documents: int) -> None:
+    def __init__(self, services: Services, report: Reporter, clock: StageClock, vectors: VectorBacklog, batch_documents: int) -> None:
         self.services, self.report, self.clock, self.vectors = services, report, clock, vectors
         self.staged = isinstance(services.index, StagedIndex)
         self.batch_documents = batch_documents
@@ -299,59 +312,21 @@ class _Run:
         self.report.finished(outcome)
 
     def one(self, request: IngestRequest) -> None:
-        services, clock = self.services, self.clock
         self.report.step("parse", request.document_id)
         try:
-            with clock.stage("parse"), deferred():  # the intent, the record and the raw bytes, or none of them
-                upload = register(services, request)
+            with self.clock.stage("parse"), deferred():  # the intent, the record and the raw bytes, or none of them
+                upload = register(self.services, request)
                 self.in_flight[upload.upload_id] = upload
         except (CitewellError, ValidationError) as error:  # nothing was registered
             self.settle(_refused(request, error))
             return
-        try:
-            with clock.stage("parse"):
-                parsed = parse_stage(services, upload)
-            if parsed.status != "parsed":
-                document = services.metadata.get_document(request.tenant, request.document_id)
-                self.settle(_superseded(request) if parsed.status == "superseded" else IngestOutcome(
-                    document_id=request.document_id, revision=document.active_revision if document else None,
-                    status="unchanged", chunks=document.chunk_count if document else 0,
-                ), upload)
-                return
-            self.report.step("chunk", request.document_id)
-            with clock.stage("chunk"):
-                chunked = chunk_stage(services, upload, lambda done, total: self.report.advance("chunk", done, total))
-            if chunked is None:
-                self.settle(_superseded(request), upload)
-                return
-            if not self.staged:
-                with clock.stage("embed"):
-                    embed_stage(services, chunked.chunks)
-        except CitewellError as error:
-            self.settle(_failed(services, upload, error), upload)
-            return
-        self.report.step("publish", upload.document_id)
-        with deferred():  # indexed, switched and the old revision removed, or the previous one still served
-            try:
-                with clock.stage("publish"):
-                    before = services.metadata.get_document(upload.tenant, upload.document_id)
-                    count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding,
-                                          vectors_follow=self.staged)
-                if before is not None and before.active_revision not in (None, chunked.revision):
-                    self.removed.append(upload.document_id)
-                if count is None:
-                    release_embeddings(services, chunked.chunks)
-                    self.settle(_superseded(request), upload)
-                else:
-                    self.settle(IngestOutcome(
-                        document_id=upload.document_id, revision=chunked.revision, status="published", chunks=count
-                    ), upload)
-                    if self.staged:
-                        self.vectors.add(chunked.chunks)
-            except CitewellError as error:
-                self.settle(_failed(services, upload, error, chunked.revision), upload)
-                release_embeddings(services, chunked.chunks)
-        self.unflushed += 1
+        carried = carry(self.services, upload, self.report, self.clock, staged=self.staged)
+        if carried.replaced:
+            self.removed.append(upload.document_id)
+        self.settle(carried.outcome, upload)
+        self.vectors.add(carried.waiting)
+        if carried.outcome.status == "published":
+            self.unflushed += 1
         if self.unflushed >= self.batch_documents or time.monotonic() - self.flushed_at >= FLUSH_SECONDS:
             self.flush()
 
@@ -367,6 +342,75 @@ class _Run:
         self.unflushed, self.flushed_at = 0, time.monotonic()
 
 
+
+@dataclass(frozen=True)
+class Carried:
+    """One upload's way through the stages: its outcome, the published chunks whose vectors follow
+    (a staged publication), and whether it replaced a revision that was served."""
+
+    outcome: IngestOutcome
+    waiting: list[Chunk] = field(default_factory=list)
+    replaced: bool = False
+
+
+def _go_on() -> None:
+    """No reason to stop between stages."""
+
+
+def carry(services: Services, upload: Upload, report: Reporter, clock: StageClock, *, staged: bool,
+          check: Callable[[], None] = _go_on) -> Carried:
+    """A registered upload through parse, chunk and publish: by words first when ``staged`` (its
+    vectors are the caller's to bring, :class:`VectorBacklog`), else embedded then published.
+    ``check`` runs before each stage and stops the upload by raising a :class:`CitewellError`
+    (a server's stop deadline), which records it as failed like bad input. The CLI's run and
+    the server's worker both carry their uploads through here."""
+    document_id = upload.document_id
+    chunked = None
+    try:
+        check()
+        with clock.stage("parse"):
+            parsed = parse_stage(services, upload, report.advance)
+        if parsed.status != "parsed":
+            document = services.metadata.get_document(upload.tenant, document_id)
+            return Carried(_superseded(document_id) if parsed.status == "superseded" else IngestOutcome(
+                document_id=document_id, revision=document.active_revision if document else None,
+                status="unchanged", chunks=document.chunk_count if document else 0,
+            ))
+        check()
+        report.step("chunk", document_id)
+        with clock.stage("chunk"):
+            chunked = chunk_stage(services, upload, lambda done, total: report.advance("chunk", done, total))
+        if chunked is None:
+            return Carried(_superseded(document_id))
+        if not staged:
+            check()
+            with clock.stage("embed"):
+                embed_stage(services, chunked.chunks)
+        check()
+    except CitewellError as error:
+        outcome = _failed(services, upload, error)
+        if chunked is not None and not staged:
+            release_embeddings(services, chunked.chunks)
+        return Carried(outcome)
+    report.step("publish", document_id)
+    with deferred():  # indexed, switched and the old revision removed, or the previous one still served
+        try:
+            with clock.stage("publish"):
+                before = services.metadata.get_document(upload.tenant, document_id)
+                count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding,
+                                      vectors_follow=staged)
+        except CitewellError as error:
+            outcome = _failed(services, upload, error, chunked.revision)
+            release_embeddings(services, chunked.chunks)
+            return Carried(outcome)
+        replaced = before is not None and before.active_revision not in (None, chunked.revision)
+        if count is None:
+            release_embeddings(services, chunked.chunks)
+            return Carried(_superseded(document_id), replaced=replaced)
+        published = IngestOutcome(document_id=document_id, revision=chunked.revision, status="published", chunks=count)
+        return Carried(published, chunked.chunks if staged else [], replaced)
+
+
 def _stop(services: Services, uploads: Iterable[Upload]) -> list[IngestOutcome]:
     """Record each upload in flight as failed and remove what it wrote; the document keeps
     serving its previous revision, if it had one."""
@@ -378,9 +422,9 @@ def _stop(services: Services, uploads: Iterable[Upload]) -> list[IngestOutcome]:
     return outcomes
 
 
-def _superseded(request: IngestRequest) -> IngestOutcome:
+def _superseded(document_id: str) -> IngestOutcome:
     return IngestOutcome(
-        document_id=request.document_id, revision=None, status="superseded", chunks=0,
+        document_id=document_id, revision=None, status="superseded", chunks=0,
         error=ErrorInfo(code="superseded", message="a newer upload or a delete of this document came first; nothing of this upload was kept"),
     )
 

@@ -37,7 +37,7 @@ from citewell.models import (
 )
 from citewell.ingest.registration import register_upload
 from citewell.interrupts import deferred
-from citewell.parsers import parse
+from citewell.parsers import PageProgress, parse
 from citewell.ports import StagedIndex
 from citewell.records import is_current, update_document
 from citewell.services import Services
@@ -95,8 +95,9 @@ def _title_for(upload: Upload, parsed: ParsedDocument) -> str:
     return upload.title or parsed.title or PurePosixPath(upload.filename or upload.document_id).stem
 
 
-def parse_stage(services: Services, upload: Upload) -> ParseOutcome:
-    """Extract text. The same text, roles and title as what is served is a no-op."""
+def parse_stage(services: Services, upload: Upload, progress: PageProgress | None = None) -> ParseOutcome:
+    """Extract text. The same text, roles and title as what is served is a no-op. ``progress``
+    hears the pages of a PDF or a scan as they are read."""
     document = services.metadata.get_document(upload.tenant, upload.document_id)
     if not is_current(document, upload):
         abandon(services, upload)
@@ -106,7 +107,8 @@ def parse_stage(services: Services, upload: Upload) -> ParseOutcome:
         data = services.objects.get(raw_key(upload.tenant, upload.document_id, upload.upload_id))
     except NotFound:
         raise UploadMissing("the uploaded bytes were removed before they were read; upload the file again") from None
-    parsed = parse(data, upload.filename or upload.document_id, max_bytes=services.max_bytes, ocr=services.ocr)
+    parsed = parse(data, upload.filename or upload.document_id, max_bytes=services.max_bytes, ocr=services.ocr,
+                   progress=progress)
     title = _title_for(upload, parsed)
     content = parsed.content_sha256
     if document.content_sha256 == content and _served_as(services, document, upload.allowed_roles, title):

@@ -7,7 +7,7 @@ title and locale, is ``unchanged`` and writes nothing. A 304 under other roles r
 stored bytes. A page that answers 404 or 410, or (after a crawl that reached every link
 within its limits) is no longer linked from the site, is *gone*, as a file no longer in its
 folder: listed, still served, deleted with ``--prune``. Any other failure (``url_refused``,
-``fetch_failed``, ``too_large``, ``http_status``) is recorded as the page's failure through the
+``fetch_failed``, ``certificate_refused``, ``too_large``, ``http_status``) is recorded as the page's failure through the
 state machine (registered, then failed), the served revision staying served; the rest of the
 crawl goes on.
 """

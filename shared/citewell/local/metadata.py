@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -353,6 +354,11 @@ class SqliteMetadataStore:
                               (tenant, conversation_id))
             return self.conn.execute("DELETE FROM conversations WHERE tenant = ? AND conversation_id = ?",
                                      (tenant, conversation_id)).rowcount
+
+    def conversations_idle_since(self, before: datetime) -> list[Conversation]:
+        rows = self.conn.execute("SELECT record FROM conversations WHERE julianday(updated_at) < julianday(?)",
+                                 (before.astimezone(timezone.utc).isoformat(),))
+        return [Conversation.model_validate_json(r[0]) for r in rows]
 
     def conversation_inventory(self) -> list[Conversation]:
         return [Conversation.model_validate_json(r[0]) for r in self.conn.execute("SELECT record FROM conversations")]

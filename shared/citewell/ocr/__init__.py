@@ -13,8 +13,10 @@ import statistics
 from dataclasses import dataclass, field
 
 # A page whose characters were read at under this mean confidence fails ``ocr_low_confidence``.
-# RapidOCR reads clean and lightly blurred scans at 0.95 and above; text blurred past reading
-# comes out as fragments ("mterofouenm") at about 0.65.
+# RapidOCR (PP-OCRv6 small) reads clean and lightly blurred scans at 0.98 and above; text blurred
+# to the edge of reading comes out as fragments ("o  opeot") at about 0.2, and text blurred past it
+# as nothing (``empty_text``) or, seen once, as one stray glyph at 0.96, which no floor tells
+# from a short true line.
 CONFIDENCE_FLOOR = 0.8
 PARAGRAPH_GAP = 0.8  # a gap above a line wider than this many line heights starts a paragraph
 

@@ -1,6 +1,7 @@
-"""The embedded OCR engine: RapidOCR (PaddleOCR's PP-OCRv4 detection and recognition models, as
-ONNX, shipped inside the ``rapidocr-onnxruntime`` wheel) on the ONNX Runtime the embedder uses.
-Nothing is downloaded: the models load from the installed package.
+"""The embedded OCR engine: RapidOCR (PaddleOCR's PP-OCRv6 small detection and recognition
+models, as ONNX, shipped inside the ``rapidocr`` wheel) on the ONNX Runtime the embedder uses,
+with OpenCV's headless build (no GUI, no libGL). Nothing is downloaded: the models load from the
+installed package, whose files RapidOCR checks by their hashes before it loads them.
 
 A one-page PDF is rendered with PDFium (pypdfium2); images are decoded with Pillow, each frame
 of a TIFF a page. Pages are rendered at :data:`DPI`, capped at :data:`MAX_SIDE` pixels, the
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import io
 import threading
+from collections.abc import Callable
 from importlib.util import find_spec
 from typing import Any
 
@@ -31,10 +33,15 @@ TEXT_SCORE = 0.2
 USE_CLASSIFIER = False
 
 
+# RapidOCR logs each model it loads at "info", and a page with nothing read at "warning", on
+# stderr: a CLI's output (--json included) gets none of it; failures are raised, not logged.
+LOG_LEVEL = "error"
+
+
 class RapidOcr:
     """RapidOCR behind :class:`~citewell.ports.OcrEngine`; the models load on the first page."""
 
-    name = "rapidocr-onnxruntime"
+    name = "rapidocr"
 
     def __init__(self) -> None:
         self._engine: Any = None
@@ -43,19 +50,30 @@ class RapidOcr:
     def _loaded(self) -> Any:
         with self._lock:
             if self._engine is None:
-                from rapidocr_onnxruntime import RapidOCR
+                from rapidocr import RapidOCR
 
-                self._engine = RapidOCR(text_score=TEXT_SCORE, use_cls=USE_CLASSIFIER)
+                self._engine = RapidOCR(params={
+                    "Global.text_score": TEXT_SCORE, "Global.use_cls": USE_CLASSIFIER,
+                    "Global.max_side_len": MAX_SIDE, "Global.log_level": LOG_LEVEL,
+                })
             return self._engine
 
-    def read(self, document: bytes) -> list[OcrPage]:
-        return [self._read_image(image) for image in _images(document)]
+    def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]:
+        images = _images(document)
+        pages = []
+        for image in images:
+            pages.append(self._read_image(image))
+            if on_page:
+                on_page(len(pages), len(images))
+        return pages
 
     def _read_image(self, image: np.ndarray) -> OcrPage:
-        result, _ = self._loaded()(image)
+        result = self._loaded()(image)
         height = float(image.shape[0]) or 1.0
         lines = []
-        for box, text, score in result or []:
+        if result.boxes is None or result.txts is None or result.scores is None:  # nothing read: a blank page
+            return OcrPage(lines=lines)
+        for box, text, score in zip(result.boxes, result.txts, result.scores):
             ys = [point[1] for point in box]
             lines.append(OcrLine(text=str(text), confidence=float(score), top=min(ys) / height,
                                  height=(max(ys) - min(ys)) / height))
@@ -65,7 +83,7 @@ class RapidOcr:
 def embedded_engine() -> RapidOcr | None:
     """The embedded default when the ``ocr`` extra is installed (the models load on the first
     scanned page, not here); None without it, and scans are then ``empty_text`` saying so."""
-    if not all(find_spec(name) for name in ("rapidocr_onnxruntime", "pypdfium2", "PIL")):
+    if not all(find_spec(name) for name in ("rapidocr", "pypdfium2", "PIL")):
         return None
     return RapidOcr()
 

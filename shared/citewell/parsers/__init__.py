@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
-
 from typing import TYPE_CHECKING
 
 from citewell.errors import CitewellError, CorruptFile, EmptyText, TooLarge
@@ -14,10 +14,16 @@ if TYPE_CHECKING:
     from citewell.ports import OcrEngine
 
 
+# Hears how far a parse got, in pages: ``("parse", pages read, pages)`` while a PDF's text layer
+# is read, ``("ocr", pages read, pages to read)`` while OCR reads scanned pages or an image's frames.
+PageProgress = Callable[[str, int, int], None]
+
+
 def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES,
-          ocr: OcrEngine | None = None) -> ParsedDocument:
+          ocr: OcrEngine | None = None, progress: PageProgress | None = None) -> ParsedDocument:
     """Detect, extract, and refuse with a typed :class:`~citewell.errors.IngestError`. ``ocr``
-    reads images and the PDF pages without a text layer; without it they are ``empty_text``."""
+    reads images and the PDF pages without a text layer; without it they are ``empty_text``.
+    ``progress`` hears the pages of a PDF or a scan as they are read (a large one takes minutes)."""
     from citewell.parsers.sniff import (
         detect,  # only what parses pays for sniffing libraries
     )
@@ -28,7 +34,7 @@ def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_
         raise EmptyText("the file is empty" if not data else "the file holds only whitespace")
     kind = detect(data, filename)
     try:
-        parsed = _parse_kind(kind, data, ocr)
+        parsed = _parse_kind(kind, data, ocr, progress)
     except CitewellError:  # typed: an IngestError for the file, or a service to retry (OcrUnavailable)
         raise
     except Exception as exc:  # a parser library choking on malformed input is the file's fault
@@ -54,7 +60,7 @@ _TEXT = {
 }
 
 
-def _parse_kind(kind: str, data: bytes, ocr: OcrEngine | None) -> ParsedDocument:
+def _parse_kind(kind: str, data: bytes, ocr: OcrEngine | None, progress: PageProgress | None) -> ParsedDocument:
     from citewell.parsers.encoding import decode
     from citewell.parsers.sniff import IMAGE_KINDS, MIME
 
@@ -62,11 +68,11 @@ def _parse_kind(kind: str, data: bytes, ocr: OcrEngine | None) -> ParsedDocument
     if kind in IMAGE_KINDS:
         from citewell.parsers.scan import parse_image
 
-        parsed = parse_image(data, MIME[kind], ocr)  # type: ignore[index]
+        parsed = parse_image(data, MIME[kind], ocr, progress)  # type: ignore[index]
     elif kind == "pdf":
         from citewell.parsers.pdf import parse_pdf
 
-        parsed = parse_pdf(data, ocr)
+        parsed = parse_pdf(data, ocr, progress)
     elif kind in _BINARY:
         module, function = _BINARY[kind]
         parsed = getattr(import_module(module), function)(data)
@@ -77,4 +83,4 @@ def _parse_kind(kind: str, data: bytes, ocr: OcrEngine | None) -> ParsedDocument
     return parsed.model_copy(update={"encoding": encoding})
 
 
-__all__ = ["DEFAULT_MAX_BYTES", "parse"]
+__all__ = ["DEFAULT_MAX_BYTES", "PageProgress", "parse"]

@@ -23,6 +23,7 @@ import math
 import re
 import warnings
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,9 +255,13 @@ def _is_scanned(lines: list[_Line]) -> bool:
     return not any(line.text.strip() for line in lines)
 
 
-def parse_pdf(data: bytes, ocr: OcrEngine | None = None) -> ParsedDocument:
-    """``ocr`` reads the pages without a text layer; without it they are left out."""
+def parse_pdf(data: bytes, ocr: OcrEngine | None = None,
+              progress: Callable[[str, int, int], None] | None = None) -> ParsedDocument:
+    """``ocr`` reads the pages without a text layer; without it they are left out. ``progress``
+    hears ``("parse", pages read, pages)`` as the text layer is read, then ``("ocr", done, pages
+    to read)`` as OCR reads the scanned ones: a long PDF shows its pages moving, not one stage."""
     scanned = 0
+    tell = progress or (lambda stage, done, total: None)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -267,8 +272,16 @@ def parse_pdf(data: bytes, ocr: OcrEngine | None = None) -> ParsedDocument:
             builder = TextBuilder()
             path: list[str] = []
             skipped = 0
-            pages = [_lines(page) for page in reader.pages]
+            count = len(reader.pages)
+            pages = []
+            tell("parse", 0, count)
+            for page in reader.pages:
+                pages.append(_lines(page))
+                tell("parse", len(pages), count)
             contents = [is_contents_page([line.text for line in lines]) for lines in pages]
+            to_read = sum(1 for lines, skip in zip(pages, contents) if not skip and _is_scanned(lines)) if ocr else 0
+            if to_read:
+                tell("ocr", 0, to_read)
             layout = _Layout.of([lines for lines, skip in zip(pages, contents) if not skip], outline=bool(marks))
             for index, lines in enumerate(pages):
                 if contents[index]:
@@ -284,8 +297,10 @@ def parse_pdf(data: bytes, ocr: OcrEngine | None = None) -> ParsedDocument:
                         del path[depth:]
                         path.append(title)
                         builder.section(list(path))
-                    for page in ocr.read(_one_page(reader, index)) if ocr is not None else []:
-                        emit_page(builder, page, index + 1)
+                    if ocr is not None:
+                        for page in ocr.read(_one_page(reader, index)):
+                            emit_page(builder, page, index + 1)
+                        tell("ocr", scanned, to_read)
                     continue
                 _page(builder, lines, index + 1, marks.get(index, []), path, layout)
             declared = reader.metadata.title if reader.metadata else None

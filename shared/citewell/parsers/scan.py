@@ -10,6 +10,8 @@ is ``empty_text``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from citewell.errors import EmptyText, OcrLowConfidence
 from citewell.models import BlockKind, ParsedDocument
 from citewell.ocr import CONFIDENCE_FLOOR, OcrPage
@@ -32,12 +34,13 @@ def emit_page(builder: TextBuilder, page: OcrPage, number: int, floor: float = C
     return True
 
 
-def parse_image(data: bytes, mime: str, ocr: OcrEngine | None) -> ParsedDocument:
-    """An image's text: every frame a page, read by ``ocr``."""
+def parse_image(data: bytes, mime: str, ocr: OcrEngine | None,
+                progress: Callable[[str, int, int], None] | None = None) -> ParsedDocument:
+    """An image's text: every frame a page, read by ``ocr``; ``progress("ocr", done, pages)`` hears each."""
     if ocr is None:
         raise EmptyText(f"an image holds no text layer, and {NOT_INSTALLED}")
     builder = TextBuilder()
-    pages = ocr.read(data)
+    pages = ocr.read(data, (lambda done, total: progress("ocr", done, total)) if progress else None)
     read = [emit_page(builder, page, number) for number, page in enumerate(pages, start=1)]
     if not any(read):
         raise EmptyText(f"OCR found no text in the image ({len(pages)} page{'s' if len(pages) != 1 else ''}, "

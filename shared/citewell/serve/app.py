@@ -192,13 +192,12 @@ class Server:
 
     def _fetch(self, upload: Upload) -> None:
         from citewell.fetch.client import Fetcher
-        from citewell.fetch.guard import Guard
         from citewell.fetch.store import fetch_upload
         from citewell.settings import settings
 
         config = settings()
         try:
-            with Fetcher(Guard.of(config.fetch_allow), max_bytes=self.services.max_bytes, seconds=config.fetch_seconds) as fetcher:
+            with Fetcher.configured(config, self.services.max_bytes) as fetcher:
                 fetched = fetch_upload(self.services, fetcher, upload)
             if fetched is not None:
                 self.worker.submit(fetched)

@@ -1,19 +1,27 @@
-"""The server's ingest worker: one thread runs each uploaded file through parse, chunk, embed and publish.
+"""The server's ingest worker: one thread runs each uploaded file through parse, chunk and
+publish, then brings the vectors of what it published.
 
-The stages and the upload state machine are the same as the CLI's and the Lambdas'
-(:mod:`citewell.ingest.stages`): the upload was registered by ``POST /documents``, its bytes
-stored by the upload form, and the worker carries it on. One writer thread matches SQLite's
-one writer; requests keep reading while it works and see the old revision or the new one.
+The stages, the upload state machine and the two-step publication are the CLI's
+(:func:`citewell.ingest.runner.carry`, :class:`~citewell.ingest.runner.VectorBacklog`): the
+upload was registered by ``POST /documents``, its bytes stored by the upload form, and the
+worker publishes it by words as soon as it is chunked. Its vectors follow a slice at a time
+whenever no upload waits (and one slice between two uploads once vectors have waited
+``VECTOR_LAG_SECONDS``), so a small file uploaded while a large one embeds is searchable at
+once; until the vectors come, search says ``vector index not ready``. One writer thread
+matches SQLite's one writer; requests keep reading while it works and see the old revision or
+the new one.
 
 Stopping (SIGTERM) gives the uploads in flight until a deadline: the worker goes on between
-stages (and between embedding batches) until then, after which the upload being worked on
-and every queued one are recorded as failed (``server_stopped``) and what they wrote is
-removed, so each document is published whole or keeps serving what it served before.
+stages until then, after which the upload being worked on and every queued one are recorded
+as failed (``server_stopped``) and what they wrote is removed, so each document is published
+whole or keeps serving what it served before. What is published stays published: vectors it
+still lacks are embedded by the next start, or the next ``citewell ingest``.
 
 Killed outright (kill -9, a power cut), a server can do none of that. The next one started on
 the home finishes the job: its worker's first work is to take over the uploads whose process
-has ended (:mod:`citewell.ingest.orphans`) and run the stored ones, each once, and to finish
-the deletions such a process began.
+has ended (:mod:`citewell.ingest.orphans`) and run the stored ones, each once, to finish the
+deletions such a process began, and to embed the published chunks still without a vector whose
+owner is gone (:func:`citewell.ingest.runner.resume_vectors`).
 """
 
 from __future__ import annotations
@@ -22,22 +30,23 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from citewell.deletion import compact, delete_document
 from citewell.api.routes import UPLOAD_URL_SECONDS
 from citewell.errors import CitewellError, IngestError, ServerStopped, UploadMissing
 from citewell.ingest.orphans import adopt_orphans
-from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, record_failure, release_embeddings
+from citewell.ingest.runner import IngestOutcome, Reporter, StageClock, VectorBacklog, carry, resume_vectors
+from citewell.ingest.stages import record_failure
 from citewell.leases import Lease
 from citewell.keys import raw_key
-from citewell.models import Chunk, Document, DocumentStatus, Upload
+from citewell.models import Document, DocumentStatus, Upload
+from citewell.ports import StagedIndex
 from citewell.records import current_upload
 from citewell.services import Services
 
 logger = logging.getLogger("citewell.serve")
-EMBED_SLICE = 64  # chunks embedded between two checks of the stop deadline
 SWEEP_SECONDS = 60  # how often an idle worker looks for upload forms that expired unused
 FORM_SECONDS = UPLOAD_URL_SECONDS
 
@@ -48,13 +57,6 @@ class InternalFailure(IngestError):
     code = "internal_error"
 
 
-@dataclass(frozen=True)
-class Outcome:
-    document_id: str
-    status: str  # published, unchanged, superseded, failed
-    code: str | None = None
-
-
 class IngestWorker:
     def __init__(self, services: Services, lease: Lease | None = None) -> None:
         self.services = services
@@ -62,7 +64,10 @@ class IngestWorker:
         self._queue: queue.Queue[Upload | None] = queue.Queue()
         self._deadline: float | None = None  # set when stopping
         self._thread = threading.Thread(target=self._run, name="citewell-ingest", daemon=True)
-        self.outcomes: list[Outcome] = []  # what was done, newest last (for logs and tests)
+        self._staged = isinstance(services.index, StagedIndex)
+        self._clock = StageClock()
+        self._vectors = VectorBacklog(services, Reporter(), self._clock)  # published chunks whose vectors follow
+        self.outcomes: list[IngestOutcome] = []  # what was done, newest last (for logs and tests)
 
     def start(self) -> None:
         self._thread.start()
@@ -88,22 +93,50 @@ class IngestWorker:
         if self.lease is not None:
             self._resume(self.lease)
         while True:
-            try:
-                upload = self._queue.get(timeout=SWEEP_SECONDS)
+            try:  # an upload first: vectors are embedded only while none waits
+                upload = self._queue.get_nowait() if self._vectors.ready else self._queue.get(timeout=SWEEP_SECONDS)
             except queue.Empty:
-                self._expire()
+                if self._vectors.ready:
+                    self._embed(self._vectors.slice)
+                else:
+                    self._vectors.retry()  # a model that failed is tried again after an idle minute
+                    self._expire()
                 continue
             if upload is None:
                 break
             self._record(self._process(upload))
+            self._embed(self._vectors.step)  # uploads arriving back to back do not starve the vectors
         while True:  # anything queued behind the stop
             try:
                 upload = self._queue.get_nowait()
             except queue.Empty:
-                return
+                break
             if upload is not None:
                 self._record(self._fail(upload, ServerStopped(
                     "the server was stopped before this upload was published; upload the file again")))
+        self._finish_vectors()
+
+    def _embed(self, step: Callable[[], None]) -> None:
+        """A slice of vectors. A model that fails, or a bug, is logged, and the backlog is tried
+        again after an idle minute; what is published stays found by words meanwhile."""
+        failed = self._vectors.failure
+        try:
+            step()
+        except Exception:
+            logger.exception("embedding published chunks failed; they stay searchable by words and are tried again")
+            self._vectors.failure = InternalFailure("embedding failed on the server's side; the server log has the details")
+            return
+        if self._vectors.failure is not None and failed is None:
+            logger.warning("embedding published chunks failed (%s): they stay searchable by words and are tried again "
+                           "after an idle minute", self._vectors.failure.message)
+
+    def _finish_vectors(self) -> None:
+        """On a stop: the vectors still to make wait, searchable by words, for the next start (a
+        stop does not wait for them: nothing they lack is in flight)."""
+        left = sum(self._vectors.left().values())
+        if left:
+            logger.warning("stopped with %d published chunks still without a vector: they are found by words until "
+                           "the next start (or citewell ingest) embeds them", left)
 
     def _expire(self) -> None:
         """While idle: fail this server's uploads whose form expired before their file came (a
@@ -145,6 +178,11 @@ class IngestWorker:
                            upload.document_id, upload.tenant)
         logger.info("uploads left unfinished by ended processes: %d resumed, %d failed",
                     len(adopted.resumed), len(adopted.failed))
+        waiting = resume_vectors(self.services)
+        if waiting:
+            self._vectors.add(waiting)
+            logger.warning("embedding %d published chunks of %d documents that an ended process left without a vector",
+                           len(waiting), len({(c.tenant, c.document_id) for c in waiting}))
         for document in adopted.purged:
             logger.warning("finished the purge of %s (%s): the process that replaced it ended before removing the old text",
                            document.document_id, document.tenant)
@@ -168,53 +206,28 @@ class IngestWorker:
             finished += 1
         logger.info("deletions left unfinished by ended processes: %d finished, %d failed", finished, failed)
 
-    def _record(self, outcome: Outcome) -> None:
+    def _record(self, outcome: IngestOutcome) -> None:
         self.outcomes.append(outcome)
-        logger.info("ingest %s: %s%s", outcome.document_id, outcome.status, f" ({outcome.code})" if outcome.code else "")
+        code = f" ({outcome.error.code})" if outcome.error else ""
+        logger.info("ingest %s: %s%s", outcome.document_id, outcome.status, code)
 
-    def _fail(self, upload: Upload, error: CitewellError, chunks: list[Chunk] | None = None) -> Outcome:
-        record_failure(self.services, upload, error)
-        if chunks:
-            release_embeddings(self.services, chunks)
-        return Outcome(upload.document_id, "failed", error.code)
+    def _fail(self, upload: Upload, error: CitewellError) -> IngestOutcome:
+        info = record_failure(self.services, upload, error)
+        return IngestOutcome(document_id=upload.document_id, revision=None, status="failed", chunks=0, error=info)
 
-    def _process(self, upload: Upload) -> Outcome:
-        before = self.services.metadata.get_document(upload.tenant, upload.document_id)
+    def _process(self, upload: Upload) -> IngestOutcome:
+        replaced = False
         try:
-            outcome = self._stages(upload)
+            carried = carry(self.services, upload, Reporter(), self._clock, staged=self._staged, check=self._check)
+            outcome, replaced = carried.outcome, carried.replaced
+            self._vectors.add(carried.waiting)
         except Exception:
             logger.exception("ingest of %s failed", upload.document_id)
             outcome = self._fail(upload, InternalFailure(
                 "ingesting this file failed on the server's side; the server log has the details"))
-        replaced = outcome.status == "published" and before is not None and before.active_revision is not None
         if replaced or outcome.status in ("failed", "superseded"):
             try:  # replaced and abandoned revisions leave nothing in segments or logs
                 compact(self.services)
             except Exception:
                 logger.exception("compaction after %s failed; the next delete or audit finishes it", upload.document_id)
         return outcome
-
-    def _stages(self, upload: Upload) -> Outcome:
-        services = self.services
-        chunks: list[Chunk] | None = None
-        try:
-            self._check()
-            parsed = parse_stage(services, upload)
-            if parsed.status != "parsed":
-                return Outcome(upload.document_id, parsed.status)
-            self._check()
-            chunked = chunk_stage(services, upload)
-            if chunked is None:
-                return Outcome(upload.document_id, "superseded")
-            chunks = chunked.chunks
-            for start in range(0, len(chunks), EMBED_SLICE):
-                self._check()
-                embed_stage(services, chunks[start:start + EMBED_SLICE])
-            self._check()
-            count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding)
-        except CitewellError as error:  # bad input, a stop, or a store that stayed busy: recorded on the document
-            return self._fail(upload, error, chunks)
-        if count is None:
-            release_embeddings(services, chunks)
-            return Outcome(upload.document_id, "superseded")
-        return Outcome(upload.document_id, "published")

@@ -569,6 +569,8 @@
       append(box, [el("div", { class: "refusal withdrawn" },
         el("h2", { text: "This answer was withdrawn" }),
         el("p", { text: "A document it rested on has since been deleted or replaced, so its text is no longer shown. Ask again for an answer from the documents as they are now." }))]);
+    } else if (answer.outcome === "clarify") {
+      append(box, [renderClarify(answer)]);
     } else if (answer.outcome === "unconfirmed") {
       append(box, [renderUnconfirmed(answer)]);
     } else if (answer.refused) {
@@ -652,6 +654,25 @@
       el("h2", { text: "Nothing in the documents you can read is about this." }),
       el("p", { text: "citewell gives no answer rather than guess." }));
     return append(box, closestPassages(answer.closest || [], "Nothing you may read came near it."));
+  }
+
+  /** The documents answer differently per condition, more of them than an answer lists: which one
+   *  is meant. Each condition is a button that asks for it in this conversation ("for Germany"). */
+  function renderClarify(answer) {
+    const text = answer.answer || "";
+    const asked = text.indexOf("?") + 1;  // "Which country do you mean?" heads what follows it
+    const box = el("div", { class: "clarify", id: "clarify" },
+      el("h2", { id: "clarify-question", text: asked ? text.slice(0, asked) : "Which one do you mean?" }),
+      el("p", { class: "answer-text", id: "clarify-text" }, withMarkers(text.slice(asked).trim(), answer.citations || [])));
+    const choices = el("ul", { class: "choices", id: "clarify-choices", "aria-label": "Ask for one of them" });
+    for (const condition of answer.conditions || []) {
+      if (!condition.condition) continue;
+      choices.append(el("li", {}, el("button", {
+        type: "button", class: "choice", text: condition.condition,
+        onclick: () => { $("question").value = `for ${condition.condition}`; $("ask-form").requestSubmit(); },
+      })));
+    }
+    return append(box, [choices, renderSources(answer.citations || [])]);
   }
 
   /** The passage that came nearest, quoted with its source, and labelled: it may not answer the question. */

@@ -1,4 +1,5 @@
-"""Amazon Bedrock's Converse API through boto3 (any Converse-capable text model)."""
+"""Amazon Bedrock's Converse API through boto3 (any Converse-capable text model); ConverseStream
+when a listener wants the draft as it is written (the streaming server's)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from citewell.answers.drafts import DraftListener, listener
 from citewell.answers.prompt import REWRITE_PROMPT, SYSTEM_PROMPT, draft_from_reply, rewrite_prompt, rewritten_from_reply, user_prompt
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
@@ -40,6 +42,9 @@ class BedrockGenerator:
         return f"bedrock:{self.model_id}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
+        listen = listener()
+        if listen is not None:
+            return draft_from_reply(self._streamed(SYSTEM_PROMPT, user_prompt(question, evidence), listen))
         return draft_from_reply(self._converse(SYSTEM_PROMPT, user_prompt(question, evidence)))
 
     def rewrite(self, previous: Sequence[str], asked: str) -> str:
@@ -50,16 +55,38 @@ class BedrockGenerator:
         """One plain completion: what an LLM reranker asks through."""
         return self._converse(system, user)
 
+    def _request(self, system: str, user: str) -> dict[str, Any]:
+        return {"modelId": self.model_id, "system": [{"text": system}], "messages": [{"role": "user", "content": [{"text": user}]}],
+                "inferenceConfig": {"temperature": 0, "maxTokens": self.max_tokens}}
+
+    def _streamed(self, system: str, user: str, listen: DraftListener) -> str:
+        """The reply as the model writes it (ConverseStream's ``contentBlockDelta`` events), each
+        piece handed to ``listen``. Not retried: the client makes one attempt, as for Converse."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        pieces: list[str] = []
+        try:
+            response = self.client.converse_stream(**self._request(system, user))
+            for event in response["stream"]:  # an exception event raises EventStreamError, a ClientError
+                text = event.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
+                if text:
+                    pieces.append(text)
+                    listen(text)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            raise GeneratorUnavailable(f"Bedrock refused the request or broke off its stream ({code})") from exc
+        except BotoCoreError as exc:
+            raise GeneratorUnavailable(f"Bedrock could not be reached ({exc.__class__.__name__})") from exc
+        content = "".join(pieces)
+        if not content.strip():
+            raise GeneratorUnavailable("the Bedrock stream is empty")
+        return content
+
     def _converse(self, system: str, user: str) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            response = self.client.converse(
-                modelId=self.model_id,
-                system=[{"text": system}],
-                messages=[{"role": "user", "content": [{"text": user}]}],
-                inferenceConfig={"temperature": 0, "maxTokens": self.max_tokens},
-            )
+            response = self.client.converse(**self._request(system, user))
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "ClientError")
             raise GeneratorUnavailable(f"Bedrock refused the request ({code})") from exc

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from citewell.answers import conditions
 from citewell.answers.refusal import VERIFIED, LogisticModel, RefusalModel, coverage, reranked, shipped_model, term_weights
 from citewell.answers.units import (
     DATE,
@@ -34,6 +35,7 @@ from citewell.answers.units import (
     SERIES,
     Unit,
     Wants,
+    asks_what_is_not,
     companions,
     completion,
     identifiers,
@@ -116,14 +118,14 @@ class Support:
     complete: bool = True  # every unit was scored; else ``units`` holds those that could rank first or rival it
 
 
-def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit]) -> bool:
+def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit], question: str = "") -> bool:
     for kind in wanted:
         if kind in (Wants.STEPS, Wants.LIST):
             if len(run_around(units, unit)) > 1:
                 return True
             if kind is Wants.LIST and not unit.record and SERIES.search(unit.text):  # the list is in the sentence
                 return True
-        elif unit.holds(kind):
+        elif unit.holds(kind, question):
             return True
     return False
 
@@ -148,13 +150,13 @@ def score_support(
     wanted = wants(question)
     contexts: dict[tuple[tuple[int, str], str], tuple[set[str], str]] = {}
     specific = specific_terms(question)
-    negated = negates(question)
+    negated = asks_what_is_not(question)
     rows, arounds = [], []
     # A unit is scored with the sentence or heading its answer would quote beside it.
-    beside = companions(units, wanted)
+    beside = companions(units, wanted, question)
     for unit, companion, unit_terms, text in zip(units, beside, terms, texts):
         lowered = text.lower()
-        matches = companion is not None or _holds_wanted(unit, wanted, units)
+        matches = companion is not None or _holds_wanted(unit, wanted, units, question)
         span = unit.item.span_at(unit.start)
         where = (id(unit.item), span.chunk_id)
         around = (where, unit.asked, companion.start if companion else -1)
@@ -189,7 +191,7 @@ def score_support(
         quoting.append(frozenset(quoted))
     asked_stems = frozenset(stems(question))
     columns = record_columns(units) if asked_stems else {}
-    alone = [answers_alone(unit, units, frozenset(wanted), asked_stems, columns) for unit in units]
+    alone = [answers_alone(unit, units, frozenset(wanted), asked_stems, columns, question) for unit in units]
     if not any(alone):
         return None
     # The verifier reads the first VERIFIED units again: those must be ranked exactly.
@@ -292,16 +294,18 @@ _CLOSED = re.compile(r"[.!?:;)\]\"'`»”]$")
 
 
 def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked: frozenset[str] = frozenset(),
-                  columns: dict[int, _Columns] | None = None) -> bool:
+                  columns: dict[int, _Columns] | None = None, question: str = "") -> bool:
     """Whether an answer may be built on ``unit``: never a heading alone (unless it heads a list,
     or holds the kind asked for, as a release's date), a bare term, a sentence cut off before
     its end ("... can be specified to tests as"), a lead-in without the list it introduces, or a
     table row without the column the question asks for (``asked``: the question's stems) when
     other rows have it (``columns``: ``record_columns(units)``, computed once for all of them).
-    Such units still serve as context and companions."""
+    Such units still serve as context and companions. A sentence that ends on a colon but names
+    what was asked (``question``) is an answer before its example ("... use path.win32:")."""
     if unit.record:
         return not (asked and _lacks_asked_field(unit, units, asked, record_columns(units) if columns is None else columns))
-    if unit.heading or unit.text.endswith(":"):
+    named = not unit.heading and any(unit.holds(k, question) for k in wanted & FILLABLE - {Wants.DEFAULT})
+    if unit.heading or (unit.text.endswith(":") and not named):
         intro, run = _list_at(units, unit)
         return intro is unit or (unit.heading and any(unit.holds(k) for k in wanted & FILLABLE))
     words = unit.text.split()
@@ -380,7 +384,8 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
     if unit.record:
         asked = stems(question)
         fields = [(stems(name), value.strip()) for name, _, value in (f.partition(": ") for f in unit.text.split("; "))]
-        for named, value in fields:
+        # the field the question names most of ("night shift supplement", not "field allowance per shift")
+        for named, value in sorted(fields, key=lambda f: -len(f[0] & asked)):
             if named & asked and value and not _named_in(value, question):
                 return value
         for kind, pattern in ((Wants.DATE, DATE), (Wants.MONEY, MONEY), (Wants.NUMBER, NUMBER)):
@@ -463,6 +468,8 @@ class ExtractiveGenerator:
         each, every = best_of_each(self.embed, asks, evidence, self.model) if len(asks) > 1 else ([], False)
         if not (self.model.answers(support.features) or every):  # the whole question, or each of its asks
             return self._nearest(question, evidence, support)
+        if len(asks) == 1 and (by_condition := conditions.answer(question, support)) is not None:
+            return by_condition  # one answer per condition the question leaves open, or the one it names
         best = support.units[0]
         intro, run = list_of(question, support, 0)
         if len(run) > 1:
@@ -470,12 +477,12 @@ class ExtractiveGenerator:
             listed = "\n".join(f"{n}. {_ORDINAL.sub('', u.text)}" for n, u in enumerate(run, start=1))
             lead = f"{intro.text}\n" if intro else ""
             return Draft(text=f"{lead}{listed} [{best.item.ref}]", refused=False, quotes={best.item.ref: quote})
-        companion = completion(support.in_order, best, set(support.wanted))
+        companion = completion(support.in_order, best, set(support.wanted), question)
         if len(asks) > 1 and not companion:  # two asks: the best unit of each, quoted in the order asked
             chosen, direct = each[:MAX_UNITS] or [best], None
         else:  # one ask, or two that the best unit and the sentence or heading it needs answer together
             beside = None if companion else neighbour(question, support.in_order, best)
-            chosen = [companion, best] if companion else sorted([best, *([beside] if beside else [])], key=lambda u: u.start)
+            chosen = sorted([best, *([companion] if companion else [beside] if beside else [])], key=lambda u: u.start)
             direct = direct_answer(question, companion or best, support.wanted)
             if direct and Wants.PERSON in support.wanted and not best.record:
                 hop = _who_is(direct, chosen, support.units)
@@ -509,8 +516,8 @@ class ExtractiveGenerator:
         if rank is None:
             return Draft(text=None, refused=True)
         best = support.units[rank]
-        companion = completion(support.in_order, best, set(support.wanted))
-        chosen = [companion, best] if companion else [best]
+        companion = completion(support.in_order, best, set(support.wanted), question)
+        chosen = sorted([best, companion], key=lambda u: u.start) if companion else [best]
         # A word shared only through the document's name ("Northpier" in Northpier's handbook) says
         # the passage is about the document, not about what was asked.
         named = stems(" ".join(u.item.title for u in chosen))
@@ -549,7 +556,7 @@ def quoted_by(question: str, support: Support, rank: int) -> list[Unit]:
     sentence that holds the rest of the question. The answer model's fit labels an answer
     right when these hold a gold fact."""
     unit = support.units[rank]
-    companion = completion(support.in_order, unit, set(support.wanted))
+    companion = completion(support.in_order, unit, set(support.wanted), question)
     return _quoted(question, unit, support.unit_features[rank], support.wanted, support.in_order, companion)
 
 
@@ -559,7 +566,7 @@ def _quoted(question: str, unit: Unit, row: dict[str, float], wanted: frozenset[
     if len(run) > 1:
         return [intro, *run] if intro else run
     if companion is not None:
-        return [companion, unit]
+        return sorted([companion, unit], key=lambda u: u.start)
     beside = neighbour(question, in_order, unit)
     return sorted([unit, beside], key=lambda u: u.start) if beside else [unit]
 
