@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from citewell.answers.prompt import REWRITE_PROMPT
+from citewell.expansion import SYSTEM as EXPANSION_PROMPT
 
 
 class Fault(StrEnum):
@@ -137,6 +138,8 @@ class StandInModel:
     def reply(self, system: str, user: str) -> Reply:
         if system == REWRITE_PROMPT:  # a follow-up to make standalone: what a model would write
             return Reply(_rewritten(user), "rewrite")
+        if system == EXPANSION_PROMPT:  # query expansion: a known signal, not a paraphrase
+            return Reply(_expanded(user), "expand")
         prompt = parse_prompt(system, user)
         rng = random.Random(f"{self.seed}\x00{system}\x00{user}")
         found = best_sentence(prompt)
@@ -174,6 +177,23 @@ def _rewritten(user: str) -> str:
     last = re.search(r"Last question: (.*)\Z", user, re.S)
     asked = last.group(1).strip() if last else ""
     return standalone(earlier[-1], asked) if earlier else asked
+
+
+def _expanded(user: str) -> str:
+    """Probes a model could not do worse than: the question's content words (its stop words
+    dropped), and each half of them when there are four or more; the passage, those words as one
+    sentence. No synonyms and no knowledge: what the plumbing costs, not what a model adds."""
+    import json
+
+    try:
+        question = str(json.loads(user.removeprefix("Question: ")))
+    except ValueError:
+        question = user
+    content = [w for w in _WORD.findall(question.lower()) if w not in _STOP]
+    probes = [" ".join(content)]
+    if len(content) >= 4:
+        probes += [" ".join(content[: len(content) // 2]), " ".join(content[len(content) // 2 :])]
+    return json.dumps({"probes": probes, "passage": f"{' '.join(content).capitalize()}." if content else ""})
 
 
 def _unheld(prompt: Prompt, start: int) -> int:

@@ -4,8 +4,10 @@ Several documents under two tenants are uploaded again and again with changing t
 each upload's stages (register, parse, chunk, embed, publish) run one at a time in an order drawn
 from a seeded generator, mixed with whole replacements, deletes, asks (the extractive generator,
 and a scripted model that cites one source but repeats a rare word of another, uncited one),
-asks repeated to hit the answer cache, ``recorded_citations`` look-ups, and ``audit`` with and
-without ``--repair``.
+asks repeated to hit the answer cache, asks inside a conversation (first questions and
+follow-ups quoting a word of a document the asker reads, as people paste what they read),
+feedback on a turn's answer (its comment quoting the same word), ``recorded_citations``
+look-ups, and ``audit`` with and without ``--repair``.
 
 Every store call is a *step* of the operation making it: there another operation may run whole
 (a delete or a replacement landing inside an ask between retrieval and recording, an upload
@@ -23,13 +25,17 @@ After each step (a *probe*), whatever is served, recorded or cached may not cont
 - an answer record shown by ``recorded_citations`` is shown only to a caller who may read every
   source it was given, and holds no word the caller may not read; no answer record, cache entry
   or unit vector holds text of a document or revision that is gone;
+- a conversation turn whose answer was withdrawn (a source deleted or replaced) keeps no words and
+  no feedback, and no turn or feedback comment holds a word of a gone source its answer rested on;
+  a turn whose answer stands keeps its words and the last feedback given on it;
 - an upload publishes only while it is the latest; a replaced revision leaves nothing behind once
   its publish (or the restart after it died) ended; a settled document keeps only what it serves;
 - after a restart, a read-only audit that says ok means no byte of a deleted document is left.
 
 At the end every upload runs to its end, every document is deleted, ``audit --repair`` runs, a
-read-only audit must find nothing, and no byte of any text is left under the home (files, and
-tantivy's term dictionaries asked directly). ``tests/test_interleavings.py`` runs a fixed-seed
+read-only audit must find nothing, every turn whose answer rested on a source is withdrawn
+without feedback, and no byte of any text is left under the home (files, and tantivy's term
+dictionaries asked directly) but the words of questions that read nothing (the asker's own). ``tests/test_interleavings.py`` runs a fixed-seed
 sample; ``make fuzz`` runs many more and reports into BENCHMARKS.md.
 """
 
@@ -52,6 +58,7 @@ from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.service import ask, recorded_citations
 from citewell.answers.units import units_identity
 from citewell.audit import audit
+from citewell.conversations import ask_in_conversation, give_feedback
 from citewell.deletion import delete_document
 from citewell.errors import CitewellError, Conflict, NotFound
 from citewell.ingest.orphans import adopt_orphans
@@ -83,6 +90,7 @@ TENANTS = ("northpier", "bluefen")
 DOCUMENTS = ("policy.md", "guide", "guide/intro.md")  # one id a path prefix of another, on purpose
 ROLES = ("staff", "hr", "engineering")
 TOPICS = ("berth", "gate", "ledger")
+SUBJECTS = ("anna", "ben")  # whose conversations (a token's sub)
 SYLLABLES = ("zan", "quo", "rif", "tel", "mok", "vasp", "dru", "kel", "poth", "yim")
 IDENTITY_ROLES = [frozenset(c) for c in (("staff",), ("hr",), ("engineering",), ("staff", "hr"),
                                          ("staff", "engineering"), ("hr", "engineering"), ROLES)]
@@ -91,7 +99,7 @@ WRITES = {
     "metadata": {"save_document", "delete_document", "put_upload", "delete_upload", "put_chunks", "delete_chunks",
                  "put_embeddings", "delete_embeddings", "delete_unused_embeddings", "put_answer", "record_answer",
                  "drop_cached_answers", "bump_epoch", "put_cached_answer", "compact", "delete_identity",
-                 "begin_removal", "end_removal", "clear_removals"},
+                 "begin_removal", "end_removal", "clear_removals", "save_conversation", "delete_conversation"},
     "index": {"upsert", "set_vectors", "flush", "delete_revision", "delete_document", "compact"},
 }
 INJECT = 0.03  # the chance that another operation runs whole at one store call of an operation
@@ -172,6 +180,19 @@ class Asked:
     answer_id: str
     asker: Identity
     given: set[tuple[str, str]]
+
+
+@dataclass
+class Said:
+    """A turn the fuzz kept in a conversation, and the last feedback it gave on its answer."""
+
+    asker: Identity
+    conversation_id: str
+    answer_id: str
+    asked: str
+    rested_on: set[tuple[str, str]]  # every source its answer was given (or, from the cache, rests on)
+    feedback: bool = False  # given, and the comment it was given with
+    comment: str | None = None
 
 
 @dataclass
@@ -264,6 +285,8 @@ class Interleaver:
         self.registering: set[str] = set()  # uploads whose intent is stored but whose register has not returned
         self.topic_of: dict[str, str] = {}
         self.vectorless: list[list[Any]] = []  # chunks of revisions published by words, their vectors to follow
+        self.said: dict[str, Said] = {}  # answer id -> the turn kept with it (its latest), by a conversation ask that returned
+        self.marker_of_revision: dict[str, str] = {}
 
     def violation(self, kind: str, message: str) -> None:
         if kind not in self.skip:
@@ -306,11 +329,12 @@ class Interleaver:
         self.depth = 2
         pending = self.pending_marker
         try:
-            kind = self.rng.choice(("delete", "replace", "stage", "ask"))
+            kind = self.rng.choice(("delete", "replace", "stage", "ask", "converse", "feedback"))
             self.ops[f"inside: {kind}"] += 1
             self.ops[f"interleaved with {self.current}"] += 1
             self.note(f"inside {where}: {kind}")
-            {"delete": self.delete, "replace": self.replace, "stage": self.any_stage, "ask": self.ask}[kind]()
+            {"delete": self.delete, "replace": self.replace, "stage": self.any_stage, "ask": self.ask,
+             "converse": self.converse, "feedback": self.feedback}[kind]()
         finally:
             self.depth, self.pending_marker = 1, pending
 
@@ -428,6 +452,7 @@ class Interleaver:
             outcome = parse_stage(services, upload)
             if outcome.status == "parsed":
                 flight.revision, flight.content_sha256 = outcome.revision, outcome.content_sha256
+                self.marker_of_revision[outcome.revision] = flight.marker
             else:
                 self._end(flight, superseded=outcome.status == "superseded")
                 if outcome.status == "unchanged":
@@ -524,6 +549,55 @@ class Interleaver:
         if told - readable:
             self.violation("answer-unreadable", f"{identity} was answered with words of text it could not read during the ask: {sorted(told - readable)}")
 
+    def converse(self) -> None:
+        """A question in a conversation: a follow-up in one the fuzz kept, or a first question by a
+        named caller; it quotes a word of a document the caller reads now (people paste what they read)."""
+        follow = self.rng.random() < 0.6 and self.said
+        if follow:
+            earlier = self.rng.choice(list(self.said.values()))
+            identity, conversation_id = earlier.asker, earlier.conversation_id
+        else:
+            identity = Identity(tenant=self.rng.choice(TENANTS), roles=self.rng.choice(IDENTITY_ROLES),
+                                subject=self.rng.choice(SUBJECTS))
+            conversation_id = None
+        readable = sorted(self._readable(identity))
+        quoted = self.rng.choice(readable) if readable else marker(self.rng)  # the asker's own word, else
+        self.markers.add(quoted)
+        topic = self.rng.choice(TOPICS)
+        asked = f"and the {topic} procedure of {quoted}?" if follow else f"What is the {topic} procedure of {quoted}?"
+        generator = Recording(ExtractiveGenerator(self.services.embedder, self.services.metadata), self)
+        try:
+            answer = ask_in_conversation(self.services, identity, asked, conversation_id,
+                                         lambda question: self._recorded(ask(self.services, identity, question, generator=generator),
+                                                                         identity, generator), generator)
+        except NotFound:
+            return  # its conversation is gone (none expire in a run: a defect the checks name)
+        rested = self.asked[-1].given if self.asked and self.asked[-1].answer_id == answer.answer_id else set(generator.given)
+        self.said[answer.answer_id] = Said(identity, answer.conversation_id or "", answer.answer_id, asked, rested)
+
+    def _recorded(self, answer: Any, identity: Identity, generator: Recording) -> Any:
+        """Between an answer's record and its turn's: another operation may run here (a delete of
+        its source). The answer is checked as every ask's is from here on, kept turn or not."""
+        record = self.real.metadata.get_answer(identity.tenant, answer.answer_id)
+        rested = set(generator.given) | (record.rests_on() if record is not None else set())
+        self.asked.append(Asked(identity.tenant, answer.answer_id, identity, rested))
+        self.maybe_inject("answer recorded, turn not yet kept", INJECT_GENERATE)
+        return answer
+
+    def feedback(self) -> None:
+        """Feedback on a turn's answer, its comment quoting the word its question quoted."""
+        if not self.said:
+            return self.converse()
+        said = self.rng.choice(list(self.said.values()))
+        quoted = min(self._markers_in(said.asked), default="")
+        comment = f"wrong about {quoted}" if self.rng.random() < 0.8 else None
+        try:
+            given = give_feedback(self.services, said.asker, said.answer_id, self.rng.random() < 0.3, comment)
+        except NotFound:
+            return  # withdrawn, or no longer the asker's to read
+        said.comment = given.feedback.comment if given.feedback else None
+        said.feedback = True
+
     def _readable(self, identity: Identity) -> set[str]:
         """The markers of the active uploads ``identity`` may read now."""
         return {self.marker_of.get(d.active_upload or "", "") for d in self.real.metadata.list_documents(identity.tenant)
@@ -571,8 +645,11 @@ class Interleaver:
         self.resync()
         self.check()
         report = audit(self.services, repair=False)
-        if report.ok and self.home is not None:
-            words = self.model.deleted - self._live_markers()
+        # Vectors still to come (resumed below as the next ingest would) say nothing of deleted text.
+        clean = all(f.repaired or f.kind == "vectors_pending" for f in report.findings)
+        self.ops["vectors pending after a restart"] += any(f.kind == "vectors_pending" for f in report.findings)
+        if clean and self.home is not None:
+            words = self.model.deleted - self._live_markers() - self._asker_words()
             left = file_residue(self.home, words)
             left += [f"tantivy segment {s}: {t}" for s, t in tantivy_residue(self.home, words).items()]
             if left:
@@ -618,11 +695,65 @@ class Interleaver:
         self._check_search(documents)
         self._check_answers(documents, gone)
         if not deleting:
+            self._check_conversations(gone)
+        if not deleting:
             prefix = units_identity(services.embedder.identity, "")
             revisions = {r for _, _, r, _ in services.metadata.chunk_inventory()}
             stale = [i for i in services.metadata.embedding_identities() if i.startswith(prefix) and i.removeprefix(prefix) not in revisions]
             if stale:
                 self.violation("recorded-after-delete", f"unit vectors of revision {stale[0].removeprefix(prefix)[:8]} are cached though no chunk of it is left")
+
+    def _markers_of(self, sources: set[tuple[str, str]]) -> set[str]:
+        return {self.marker_of_revision[r] for _, r in sources if r in self.marker_of_revision}
+
+    def _check_conversations(self, gone: set[str]) -> None:
+        """A turn keeps its words and feedback exactly while its answer stands (asks killed before
+        their turn read its answer back are left to the audit)."""
+        metadata = self.real.metadata
+        kept: dict[str, list[Any]] = {}
+        for conversation in metadata.conversation_inventory():
+            for turn in conversation.turns:
+                kept.setdefault(turn.answer_id, []).append(turn)
+                if turn.withdrawn:
+                    if turn.asked or turn.question or turn.feedback is not None:
+                        self.violation("turn-after-withdraw", f"withdrawn turn {turn.seq} of {conversation.conversation_id[:8]} keeps words")
+                    continue
+                record = metadata.get_answer(conversation.tenant, turn.answer_id)
+                said = self.said.get(turn.answer_id)
+                if said is not None and (record is None or record.source_deleted):
+                    self.violation("turn-after-withdraw", f"turn {turn.seq} of {conversation.conversation_id[:8]} keeps its words "
+                                   f"{turn.asked!r} (feedback {turn.feedback}) though its answer {turn.answer_id[:8]} was withdrawn")
+                words = f"{turn.asked} {turn.question} {turn.feedback.comment or '' if turn.feedback else ''}"
+                rested = said.rested_on if said is not None else set()
+                left = self._markers_in(words) & gone & self._markers_of(rested)
+                if left:
+                    self.violation("turn-after-delete", f"turn {turn.seq} of {conversation.conversation_id[:8]} holds words of a gone "
+                                   f"source its answer rested on: {sorted(left)} in {words!r}")
+        for answer_id, said in self.said.items():
+            record = metadata.get_answer(said.asker.tenant, answer_id)
+            if record is None or record.source_deleted:
+                continue
+            standing = [t for t in kept.get(answer_id, []) if not t.withdrawn]
+            if not standing or not any(t.asked for t in standing):
+                self.violation("turn-lost", f"the turn of answer {answer_id[:8]} ({said.asked!r}) lost its words though its answer stands")
+            if said.feedback and not any(t.feedback is not None and t.feedback.comment == said.comment for t in standing):
+                self.violation("turn-lost", f"the feedback {said.comment!r} on answer {answer_id[:8]} was lost though its answer stands: "
+                               f"{[t.feedback for t in standing]}")
+
+    def _asker_words(self) -> set[str]:
+        """Markers held, as they may be, by what askers typed into questions that read no source
+        they quote, and kept with answers that stand (a delete cannot know of them)."""
+        metadata, words = self.real.metadata, set()
+        for conversation in metadata.conversation_inventory():
+            for turn in conversation.turns:
+                record = None if turn.withdrawn else metadata.get_answer(conversation.tenant, turn.answer_id)
+                if record is not None and not record.source_deleted:
+                    words |= self._markers_in(f"{turn.asked} {turn.question} {turn.feedback.comment or '' if turn.feedback else ''}")
+        for asked in self.asked:  # a conversation's answer whose turn was never kept (its ask killed) too
+            record = metadata.get_answer(asked.tenant, asked.answer_id)
+            if record is not None and not record.source_deleted:
+                words |= self._markers_in(record.question)
+        return words
 
     def _check_search(self, documents: dict[tuple[str, str], Document]) -> None:
         word = self.rng.choice(sorted(self.markers)) if self.markers else "procedure"
@@ -643,7 +774,8 @@ class Interleaver:
             record = metadata.get_answer(asked.tenant, asked.answer_id)
             if record is None:
                 continue
-            left = self._markers_in(f"{record.answer or ''} {record.question}") & gone
+            # Its words come from its sources; its question is the asker's, and quotes a gone source only when it read it.
+            left = (self._markers_in(record.answer or "") | (self._markers_in(record.question) & self._markers_of(asked.given))) & gone
             if left:
                 self.violation("recorded-after-delete", f"answer {asked.answer_id[:8]} still records text of a deleted or replaced source: {sorted(left)}")
         for asked in self.asked[-12:]:
@@ -747,10 +879,14 @@ class Interleaver:
             name, action = "delete", self.delete
         elif roll < 0.32:
             name, action = "replace (whole upload)", self.replace
-        elif roll < 0.42:
+        elif roll < 0.38:
             name, action = "ask", self.ask
-        elif roll < 0.46:
+        elif roll < 0.41:
             name, action = "ask again (cache)", lambda: self.ask(again=True)
+        elif roll < 0.44 or (roll < 0.46 and not self.said):
+            name, action = "ask in a conversation", self.converse
+        elif roll < 0.46:
+            name, action = "feedback", self.feedback
         elif roll < 0.48:
             name, action = "audit --repair", lambda: self.run_audit(True)
         elif roll < 0.49:
@@ -786,11 +922,25 @@ class Interleaver:
         if report.findings:
             self.violation("end-audit", f"after every upload finished, every document was deleted and audit --repair ran, the audit finds: {report.findings}")
         self.check()
+        for conversation in self.real.metadata.conversation_inventory():
+            for turn in conversation.turns:
+                record = None if turn.withdrawn else self.real.metadata.get_answer(conversation.tenant, turn.answer_id)
+                if not turn.withdrawn and (record is None or record.source_deleted or record.rests_on()):
+                    self.violation("end-turn", f"after every document was deleted and audit --repair ran, turn {turn.seq} of "
+                                   f"{conversation.conversation_id[:8]} keeps its words {turn.asked!r} (answer {turn.answer_id[:8]})")
+        for asked in self.asked:
+            record = self.real.metadata.get_answer(asked.tenant, asked.answer_id)
+            if record is not None and (record.rests_on() or record.answer and self._markers_in(record.answer)):
+                self.violation("end-answer", f"after every document was deleted and audit --repair ran, answer {asked.answer_id[:8]} "
+                               f"still rests on {sorted(record.rests_on())[:2]}: {record.answer!r}")
+        self.ops["turns kept at the end (rested on nothing)"] += sum(
+            not t.withdrawn for c in self.real.metadata.conversation_inventory() for t in c.turns)
         if self.home is not None:
-            left = file_residue(self.home, self.markers)
-            left += [f"tantivy segment {s}: {t}" for s, t in tantivy_residue(self.home, self.markers).items()]
+            words = self.markers - self._asker_words()
+            left = file_residue(self.home, words)
+            left += [f"tantivy segment {s}: {t}" for s, t in tantivy_residue(self.home, words).items()]
             if left:
-                rows = sqlite_rows(self.home, self.markers)  # a live row, or only freed pages?
+                rows = sqlite_rows(self.home, words)  # a live row, or only freed pages?
                 # Deleted text in a database's pages that no row holds is its own kind: a known open defect
                 # (issue 25, seed 1020) that the make-test sample counts instead of raising; make fuzz raises it.
                 freed = not rows and all(entry.startswith("metadata.db:") for entry in left)
@@ -819,11 +969,14 @@ def fuzz_block(probes: int, runs: int, seconds: float, failures: list[str], comm
              f"({seconds / 60:.1f} minutes), each run {steps} random steps on the embedded stores (every fourth run on "
              "DynamoDB and S3 on moto): uploads and their single stages, whole replacements, deletes, asks (extractive, "
              "and a scripted model citing one source and repeating a word of another), repeated asks (the cache), "
-             "citation look-ups under every identity, audits with and without --repair; any store call of one "
+             "asks in conversations (first questions and follow-ups quoting a document's word) and feedback on their "
+             "answers, citation look-ups under every identity, audits with and without --repair; any store call of one "
              "operation may run another whole inside it, and any write may be a kill -9 followed by a restart "
              "(adopt_orphans, then a read-only audit). A probe is one step followed by every check in "
              "`tests/interleavings.py`; each run ends with every document deleted, audit --repair, a read-only audit "
-             "that must find nothing and, on the embedded stores, no byte of any text in any file or tantivy segment.", ""]
+             "that must find nothing, every turn whose answer rested on a source withdrawn without its feedback and, on "
+             "the embedded stores, no byte of any text in any file or tantivy segment but the words of questions that "
+             "read nothing.", ""]
     if ops:
         lines += ["Operations run: " + ", ".join(f"{name} {count:,}" for name, count in sorted(ops.items())) + ".", ""]
     lines += [f"Failures: {len(failures)}.", ""]

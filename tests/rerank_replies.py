@@ -36,6 +36,16 @@ XINFERENCE_FORMAT = {
     ],
 }
 
+# Text Embeddings Inference's own /rerank (its OpenAPI document, docs/openapi.json of
+# huggingface/text-embeddings-inference 1.7: RerankResponse is a list of Rank, ``index`` and
+# ``score``, ``text`` when return_text was asked; the quick tour's request sends two texts). Every
+# text comes back, best first, whatever was asked for.
+TEI_REQUEST = {"query": "What is Deep Learning?", "texts": ["Deep Learning is not...", "Deep learning is..."]}
+TEI_FORMAT = [
+    {"index": 1, "score": 0.9976404},
+    {"index": 0, "score": 0.12536296, "text": "Deep Learning is not..."},
+]
+
 # Bedrock Agent Runtime's Rerank reply (botocore's service model for bedrock-agent-runtime
 # ``Rerank``: results of index, relevanceScore and an optional document).
 BEDROCK_FORMAT = {

@@ -48,7 +48,7 @@ def test_ingest_search_docs_round_trip(capsys, tmp_path, corpus):
     top = out["hits"][0]
     assert top["document_id"] == "docs/codes.csv" and "E1027" in top["text"]
     assert set(top) == {"rank", "chunk_id", "document_id", "revision", "title", "section_path", "text", "score", "lanes",
-                        "similarity", "weak", "rerank", "locale"}
+                        "similarity", "weak", "rerank", "locale", "section_id"}
     assert top["lanes"]["bm25"] == 1
 
     code, out = run(capsys, "--home", home, "search", "annual leave", "--tenant", "northpier", "--roles", "", "--json")

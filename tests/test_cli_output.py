@@ -133,7 +133,7 @@ def test_a_removed_unique_word_comes_back_only_as_a_weak_match(tmp_path):
     (folder / "gaskets.md").write_text("# Gaskets\n\nThe nitrile gasket seals the hydraulic pump of crane 4.\n")
     cli(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
     after = json.loads(cli(home, "search", "zorblatt", "--tenant", "northpier", "--roles", "staff", "--json"))["hits"]
-    assert after[0]["document_id"] == "parts/gaskets.md" and after[0]["lanes"] == {"bm25": None, "vector": 1}
+    assert after[0]["document_id"] == "parts/gaskets.md" and after[0]["lanes"] == {"bm25": None, "vector": 1, "expansion": None}
     assert after[0]["weak"] is True and after[0]["similarity"] < 0.43
     shown = cli(home, "search", "zorblatt", "--tenant", "northpier", "--roles", "staff")
     assert shown.startswith("No passage holds these words") and "weak: found by meaning only" in shown

@@ -124,6 +124,50 @@ def test_deleting_a_cited_document_withdraws_the_turns_words_and_feedback(servic
     assert [f.kind for f in audit(services).findings if f.kind in ("withdrawn_turn", "expired_conversations")] == []
 
 
+def test_a_delete_landing_between_the_answer_and_its_turn_takes_the_turns_words(services):
+    """The delete withdraws the answer before the turn is kept: the turn, once kept, sees that and goes too."""
+    from citewell.answers.generators.extractive import ExtractiveGenerator
+
+    add(services, MEALS, "meals.md")
+    generator = ExtractiveGenerator(services.embedder, services.metadata)
+
+    def answered_then_deleted(question):
+        answer = ask(services, ANNA, question, generator)
+        delete_document(services, "northpier", "meals.md")  # another process, between the record and the turn
+        return answer
+
+    first = ask_in_conversation(services, ANNA, "How much is the meal allowance in Manchester?", None,
+                                answered_then_deleted, generator)
+    assert services.metadata.get_answer("northpier", first.answer_id).source_deleted
+    stored = services.metadata.get_conversation("northpier", first.conversation_id)
+    assert [t.withdrawn for t in stored.turns] == [True] and "Manchester" not in stored.model_dump_json()
+    assert [f.kind for f in audit(services).findings if f.kind == "withdrawn_turn"] == []
+
+
+class Killed(BaseException):
+    """kill -9 of the deleting process at a store call."""
+
+
+def test_a_delete_killed_after_withdrawing_the_answer_takes_the_turns_words_on_its_rerun(services, monkeypatch):
+    """The withdrawn answer no longer names the document, so the turns go before it does: a rerun still finds them."""
+    add(services, MEALS, "meals.md")
+    first = turn(services, ANNA, "How much is the meal allowance in Manchester?")
+    give_feedback(services, ANNA, first.answer_id, False, "Manchester evening rate")
+
+    def killed(*args, **kwargs):  # the answer records are withdrawn; their cache entries and turns come next
+        raise Killed
+
+    monkeypatch.setattr(services.metadata, "drop_cached_answers", killed)
+    with pytest.raises(Killed):
+        delete_document(services, "northpier", "meals.md")
+    monkeypatch.undo()
+    assert services.metadata.get_answer("northpier", first.answer_id).source_deleted
+    delete_document(services, "northpier", "meals.md")  # the rerun (a restart, the next delete or the audit)
+    stored = services.metadata.get_conversation("northpier", first.conversation_id)
+    assert [t.withdrawn for t in stored.turns] == [True] and "Manchester" not in stored.model_dump_json()
+    assert [f.kind for f in audit(services).findings if f.kind == "withdrawn_turn"] == []
+
+
 def test_a_narrowed_document_hides_the_turn_from_its_owner(services):
     add(services, MEALS, "meals.md")
     first = turn(services, ANNA, "How much is the meal allowance in Manchester?")

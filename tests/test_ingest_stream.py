@@ -172,7 +172,8 @@ def hear_ctrl_c() -> None:
 def test_ctrl_c_keeps_every_document_already_published(tmp_path, folder):
     """SIGINT to a real `citewell ingest` once the small files are published: they stay
     published and searchable; the large one is either published by words (its vectors made by the
-    next ingest) or failed `interrupted`; the audit finds nothing wrong."""
+    next ingest) or failed `interrupted`; the audit names only what still waits for its vectors, and after the
+    next ingest nothing."""
     home = tmp_path / "home"
     argv = command(home, "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json")
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=hear_ctrl_c)
@@ -202,8 +203,13 @@ def test_ctrl_c_keeps_every_document_already_published(tmp_path, folder):
         assert big.status is DocumentStatus.PUBLISHED
     for word, name in (("quillaby", "handbook/canteen.md"), ("garnet", "handbook/parking.md")):
         assert search(services, STAFF, word, k=3).hits[0].document_id == name
-    audit = subprocess.run(command(home, "audit", "--json"), capture_output=True, check=False)
-    assert json.loads(audit.stdout) == {"ok": True, "findings": []}
+    # The audit names what waits for its vectors (the stop came between the two steps), and nothing else.
+    waiting = {d for _, d, _, _ in services.index.vectorless()}
+    audit = json.loads(subprocess.run(command(home, "audit", "--json"), capture_output=True, check=False).stdout)
+    assert {(f["kind"], f["document_id"]) for f in audit["findings"]} == {("vectors_pending", d) for d in waiting}
+    assert audit["ok"] == (not waiting)
     again = subprocess.run(argv, capture_output=True, check=True)  # the same ingest again finishes the rest
     assert {d["status"] for d in json.loads(again.stdout)["documents"]} <= {"published", "unchanged"}
     assert open_local(home, existing=True).index.vectorless() == []
+    assert json.loads(subprocess.run(command(home, "audit", "--json"), capture_output=True, check=False).stdout) == {
+        "ok": True, "findings": []}

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -228,6 +229,30 @@ def test_a_delete_killed_before_its_compaction_is_reported_and_finished_by_the_n
     assert audit(services).ok
 
 
+def test_a_delete_killed_between_its_chunk_records_and_their_vectors_leaves_no_vector_after_the_next_start(tmp_path):
+    """The rerun no longer knows the deleted chunks' hashes: the start drops every cached vector no chunk uses."""
+    home, folder = tmp_path / "home", tmp_path / "docs"
+    folder.mkdir()
+    (folder / "keep.md").write_text("# Keep\n\nFull-time staff receive 27 days of paid annual leave per calendar year.\n")
+    (folder / "secret.md").write_text("# Secret\n\nThe thornquibble vault stores the plaxendor ledger for auditors.\n")
+    assert cli(["--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json"]) == 0
+    services = open_local(home)
+    identity = services.embedder.identity
+    document = services.metadata.get_document("northpier", "docs/secret.md")
+    secret = {c.content_hash for c in services.metadata.get_chunks("northpier", "docs/secret.md", document.active_revision)}
+    assert secret <= services.metadata.embedding_hashes(identity)
+    code = killed_at(home, "metadata", "SqliteMetadataStore", "delete_unused_embeddings",
+                     "delete", "docs/secret.md", "--tenant", "northpier")
+    assert code == -9
+    services = open_local(home)
+    adopted = adopt_orphans(services, leases.current())  # what a restarted server runs first, then the deletions it took
+    for taken in adopted.deleting:
+        delete_document(services, taken.tenant, taken.document_id)
+    assert services.metadata.get_document("northpier", "docs/secret.md") is None
+    assert services.metadata.embedding_hashes(identity) & secret == set()
+    assert audit(services).ok
+
+
 def test_a_replacement_killed_between_its_switch_and_its_purge_is_finished_by_the_next_start(tmp_path):
     home, folder = tmp_path / "home", tmp_path / "docs"
     folder.mkdir()
@@ -247,7 +272,61 @@ def test_a_replacement_killed_between_its_switch_and_its_purge_is_finished_by_th
     assert services.metadata.get_document("northpier", "docs/notes.md").purging == []
     assert tantivy_residue(home, {"gribbleworth", "vorpalicious"}) == {}
     assert traces(home, [b"gribbleworth", b"vorpalicious"]) == []
+    # Published by words, killed before its vectors: the next ingest, or audit --repair, embeds them.
+    assert [f.kind for f in audit(services).findings] == ["vectors_pending"]
+    assert [f.repaired for f in audit(services, repair=True).findings] == [True]
     assert audit(services).ok
+
+
+def test_an_ingest_killed_between_its_word_publication_and_its_vectors_is_reported_and_finished_by_the_audit(tmp_path, capsys):
+    home, folder = tmp_path / "home", tmp_path / "docs"
+    folder.mkdir()
+    (folder / "berths.md").write_text("# Berths\n\nBerth twelve takes reefer ships only; the quaybrindle crane serves it.\n")
+    code = killed_at(home, "index", "SqliteSearchIndex", "set_vectors",
+                     "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
+    assert code == -9
+    services = open_local(home)
+    (waiting,) = services.index.vectorless()
+    assert waiting[:2] == ("northpier", "docs/berths.md")
+    assert search(services, STAFF, "quaybrindle crane", lanes=("bm25",)).hits[0].document_id == "docs/berths.md"
+    assert search(services, STAFF, "quaybrindle crane", lanes=("vector",)).hits == []
+    report = audit(services)  # read-only: it says what waits, and repairs nothing
+    assert not report.ok and [(f.kind, f.document_id, f.repaired) for f in report.findings] == [
+        ("vectors_pending", "docs/berths.md", False)]
+    assert cli(["--home", str(home), "audit", "--json"]) == 1
+    assert '"vectors_pending"' in capsys.readouterr().out
+    repaired = audit(services, repair=True)
+    assert [(f.kind, f.repaired) for f in repaired.findings] == [("vectors_pending", True)]
+    assert services.index.vectorless() == []
+    assert search(services, STAFF, "quaybrindle crane", lanes=("vector",)).hits[0].document_id == "docs/berths.md"
+    served_whole(services, "docs/berths.md")
+    assert audit(services).ok
+
+
+def test_the_audit_gives_vectors_only_to_a_revision_still_served(services, monkeypatch):
+    """A replacement landing while the audit embeds the waiting revision: the old rows take no
+    vector and leave nothing, the new revision is served whole."""
+    from citewell.ingest.stages import chunk_stage, parse_stage, publish_stage, register
+    from citewell.ports import StagedIndex
+
+    if not isinstance(services.index, StagedIndex):
+        pytest.skip("only the embedded index publishes by words first")
+    upload = register(services, IngestRequest(document_id="berths.md", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                                              data=b"# Berths\n\nThe quaybrindle crane serves berth twelve.\n", filename="berths.md"))
+    parsed = parse_stage(services, upload)
+    chunk_stage(services, upload)
+    assert publish_stage(services, upload, parsed.revision, parsed.content_sha256, vectors_follow=True) == 1  # then killed
+    ran = first_call_runs(monkeypatch, services.index, "set_vectors",
+                          lambda: add(services, "berths.md", "# Berths\n\nThe zelquarin crane serves berth twelve now.\n").status)
+    report = audit(services, repair=True, stuck=timedelta(0))
+    monkeypatch.undo()
+    assert ran == ["published"]
+    assert [f.kind for f in report.findings] == ["vectors_pending"]
+    assert services.index.vectorless() == [] and services.index.revisions("northpier", "berths.md") == [
+        services.metadata.get_document("northpier", "berths.md").active_revision]
+    served_whole(services, "berths.md")
+    assert "zelquarin" in search(services, STAFF, "crane berth twelve", lanes=("vector",)).hits[0].text
+    assert audit(services, stuck=timedelta(0)).ok
 
 
 def test_a_replacement_beside_another_process_s_reader_says_what_is_pending_and_exits_1(tmp_path, capsys):

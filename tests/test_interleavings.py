@@ -14,8 +14,9 @@ from tests.interleavings import FUZZ_END, FUZZ_START, Interleaver, cloud_stores,
 SEEDS = (1, 2, 5)  # seed 5 runs an operation inside an audit --repair
 EVERY_OPERATION = ("upload (register)", "stage parse", "stage chunk", "stage embed", "stage publish", "stage publish by words",
                    "stage vectors (after publish by words)", "delete",
-                   "replace (whole upload)", "ask", "ask again (cache)", "audit --repair", "audit", "restart",
-                   "inside: delete", "inside: replace", "inside: ask", "inside: stage")
+                   "replace (whole upload)", "ask", "ask again (cache)", "ask in a conversation", "feedback",
+                   "audit --repair", "audit", "restart", "inside: delete", "inside: replace", "inside: ask", "inside: stage",
+                   "inside: converse", "inside: feedback")
 
 
 @pytest.fixture(scope="module")

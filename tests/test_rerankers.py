@@ -82,6 +82,39 @@ def test_the_http_reranker_refuses_a_failed_or_malformed_reply(service, reply, p
         HttpReranker(service.url, timeout=0.5).rerank("q", hits("a", "b"), 2)
 
 
+def test_the_http_reranker_speaks_text_embeddings_inference_natively(service):
+    service.replies.append(Reply(body=rerank_replies.TEI_FORMAT))
+    reranker = HttpReranker(service.url.removesuffix("/v1"), model="bge-reranker", wire="tei")
+    found = reranker.rerank(rerank_replies.TEI_REQUEST["query"], hits(*rerank_replies.TEI_REQUEST["texts"]), top_n=1)
+    assert [(r.index, r.score) for r in found] == [(1, 0.9976404)]  # TEI ranks every text: the top_n are kept
+    (request,) = service.requests
+    assert request["path"] == "/rerank"
+    assert request["json"] == {**rerank_replies.TEI_REQUEST, "truncate": True}  # no model, no top_n: TEI takes neither
+
+
+@pytest.mark.parametrize(("reply", "problem"), [
+    (Reply(body={"results": [{"index": 0, "relevance_score": 0.5}]}), "not a list"),  # Cohere's shape from a TEI URL
+    (Reply(body=[{"index": 0, "relevance_score": 0.5}, {"index": 1, "relevance_score": 0.4}]), "not a list"),
+    (Reply(body=[{"index": 0, "score": 0.5}, {"index": 3, "score": 0.4}]), "not sent"),
+    (Reply(body=[{"index": 0, "score": 0.5}]), "ranks 1 of the 2"),
+    (Reply(status=413, body={"error": "Batch size error", "error_type": "validation"}), "HTTP 413"),
+    (Reply(status=424, body={"error": "Inference failed", "error_type": "backend"}), "HTTP 424"),
+])
+def test_a_tei_reply_that_is_not_its_format_is_refused(service, reply, problem):
+    service.replies.append(reply)
+    with pytest.raises(RerankerUnavailable, match=problem):
+        HttpReranker(service.url, wire="tei").rerank("q", hits("a", "b"), 2)
+
+
+def test_the_tei_reranker_is_chosen_by_the_settings(monkeypatch):
+    from citewell.rerankers import reranker_from_env
+
+    monkeypatch.setenv("CITEWELL_RERANKER", "TEI")
+    monkeypatch.setenv("CITEWELL_RERANK_URL", "http://127.0.0.1:8080")
+    found = reranker_from_env()
+    assert isinstance(found, HttpReranker) and found.wire == "tei"
+
+
 def test_the_http_reranker_says_when_nothing_listens():
     with pytest.raises(RerankerUnavailable, match="could not be reached"):
         HttpReranker("http://127.0.0.1:9/v1", timeout=0.5).rerank("q", hits("a", "b"), 2)

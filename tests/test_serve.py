@@ -405,7 +405,7 @@ def test_openapi_is_the_lambdas_document(served):
     assert served_document.json() == json.loads(printed) == json.loads(openapi_document())
     assert "/me" in served_document.json()["paths"]
     schemas = served_document.json()["components"]["schemas"]
-    assert schemas["Outcome"]["enum"] == ["answered", "unconfirmed", "not_found"]
+    assert schemas["Outcome"]["enum"] == ["answered", "unconfirmed", "not_found", "clarify"]
     assert {"Answer", "AnswerRecord"} <= {name for name, schema in schemas.items() if "outcome" in schema.get("properties", {})}
 
 

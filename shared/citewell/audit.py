@@ -47,10 +47,12 @@ from citewell.ingest.stages import (
     parsed_artifact,
     publish_stage,
     register,
+    vector_stage,
 )
 from citewell.keys import STAGES, parse_key, raw_key
 from citewell.models import Document, DocumentStatus, ErrorInfo, Upload, descriptive, utcnow
 from citewell.records import is_current, update_document
+from citewell.ports import StagedIndex
 from citewell.services import Services
 
 logger = logging.getLogger(__name__)
@@ -438,6 +440,37 @@ class _Audit:
             self.found("expired_conversations", "", "", f"{old} conversations are past CITEWELL_CONVERSATION_DAYS",
                        partial(expire_conversations, self.services))
 
+    def vectors(self) -> None:
+        """Served revisions published by words whose vectors never came (an ingest killed or
+        stopped between its two steps, or its model failed): the vector lane misses them until
+        ``--repair`` embeds them, onto the rows still at that revision only (:func:`vector_stage`)."""
+        index = self.services.index
+        if not isinstance(index, StagedIndex):
+            return
+        for tenant, document_id, revision, rows in index.vectorless():
+            document = self.documents.get((tenant, document_id))
+            if document is None or document.active_revision != revision or document.status is DocumentStatus.DELETING:
+                continue  # not served: an orphan (reported above) or a delete's to finish
+            owner = document.lease
+            running = owner is not None and owner != leases.current() and not leases.is_dead(owner)
+            if running and utcnow() - document.updated_at < self.stuck:
+                continue  # its own ingest may be embedding it right now
+
+            def waiting(t: str = tenant, d: str = document_id, r: str = revision) -> bool:
+                now = self.now(t, d)
+                return (now is not None and now.active_revision == r and now.status is not DocumentStatus.DELETING
+                        and any(w[:3] == (t, d, r) for w in index.vectorless()))
+
+            self.found("vectors_pending", tenant, document_id,
+                       f"{rows} chunks of served revision {revision[:12]} are found by words only: their vectors were never set",
+                       partial(self._finish_vectors, tenant, document_id, revision), waiting)
+
+    def _finish_vectors(self, tenant: str, document_id: str, revision: str) -> None:
+        vector_stage(self.services, self.services.metadata.get_chunks(tenant, document_id, revision))
+        if any(w[:3] == (tenant, document_id, revision) for w in self.services.index.vectorless()) \
+                and getattr(self.now(tenant, document_id), "active_revision", None) == revision:
+            raise CitewellError(f"rows of revision {revision[:12]} still wait for vectors")
+
     def removals(self) -> None:
         """Removals whose process ended, or that ended long ago, without a compaction after them
         (read-only: with --repair the compaction at the end finishes them)."""
@@ -464,6 +497,7 @@ def audit(services: Services, repair: bool = False, stuck: timedelta | None = No
     run.conversations()
     run.embeddings()
     run.purges()
+    run.vectors()
     run.removals()
     if repair:  # also finishes a deletion whose compaction was pending
         for line in compact(services):

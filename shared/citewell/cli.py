@@ -321,6 +321,12 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, metavar="FILE",
                    help="write the ID token to FILE, readable by this user only, instead of printing it")
 
+    p = sub.add_parser("read", parents=[common], help="a document's current text, whole or one section, within the evidence budget")
+    p.add_argument("document_id", type=_document_id, help="the document's id, as ingest and docs print it")
+    p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
+    p.add_argument("--roles", required=True, type=_roles, help=ROLES_HELP)
+    p.add_argument("--section", metavar="ID", help="one section: the section_id a search hit or citation carries")
+
     p = sub.add_parser("docs", parents=[common], help="list a tenant's documents")
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
 
@@ -565,6 +571,17 @@ def cmd_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return report.model_dump(), EXIT_OK if report.ok else EXIT_FAILED
 
 
+def cmd_read(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """Refused over the evidence budget (``CITEWELL_EVIDENCE_CHARS``), never cut."""
+    from citewell.answers.config import evidence_budget
+    from citewell.reads import read
+    from citewell.services import open_local
+
+    identity = Identity(tenant=args.tenant, roles=args.roles)
+    snapshot = read(open_local(args.home, existing=True), identity, args.document_id, evidence_budget(), args.section)
+    return snapshot.model_dump(mode="json"), EXIT_OK
+
+
 DOCS_PAGE = 500
 
 
@@ -701,7 +718,7 @@ def _show_login(payload: dict[str, Any]) -> None:
 
 COMMANDS = {
     "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "feedback": cmd_feedback, "eval-answers": cmd_eval_answers, "citations": cmd_citations,
-    "delete": cmd_delete, "audit": cmd_audit, "docs": cmd_docs, "eval": cmd_eval, "serve": cmd_serve, "token": cmd_token,
+    "delete": cmd_delete, "audit": cmd_audit, "read": cmd_read, "docs": cmd_docs, "eval": cmd_eval, "serve": cmd_serve, "token": cmd_token,
     "login": cmd_login,
 }
 

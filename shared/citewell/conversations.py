@@ -21,6 +21,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from citewell.answers.followups import standalone
+from citewell.deletion import compact, removing, withdraw_turns
 from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.models import Answer, AnswerRecord, Conversation, Feedback, Identity, Outcome, Turn, utcnow
 from citewell.ports import Generator, MetadataStore
@@ -146,6 +147,13 @@ def ask_in_conversation(
             "turns": [*current.turns, turn.model_copy(update={"seq": len(current.turns) + 1, "at": at})], "updated_at": at})
 
     update_conversation(services.metadata, conversation, joined)
+    # A delete that withdrew the answer before the turn was kept found no turn to withdraw: the
+    # turn, kept, reads its answer back (an answer never kept, as after sources kept changing, too).
+    record = services.metadata.get_answer(identity.tenant, result.answer_id)
+    if record is None or record.source_deleted:
+        with removing(services):  # as every removal of words: seen through by a compaction
+            withdraw_turns(services.metadata, identity.tenant, [result.answer_id])
+        compact(services)
     return result
 
 

@@ -102,13 +102,19 @@ def withdraw_turns(metadata: MetadataStore, tenant: str, answer_ids: Iterable[st
 
 
 def _withdraw_answers(services: Services, tenant: str, document_id: str, revision: str | None, removed: Counter[str]) -> None:
+    """Turns go before their answers and again after them: a withdrawn answer no longer names the
+    source, so a rerun after a kill between the two would not find its turns; and a turn kept
+    meanwhile (its ask recorded the answer first) is found by the second pass, or sees the
+    withdrawn answer itself (:func:`citewell.conversations.ask_in_conversation`)."""
     answers = services.metadata.answers_citing(tenant, document_id, revision)
+    ids = [a.answer_id for a in answers]
+    withdrawn = withdraw_turns(services.metadata, tenant, ids)
     for record in answers:
         updated, count = withdraw_citations(record, document_id, revision)
         services.metadata.put_answer(updated)
         removed["citations"] += count
-    removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, [a.answer_id for a in answers])
-    removed["conversations"] += withdraw_turns(services.metadata, tenant, [a.answer_id for a in answers])
+    removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, ids)
+    removed["conversations"] += withdrawn + withdraw_turns(services.metadata, tenant, ids)
 
 
 def purge_revision(services: Services, tenant: str, document_id: str, revision: str, removed: Counter[str]) -> None:
@@ -158,19 +164,25 @@ def _older_than_served(services: Services, document: Document) -> tuple[list[str
     return keys, uploads
 
 
-def forget_unit_vectors_left(services: Services) -> int:
-    """Drop the answerer's cached unit vectors of revisions no chunk record has any more: an ask
-    killed between caching them and its record, after a purge of what it read, leaves them."""
-    prefix = units_identity(services.embedder.identity, "")
-    cached = [i for i in services.metadata.embedding_identities() if i.startswith(prefix)]  # first: see below
+def forget_vectors_left(services: Services) -> int:
+    """Drop cached vectors nothing uses any more, as a start after a kill does: the answerer's
+    unit vectors of revisions no chunk record has (an ask killed between caching them and its
+    record, after a purge of what it read), and chunk embeddings no chunk record uses (a purge
+    killed between removing its chunk records and their embeddings: its rerun no longer knows
+    their hashes). Chunk records come before their embeddings, so nothing in flight loses one."""
+    metadata, identity = services.metadata, services.embedder.identity
+    prefix = units_identity(identity, "")
+    cached = [i for i in metadata.embedding_identities() if i.startswith(prefix)]  # first: see below
     # A revision is chunked before it is served and its units are cached only once served, so
     # one cached before the inventory below is read has its chunk records in it, unless purged.
-    revisions = {r for _, _, r, _ in services.metadata.chunk_inventory()}
+    revisions = {r for _, _, r, _ in metadata.chunk_inventory()}
     left = [i for i in cached if i.removeprefix(prefix) not in revisions]
-    if not left:
+    hashes = metadata.embedding_hashes(identity)
+    unused = hashes - metadata.hashes_in_use(hashes)
+    if not left and not unused:
         return 0
-    with removing(services):
-        return sum(services.metadata.delete_identity(i) for i in left)
+    with removing(services):  # the delete itself spares a hash a chunk record took up since
+        return sum(metadata.delete_identity(i) for i in left) + metadata.delete_unused_embeddings(identity, unused)
 
 
 def expire_conversations(services: Services, now: datetime | None = None) -> int:

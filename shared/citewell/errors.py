@@ -169,6 +169,23 @@ class RerankerUnavailable(CitewellError):
     code = "reranker_unavailable"
 
 
+class ExpansionUnavailable(CitewellError):
+    """The model could not expand the question, or its reply was unusable: the question alone is searched."""
+
+    code = "expansion_unavailable"
+
+
+class OverBudget(CitewellError):
+    """A read (a whole document or one section) is longer than the budget: refused, never truncated."""
+
+    code = "over_budget"
+
+    def __init__(self, message: str, chars: int, budget: int) -> None:
+        super().__init__(message)
+        self.chars = chars
+        self.budget = budget
+
+
 # --- web sources: a URL's fetch, recorded on the page's document like a file's failure ---
 
 

@@ -9,9 +9,9 @@ from urllib.parse import quote
 from datetime import datetime, timedelta, timezone
 from enum import StrEnum
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, field_serializer, field_validator, model_validator
 
 from citewell.leases import Lease
 
@@ -31,6 +31,25 @@ MAX_DOCUMENT_ID_BYTES = 512
 # An object key (stage/tenant/encoded id/upload) must fit S3's 1,024 bytes: 112 go to the rest.
 MAX_ENCODED_DOCUMENT_ID_BYTES = 900
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def section_id(revision: str, section_index: int, heading_path: Sequence[str]) -> str:
+    """A section's stable id: its number in the document and a digest of the revision and its
+    heading path. The same section of the same revision always has the same id; once the
+    document is replaced an id names nothing (a read of it is refused as stale, never answered
+    with whatever section now has that number)."""
+    import json
+
+    digest = hashlib.sha256(json.dumps([revision, section_index, list(heading_path)]).encode()).hexdigest()[:16]
+    return f"{section_index}-{digest}"
+
+
+def chunk_section_id(chunk_id: str, revision: str, heading_path: Sequence[str]) -> str:
+    """The id of the section a chunk id (``document_id#section#index``) lies in; "" for no chunk."""
+    parts = chunk_id.rsplit("#", 2)
+    if len(parts) != 3 or not parts[1].isascii() or not parts[1].isdigit() or not revision:
+        return ""
+    return section_id(revision, int(parts[1]), heading_path)
 
 
 def validate_document_id(value: str) -> str:
@@ -416,6 +435,7 @@ class Chunk(BaseModel):
 class LaneRanks(BaseModel):
     bm25: int | None = None
     vector: int | None = None
+    expansion: int | None = None  # its best rank in a probe's list, when query expansion ran
 
 
 class SearchHit(BaseModel):
@@ -438,10 +458,25 @@ class SearchHit(BaseModel):
     rerank: float | None = None  # the reranker's score, when one reordered the hits
     locale: str = "en"  # its document's language
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def section_id(self) -> str:
+        """Its section's stable id: ``citewell read --section`` and ``GET /documents/{id}?section=`` take it."""
+        return chunk_section_id(self.chunk_id, self.revision, self.section_path)
+
+
+class Probes(BaseModel):
+    """What query expansion turned the question into (:mod:`citewell.expansion`): shown beside the
+    hits it helped find, so a caller sees why a passage without the question's words came up."""
+
+    lexical: list[str] = Field(default_factory=list)  # paraphrases, each run in the lexical lane
+    passage: str | None = None  # the hypothetical answer passage, run in the vector lane
+
 
 class SearchResult(BaseModel):
     hits: list[SearchHit]
     degraded: list[str] = Field(default_factory=list)
+    expansion: Probes | None = None  # the probes searched beside the question; None: the question alone
     # The question's vector (None when the vector lane did not run): the answer that follows
     # scores its sentences against it instead of embedding the question again. Never sent.
     _query_vector: Any = PrivateAttr(default=None)
@@ -485,6 +520,12 @@ class Citation(Place):
     quote: str = ""
     deleted: bool = False
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def section_id(self) -> str:
+        """Its chunk's section's stable id ("" once deleted)."""
+        return chunk_section_id(self.chunk_id, self.revision, self.section_path)
+
 
 class Passage(Place):
     """A passage shown beside a refusal: the closest the caller may read, offered as a passage,
@@ -496,6 +537,11 @@ class Passage(Place):
     title: str
     section_path: list[str]
     text: str
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def section_id(self) -> str:
+        return chunk_section_id(self.chunk_id, self.revision, self.section_path)
 
 
 class Outcome(StrEnum):
@@ -557,6 +603,8 @@ class Answer(WithOutcome):
     conditions: list[ConditionAnswer] = Field(default_factory=list)
     conversation_id: str | None = None  # the thread this turn joined (a new one when none was named)
     question: str | None = None  # the standalone question it was answered as, when a follow-up was rewritten
+    expansion: Probes | None = None  # the probes its evidence was searched with, beside the question
+    read: Literal["document", "section"] | None = None  # the model was given that whole instead of passages
 
 
 class SourceRef(BaseModel):

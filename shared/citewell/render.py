@@ -99,9 +99,19 @@ def _hit_lanes(lanes: dict[str, int | None], rerank: float | None = None) -> str
     return ", ".join(found + ([f"rerank {rerank:.2f}"] if rerank is not None else []))
 
 
+def _probes(expansion: dict[str, Any] | None) -> None:
+    """What query expansion searched beside the question."""
+    if expansion:
+        for probe in expansion["lexical"]:
+            _wrapped(f"also searched: {probe}", 0, "dim")
+        if expansion.get("passage"):
+            _wrapped(f"also searched by meaning: {expansion['passage']}", 0, "dim")
+
+
 def _search(payload: dict[str, Any]) -> None:
     for note in payload["degraded"]:
         _wrapped(f"degraded: {note}", 0, "yellow")
+    _probes(payload.get("expansion"))
     if not payload["hits"]:
         console.print("no results")
         _operator_note(payload)
@@ -177,6 +187,7 @@ def _answer(payload: dict[str, Any], command: str) -> None:
         _wrapped(f"degraded: {note}", 0, "yellow")
     if payload.get("question") and command == "ask":
         _wrapped(f"answered as: {payload['question']}", 0, "dim")
+    _probes(payload.get("expansion"))
     if command == "citations":
         _wrapped(f"{payload['created_at']}  question: {payload['question']}", 0, "dim")
     outcome = payload["outcome"]
@@ -258,6 +269,19 @@ def _audit(payload: dict[str, Any]) -> None:
         _wrapped(f["detail"], 2)
 
 
+def _read(payload: dict[str, Any]) -> None:
+    """Where the text is from, then the text as it stands (its own line breaks kept)."""
+    section = payload["section"]
+    _wrapped(where(payload["title"], section["heading_path"] if section else []), 0, "bold")
+    _id_line(payload["document_id"], ("  revision ", "dim"), _short(payload["revision"]),
+             (f"  {payload['chars']:,} of {payload['budget']:,} characters", "dim"))
+    if section is None and len(payload["sections"]) > 1:
+        for found in payload["sections"]:
+            _id_line("  ", found["section_id"], (f"  {' > '.join(found['heading_path']) or '(untitled)'}", "dim"))
+    console.print()
+    console.print(Text(payload["text"]), soft_wrap=True, highlight=False)
+
+
 def _docs(payload: dict[str, Any]) -> None:
     if not payload["documents"]:
         console.print("no documents")
@@ -301,7 +325,7 @@ def _eval(payload: dict[str, Any]) -> None:
 RENDERERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "ingest": _ingest, "search": _search, "ask": lambda p: _answer(p, "ask"),
     "citations": lambda p: _answer(p, "citations"), "eval-answers": _eval_answers, "delete": _delete, "feedback": _feedback,
-    "audit": _audit, "docs": _docs, "eval": _eval,
+    "audit": _audit, "read": _read, "docs": _docs, "eval": _eval,
     "token": lambda p: print(p["token"]),  # alone on stdout, unwrapped: TOKEN=$(citewell token ...)
 }
 

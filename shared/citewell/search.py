@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from citewell.errors import CitewellError, EmbedderSwitched, RerankerUnavailable, RetrievalUnavailable
+from citewell.errors import CitewellError, EmbedderSwitched, ExpansionUnavailable, RerankerUnavailable, RetrievalUnavailable
+from citewell.expansion import expand, expander_from_env
 from citewell.filters import Scope, SearchFilter
 from citewell.fusion import reciprocal_rank_fusion
-from citewell.models import Document, Identity, LaneRanks, SearchHit, SearchResult
-from citewell.ports import LaneHit, Reranker, StagedIndex
+from citewell.models import Document, Identity, LaneRanks, Probes, SearchHit, SearchResult
+from citewell.ports import Completer, LaneHit, Reranker, StagedIndex
 from citewell.rerankers import rerank_depth, reranker_from_env
 from citewell.services import Services
 
@@ -76,6 +77,10 @@ def search(
         results = _lanes(lambda: services.index.lanes(text, None, services.embedder.identity, identity, depth, scope))
     if failed:
         raise failed[0]
+    expander = services.expander if services.expander is not None else expander_from_env()
+    probes = _expanded(expander, question, degraded) if expander is not None else None
+    if probes is not None:
+        results.update(_probe_lanes(services, identity, probes, lanes, depth, scope, degraded))
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
     similarity = {(h.chunk_id, h.revision): h.score for h in results.get("vector", [])}  # cosine
     fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
@@ -105,7 +110,7 @@ def search(
                     rank=len(hits) + 1, chunk_id=hit.chunk_id, document_id=hit.document_id, revision=hit.revision,
                     title=document.title, section_path=hit.section_path, text=hit.text, locale=document.locale,
                     score=score * (AUTHORITY_WEIGHT if document.authority else 1.0),
-                    lanes=LaneRanks(**ranks), similarity=similarity.get(key), weak=_weak(ranks, similarity.get(key)),
+                    lanes=_lane_ranks(ranks), similarity=similarity.get(key), weak=_weak(ranks, similarity.get(key)),
                 )
             )
             if len(hits) == pool:
@@ -121,7 +126,7 @@ def search(
         if waiting:  # published by words first: their vectors are still being made
             degraded.append(f"vector index not ready: lexical results only for {waiting} "
                             f"document{'s' if waiting != 1 else ''} still being embedded")
-    result = SearchResult(hits=hits, degraded=degraded)
+    result = SearchResult(hits=hits, degraded=degraded, expansion=probes)
     result._query_vector = embedded[0] if embedded else None
     return result
 
@@ -137,6 +142,45 @@ def _reranked(reranker: Reranker, question: str, hits: list[SearchHit], k: int, 
     return [hits[r.index].model_copy(update={"rerank": r.score}) for r in order]
 
 
+def _expanded(expander: Completer, question: str, degraded: list[str]) -> Probes | None:
+    try:
+        return expand(expander, question)
+    except ExpansionUnavailable as error:
+        degraded.append(f"query expansion unavailable ({error.message}): the question alone")
+        return None
+
+
+def _probe_lanes(
+    services: Services, identity: Identity, probes: Probes, lanes: Sequence[str], depth: int, scope: Scope,
+    degraded: list[str],
+) -> dict[str, list[LaneHit]]:
+    """Each probe's ranked list, named ``bm25:N`` or ``vector:passage``: every one ranked by the
+    index under the caller's identity and the filter's scope, exactly as the question is, so a
+    probe finds only what the caller could find by typing it."""
+    found: dict[str, list[LaneHit]] = {}
+    embedder = services.embedder.identity
+    if "bm25" in lanes:
+        for n, probe in enumerate(probes.lexical, start=1):
+            found[f"bm25:{n}"] = _lanes(lambda: services.index.lanes(probe, None, embedder, identity, depth, scope)).get("bm25", [])
+    if "vector" in lanes and probes.passage:
+        try:
+            passage = services.embedder.embed([probes.passage])[0]
+        except CitewellError as error:
+            degraded.append(f"the expansion's passage was not searched ({error.code})")
+            return found
+        try:
+            found["vector:passage"] = _lanes(lambda: services.index.lanes(None, passage, embedder, identity, depth, scope)).get("vector", [])
+        except EmbedderSwitched:
+            pass  # the question's vector lane was refused alike, and degraded says so
+    return found
+
+
+def _lane_ranks(ranks: dict[str, int]) -> LaneRanks:
+    """The question's own lanes' ranks, and the best rank a probe gave."""
+    by_probes = [rank for lane, rank in ranks.items() if ":" in lane]
+    return LaneRanks(bm25=ranks.get("bm25"), vector=ranks.get("vector"), expansion=min(by_probes, default=None))
+
+
 def resolve_scope(services: Services, identity: Identity, filters: SearchFilter | None) -> Scope:
     """The document ids the lanes rank inside: None without a filter."""
     if filters is None or filters.is_empty:
@@ -144,9 +188,11 @@ def resolve_scope(services: Services, identity: Identity, filters: SearchFilter 
     return services.metadata.find_documents(identity, filters)
 
 
-def _weak(ranks: dict[str, int | None], similarity: float | None) -> bool:
-    """Found by meaning alone, and not by much: the lexical lane did not rank it (or did not run)."""
-    return ranks.get("bm25") is None and similarity is not None and similarity < WEAK_SIMILARITY
+def _weak(ranks: dict[str, int], similarity: float | None) -> bool:
+    """Found by meaning alone, and not by much: no lexical list (the question's or a paraphrase's)
+    ranked it, or the lexical lane did not run."""
+    lexical = any(lane == "bm25" or lane.startswith("bm25:") for lane in ranks)
+    return not lexical and similarity is not None and similarity < WEAK_SIMILARITY
 
 
 def _lanes(run: Callable[[], dict[str, list[LaneHit]]]) -> dict[str, list[LaneHit]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from citewell.chunking import Chunker, ChunkingConfig
 from citewell.settings import DEFAULT_MAX_BYTES, settings
-from citewell.ports import Embedder, MetadataStore, ObjectStore, OcrEngine, Reranker, SearchIndex
+from citewell.ports import Completer, Embedder, MetadataStore, ObjectStore, OcrEngine, Reranker, SearchIndex
 
 
 @dataclass
@@ -19,6 +19,7 @@ class Services:
     chunker: Chunker
     max_bytes: int = DEFAULT_MAX_BYTES
     reranker: Reranker | None = None  # None: the one CITEWELL_RERANKER configures (none: the fused order)
+    expander: Completer | None = None  # expands questions; None: the one the settings name (none for extractive)
     ocr: OcrEngine | None = None  # reads scans; None: images and PDF pages without text are empty_text
 
 

@@ -75,8 +75,11 @@ class Settings(BaseSettings):
     bedrock_model_id: str | None = None
     bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
 
+    # Query expansion (citewell.expansion): auto runs it through a model generator, never the extractive one.
+    query_expansion: Literal["auto", "off"] = Field("auto", description="auto or off")
+
     # What reorders the read-back hits (citewell.rerankers).
-    reranker: Literal["none", "http", "bedrock", "llm"] = Field("none", description="none, http, bedrock or llm")
+    reranker: Literal["none", "http", "tei", "bedrock", "llm"] = Field("none", description="none, http, tei, bedrock or llm")
     rerank_url: str | None = Field(None, description="an http(s) URL")
     rerank_model: str | None = None
     rerank_api_key: str | None = None
@@ -131,7 +134,7 @@ class Settings(BaseSettings):
     def _public_url(cls, value: str | None) -> str | None:
         return None if value is None else public_url(value)
 
-    @field_validator("generator", "embedder", "ocr", "reranker", mode="before")
+    @field_validator("generator", "embedder", "ocr", "reranker", "query_expansion", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value

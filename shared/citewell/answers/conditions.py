@@ -22,13 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from citewell.answers.units import MONEY, NUMBER, Unit, Wants, field_names, identifiers, run_around, stems
+from citewell.answers.units import MONEY, NUMBER, Support, Unit, Wants, field_names, identifiers, quotes_of, run_around, stems
 from citewell.models import ConditionAnswer, Draft, Outcome
-
-if TYPE_CHECKING:
-    from citewell.answers.generators.extractive import Support
 
 MAX_LISTED = 6  # conditions answered one by one (here and in the model's prompt); more, and the question is asked back
 OTHERWISE = "otherwise"  # how the case no condition names is shown
@@ -78,7 +74,7 @@ def answer(question: str, support: Support) -> Draft | None:
             return None
         case = chosen[0]
         text = " ".join(f"{u.text} [{u.item.ref}]" for u in case.units)
-        return Draft(text=f"{case.value}. {text}", refused=False, quotes=_quotes(case.units))
+        return Draft(text=f"{case.value}. {text}", refused=False, quotes=quotes_of(case.units))
     return per_condition(found, chosen)
 
 
@@ -90,13 +86,7 @@ def per_condition(found: Varying, cases: Sequence[Case]) -> Draft:
     conditions = [ConditionAnswer(condition=c.label, answer=None if clarify else c.value,
                                   refs=list(dict.fromkeys(u.item.ref for u in c.units))) for c in cases]
     return Draft(text=text, refused=clarify, outcome=Outcome.CLARIFY if clarify else Outcome.ANSWERED,
-                 quotes=_quotes(units), conditions=conditions, dimension=found.dimension)
-
-
-def _quotes(units: Sequence[Unit]) -> dict[str, str]:
-    from citewell.answers.generators.extractive import quotes_of
-
-    return quotes_of(units)
+                 quotes=quotes_of(units), conditions=conditions, dimension=found.dimension)
 
 
 def varying(question: str, support: Support) -> Varying | None:

@@ -97,7 +97,7 @@ def _moved(starts: list[tuple[int, int]], skip: int, at: int) -> list[tuple[int,
     return moved
 
 
-def _text_of(chunks: list[Chunk]) -> tuple[str, list[EvidenceSpan]]:
+def stitched_text(chunks: list[Chunk]) -> tuple[str, list[EvidenceSpan]]:
     """Concatenate neighbouring chunks without repeating their overlap."""
     text, spans, end = "", [], chunks[0].start
     for chunk in chunks:
@@ -132,7 +132,7 @@ def _within(group: _Group, hit: dict[tuple[str, str, str], int], budget: int) ->
     start = end = ranks.index(min(ranks))
 
     def fits(a: int, b: int) -> bool:
-        return len(_text_of(group.chunks[a : b + 1])[0]) <= budget
+        return len(stitched_text(group.chunks[a : b + 1])[0]) <= budget
 
     if not fits(start, end):
         return None
@@ -159,12 +159,12 @@ def gather_evidence(
     seen: list[set[tuple[str, ...]]] = []
     used = 0
     for group in _stitch(services, identity, current):
-        text, spans = _text_of(group.chunks)
+        text, spans = stitched_text(group.chunks)
         if used + len(text) > budget_chars:
             group = _within(group, hit, budget_chars - used)
             if group is None:
                 continue  # fewer candidates, never a truncated chunk
-            text, spans = _text_of(group.chunks)
+            text, spans = stitched_text(group.chunks)
         shingles = _shingles(text)
         if any(_near_duplicate(shingles, other) for other in seen):
             continue

@@ -29,6 +29,7 @@ from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.filters import SearchFilter
 from citewell.models import Answer, AnswerRecord, EvidenceItem, Identity, Outcome, Passage, SourceRef
 from citewell.ports import Generator
+from citewell.reads import widened
 from citewell.search import LANES, search
 from citewell.services import Services
 
@@ -120,6 +121,9 @@ def _attempt(
         extractive.embed.questions[question] = result._query_vector
     degraded = list(result.degraded)
     evidence = gather_evidence(services, identity, result.hits, budget_chars=budget_chars, max_items=CANDIDATES)
+    read = None
+    if evidence and generator.name != extractive.name:  # a model reads a whole document best; the extractive answerer scores sentences
+        evidence, read = widened(services, identity, evidence, budget_chars)
     verdict, used = _verdict(question, evidence, generator, extractive, degraded) if evidence else (Verdict(None), generator)
     text, citations = verdict.answer, verdict.citations
     # Everything it was given: an answer's words may come from any of it, a refusal's question may quote it.
@@ -136,6 +140,7 @@ def _attempt(
         _forget(services, identity.tenant, evidence)
         return None
     answer = _answer(record)
+    answer.expansion, answer.read = result.expansion, read
     if record.refused and record.outcome is not Outcome.CLARIFY:  # read back and visible to this caller, like every hit
         closest = result.hits[:CLOSEST]
         places = services.metadata.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in closest])

@@ -10,9 +10,12 @@ quoted as the run.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+
+import numpy as np
 
 from citewell.chunking import sentence_spans
 from citewell.models import EvidenceItem
@@ -421,3 +424,44 @@ def run_around(units: list[Unit], best: Unit) -> list[Unit]:
     while last + 1 < len(same) and kin(same[last + 1]) and same[last + 1].block == same[last].block + 1:
         last += 1
     return same[first : last + 1]
+
+
+@dataclass(frozen=True)
+class Support:
+    """Units ranked by the unit model, their features, and the features the answer model reads."""
+
+    in_order: list[Unit]  # every unit of the evidence, in evidence order (lists are read off it)
+    units: list[Unit]
+    probabilities: np.ndarray
+    unit_features: list[dict[str, float]]
+    features: dict[str, float]
+    wanted: frozenset[Wants]
+    quoted: list[frozenset[int]]  # for each unit (ranked), the ranks of the units an answer built on it quotes
+    complete: bool = True  # every unit was scored; else ``units`` holds those that could rank first or rival it
+
+
+def _stripped(text: str, unit: Unit) -> tuple[int, int]:
+    """The unit's bounds without the whitespace at its edges (a sentence's span runs on to the next one)."""
+    start, end = unit.start, unit.end
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def quotes_of(units: Sequence[Unit]) -> dict[str, str]:
+    """Each source's quote: its units in source order as the source has them, with the whitespace
+    between two that follow each other (it used to be dropped, "configuration.Each", a quote the
+    source does not hold), and an ellipsis where text between them is left out."""
+    quotes: dict[str, str] = {}
+    for ref in dict.fromkeys(u.item.ref for u in units):
+        mine = sorted((u for u in units if u.item.ref == ref), key=lambda u: u.start)
+        text = mine[0].item.text
+        bounds = [_stripped(text, u) for u in mine]
+        quote = text[bounds[0][0] : bounds[0][1]]
+        for (_, before), (start, end) in zip(bounds, bounds[1:]):
+            gap = text[before:start]
+            quote += (gap if not gap.strip() else " … ") + text[start:end]
+        quotes[ref] = " ".join(quote.split()) if "…" in quote else quote
+    return quotes

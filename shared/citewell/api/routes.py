@@ -51,7 +51,7 @@ from citewell.settings import InvalidSetting
 
 logger = Logger(service="citewell-api")
 UPLOAD_URL_SECONDS = 900
-_SECTION = re.compile(r"[0-9]{1,6}")  # ASCII only: str.isdigit() also accepts '²', which int() refuses
+_SECTION = re.compile(r"[0-9]{1,6}-[0-9a-f]{16}")  # a section id (citewell.models.section_id); ASCII digits only
 
 
 class UploadForms(Protocol):
@@ -180,6 +180,19 @@ def shown(document: Document) -> dict[str, Any]:
     return record
 
 
+def read_section(services: Services, caller: Identity, document_id: str, section: str) -> dict[str, Any]:
+    """``GET /documents/{id}?section=ID``: one section of the served revision as a snapshot within
+    the evidence budget (:mod:`citewell.reads`), 400 over it, 404 for a section id of another
+    revision and for a document the caller may not read."""
+    from citewell.answers.config import evidence_budget
+    from citewell.reads import served_chunks, snapshot
+
+    if not _SECTION.fullmatch(section):
+        raise BadRequestError("section must be a section id, as a search hit's or citation's section_id (such as 3-1f2e3d4c5b6a7988)")
+    document, chunks = served_chunks(services, caller, document_id)
+    return {"document": shown(document), **snapshot(document, chunks, evidence_budget(), section).model_dump(mode="json")}
+
+
 def _error(status: int, code: str, message: str) -> Response:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
                     body={"error": {"code": code, "message": message}})
@@ -267,12 +280,12 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         document_id = path_id(document_id)
         query = app.current_event.get_query_string_value
         section = query("section")
-        if section is not None and not _SECTION.fullmatch(section):
-            raise BadRequestError("section must be a section number: 1 to 6 digits (0-9)")
+        if section is not None:  # a section read: one budget-checked snapshot (citewell.reads), never paged
+            if query("cursor") is not None or query("limit") is not None:
+                raise BadRequestError("a section is read whole, within the evidence budget: send section without cursor or limit")
+            return read_section(found.services, who, document_id, section)
         cursor, limit = query("cursor"), page_size(query("limit"), TEXT_PAGE_CHARS, TEXT_PAGE_CHARS)
         document, chunks = pinned_chunks(found.services.metadata, who, document_id, cursor, lambda d: _visible(d, who))
-        if section is not None:
-            chunks = [c for c in chunks if c.section_index == int(section)]
         text = "".join(c.text[max(0, c.body_start - c.start):] for c in chunks)
         return {"document": shown(document), **text_page(text, chunks[0].revision if chunks else None, cursor, limit)}
 

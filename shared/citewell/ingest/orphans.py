@@ -8,8 +8,9 @@ the upload fails with that reason, so the record does not wait for the audit's t
 A document left ``deleting`` (the tombstone :func:`citewell.deletion.delete_document` writes
 first) is no longer served; the new owner runs that same deletion again, which finishes it.
 A replacement killed between its switch and its purge left the replaced revisions noted on the
-record (``purging``); they are purged now, and so are unit vectors an ask killed mid-way cached for a
-purged revision. Removals whose compaction never ran are then compacted.
+record (``purging``); they are purged now, and so are cached vectors nothing uses any more (unit
+vectors an ask killed mid-way cached for a purged revision, embeddings of chunk records a killed
+purge removed). Removals whose compaction never ran are then compacted.
 
 Taking over is a compare-and-set of the record's lease from the dead owner to the new one:
 of two processes starting at once, exactly one runs each upload, and an upload whose owner
@@ -26,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from citewell import leases
-from citewell.deletion import compact, finish_purges, forget_unit_vectors_left, unfinished_removals
+from citewell.deletion import compact, finish_purges, forget_vectors_left, unfinished_removals
 from citewell.errors import UploadMissing
 from citewell.ingest.stages import record_failure
 from citewell.keys import raw_key
@@ -58,7 +59,7 @@ def adopt_orphans(services: Services, lease: Lease) -> Adopted:
             _adopt(services, document, document.lease, lease, adopted)
         except Exception:  # a store's error on one document: the others are still taken over
             logger.exception("taking over %s (%s) failed; the audit reports it", document.document_id, document.tenant)
-    forget_unit_vectors_left(services)
+    forget_vectors_left(services)
     if unfinished_removals(services):
         adopted.compacted = not compact(services)
     return adopted

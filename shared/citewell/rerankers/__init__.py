@@ -22,10 +22,11 @@ def reranker_from_env() -> Reranker | None:
 def _built(found: Settings) -> Reranker | None:
     if found.reranker == "none":
         return None
-    if found.reranker == "http":
+    if found.reranker in ("http", "tei"):
         from citewell.rerankers.http import HttpReranker
 
-        return HttpReranker(found.required("rerank_url"), found.rerank_model or "", found.rerank_api_key, found.rerank_timeout)
+        return HttpReranker(found.required("rerank_url"), found.rerank_model or "", found.rerank_api_key, found.rerank_timeout,
+                            wire="tei" if found.reranker == "tei" else "cohere")
     if found.reranker == "bedrock":
         from citewell.rerankers.bedrock import BedrockReranker
 

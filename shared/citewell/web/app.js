@@ -118,12 +118,6 @@
 
   /* ---------- text helpers ---------- */
 
-  /** The section number a chunk id names: ids are `document#section#index` and documents hold no '#'. */
-  function sectionOf(chunkId) {
-    const parts = String(chunkId || "").split("#");
-    return parts.length >= 3 ? parts[parts.length - 2] : null;
-  }
-
   /** Heading path without the repeated title, joined as a trail. */
   function trail(item) {
     const path = (item.section_path || []).filter((h, i) => h && !(i === 0 && h === item.title));
@@ -750,11 +744,18 @@
     dialog.returnFocusTo = opener;
     append(body, [el("p", { class: "status busy", role: "status", text: "Opening the document…" })]);
     if (!dialog.open) dialog.showModal();
-    const section = sectionOf(item.chunk_id);
+    let section = item.section_id || null;  // the cited revision's section
     let result;
     let spans;
     try {
-      result = await currentText(item.document_id, section);
+      try {
+        result = await currentText(item.document_id, section);
+      } catch (error) {
+        // A section of a revision since replaced (404), or one longer than a read may be (400): the whole text.
+        if (section === null || error.code === "stale" || (error.status !== 404 && error.status !== 400)) throw error;
+        section = null;
+        result = await currentText(item.document_id, null);
+      }
       spans = locate(result.text || "", quote);
       if (!spans && quote && section !== null) {
         // Touching chunks of two sections are one passage: a quote may run on past its section.

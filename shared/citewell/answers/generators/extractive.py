@@ -27,6 +27,8 @@ import numpy as np
 from citewell.answers import conditions
 from citewell.answers.refusal import VERIFIED, LogisticModel, RefusalModel, coverage, reranked, shipped_model, term_weights
 from citewell.answers.units import (
+    Support,
+    quotes_of,
     DATE,
     FILLABLE,
     MONEY,
@@ -102,20 +104,6 @@ class UnitEmbeddings:
             by_revision.setdefault(unit.item.revision, {})[sha256_text(unit.text)] = vector
         for revision, vectors_of in sorted(by_revision.items()):
             self.cache.put_embeddings(units_identity(self.embedder.identity, revision), vectors_of)
-
-
-@dataclass(frozen=True)
-class Support:
-    """Units ranked by the unit model, their features, and the features the answer model reads."""
-
-    in_order: list[Unit]  # every unit of the evidence, in evidence order (lists are read off it)
-    units: list[Unit]
-    probabilities: np.ndarray
-    unit_features: list[dict[str, float]]
-    features: dict[str, float]
-    wanted: frozenset[Wants]
-    quoted: list[frozenset[int]]  # for each unit (ranked), the ranks of the units an answer built on it quotes
-    complete: bool = True  # every unit was scored; else ``units`` holds those that could rank first or rival it
 
 
 def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit], question: str = "") -> bool:
@@ -620,28 +608,3 @@ def _who_is(named: str, chosen: list[Unit], ranked: list[Unit]) -> tuple[str, Un
     return None
 
 
-def _stripped(text: str, unit: Unit) -> tuple[int, int]:
-    """The unit's bounds without the whitespace at its edges (a sentence's span runs on to the next one)."""
-    start, end = unit.start, unit.end
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
-def quotes_of(units: Sequence[Unit]) -> dict[str, str]:
-    """Each source's quote: its units in source order as the source has them, with the whitespace
-    between two that follow each other (it used to be dropped, "configuration.Each", a quote the
-    source does not hold), and an ellipsis where text between them is left out."""
-    quotes: dict[str, str] = {}
-    for ref in dict.fromkeys(u.item.ref for u in units):
-        mine = sorted((u for u in units if u.item.ref == ref), key=lambda u: u.start)
-        text = mine[0].item.text
-        bounds = [_stripped(text, u) for u in mine]
-        quote = text[bounds[0][0] : bounds[0][1]]
-        for (_, before), (start, end) in zip(bounds, bounds[1:]):
-            gap = text[before:start]
-            quote += (gap if not gap.strip() else " … ") + text[start:end]
-        quotes[ref] = " ".join(quote.split()) if "…" in quote else quote
-    return quotes
