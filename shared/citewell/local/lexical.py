@@ -28,6 +28,7 @@ so commands that never touch the lane do not pay for it.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -52,6 +53,8 @@ K1, B = 1.2, 0.75  # FTS5's and Lucene's BM25 defaults
 # A word as FTS5's unicode61 tokenizer cut it: letters and digits; an underscore separates
 # (``max_retry_count`` is three words, found by a search for "retry").
 TOKEN = re.compile(r"[^\W_]+")
+# A segment's files: its id (32 hex digits) and a component (``.term``, ``.idx``, ``.store``; ``.N.del``).
+_SEGMENT_FILE = re.compile(r"([0-9a-f]{32})\.[\w.]+")
 
 
 @dataclass(frozen=True)
@@ -331,12 +334,27 @@ class TantivyLexicon:
         return [int(r) for r in searcher.fast_field_values("rowid", addresses)] if addresses else []
 
     def collect_garbage(self) -> None:
-        """Delete the files of segments no longer in the index (dropped or merged)."""
+        """Delete the files of segments no longer in the index (dropped or merged). The caller
+        holds the home's write lock, so no writer is adding a segment meanwhile.
+
+        Tantivy collects only the files its list (``.managed.json``) names, and each process keeps
+        that list as it read it at open and writes its own copy back: a segment another process
+        wrote after this one opened drops off the list and is never collected, its words on disk
+        after its rows were deleted. So every segment file that ``meta.json`` does not name goes too.
+        """
         writer = self.index.writer(WRITER_HEAP, 1)
         try:
             writer.garbage_collect_files()
         finally:
             writer.wait_merging_threads()
+        self._remove_unlisted_segments()
+
+    def _remove_unlisted_segments(self) -> None:
+        listed = {segment["segment_id"].replace("-", "") for segment in json.loads((self.folder / "meta.json").read_text())["segments"]}
+        for path in self.folder.iterdir():
+            found = _SEGMENT_FILE.fullmatch(path.name)
+            if found and found.group(1) not in listed:
+                path.unlink(missing_ok=True)
 
     def clear(self) -> None:
         writer = self.index.writer(WRITER_HEAP, 1)
