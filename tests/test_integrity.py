@@ -77,7 +77,7 @@ def test_narrowing_a_document_withdraws_answers_that_rested_on_it(services):
     assert withdrawn.source_deleted and withdrawn.answer is None and withdrawn.question == ""
     assert [c.model_dump() for c in withdrawn.citations] == [{"ref": "S1", "chunk_id": "", "document_id": "", "revision": "",
                                                               "title": "", "section_path": [], "quote": "", "deleted": True,
-                                                              "pages": [], "sheet": None, "rows": []}]
+                                                              "pages": [], "sheet": None, "rows": [], "section_id": ""}]
     assert ask(services, STAFF, "Which band does the vorpaltrine pay review move shift leads to?").refused
 
 

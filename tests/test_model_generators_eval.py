@@ -246,6 +246,7 @@ def test_eval_answers_through_a_model_server_process(tmp_path, monkeypatch, caps
     try:
         url = process.stdout.readline().split(" at ")[1].split("/v1 ")[0]
         reports = {}
+        monkeypatch.setenv("CITEWELL_QUERY_EXPANSION", "off")  # the replies logged are the answers' alone
         for kind, env in {
             "openai": {"CITEWELL_GENERATOR": "openai", "CITEWELL_OPENAI_BASE_URL": f"{url}/v1",
                        "CITEWELL_OPENAI_MODEL": MODEL_NAME},

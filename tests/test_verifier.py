@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from citewell.answers.refusal import RERANK_FEATURES, LogisticModel, reranked, shipped_model
 from citewell.answers.units import units_of
@@ -59,6 +60,7 @@ def test_no_rerank_ships_without_its_verifier():
 def test_discrimination_reads_only_the_first_units_the_verifier_would_read():
     """The side-by-side AUC is over the units a verifier would rerank (the first VERIFIED by the
     unit model), not every unit: a fact held by a fifth unit is no unit model's miss here."""
+    pytest.importorskip("sklearn", reason="the fit's tools are the train extra's")
     from benchmarks.calibrate_refusal import Observed, Question, discrimination
     from citewell.answers.refusal import UNIT_FEATURES, RefusalModel
     from citewell.models import Identity
