@@ -71,13 +71,16 @@ class Authority:
 
 
 @contextmanager
-def https_site(certificate: tuple[Path, Path]) -> Iterator[tuple[int, list[dict]]]:
+def https_site(certificate: tuple[Path, Path], keep_alive: bool = False) -> Iterator[tuple[int, list[dict]]]:
     """An https server on 127.0.0.1 serving one page; yields its port and, per request, the SNI
-    name the client sent and its Host header."""
+    name the client sent and its Host header. ``keep_alive``: HTTP/1.1, one connection serving
+    several requests (http.server's default, HTTP/1.0, closes each after its reply)."""
     seen: list[dict] = []
     sni: list[str | None] = []
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             seen.append({"sni": sni[-1] if sni else None, "host": self.headers.get("Host"), "path": self.path})
             self.send_response(200)
@@ -130,6 +133,20 @@ def test_a_certificate_for_another_name_is_refused_with_a_typed_error_and_no_req
         with pytest.raises(CertificateRefused, match=f"not valid for {NAME}") as refused:
             client.fetch(f"https://{NAME}:{port}/rules")
     assert refused.value.code == "certificate_refused" and seen == []
+
+
+def test_a_connection_verified_for_one_name_never_carries_a_request_for_another(tmp_path):
+    """Two names on one address: a kept-alive connection whose certificate was checked for the
+    first must not carry the second's request (its own certificate never checked)."""
+    authority, other = Authority(), "payroll.northpier.test"
+    with https_site(authority.leaf(tmp_path, NAME), keep_alive=True) as (port, seen):
+        client = Fetcher(Guard.of([NAME, other], lambda host, port: ["127.0.0.1"]), ca_file=authority.pem(tmp_path))
+        with client:
+            assert client.fetch(f"https://{NAME}:{port}/rules").status == "fetched"
+            with pytest.raises(CertificateRefused, match=f"not valid for {other}"):
+                client.fetch(f"https://{other}:{port}/salaries")
+            assert client.fetch(f"https://{NAME}:{port}/again").status == "fetched"  # its own connection still serves it
+    assert [(s["host"], s["path"]) for s in seen] == [(f"{NAME}:{port}", "/rules"), (f"{NAME}:{port}", "/again")]
 
 
 def test_a_certificate_from_an_authority_not_trusted_is_refused(tmp_path):

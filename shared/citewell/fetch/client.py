@@ -8,6 +8,10 @@ needs is sent: no cookies (none are kept), no credentials, no proxy or netrc fro
 environment. The body is streamed and cut off past ``max_bytes``; a fetch has a time limit
 as a whole as well as per read. A certificate not valid for the name (or from an authority
 neither the system nor the operator's ``CITEWELL_FETCH_CA`` trusts) is ``certificate_refused``.
+
+Connections are pooled by the address dialled, and a kept-alive TLS connection was checked for
+the name it was opened for only. So https goes through one pool per name: a request for
+``b.example`` never rides a connection whose certificate proved ``a.example`` at the same address.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import http.cookiejar
 import ssl
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
 USER_AGENT = f"citewell/{__version__} (+https://github.com/citewell)"
 MAX_REDIRECTS = 5
 _REDIRECTS = {301, 302, 303, 307, 308}
+TLS_NAMES_KEPT = 32  # https pools kept, one per name, least recently used dropped first
 GONE = {404, 410}  # the page is no longer there: its document is listed gone, as a file no longer in its folder
 
 
@@ -67,11 +74,28 @@ class Fetcher:
                 trusted.load_verify_locations(cafile=str(ca_file))
             except (OSError, ssl.SSLError) as error:
                 raise InvalidInput(f"CITEWELL_FETCH_CA: the certificate authorities in {ca_file} cannot be read: {error}") from None
-        self.client = httpx.Client(
-            verify=trusted, follow_redirects=False, trust_env=False, cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
-            timeout=httpx.Timeout(min(seconds, 10.0)), limits=httpx.Limits(max_connections=16, max_keepalive_connections=8),
+        self._trusted = trusted
+        self.client = self._new_client()  # plain http, and the headers every request carries
+        self._tls: OrderedDict[str, httpx.Client] = OrderedDict()
+        self._tls_lock = threading.Lock()
+
+    def _new_client(self) -> httpx.Client:
+        return httpx.Client(
+            verify=self._trusted, follow_redirects=False, trust_env=False, cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            timeout=httpx.Timeout(min(self.seconds, 10.0)), limits=httpx.Limits(max_connections=16, max_keepalive_connections=8),
             headers={"User-Agent": USER_AGENT, "Accept": "*/*"},
         )
+
+    def _client_for(self, url: httpx.URL) -> httpx.Client:
+        """The shared client for http; for https the pool of the name (see the module's docstring)."""
+        if url.scheme != "https":
+            return self.client
+        with self._tls_lock:
+            client = self._tls.pop(url.host, None) or self._new_client()
+            self._tls[url.host] = client
+            while len(self._tls) > TLS_NAMES_KEPT:  # dropped, not closed: a fetch may still be using it
+                self._tls.popitem(last=False)
+            return client
 
     @classmethod
     def configured(cls, config: Settings, max_bytes: int, allow: tuple[str, ...] = ()) -> Fetcher:
@@ -81,6 +105,10 @@ class Fetcher:
 
     def close(self) -> None:
         self.client.close()
+        with self._tls_lock:
+            for client in self._tls.values():
+                client.close()
+            self._tls.clear()
 
     def __enter__(self) -> Fetcher:
         return self
@@ -129,7 +157,7 @@ class Fetcher:
             request = httpx.Request("GET", pinned, headers={**self.client.headers, "Host": host_header, **conditional},
                                     extensions={"sni_hostname": url.host} if url.scheme == "https" else {})
             try:
-                return self._read(request, deadline, normalise(url))
+                return self._read(self._client_for(url), request, deadline, normalise(url))
             except httpx.ConnectError as error:  # the next address the name has, if any
                 refused = _certificate_error(error)
                 if refused is not None:  # every address serves the name's certificate: no other is tried
@@ -142,8 +170,9 @@ class Fetcher:
                 raise FetchFailed(f"{normalise(url)} could not be fetched: {type(error).__name__}: {error}") from None
         raise FetchFailed(f"{normalise(url)} could not be reached: {last}")
 
-    def _read(self, request: httpx.Request, deadline: float, shown: str) -> tuple[httpx.Response, bytes]:
-        response = self.client.send(request, stream=True)
+    def _read(self, client: httpx.Client, request: httpx.Request, deadline: float,
+              shown: str) -> tuple[httpx.Response, bytes]:
+        response = client.send(request, stream=True)
         try:
             if response.status_code != 200:
                 return response, b""
