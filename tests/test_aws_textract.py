@@ -96,3 +96,71 @@ def test_a_page_over_textracts_limit_is_refused_before_it_is_sent():
     client = boto3.client("textract", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
     with Stubber(client), pytest.raises(errors.TooLarge, match="at most 10,485,760"):  # no response queued: nothing may be sent
         TextractOcr(client).read(b"\x89PNG" + b"\x00" * MAX_BYTES)
+
+
+def test_a_multi_page_tiff_goes_to_textract_one_frame_a_call_with_its_page_numbers_kept(textract):
+    """DetectDocumentText reads single-page documents only: each frame goes alone, as a TIFF
+    holding that frame, and its lines keep the frame's number as their page."""
+    from PIL import Image
+
+    from tests.test_ocr import ROSTER
+
+    sent = []
+    textract.meta.events.register("before-parameter-build.textract.DetectDocumentText",
+                                  lambda params, **_: sent.append(params["Document"]["Bytes"]))
+    frames = [page(lines, size=(600, 300)) for lines in (MEMO[:1], ROSTER, MEMO[2:4])]
+    intel = encoded(frames[0], "TIFF", save_all=True, append_images=frames[1:], compression="tiff_lzw")
+    for tiff in (intel, _big_endian(frames)):  # both byte orders
+        sent.clear()
+        progress = []
+        parsed = parse(tiff, "fax.tiff", ocr=TextractOcr(textract), progress=lambda *event: progress.append(event))
+        assert len(sent) == 3
+        for number, one in enumerate(sent):
+            with Image.open(io.BytesIO(one)) as image:
+                assert image.n_frames == 1
+                assert image.convert("L").tobytes() == frames[number].tobytes()
+        assert sorted({b.page for b in parsed.blocks}) == [1, 2, 3] and parsed.mime == "image/tiff"
+        assert progress == [("ocr", 1, 3), ("ocr", 2, 3), ("ocr", 3, 3)]
+
+
+def test_a_tiff_whose_pages_loop_or_point_outside_it_is_corrupt(textract):
+    from citewell.ocr.tiff import single_pages
+
+    one = encoded(page(MEMO[:1], size=(200, 100)), "TIFF")
+    looped = bytearray(one)
+    first = int.from_bytes(looped[4:8], "little")
+    entries = int.from_bytes(looped[first:first + 2], "little")
+    looped[first + 2 + 12 * entries:first + 6 + 12 * entries] = first.to_bytes(4, "little")  # its next page is itself
+    outside = one[:4] + (len(one) + 50).to_bytes(4, "little") + one[8:]
+    for broken in (bytes(looped), outside):
+        with pytest.raises(errors.CorruptFile, match="loop|outside"):
+            parse(broken, "fax.tiff", ocr=TextractOcr(textract))
+    with pytest.raises(errors.CorruptFile, match="outside"):
+        single_pages(one[:6])
+    assert list(single_pages(one)) == [one]  # one page: sent as uploaded
+
+
+def _big_endian(frames) -> bytes:
+    """The frames as a Motorola-order (big-endian) TIFF, uncompressed 8-bit grey, written here
+    since Pillow writes Intel order."""
+    width, height = frames[0].size
+    out = bytearray(b"MM\x00*\x00\x00\x00\x00")
+    ifd_offsets = []
+    for frame in frames:
+        data_at = len(out)
+        out += frame.tobytes()
+        entries = [(256, 3, 1, width), (257, 3, 1, height), (258, 3, 1, 8), (259, 3, 1, 1), (262, 3, 1, 1),
+                   (273, 4, 1, data_at), (277, 3, 1, 1), (278, 3, 1, height), (279, 4, 1, width * height)]
+        if len(out) % 2:
+            out += b"\x00"
+        ifd_offsets.append(len(out))
+        out += len(entries).to_bytes(2, "big")
+        for tag, kind, count, value in entries:
+            packed = value.to_bytes(2, "big") + b"\x00\x00" if kind == 3 else value.to_bytes(4, "big")
+            out += tag.to_bytes(2, "big") + kind.to_bytes(2, "big") + count.to_bytes(4, "big") + packed
+        out += b"\x00\x00\x00\x00"
+    out[4:8] = ifd_offsets[0].to_bytes(4, "big")
+    for at, following in zip(ifd_offsets, ifd_offsets[1:]):
+        count = int.from_bytes(out[at:at + 2], "big")
+        out[at + 2 + 12 * count:at + 6 + 12 * count] = following.to_bytes(4, "big")
+    return bytes(out)

@@ -3,7 +3,9 @@
 The embedded engine (RapidOCR needs OpenCV's headless build, about 173 MB installed) does not fit in a Lambda
 layer beside the rest (250 MB unzipped in all), so on AWS a scanned page goes to Textract's
 synchronous DetectDocumentText, one page per call: a PDF page as a one-page PDF (cut by pypdf,
-nothing rendered in the function) or an image as uploaded. Textract reports confidence in
+nothing rendered in the function), a TIFF's frames each as a one-page TIFF (the call reads
+single-page documents only; :mod:`citewell.ocr.tiff` cuts them without decoding), or an image as
+uploaded. Textract reports confidence in
 percent per line; it is kept here as 0 to 1, like RapidOCR's. Textract takes no resource in its
 IAM policy, so the parse function's grant names the action alone.
 """
@@ -17,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from citewell.errors import CorruptFile, OcrUnavailable, TooLarge, UnsupportedType
 from citewell.ocr import OcrLine, OcrPage
+from citewell.ocr.tiff import is_tiff, single_pages
 
 MAX_BYTES = 10 * 1024 * 1024  # DetectDocumentText's limit for a document passed as bytes
 # What Textract says about the page itself: the upload fails with a typed reason. Anything
@@ -38,6 +41,20 @@ class TextractOcr:
     def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]:
         if len(document) > MAX_BYTES:
             raise TooLarge(f"the page is {len(document):,} bytes; Textract reads at most {MAX_BYTES:,} per page")
+        if not is_tiff(document):
+            pages = self._detect(document)
+            if on_page:  # one call reads the document whole
+                on_page(len(pages), len(pages))
+            return pages
+        frames = single_pages(document)
+        read: list[OcrPage] = []
+        for done, frame in enumerate(frames, start=1):  # a frame's TIFF is no larger than the file
+            read.extend(self._detect(frame))
+            if on_page:
+                on_page(done, len(frames))
+        return read
+
+    def _detect(self, document: bytes) -> list[OcrPage]:
         try:
             response = self.client.detect_document_text(Document={"Bytes": document})
         except ClientError as error:
@@ -48,10 +65,7 @@ class TextractOcr:
             raise OcrUnavailable(f"Textract failed ({code}): {message}") from error
         except BotoCoreError as error:
             raise OcrUnavailable(f"Textract could not be reached: {error}") from error
-        pages = pages_of(response)
-        if on_page:  # one call reads the document whole
-            on_page(len(pages), len(pages))
-        return pages
+        return pages_of(response)
 
 
 def pages_of(response: dict[str, Any]) -> list[OcrPage]:
