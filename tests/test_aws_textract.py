@@ -110,7 +110,9 @@ def test_a_multi_page_tiff_goes_to_textract_one_frame_a_call_with_its_page_numbe
                                   lambda params, **_: sent.append(params["Document"]["Bytes"]))
     frames = [page(lines, size=(600, 300)) for lines in (MEMO[:1], ROSTER, MEMO[2:4])]
     intel = encoded(frames[0], "TIFF", save_all=True, append_images=frames[1:], compression="tiff_lzw")
-    for tiff in (intel, _big_endian(frames)):  # both byte orders
+    big = encoded(frames[0], "TIFF", save_all=True, append_images=frames[1:], big_tiff=True)
+    assert big[:4] == b"II+\x00"
+    for tiff in (intel, _big_endian(frames), big):  # both byte orders, and a BigTIFF
         sent.clear()
         progress = []
         parsed = parse(tiff, "fax.tiff", ocr=TextractOcr(textract), progress=lambda *event: progress.append(event))
