@@ -109,6 +109,23 @@ def test_type_comes_from_bytes_not_the_name():
     assert parse(data, "report.unknownext").mime == "application/pdf"
 
 
+def test_a_bigtiff_is_known_by_its_bytes_as_a_classic_tiff_is():
+    import io
+
+    from PIL import Image
+
+    from citewell.errors import TypeMismatch
+    from citewell.parsers.sniff import Kind, detect
+
+    buffer = io.BytesIO()
+    Image.new("L", (40, 20), 255).save(buffer, "TIFF", big_tiff=True)
+    big = buffer.getvalue()
+    assert big[:4] == b"II+\x00"
+    assert detect(big, "fax.tiff") is Kind.TIFF and detect(big, None) is Kind.TIFF
+    with pytest.raises(TypeMismatch, match="image/tiff"):
+        detect(big, "fax.png")
+
+
 def test_prose_that_starts_like_a_binary_signature_is_still_text():
     # "BM" opens a bitmap; real abstracts start with "BMP is thought to ..." or "BMI-1 is ...".
     parsed = parse(b"BMP is thought to induce differentiation toward multiple lineages.", "abstract.txt")

@@ -74,6 +74,9 @@ _TEXT_KINDS = {Kind.MARKDOWN, Kind.RST, Kind.HTML, Kind.CSV, Kind.TEXT, Kind.MAN
 _BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
+_BIGTIFF = (b"II+\x00", b"MM\x00+")  # BigTIFF's signatures, either byte order
+
+
 def _suffix(filename: str | None) -> str:
     return PurePosixPath(filename or "").suffix.lower()
 
@@ -82,6 +85,10 @@ def detect(data: bytes, filename: str | None) -> Kind:
     """Magic bytes decide binary formats; a mismatch with the extension is an error."""
     suffix = _suffix(filename)
     hint = _EXTENSION_HINT.get(suffix)
+    if data[:4] in _BIGTIFF:  # filetype knows classic TIFF only; Pillow and Textract read BigTIFF too
+        if hint is not None and hint is not Kind.TIFF:
+            raise TypeMismatch(f"the name says {suffix} but the content is image/tiff")
+        return Kind.TIFF
     guess = filetype.guess(data)
     if guess is not None and guess.extension not in {*_BINARY_BY_MAGIC, *_LEGACY_OFFICE} and _is_text(data):
         guess = None  # some signatures are two letters ("BM" is a bitmap): prose can match them
