@@ -149,6 +149,28 @@ def test_bad_images_are_typed_failures(ocr):
         parse(huge, "poster.png", ocr=ocr)
 
 
+def test_a_long_tiff_is_decoded_one_frame_at_a_time():
+    """Blank frames compress to almost nothing: 40 pages here are under a megabyte, 360 MB as
+    pixels. Only the frame being read may be held."""
+    import tracemalloc
+
+    from citewell.ocr.rapid import _images
+
+    blank = Image.new("L", (2000, 1500), 255)
+    tiff = encoded(blank, "TIFF", save_all=True, append_images=[blank] * 39, compression="tiff_lzw")
+    assert len(tiff) < 1_000_000
+    tracemalloc.start()
+    try:
+        count, frames = _images(tiff)
+        first = next(frames)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 40 and first.shape == (1500, 2000, 3)
+    assert peak < 3 * first.nbytes, f"{peak:,} bytes held for one frame of {first.nbytes:,}"
+    assert sum(1 for _ in frames) == 39
+
+
 def test_chunks_of_a_scan_carry_its_confidence_and_keep_it_when_stored(ocr):
     document = Document(document_id="ops/memo.pdf", tenant="northpier", allowed_roles=frozenset({"staff"}),
                         title="Memo", source="memo.pdf")

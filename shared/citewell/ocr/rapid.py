@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.util import find_spec
 from typing import Any
 
@@ -59,12 +59,12 @@ class RapidOcr:
             return self._engine
 
     def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]:
-        images = _images(document)
+        count, images = _images(document)
         pages = []
         for image in images:
             pages.append(self._read_image(image))
             if on_page:
-                on_page(len(pages), len(images))
+                on_page(len(pages), count)
         return pages
 
     def _read_image(self, image: np.ndarray) -> OcrPage:
@@ -88,23 +88,34 @@ def embedded_engine() -> RapidOcr | None:
     return RapidOcr()
 
 
-def _images(document: bytes) -> list[np.ndarray]:
-    """The pages of ``document`` as RGB arrays: a PDF's first page rendered, an image's frames."""
+def _images(document: bytes) -> tuple[int, Iterator[np.ndarray]]:
+    """How many pages ``document`` has, and the pages as RGB arrays, each decoded as it is taken
+    (a TIFF's frames held at once would take their pixels times their count: thousands of blank
+    frames compress to a few megabytes): a PDF's first page rendered, an image's frames."""
     if document.startswith(b"%PDF"):
-        return [_render_pdf_page(document)]
-    from PIL import Image, ImageSequence, UnidentifiedImageError
+        return 1, iter([_render_pdf_page(document)])
+    from PIL import Image, UnidentifiedImageError
 
+    decoding = (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError, EOFError)
     try:
         with Image.open(io.BytesIO(document)) as image:  # reads the header only
-            pages = []
-            for frame in ImageSequence.Iterator(image):
-                if frame.width * frame.height > MAX_PIXELS:
-                    raise TooLarge(f"the image is {frame.width:,} x {frame.height:,} pixels, over the "
-                                   f"{MAX_PIXELS:,} that OCR decodes")
-                pages.append(np.asarray(_fit(frame.convert("RGB"))))
-            return pages
-    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
+            count = int(getattr(image, "n_frames", 1))  # walks the frames' headers, decodes none
+    except decoding as exc:
         raise CorruptFile(f"the image cannot be decoded: {exc}") from exc
+
+    def frames() -> Iterator[np.ndarray]:
+        try:
+            with Image.open(io.BytesIO(document)) as image:
+                for index in range(count):
+                    image.seek(index)
+                    if image.width * image.height > MAX_PIXELS:
+                        raise TooLarge(f"the image is {image.width:,} x {image.height:,} pixels, over the "
+                                       f"{MAX_PIXELS:,} that OCR decodes")
+                    yield np.asarray(_fit(image.convert("RGB")))
+        except decoding as exc:
+            raise CorruptFile(f"the image cannot be decoded: {exc}") from exc
+
+    return count, frames()
 
 
 def _fit(image: Any) -> Any:
