@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from citewell.answers.service import ask
 from citewell.errors import CitewellError, EmbedderUnavailable
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
@@ -131,6 +132,10 @@ def test_a_model_that_fails_leaves_documents_found_by_words_and_the_next_ingest_
     assert big.error.code == "embedder_unavailable" and "search by words only" in big.error.message
     reader = make_services(home, embedder)
     assert search(reader, STAFF, "twistlock crew", k=3, lanes=("bm25",)).hits[0].document_id == "shift-reports.txt"
+    # ask says so too, and cites by words (the model failed on the slice the small files shared with it)
+    answered = ask(reader, STAFF, "Which crew checked the twistlock?")
+    assert "vector index not ready: lexical results only for 4 documents still being embedded" in answered.degraded
+    assert not answered.refused and {c.document_id for c in answered.citations} == {"shift-reports.txt"}
     again = ingest(make_services(home, embedder), requests_smallest_first(folder))  # the model is back
     assert {o.status for o in again} == {"unchanged"} and reader.index.vectorless() == []
     assert any(h.document_id == "shift-reports.txt" for h in search(reader, STAFF, "twistlock crew", lanes=("vector",)).hits)
