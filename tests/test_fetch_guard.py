@@ -185,6 +185,26 @@ def test_a_server_that_does_not_answer_in_time_fails_the_fetch(site):
         fetcher.fetch(site.url + "/slow")
 
 
+def test_the_time_limit_holds_over_a_reply_whose_headers_trickle_in(site):
+    """Each byte comes well inside the per-read timeout; the whole fetch must still end at its limit."""
+    def trickle(handler) -> None:
+        try:
+            handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            for _ in range(40):
+                handler.wfile.write(b"a")
+                handler.wfile.flush()
+                time.sleep(0.25)
+            handler.wfile.write(b"\r\nContent-Length: 2\r\n\r\nok")
+        except OSError:  # the fetch gave up and closed the connection
+            pass
+
+    site.routes["/trickle"] = trickle
+    started = time.monotonic()
+    with Fetcher(Guard.of(LOOPBACK), seconds=1) as fetcher, pytest.raises(FetchFailed, match="time limit"):
+        fetcher.fetch(site.url + "/trickle")
+    assert time.monotonic() - started < 2.5  # the trickle alone takes 10 s
+
+
 def test_error_statuses_are_typed_and_a_304_keeps_the_known_validators(site):
     with Fetcher(Guard.of(LOOPBACK)) as fetcher:
         with pytest.raises(HttpStatus) as missing:

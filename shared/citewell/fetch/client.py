@@ -6,7 +6,7 @@ name in the Host header and in TLS's SNI, whose certificate is checked against t
 is no second resolution a rebinding resolver could answer differently. Nothing but what a fetch
 needs is sent: no cookies (none are kept), no credentials, no proxy or netrc from the
 environment. The body is streamed and cut off past ``max_bytes``; a fetch has a time limit
-as a whole as well as per read. A certificate not valid for the name (or from an authority
+as a whole (on every socket operation, :mod:`citewell.fetch.deadline`) as well as per read. A certificate not valid for the name (or from an authority
 neither the system nor the operator's ``CITEWELL_FETCH_CA`` trusts) is ``certificate_refused``.
 
 Connections are pooled by the address dialled, and a kept-alive TLS connection was checked for
@@ -30,6 +30,7 @@ import httpx
 
 from citewell import __version__
 from citewell.errors import CertificateRefused, FetchFailed, HttpStatus, InvalidInput, TooLarge, UrlRefused
+from citewell.fetch.deadline import Transport, until
 from citewell.fetch.guard import Guard
 from citewell.fetch.urls import normalise, parse_url
 from citewell.models import Fetched
@@ -81,9 +82,9 @@ class Fetcher:
 
     def _new_client(self) -> httpx.Client:
         return httpx.Client(
-            verify=self._trusted, follow_redirects=False, trust_env=False, cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
-            timeout=httpx.Timeout(min(self.seconds, 10.0)), limits=httpx.Limits(max_connections=16, max_keepalive_connections=8),
-            headers={"User-Agent": USER_AGENT, "Accept": "*/*"},
+            transport=Transport(self._trusted, httpx.Limits(max_connections=16, max_keepalive_connections=8)),
+            follow_redirects=False, trust_env=False, cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            timeout=httpx.Timeout(min(self.seconds, 10.0)), headers={"User-Agent": USER_AGENT, "Accept": "*/*"},
         )
 
     def _client_for(self, url: httpx.URL) -> httpx.Client:
@@ -172,6 +173,11 @@ class Fetcher:
 
     def _read(self, client: httpx.Client, request: httpx.Request, deadline: float,
               shown: str) -> tuple[httpx.Response, bytes]:
+        with until(deadline):  # connect, handshake, headers and body: all within the fetch's time
+            return self._read_by(client, request, deadline, shown)
+
+    def _read_by(self, client: httpx.Client, request: httpx.Request, deadline: float,
+                 shown: str) -> tuple[httpx.Response, bytes]:
         response = client.send(request, stream=True)
         try:
             if response.status_code != 200:
