@@ -111,6 +111,23 @@ def test_changed_pages_republish_and_gone_pages_are_listed_then_pruned(capsys, t
     assert all(open_local(tmp_path).metadata.get_document("northpier", d) is None for d in gone)
 
 
+def test_a_page_that_answers_410_is_gone_and_pruned(capsys, tmp_path):
+    def withdrawn(handler) -> None:
+        handler.send_response(410)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    with serving(Site(pages=site_pages())) as site:
+        url = f"{site.url}/docs/leave.html"
+        ingest(capsys, tmp_path, url)
+        site.routes["/docs/leave.html"] = withdrawn
+        code, out = ingest(capsys, tmp_path, url)
+        assert code == 0 and out["gone"] == [{"document_id": url, "source": url, "reason": "answers 410", "deleted": False}]
+        assert open_local(tmp_path).metadata.get_document("northpier", url).active_revision  # listed, still served
+        code, out = ingest(capsys, tmp_path, url, "--prune")
+    assert code == 0 and out["gone"][0]["deleted"] and open_local(tmp_path).metadata.get_document("northpier", url) is None
+
+
 def test_a_crawl_cut_short_by_its_page_limit_calls_no_page_gone(capsys, tmp_path):
     with serving(Site(pages=site_pages())) as site:
         ingest(capsys, tmp_path, f"{site.url}/docs/", "--crawl")
