@@ -171,6 +171,31 @@ def test_a_long_tiff_is_decoded_one_frame_at_a_time():
     assert sum(1 for _ in frames) == 39
 
 
+def test_the_embedded_engine_loads_its_models_and_reads_with_no_network(tmp_path):
+    """Its models are files of the installed wheel: a fresh process whose sockets all fail loads
+    them and reads a page (a download, or a check against a server, would fail here)."""
+    import os
+    import subprocess
+    import sys
+
+    scan = tmp_path / "memo.png"
+    scan.write_bytes(encoded(page(MEMO), "PNG"))
+    script = (
+        "import socket, sys\n"
+        "def refused(*args, **kwargs):\n"
+        "    raise OSError('no network in this test')\n"
+        "socket.socket.connect = socket.socket.connect_ex = refused\n"
+        "socket.create_connection = socket.getaddrinfo = refused\n"
+        "from citewell.ocr.rapid import embedded_engine\n"
+        "from citewell.parsers import parse\n"
+        "print(parse(open(sys.argv[1], 'rb').read(), 'memo.png', ocr=embedded_engine()).text)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(scan)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HOME": str(tmp_path)}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "every Tuesday before the night shift" in done.stdout
+
+
 def test_chunks_of_a_scan_carry_its_confidence_and_keep_it_when_stored(ocr):
     document = Document(document_id="ops/memo.pdf", tenant="northpier", allowed_roles=frozenset({"staff"}),
                         title="Memo", source="memo.pdf")
