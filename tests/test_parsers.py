@@ -170,3 +170,23 @@ def test_size_limit_is_checked_before_parsing():
     with pytest.raises(errors.TooLarge):
         parse(b"a" * 2048, "big.txt", max_bytes=1024)
     assert parse(b"a" * 1024, "fits.txt", max_bytes=1024).text == "a" * 1024
+
+
+def test_a_pdfs_ligatures_are_spelled_out_so_its_words_are_the_words_people_type():
+    """A text layer drawn with a font's ligatures holds "conﬁguration" (U+FB01): read as it is, the
+    lexical lane never matches "configuration" and an answer quotes a word nobody can search for."""
+    from pathlib import Path
+
+    from fpdf import FPDF
+
+    font = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+    if not font.exists():
+        pytest.skip("needs a Unicode font (Debian's fonts-dejavu-core)")
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.add_font("DejaVu", fname=str(font))
+    pdf.set_font("DejaVu", size=11)
+    pdf.multi_cell(0, 6, "FONTCONFIG_FILE is used to override the default conﬁguration ﬁle. The ﬂag is oﬀ.")
+    parsed = parse(bytes(pdf.output()), "fonts.pdf")
+    assert "override the default configuration file. The flag is off." in parsed.text
+    assert not any("\ufb00" <= ch <= "\ufb06" for ch in parsed.text)
