@@ -190,3 +190,37 @@ def test_a_pdfs_ligatures_are_spelled_out_so_its_words_are_the_words_people_type
     parsed = parse(bytes(pdf.output()), "fonts.pdf")
     assert "override the default configuration file. The flag is off." in parsed.text
     assert not any("\ufb00" <= ch <= "\ufb06" for ch in parsed.text)
+
+
+def test_a_commented_configuration_file_reads_its_comments_as_prose_and_each_setting_alone():
+    """The documentation of a configuration file is its comments: without their marks a sentence
+    is a sentence ("# for system users ... # can be allocated." was one run of marks), and a
+    commented-out default never runs on into the sentence above it."""
+    conf = (
+        b"# /etc/mirrord.conf: mirrord configuration.\n"
+        b"#\n"
+        b"# A commented out setting shows the default in the code.\n\n"
+        b"# The directory in which mirrored trees are kept.\n"
+        b"# Default: MIRROR_ROOT=/srv/mirror\n"
+        b"#MIRROR_ROOT=/srv/mirror\n\n"
+        b"# How many transfers may run at once. Keep it low on\n"
+        b"# small links.\n"
+        b"MAX_TRANSFERS   4\n"
+        b"#retry_delay = 30\n"
+        b"##########################\n"
+        b"#<host>        <weight>\n"
+        b"#        - a host name\n"
+    )
+    parsed = parse(conf, "mirrord.conf")
+    assert "#" not in parsed.text.replace("#MIRROR_ROOT", "").replace("#retry_delay", "").replace("#<host>", "")
+    paragraphs = parsed.text.split("\n\n")
+    assert "The directory in which mirrored trees are kept.\nDefault: MIRROR_ROOT=/srv/mirror" in paragraphs
+    assert "How many transfers may run at once. Keep it low on\nsmall links." in paragraphs
+    for setting in ("#MIRROR_ROOT=/srv/mirror", "MAX_TRANSFERS   4", "#retry_delay = 30", "#<host>        <weight>"):
+        assert setting in paragraphs  # each setting a paragraph of its own
+    assert "       - a host name" in parsed.text  # a comment's indentation is kept
+
+
+def test_plain_text_with_a_few_hash_lines_is_not_read_as_a_configuration_file():
+    text = b"Release notes\n\nThe build now runs on #general's bots.\n# not a comment block\nMore prose here.\nAnd here.\n"
+    assert "# not a comment block" in parse(text, "notes.txt").text
