@@ -4,8 +4,9 @@ their documentation is the comments, written as prose behind ``#`` marks, betwee
 Read as plain text, every sentence carried the marks of the lines it spans ("# Specify inclusive
 ranges of UIDs # for system users ... # can be dynamically allocated.") and ran on into the
 commented-out setting under it. Here the comment marks are taken off the prose, which keeps its
-line breaks and indentation, and each setting, active or commented out, stands alone as the line
-the file has ("#DIR_MODE=0700", "UID_MIN 1000"), so a sentence never runs into a setting.
+line breaks and indentation; each setting, active or commented out, stays the line the file has
+("#DIR_MODE=0700", "UID_MIN 1000"), in one paragraph with the comment above it, which documents
+it, and prose after a setting starts a paragraph of its own.
 """
 
 from __future__ import annotations
@@ -37,22 +38,27 @@ def _is_setting(body: str, tight: bool) -> bool:
 
 
 def uncommented(text: str) -> str:
-    """The file's text with its comment marks taken off the prose, and a blank line around each
-    setting so that it is a paragraph of its own."""
+    """The file's text with its comment marks taken off the prose. A paragraph is a comment's
+    prose and the settings right under it (what the comment documents); prose after a setting
+    opens a new one."""
     out: list[str] = []
+    last = ""
     for line in text.splitlines():
         stripped = line.lstrip()
         if not stripped:
-            out.append("")
-            continue
-        if not stripped.startswith("#"):  # an active setting
-            out += ["", line.rstrip(), ""]
-            continue
-        body = stripped.lstrip("#")
-        if _RULE.match(body):
-            out.append("")
-        elif _is_setting(body, tight=not body[:1].isspace()):
-            out += ["", stripped.rstrip(), ""]
+            kind, kept = "", ""
+        elif not stripped.startswith("#"):
+            kind, kept = "setting", line.rstrip()  # an active setting
         else:
-            out.append(body[1:].rstrip() if body.startswith(" ") else body.rstrip())
+            body = stripped.lstrip("#")
+            if _RULE.match(body):
+                kind, kept = "", ""
+            elif _is_setting(body, tight=not body[:1].isspace()):
+                kind, kept = "setting", stripped.rstrip()
+            else:
+                kind, kept = "prose", body[1:].rstrip() if body.startswith(" ") else body.rstrip()
+        if kind == "prose" and last == "setting":
+            out.append("")
+        out.append(kept)
+        last = kind
     return "\n".join(out)
