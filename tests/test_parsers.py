@@ -224,3 +224,23 @@ def test_a_commented_configuration_file_reads_its_comments_as_prose_and_each_set
 def test_plain_text_with_a_few_hash_lines_is_not_read_as_a_configuration_file():
     text = b"Release notes\n\nThe build now runs on #general's bots.\n# not a comment block\nMore prose here.\nAnd here.\n"
     assert "# not a comment block" in parse(text, "notes.txt").text
+
+
+def test_an_html_definition_list_makes_each_term_and_its_description_one_record():
+    """Manuals define functions, types and options in ``<dl>``: read as separate list items, "You
+    should use this for all pointers" was quoted without the name it describes."""
+    html = (
+        b"<html><head><title>Types</title></head><body><h1>Types</h1><p>Descriptors:</p><dl>"
+        b"<dt id='a'><code>tf_type_pointer</code><a class='copiable-anchor' href='#a'> &para;</a></dt>"
+        b"<dd><p>A generic <code>void *</code> pointer.  You should use this for all pointers.</p></dd>"
+        b"<dt>-q</dt><dt>--quiet</dt><dd>Print nothing.</dd>"
+        b"<dt>tf_call</dt><dd><p>Calls a function:</p><pre>tf_call(cif, fn, &amp;rc, args);</pre></dd>"
+        b"</dl></body></html>"
+    )
+    parsed = parse(html, "types.html")
+    blocks = [(b.kind, parsed.text[b.start:b.end]) for b in parsed.blocks]
+    assert (BlockKind.RECORD, "term: tf_type_pointer; description: A generic void * pointer. You should use this for all pointers.") in blocks
+    assert (BlockKind.RECORD, "term: -q, --quiet; description: Print nothing.") in blocks
+    # a description with an example keeps its blocks: the term, its text, the example as code
+    assert (BlockKind.LIST_ITEM, "tf_call") in blocks
+    assert any(kind is BlockKind.CODE and "tf_call(cif, fn, &rc, args);" in text for kind, text in blocks)
