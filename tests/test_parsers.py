@@ -205,6 +205,7 @@ def test_a_commented_configuration_file_reads_its_comments_as_prose_and_each_set
         b"#MIRROR_ROOT=/srv/mirror\n\n"
         b"# How many transfers may run at once. Keep it low on\n"
         b"# small links.\n"
+        b"#\n"
         b"MAX_TRANSFERS   4\n"
         b"#retry_delay = 30\n"
         b"##########################\n"

@@ -39,10 +39,11 @@ def _is_setting(body: str, tight: bool) -> bool:
 
 def uncommented(text: str) -> str:
     """The file's text with its comment marks taken off the prose. A paragraph is a comment's
-    prose and the settings right under it (what the comment documents); prose after a setting
-    opens a new one."""
+    prose and the settings right under it (what the comment documents), even across a bare
+    ``#`` line between them; prose after a setting opens a new one."""
     out: list[str] = []
     last = ""
+    soft = False  # a bare "#" since the last line: a break, unless settings follow prose
     for line in text.splitlines():
         stripped = line.lstrip()
         if not stripped:
@@ -52,13 +53,18 @@ def uncommented(text: str) -> str:
         else:
             body = stripped.lstrip("#")
             if _RULE.match(body):
-                kind, kept = "", ""
+                if len(stripped.strip()) <= 2:  # a bare "#": a break within a comment
+                    soft = True
+                    continue
+                kind, kept = "", ""  # a rule ("#####", "# ----"): a break
             elif _is_setting(body, tight=not body[:1].isspace()):
                 kind, kept = "setting", stripped.rstrip()
             else:
                 kind, kept = "prose", body[1:].rstrip() if body.startswith(" ") else body.rstrip()
-        if kind == "prose" and last == "setting":
+        if soft and not (kind == "setting" and last in ("prose", "setting")):
+            out.append("")
+        if kind == "prose" and last == "setting" and out[-1:] != [""]:
             out.append("")
         out.append(kept)
-        last = kind
+        last, soft = kind, False
     return "\n".join(out)
