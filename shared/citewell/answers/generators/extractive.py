@@ -360,10 +360,32 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
         "answer_coverage": best["answer_coverage"],
         "negation_missing": best["negation_missing"],
         "best_verifier": best.get("verifier", 0.0),  # absent without a rerank model
+        "asks_kind": best["type_match"] + best["type_mismatch"],  # one of them is 1 when the question asks for a kind
+        "type_match": best["type_match"],
+        "mismatch_coverage": best["type_mismatch"] * best["joint_coverage"],
+        "record": best["record"],
     }
 
 
 _DIGITS = re.compile(r"\d[\d,.]*\d|\d")
+
+
+def runner_up(support: Support, model: RefusalModel) -> int | None:
+    """The rank of the unit an answer quotes beside the best: the best unit that the best's
+    answer does not quote (its rival, which the ranking settles exactly), when the model calls
+    the two close (``RefusalModel.quotes_runner_up``)."""
+    rank = next((r for r in range(1, len(support.units)) if r not in support.quoted[0]), None)
+    if rank is None or not model.quotes_runner_up(float(support.probabilities[0]), float(support.probabilities[rank])):
+        return None
+    return rank
+
+
+def runner_up_quote(question: str, support: Support, rank: int) -> list[Unit]:
+    """What an answer quotes of its runner-up: the unit with the sentence or heading that holds
+    what it lacks, in document order (never a whole list: the best's answer leads)."""
+    unit = support.units[rank]
+    companion = completion(support.in_order, unit, set(support.wanted), question)
+    return sorted([unit, companion], key=lambda u: u.start) if companion else [unit]
 
 
 def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | None:
@@ -476,11 +498,13 @@ class ExtractiveGenerator:
                 hop = _who_is(direct, chosen, support.units)
                 if hop is not None:  # "People Operations" approves it; the directory says who that is
                     direct, chosen = hop[0], [*chosen, hop[1]]
-        if direct and best.record and chosen == [best]:  # the row is the quote beneath: its field once, not twice
+        rank = runner_up(support, self.model) if len(asks) == 1 else None
+        second = [u for u in runner_up_quote(question, support, rank) if all(u is not c for c in chosen)] if rank is not None else []
+        if direct and best.record and chosen == [best] and not second:  # the row is the quote beneath: its field once
             return Draft(text=f"{direct} [{best.item.ref}]", refused=False, quotes=quotes_of(chosen))
         pieces = [direct if direct.endswith((".", "!", "?")) else f"{direct}."] if direct else []
-        pieces += [f"{unit.text} [{unit.item.ref}]" for unit in chosen]
-        return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of(chosen))
+        pieces += [f"{unit.text} [{unit.item.ref}]" for unit in [*chosen, *second]]
+        return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of([*chosen, *second]))
 
     def nearest(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         """What came nearest, never an answer: the draft a declined answer gives (``unconfirmed``
