@@ -373,9 +373,12 @@ _DIGITS = re.compile(r"\d[\d,.]*\d|\d")
 def runner_up(support: Support, model: RefusalModel) -> int | None:
     """The rank of the unit an answer quotes beside the best: the best unit that the best's
     answer does not quote (its rival, which the ranking settles exactly), when the model calls
-    the two close (``RefusalModel.quotes_runner_up``)."""
+    the two close and they do not both hold the kind asked for (``RefusalModel.quotes_runner_up``)."""
     rank = next((r for r in range(1, len(support.units)) if r not in support.quoted[0]), None)
-    if rank is None or not model.quotes_runner_up(float(support.probabilities[0]), float(support.probabilities[rank])):
+    if rank is None:
+        return None
+    both = support.unit_features[0]["type_match"] == support.unit_features[rank]["type_match"] == 1.0  # with companions
+    if not model.quotes_runner_up(float(support.probabilities[0]), float(support.probabilities[rank]), both):
         return None
     return rank
 
@@ -426,8 +429,15 @@ def _named_in(value: str, question: str) -> bool:
 
 
 def _singles_out(question: str, row: Unit, rows: list[Unit]) -> bool:
-    """Whether the question names a code or number that this row holds and the others do not."""
-    return any(n in row.text.lower() and not all(n in r.text.lower() for r in rows) for n in identifiers(question))
+    """Whether the question names a code or number that this row holds and the others do not,
+    or words that this row holds and at most one other does ("no exact equivalent of plain C
+    char" is the one definition whose note says so, not the whole list of type descriptors)."""
+    if any(n in row.text.lower() and not all(n in r.text.lower() for r in rows) for n in identifiers(question)):
+        return True
+    if len(rows) < 4:
+        return False
+    mine = stems(question) & stems(row.text)
+    return any(sum(word in stems(r.text) for r in rows) <= 2 for word in mine)
 
 
 def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> tuple[list[Unit], bool]:
