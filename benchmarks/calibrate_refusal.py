@@ -155,7 +155,7 @@ def _answer_row(o: Observed, model: RefusalModel, scores: Scores | None) -> tupl
     label = o.answer_labels[best]
     rival = next((int(i) for i in order[1:] if int(i) not in o.quoted[best]), None)
     if rival is not None and o.runner_labels and model.quotes_runner_up(
-            float(p[best]), float(p[rival]), rows[best]["type_match"] == rows[rival]["type_match"] == 1.0):
+            float(p[best]), float(p[rival]), rows[best]["type_match"] == 1.0):
         label = label or o.runner_labels[rival]  # the answer quotes the runner-up too
     return answer_features(rows, p, o.evidence, o.quoted), label
 

@@ -90,12 +90,12 @@ class RefusalModel(BaseModel):
     def answers(self, values: dict[str, float]) -> bool:
         return self.answer.accepts(values)
 
-    def quotes_runner_up(self, best: float, runner_up: float, both_hold_kind: bool) -> bool:
+    def quotes_runner_up(self, best: float, runner_up: float, best_holds_kind: bool) -> bool:
         """Whether an answer quotes the runner-up, of probability ``runner_up``, beside the best:
-        never when both quotes hold the kind asked for (a stated default of 16 is not followed
-        by an example's 256: two values of what was asked are conditions, answered per
-        condition or asked back, never side by side)."""
-        return self.runner_up is not None and not both_hold_kind and runner_up >= self.runner_up * best
+        only when the best's quote lacks the kind asked for. One that holds it is the answer; a
+        runner-up then adds noise (a stated default of 16 followed by an example's 256), and two
+        values of what was asked are conditions, answered per condition or asked back."""
+        return self.runner_up is not None and not best_holds_kind and runner_up >= self.runner_up * best
 
     def relates(self, values: dict[str, float]) -> bool:
         """Whether a declined answer's best unit is near enough to quote as not confirmed."""

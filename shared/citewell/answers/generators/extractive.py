@@ -373,12 +373,12 @@ _DIGITS = re.compile(r"\d[\d,.]*\d|\d")
 def runner_up(support: Support, model: RefusalModel) -> int | None:
     """The rank of the unit an answer quotes beside the best: the best unit that the best's
     answer does not quote (its rival, which the ranking settles exactly), when the model calls
-    the two close and they do not both hold the kind asked for (``RefusalModel.quotes_runner_up``)."""
+    the two close and the best's quote lacks the kind asked for (``RefusalModel.quotes_runner_up``)."""
     rank = next((r for r in range(1, len(support.units)) if r not in support.quoted[0]), None)
     if rank is None:
         return None
-    both = support.unit_features[0]["type_match"] == support.unit_features[rank]["type_match"] == 1.0  # with companions
-    if not model.quotes_runner_up(float(support.probabilities[0]), float(support.probabilities[rank]), both):
+    holds = support.unit_features[0]["type_match"] == 1.0  # the best unit, or the companion it is quoted with
+    if not model.quotes_runner_up(float(support.probabilities[0]), float(support.probabilities[rank]), holds):
         return None
     return rank
 
