@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.generators.extractive import UnitEmbeddings, answer_features, quoted_by, score_support
+from citewell.answers.generators.extractive import UnitEmbeddings, answer_features, quoted_by, runner_up_quote, score_support
 from citewell.answers.refusal import (
     ANSWER_FEATURES,
     MODEL_FILE,
@@ -81,6 +81,7 @@ class Observed:
     answer_labels: list[bool]  # an answer built on the unit (its list, or it and its companion) holds one
     quoted: list[frozenset[int]]  # for each unit, the units an answer built on it quotes
     passages: list[str] = field(default_factory=list)  # for each unit, what the verifier reads of it (``unit_passage``)
+    runner_labels: list[bool] = field(default_factory=list)  # what an answer quotes of the unit as its runner-up holds one
 
 
 def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
@@ -105,6 +106,7 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
                 evidence={k: support.features[k] for k in ("evidence_coverage", "absent_terms")},
                 answer_labels=[holds(quoted_by(question.text, support, rank)) for rank in range(len(support.units))],
                 quoted=support.quoted, passages=[unit_passage(u) for u in support.units],
+                runner_labels=[holds(runner_up_quote(question.text, support, rank)) for rank in range(len(support.units))],
             ))
         else:
             observed.append(Observed(question, [], [], {}, [], []))
@@ -148,7 +150,14 @@ def _answer_row(o: Observed, model: RefusalModel, scores: Scores | None) -> tupl
     if not o.unit_rows:
         return None
     rows, p = _ranked(o, model, scores)
-    return answer_features(rows, p, o.evidence, o.quoted), o.answer_labels[int(np.argmax(p))]
+    order = np.argsort(-p, kind="stable")
+    best = int(order[0])
+    label = o.answer_labels[best]
+    rival = next((int(i) for i in order[1:] if int(i) not in o.quoted[best]), None)
+    if rival is not None and o.runner_labels and model.quotes_runner_up(
+            float(p[best]), float(p[rival]), rows[best]["type_match"] == 1.0):
+        label = label or o.runner_labels[rival]  # the answer quotes the runner-up too
+    return answer_features(rows, p, o.evidence, o.quoted), label
 
 
 def _weights(sources: list[str], weights: dict[str, float]) -> np.ndarray:
@@ -159,9 +168,11 @@ def _weights(sources: list[str], weights: dict[str, float]) -> np.ndarray:
     return np.array([len(sources) * share[s] / (len(counts) * counts[s]) for s in sources])
 
 
-def fit(observed: list[Observed], weights: dict[str, float] | None = None, scores: Scores | None = None) -> RefusalModel:
+def fit(observed: list[Observed], weights: dict[str, float] | None = None, scores: Scores | None = None,
+        runner_up: float | None = None, threshold: float = 0.5) -> RefusalModel:
     """The unit model; with ``scores``, the rerank model on the first ``VERIFIED`` units of each
-    question; then the answer model on the best unit as they rank it."""
+    question; then the answer model on the best unit as they rank it, labelled by what the answer
+    quotes (with ``runner_up``, the runner-up too when it is that close), answering at ``threshold``."""
     from sklearn.linear_model import LogisticRegression
 
     weights = weights or {}
@@ -187,15 +198,15 @@ def fit(observed: list[Observed], weights: dict[str, float] | None = None, score
         fitted = LogisticRegression(max_iter=2000).fit(np.array(rerank_x), np.array(rerank_y), sample_weight=_weights(rerank_sources, weights))
         rerank = LogisticModel(features=RERANK_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
                                bias=round(float(fitted.intercept_[0]), 6))
-    ranking = RefusalModel(unit=unit, answer=_ANSWER_ALWAYS, rerank=rerank)
+    ranking = RefusalModel(unit=unit, answer=_ANSWER_ALWAYS, rerank=rerank, runner_up=runner_up)
     rows = [(o.question.source, _answer_row(o, ranking, scores)) for o in train]
     usable = [(source, row) for source, row in rows if row is not None]
     answer_x = np.array([[row[0][f] for f in ANSWER_FEATURES] for _, row in usable])
     answer_y = np.array([row[1] for _, row in usable], dtype=int)
     fitted = LogisticRegression(max_iter=2000).fit(answer_x, answer_y, sample_weight=_weights([s for s, _ in usable], weights))
     answer = LogisticModel(features=ANSWER_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
-                           bias=round(float(fitted.intercept_[0]), 6))
-    return RefusalModel(unit=unit, answer=answer, rerank=rerank)
+                           bias=round(float(fitted.intercept_[0]), 6), threshold=threshold)
+    return RefusalModel(unit=unit, answer=answer, rerank=rerank, runner_up=runner_up)
 
 
 def choose_unconfirmed(observed: list[Observed], model: RefusalModel, recall: float, scores: Scores | None = None) -> float:
@@ -317,8 +328,8 @@ def realdocs_questions(services: Services, folder: Path) -> list[Question]:
     ]
 
 
-def cross_validated(observed: list[Observed], weights: dict[str, float],
-                    scores: dict[int, Scores | None]) -> tuple[dict[str, float], dict[str, float]]:
+def cross_validated(observed: list[Observed], weights: dict[str, float], scores: dict[int, Scores | None],
+                    runner_up: float | None = None, threshold: float = 0.5) -> tuple[dict[str, float], dict[str, float]]:
     """Realdocs figures of models fitted without the half of its documents they are measured on
     (``scores``: by fold, the verifier trained without it): each fold's figures weighted by its
     questions; then the units' ``discrimination`` over both folds' held-out questions."""
@@ -328,7 +339,7 @@ def cross_validated(observed: list[Observed], weights: dict[str, float],
     for fold in (0, 1):
         held = [o for o in rows if o.question.fold == fold]
         if held:
-            model = fit(others + [o for o in rows if o.question.fold != fold], weights, scores[fold])
+            model = fit(others + [o for o in rows if o.question.fold != fold], weights, scores[fold], runner_up, threshold)
             folds.append((measure(held, model, scores[fold]), held, model, scores[fold]))
     total = sum(f["questions"] for f, *_ in folds) or 1
     keys = [k for k in (folds[0][0] if folds else {}) if k != "questions"]
@@ -351,6 +362,9 @@ def main() -> None:
                         help="how much SQuAD weighs (its unanswerables are adversarial, not a user's mix)")
     parser.add_argument("--unconfirmed-recall", type=float, default=0.95,
                         help="share of fitting questions with a fact in the best unit to answer or quote as not confirmed")
+    parser.add_argument("--runner-up", type=float, help="quote the runner-up beside the best unit when its probability "
+                        "is at least this share of the best's (labels the answer fit by that quote)")
+    parser.add_argument("--answer-threshold", type=float, default=0.5, help="the answer model's operating point")
     parser.add_argument("--verifier", type=Path, help="an answer verifier (int8 ONNX, benchmarks/train_verifier) to rerank with")
     parser.add_argument("--verifier-without-fold", type=Path, nargs=2, metavar=("FOLD0", "FOLD1"),
                         help="verifiers trained without realdocs fold 0 and fold 1, for its cross-validated figures")
@@ -374,7 +388,7 @@ def main() -> None:
         observed += fresh
     weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
     scores = Scores(args.verifier) if args.verifier else None
-    model = fit(observed, weights, scores)
+    model = fit(observed, weights, scores, args.runner_up, args.answer_threshold)
     model.unconfirmed_threshold = choose_unconfirmed(observed, model, args.unconfirmed_recall, scores)
     sources = sorted({o.question.source for o in observed})
     held_out = {source: measure([o for o in observed if o.question.source == source and not o.question.fit], model, scores)
@@ -392,7 +406,8 @@ def main() -> None:
                  for source in sources}
     if "realdocs" in fitted_on:  # every realdocs question is fitted on: its figures come from the other half of its documents
         by_fold = {f: Scores(p) for f, p in enumerate(args.verifier_without_fold)} if args.verifier_without_fold else {}
-        held_out["realdocs"], units["realdocs"] = cross_validated(observed, weights, {f: by_fold.get(f, scores) for f in (0, 1)})
+        held_out["realdocs"], units["realdocs"] = cross_validated(observed, weights, {f: by_fold.get(f, scores) for f in (0, 1)},
+                                                                  args.runner_up, args.answer_threshold)
         model.metrics |= {f"realdocs_cv_{k}": v for k, v in held_out["realdocs"].items()}
     print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out, "held_out_units": units}, indent=2))
     if args.write:

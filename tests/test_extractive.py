@@ -17,7 +17,7 @@ from citewell.answers.units import (
     NUMBER, Wants, companions, identifiers, missing_share, negates, parts, run_around, specific_terms, stems, units_of, wants,
 )
 from citewell.answers.generators.extractive import (
-    UnitEmbeddings, _holds_wanted, _blocking, _list_at, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
+    UnitEmbeddings, _holds_wanted, _blocking, _list_at, _list_for, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
 )
 from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
@@ -604,3 +604,42 @@ def test_a_passage_that_shares_only_a_preposition_with_the_question_is_not_quote
     assert "per" not in stems("How much is the hotel allowance per night in port cities?")
     answer = ask(services, SUPPORT, "How much is the hotel allowance per night in port cities?")
     assert answer.outcome == Outcome.NOT_FOUND and not answer.citations, answer
+
+
+def test_a_close_call_between_two_statements_quotes_the_runner_up_beside_the_best(embedder):
+    """When the unit model cannot tell which of two statements answers ("Note the relation to
+    AccuracySec= above..." or the option's own "Defaults to 1min"), the answer quotes both, each
+    cited; a runner-up far behind, or a model without the setting, quotes the best alone."""
+    evidence = [
+        item("Timers may coalesce with other timers to save power, within the accuracy window of the timer.", ("Timers",)),
+        EvidenceItem(ref="S2", document_id="e", revision="r", title="T2", section_path=["Options"],
+                     text="Accuracy of a timer defaults to one minute.",
+                     spans=[EvidenceSpan(chunk_id="e#0#0", section_path=["Options"], start=0, end=43)], rank=2),
+    ]
+    question = "What is the accuracy window of a timer?"
+    unit = LogisticModel(features=("cosine", "coverage"), weights=[0.0, 4.0], bias=-2.0)  # the first covers more of the question
+    always = LogisticModel(features=("best_unit",), weights=[0.0], bias=10.0)
+
+    def answer(runner_up: float | None) -> str:
+        model = RefusalModel(unit=unit, answer=always, runner_up=runner_up)
+        return ExtractiveGenerator(embedder, None, model).generate(question, evidence).text
+
+    both = answer(0.3)
+    assert both.startswith("Timers may coalesce") and "[S1]" in both
+    assert both.endswith("Accuracy of a timer defaults to one minute. [S2]")
+    assert "[S2]" not in answer(0.99) and "[S2]" not in answer(None)
+
+
+def test_a_list_question_about_one_definition_is_answered_by_it_not_by_the_whole_list():
+    """Records of one kind (a manual's definitions) form a table; a question for several things
+    gets the table only when it is about the table, not when one row's words single it out."""
+    rows = [f"term: tf_type_{name}; description: The C {name} type." for name in ("int", "long", "short", "float")]
+    rows.insert(2, "term: tf_type_schar; description: The C signed char type. (There is no exact equivalent of plain "
+                   "char: use tf_type_schar or tf_type_uchar.)")
+    units = units_of(item("\n\n".join(rows)))
+    row = {"context_coverage": 0.0, "coverage": 1.0}
+    single = _list_for("Which type descriptors replace plain char, which has no exact equivalent?", units[2], row,
+                       frozenset({Wants.LIST}), units)
+    assert single == (None, [units[2]])
+    whole = _list_for("Which C types are there descriptors for?", units[0], row, frozenset({Wants.LIST}), units)
+    assert whole[1] == units

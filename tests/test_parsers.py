@@ -187,3 +187,78 @@ def test_size_limit_is_checked_before_parsing():
     with pytest.raises(errors.TooLarge):
         parse(b"a" * 2048, "big.txt", max_bytes=1024)
     assert parse(b"a" * 1024, "fits.txt", max_bytes=1024).text == "a" * 1024
+
+
+def test_a_pdfs_ligatures_are_spelled_out_so_its_words_are_the_words_people_type():
+    """A text layer drawn with a font's ligatures holds "conﬁguration" (U+FB01): read as it is, the
+    lexical lane never matches "configuration" and an answer quotes a word nobody can search for."""
+    from pathlib import Path
+
+    from fpdf import FPDF
+
+    font = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+    if not font.exists():
+        pytest.skip("needs a Unicode font (Debian's fonts-dejavu-core)")
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.add_font("DejaVu", fname=str(font))
+    pdf.set_font("DejaVu", size=11)
+    pdf.multi_cell(0, 6, "FONTCONFIG_FILE is used to override the default conﬁguration ﬁle. The ﬂag is oﬀ.")
+    parsed = parse(bytes(pdf.output()), "fonts.pdf")
+    assert "override the default configuration file. The flag is off." in parsed.text
+    assert not any("\ufb00" <= ch <= "\ufb06" for ch in parsed.text)
+
+
+def test_a_commented_configuration_file_reads_its_comments_as_prose_and_each_setting_alone():
+    """The documentation of a configuration file is its comments: without their marks a sentence
+    is a sentence ("# for system users ... # can be allocated." was one run of marks), and a
+    commented-out default never runs on into the sentence above it."""
+    conf = (
+        b"# /etc/mirrord.conf: mirrord configuration.\n"
+        b"#\n"
+        b"# A commented out setting shows the default in the code.\n\n"
+        b"# The directory in which mirrored trees are kept.\n"
+        b"# Default: MIRROR_ROOT=/srv/mirror\n"
+        b"#MIRROR_ROOT=/srv/mirror\n\n"
+        b"# How many transfers may run at once. Keep it low on\n"
+        b"# small links.\n"
+        b"#\n"
+        b"MAX_TRANSFERS   4\n"
+        b"#retry_delay = 30\n"
+        b"##########################\n"
+        b"#<host>        <weight>\n"
+        b"#        - a host name\n"
+    )
+    parsed = parse(conf, "mirrord.conf")
+    assert "#" not in parsed.text.replace("#MIRROR_ROOT", "").replace("#retry_delay", "").replace("#<host>", "")
+    paragraphs = parsed.text.split("\n\n")
+    # a comment with the settings it documents, as the file lays them out
+    assert "The directory in which mirrored trees are kept.\nDefault: MIRROR_ROOT=/srv/mirror\n#MIRROR_ROOT=/srv/mirror" in paragraphs
+    assert "How many transfers may run at once. Keep it low on\nsmall links.\nMAX_TRANSFERS   4\n#retry_delay = 30" in paragraphs
+    assert "#<host>        <weight>" in paragraphs  # after a rule: a table's header alone
+    assert "       - a host name" in paragraphs  # prose after a setting opens a paragraph; its indentation is kept
+
+
+def test_plain_text_with_a_few_hash_lines_is_not_read_as_a_configuration_file():
+    text = b"Release notes\n\nThe build now runs on #general's bots.\n# not a comment block\nMore prose here.\nAnd here.\n"
+    assert "# not a comment block" in parse(text, "notes.txt").text
+
+
+def test_an_html_definition_list_makes_each_term_and_its_description_one_record():
+    """Manuals define functions, types and options in ``<dl>``: read as separate list items, "You
+    should use this for all pointers" was quoted without the name it describes."""
+    html = (
+        b"<html><head><title>Types</title></head><body><h1>Types</h1><p>Descriptors:</p><dl>"
+        b"<dt id='a'><code>tf_type_pointer</code><a class='copiable-anchor' href='#a'> &para;</a></dt>"
+        b"<dd><p>A generic <code>void *</code> pointer.  You should use this for all pointers.</p></dd>"
+        b"<dt>-q</dt><dt>--quiet</dt><dd>Print nothing.</dd>"
+        b"<dt>tf_call</dt><dd><p>Calls a function:</p><pre>tf_call(cif, fn, &amp;rc, args);</pre></dd>"
+        b"</dl></body></html>"
+    )
+    parsed = parse(html, "types.html")
+    blocks = [(b.kind, parsed.text[b.start:b.end]) for b in parsed.blocks]
+    assert (BlockKind.RECORD, "term: tf_type_pointer; description: A generic void * pointer. You should use this for all pointers.") in blocks
+    assert (BlockKind.RECORD, "term: -q, --quiet; description: Print nothing.") in blocks
+    # a description with an example keeps its blocks: the term, its text, the example as code
+    assert (BlockKind.LIST_ITEM, "tf_call") in blocks
+    assert any(kind is BlockKind.CODE and "tf_call(cif, fn, &rc, args);" in text for kind, text in blocks)

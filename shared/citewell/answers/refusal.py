@@ -25,7 +25,11 @@ UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "joint_coverage", "it
 # on it quotes (``answer_coverage``): is there an answer at all?
 ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "best_joint_coverage",
                    "evidence_coverage", "absent_terms", "identifiers_found", "missing_specific", "type_mismatch",
-                   "top_lane_agreement", "direct", "answer_coverage", "negation_missing", "best_verifier")
+                   "top_lane_agreement", "direct", "answer_coverage", "negation_missing", "best_verifier",
+                   # The kind asked for (a number, a default, a code...): whether the question asks for one, whether
+                   # the best unit holds it, and how much of the question a unit lacking it covers. On real documents
+                   # a near miss states the subject without the value ("Per-CPU stats are disabled by default").
+                   "asks_kind", "type_match", "mismatch_coverage", "record")
 # The first ``VERIFIED`` units by the unit model, read again by the answer verifier
 # (``verifier.py``): what the rerank model scores them by.
 RERANK_FEATURES = ("unit_logit", "verifier")
@@ -76,11 +80,22 @@ class RefusalModel(BaseModel):
     rerank: LogisticModel | None = None
     # Declined answers at or above this probability quote their best unit, labelled not confirmed.
     unconfirmed_threshold: float = DEFAULT_UNCONFIRMED_THRESHOLD
+    # An answer quotes the runner-up (the best unit its best unit's answer does not quote) beside
+    # the best when the runner-up's probability is at least this share of the best's: a close call
+    # between two statements shows both, each cited. None: the best alone (a model fitted before).
+    runner_up: float | None = None
     fitted_on: str = ""
     metrics: dict[str, float] = {}
 
     def answers(self, values: dict[str, float]) -> bool:
         return self.answer.accepts(values)
+
+    def quotes_runner_up(self, best: float, runner_up: float, best_holds_kind: bool) -> bool:
+        """Whether an answer quotes the runner-up, of probability ``runner_up``, beside the best:
+        only when the best's quote lacks the kind asked for. One that holds it is the answer; a
+        runner-up then adds noise (a stated default of 16 followed by an example's 256), and two
+        values of what was asked are conditions, answered per condition or asked back."""
+        return self.runner_up is not None and not best_holds_kind and runner_up >= self.runner_up * best
 
     def relates(self, values: dict[str, float]) -> bool:
         """Whether a declined answer's best unit is near enough to quote as not confirmed."""

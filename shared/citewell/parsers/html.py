@@ -12,7 +12,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from citewell.errors import CorruptFile
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
-from citewell.parsers.records import record_text
+from citewell.parsers.records import record, record_text
 from citewell.parsers.sniff import MIME, Kind
 from citewell.parsers.titles import choose
 
@@ -51,6 +51,37 @@ def _table(table: LexborNode, builder: TextBuilder) -> None:
             header = texts
             continue
         builder.block(BlockKind.TABLE_ROW, record_text(header, texts))
+
+
+# A definition whose description holds more than text (an example, a table, a nested list) is
+# read as before: its term and description as list items, the description's blocks walked.
+_COMPLEX = "pre, table, ul, ol, dl, h1, h2, h3, h4, h5, h6, blockquote"
+DEFINITION_WORDS = 110  # as a man page's option record: a description a chunk holds whole
+
+
+def _definitions(dl: LexborNode, builder: TextBuilder) -> None:
+    """A definition list (``<dl>``: a manual's functions, types, options or terms): each term
+    with its plain description as one record, ``term: ffi_type_pointer; description: A generic
+    void * pointer...``, so the description is never read apart from what it defines."""
+    terms: list[str] = []
+    for child in dl.iter():
+        if child.tag == "dt":
+            terms.append(_PERMALINK.sub("", " ".join(child.text(separator="").split())))  # "synth()", not "synth ( )"
+        elif child.tag == "dd":
+            paragraphs = child.css("p")  # paragraphs apart, inline markup ("<code>void</code>.") kept tight
+            described = " ".join(" ".join((p.text(separator="") for p in paragraphs) if len(paragraphs) > 1
+                                          else [child.text(separator="")]).split())
+            plain = child.css_first(_COMPLEX) is None and len(described.split()) <= DEFINITION_WORDS
+            term = ", ".join(t for t in terms if t)
+            if plain and term and described:
+                builder.block(BlockKind.RECORD, record([("term", term), ("description", described)]))
+            else:
+                for text in terms:
+                    builder.block(BlockKind.LIST_ITEM, text)
+                _walk(child, builder)
+            terms = []
+    for text in terms:  # terms with no description
+        builder.block(BlockKind.LIST_ITEM, text)
 
 
 def _drop_navigation(tree: LexborHTMLParser) -> None:
@@ -127,6 +158,8 @@ def _walk(root: LexborNode, builder: TextBuilder) -> None:
             builder.heading(_HEADINGS[tag], _heading_text(node))
         elif tag == "table":
             _table(node, builder)
+        elif tag == "dl":
+            _definitions(node, builder)
         elif tag == "pre":
             builder.block(BlockKind.CODE, node.text(separator=""))
         else:

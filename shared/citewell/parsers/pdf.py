@@ -105,6 +105,12 @@ class _Line:
     y: float | None = None  # where it stands on the page (PDF units, upwards)
 
 
+# Typographic ligatures as PDF text layers keep them ("conﬁguration"): spelled out, a word is the
+# word a reader types, for the lexical lane and the answers alike.
+_LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
+                            "\ufb05": "st", "\ufb06": "st"})
+
+
 def _lines(page: Any) -> list[_Line]:
     """The page's text lines with their size and height, from pypdf's text visitor; plain lines
     if the visitor's text is not the extracted text."""
@@ -115,9 +121,9 @@ def _lines(page: Any) -> list[_Line]:
             _, _, c, d, e, f = tm
             # The text matrix then the page's: the height and the scale of the drawn text.
             scale = math.hypot(c * cm[0] + d * cm[2], c * cm[1] + d * cm[3])
-            runs.append((text, size * scale, e * cm[1] + f * cm[3] + cm[5]))
+            runs.append((text.translate(_LIGATURES), size * scale, e * cm[1] + f * cm[3] + cm[5]))
 
-    text = page.extract_text(visitor_text=visit) or ""
+    text = (page.extract_text(visitor_text=visit) or "").translate(_LIGATURES)
     if "".join(t for t, _, _ in runs) != text:
         return [_Line(line) for line in text.splitlines()]
     lines, sizes, heights, current = [], [], [], ""

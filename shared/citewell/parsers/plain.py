@@ -6,7 +6,7 @@ rule of one character about its length (Setext, reStructuredText-style: "Title" 
 files ("* Noteworthy changes in release 9.4", "** Bug fixes") when the file is in that form
 (an outline line with nothing under it but its like is an entry of a list, not a heading).
 A rule standing alone is layout, not text. The title is the first heading when it opens the
-file.
+file. A commented configuration file is read through ``config.uncommented``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder, split_paragraphs
+from citewell.parsers.config import is_commented_config, uncommented
 from citewell.parsers.sniff import MIME, Kind
 from citewell.parsers.titles import choose
 
@@ -59,6 +60,8 @@ def _outline_line(paragraph: str) -> re.Match[str] | None:
 
 
 def parse_plain(text: str) -> ParsedDocument:
+    if is_commented_config(text):
+        text = uncommented(text)
     builder = TextBuilder()
     styles = _Styles()
     paragraphs = split_paragraphs(text)

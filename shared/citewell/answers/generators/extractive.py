@@ -360,10 +360,35 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
         "answer_coverage": best["answer_coverage"],
         "negation_missing": best["negation_missing"],
         "best_verifier": best.get("verifier", 0.0),  # absent without a rerank model
+        "asks_kind": best["type_match"] + best["type_mismatch"],  # one of them is 1 when the question asks for a kind
+        "type_match": best["type_match"],
+        "mismatch_coverage": best["type_mismatch"] * best["joint_coverage"],
+        "record": best["record"],
     }
 
 
 _DIGITS = re.compile(r"\d[\d,.]*\d|\d")
+
+
+def runner_up(support: Support, model: RefusalModel) -> int | None:
+    """The rank of the unit an answer quotes beside the best: the best unit that the best's
+    answer does not quote (its rival, which the ranking settles exactly), when the model calls
+    the two close and the best's quote lacks the kind asked for (``RefusalModel.quotes_runner_up``)."""
+    rank = next((r for r in range(1, len(support.units)) if r not in support.quoted[0]), None)
+    if rank is None:
+        return None
+    holds = support.unit_features[0]["type_match"] == 1.0  # the best unit, or the companion it is quoted with
+    if not model.quotes_runner_up(float(support.probabilities[0]), float(support.probabilities[rank]), holds):
+        return None
+    return rank
+
+
+def runner_up_quote(question: str, support: Support, rank: int) -> list[Unit]:
+    """What an answer quotes of its runner-up: the unit with the sentence or heading that holds
+    what it lacks, in document order (never a whole list: the best's answer leads)."""
+    unit = support.units[rank]
+    companion = completion(support.in_order, unit, set(support.wanted), question)
+    return sorted([unit, companion], key=lambda u: u.start) if companion else [unit]
 
 
 def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | None:
@@ -404,8 +429,15 @@ def _named_in(value: str, question: str) -> bool:
 
 
 def _singles_out(question: str, row: Unit, rows: list[Unit]) -> bool:
-    """Whether the question names a code or number that this row holds and the others do not."""
-    return any(n in row.text.lower() and not all(n in r.text.lower() for r in rows) for n in identifiers(question))
+    """Whether the question names a code or number that this row holds and the others do not,
+    or words that this row holds and at most one other does ("no exact equivalent of plain C
+    char" is the one definition whose note says so, not the whole list of type descriptors)."""
+    if any(n in row.text.lower() and not all(n in r.text.lower() for r in rows) for n in identifiers(question)):
+        return True
+    if len(rows) < 4:
+        return False
+    mine = stems(question) & stems(row.text)
+    return any(sum(word in stems(r.text) for r in rows) <= 2 for word in mine)
 
 
 def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> tuple[list[Unit], bool]:
@@ -476,11 +508,13 @@ class ExtractiveGenerator:
                 hop = _who_is(direct, chosen, support.units)
                 if hop is not None:  # "People Operations" approves it; the directory says who that is
                     direct, chosen = hop[0], [*chosen, hop[1]]
-        if direct and best.record and chosen == [best]:  # the row is the quote beneath: its field once, not twice
+        rank = runner_up(support, self.model) if len(asks) == 1 else None
+        second = [u for u in runner_up_quote(question, support, rank) if all(u is not c for c in chosen)] if rank is not None else []
+        if direct and best.record and chosen == [best] and not second:  # the row is the quote beneath: its field once
             return Draft(text=f"{direct} [{best.item.ref}]", refused=False, quotes=quotes_of(chosen))
         pieces = [direct if direct.endswith((".", "!", "?")) else f"{direct}."] if direct else []
-        pieces += [f"{unit.text} [{unit.item.ref}]" for unit in chosen]
-        return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of(chosen))
+        pieces += [f"{unit.text} [{unit.item.ref}]" for unit in [*chosen, *second]]
+        return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of([*chosen, *second]))
 
     def nearest(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         """What came nearest, never an answer: the draft a declined answer gives (``unconfirmed``
