@@ -274,6 +274,15 @@ def search_pool(services, fused):
         services.reranker = reranker
 
 
+def test_the_candidate_depth_is_how_many_read_back_hits_the_reranker_is_sent(corpus, service, monkeypatch):
+    service.respond = reverse
+    corpus.reranker = HttpReranker(service.url)
+    for depth, k, sent in (("2", 1, 2), ("1", 2, 2), ("30", 1, 3)):  # never fewer than k; at most what the caller may read
+        monkeypatch.setenv("CITEWELL_RERANK_DEPTH", depth)
+        found = search(corpus, STAFF, "annual leave", k=k)
+        assert len(service.requests[-1]["json"]["documents"]) == sent and len(found.hits) == k, (depth, k)
+
+
 def test_a_failing_reranker_leaves_the_fused_order_and_says_so(corpus, service):
     fused = search(corpus, STAFF, "annual leave", k=3)
     corpus.reranker = HttpReranker(service.url, timeout=0.5)
