@@ -195,3 +195,17 @@ def test_the_ocr_benchmark_scans_a_text_pdf_into_images_and_keeps_each_pages_tex
     assert all(not (p.extract_text() or "").strip() for p in pages)  # images only
     assert words(references[0])[:3] == ["how", "citewell", "works"]
     assert words("Don’t ﬁnd it: E1027, twice.") == ["don", "t", "find", "it", "e1027", "twice"]
+
+
+def test_the_authority_benchmark_measures_each_marking_and_leaves_the_home_unmarked(embedder, tmp_path, monkeypatch, capsys):
+    from benchmarks import authority_cost
+    from citewell.evaluation import EVAL_TENANT
+
+    data = beir_folder(tmp_path, "tiny")
+    monkeypatch.setattr(sys, "argv", ["authority_cost", str(data), "--home", str(tmp_path / "home"), "--cache",
+                                      str(tmp_path / "cache.sqlite"), "--build", "--share", "0.5"])
+    authority_cost.main()
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [report[m]["marked"] for m in ("none", "random_0.5", "judged_relevant")] == [0, 2, 2]
+    assert report["none"]["ndcg_at_10"] <= report["judged_relevant"]["ndcg_at_10"]
+    assert not [d for d in open_local(tmp_path / "home").metadata.list_documents(EVAL_TENANT) if d.authority]

@@ -218,3 +218,49 @@ def test_an_answer_reads_one_languages_evidence_unless_asked_otherwise(services)
     assert considered(ask(services, STAFF, question)) == {"leave-en.md"}
     assert considered(ask(services, STAFF, question, mixed_locales=True)) == {"leave-en.md", "conges-fr.md"}
     assert considered(ask(services, STAFF, question, filters=SearchFilter(locale="fr"))) == {"conges-fr.md"}
+
+
+def test_the_cli_ingests_descriptive_fields_and_filters_search_and_ask(tmp_path, capsys):
+    """From the flags to the record (``docs``) and from the filter flags into both lanes; an
+    attacker's filter (a document the roles do not open) finds nothing, a malformed one is a
+    usage error naming the field."""
+    from citewell.cli import main
+
+    home, files = tmp_path / "home", tmp_path / "files"
+    (files / "policies").mkdir(parents=True)
+    (files / "faq").mkdir()
+    for n in range(8):
+        (files / "faq" / f"leave-{n}.md").write_text(f"# Annual leave\n\nAnnual leave: how annual leave days work, note {n}.\n")
+    (files / "policies" / "leave.md").write_text("# Leave policy\n\nStaff receive 27 days of paid annual leave.\n")
+    (files / "policies" / "salary.md").write_text("# Salary\n\nAnnual leave days are not paid out with salary.\n")
+    base = ["--home", str(home)]
+    assert main([*base, "ingest", str(files / "faq"), "--tenant", "northpier", "--allow-roles", "staff", "--json"]) == 0
+    assert main([*base, "ingest", str(files / "policies" / "leave.md"), "--doc-id", "policies/leave.md", "--tenant",
+                 "northpier", "--allow-roles", "staff", "--tag", "hr", "--locale", "en-GB", "--authority", "--trust-tier",
+                 "primary", "--effective-from", "2026-01-01", "--json"]) == 0
+    assert main([*base, "ingest", str(files / "policies" / "salary.md"), "--doc-id", "policies/salary.md", "--tenant",
+                 "northpier", "--allow-roles", "hr", "--tag", "hr", "--json"]) == 0
+    capsys.readouterr()
+    assert main([*base, "docs", "--tenant", "northpier", "--json"]) == 0
+    (shown,) = [d for d in json.loads(capsys.readouterr().out)["documents"] if d["document_id"] == "policies/leave.md"]
+    assert (shown["tags"], shown["locale"], shown["authority"], shown["trust_tier"]) == (["hr"], "en-GB", True, "primary")
+    assert shown["effective_from"].startswith("2026-01-01")
+
+    staff = ["--tenant", "northpier", "--roles", "staff", "--json"]
+
+    def found(*flags: str) -> list[str]:
+        assert main([*base, "search", "annual leave days", "--k", "1", *staff, *flags]) == 0
+        return [h["document_id"] for h in json.loads(capsys.readouterr().out)["hits"]]
+
+    assert found()[0].startswith("faq/")
+    for flags in (["--prefix", "policies/"], ["--tag", "hr"], ["--doc", "policies/leave.md"], ["--locale", "en-GB"],
+                  ["--prefix", "policies/", "--effective-on", "2026-03-01"]):
+        assert found(*flags) == ["policies/leave.md"], flags
+    assert found("--doc", "policies/salary.md") == []  # named, but the staff role does not open it
+    assert found("--effective-on", "2025-06-01", "--prefix", "policies/") == []
+    assert main([*base, "ask", "How many days of paid annual leave do staff receive?", *staff, "--prefix", "policies/"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert {c["document_id"] for c in answer["citations"]} == {"policies/leave.md"}
+    assert main([*base, "search", "annual leave", *staff, "--prefix", "policies"]) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["error"]["code"] == "invalid_input" and "prefix" in err

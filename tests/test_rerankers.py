@@ -157,6 +157,41 @@ def test_the_bedrock_reranker_refuses_a_reply_naming_what_was_not_sent():
         BedrockReranker(ARN, client=client).rerank("q", hits("a", "b"), 2)
 
 
+@pytest.fixture
+def bedrock_endpoint(service, monkeypatch):
+    """The adapter's own client (its timeouts and retries) sent to a local server over HTTP."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME", service.url.removesuffix("/v1"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    return service
+
+
+def test_the_bedrock_reranker_speaks_the_rerank_api_over_http(bedrock_endpoint):
+    bedrock_endpoint.replies.append(Reply(body=rerank_replies.BEDROCK_FORMAT))
+    found = BedrockReranker(ARN, region="eu-west-1").rerank("sick leave", hits("a", "b"), 2)
+    assert [(r.index, r.score) for r in found] == [(1, 0.91), (0, 0.12)]
+    (request,) = bedrock_endpoint.requests
+    assert request["path"] == "/rerank" and request["json"]["queries"] == [{"type": "TEXT", "textQuery": {"text": "sick leave"}}]
+    assert request["json"]["rerankingConfiguration"]["bedrockRerankingConfiguration"]["modelConfiguration"] == {"modelArn": ARN}
+
+
+@pytest.mark.parametrize(("reply", "problem"), [
+    (Reply(body={"results": "every one"}), "malformed"),  # botocore's parser fails on the shape
+    (Reply(body={"results": [{"index": "first", "relevanceScore": 0.5}]}), "malformed"),
+    (Reply(body="<html>gateway</html>"), "no results"),
+    (Reply(status=502, body="<html>bad gateway</html>"), "refused"),
+    (Reply(status=429, body={"message": "Too many requests"}), "refused"),
+    (Reply(body=rerank_replies.BEDROCK_FORMAT, delay=1.5), "could not be reached"),
+])
+def test_a_failed_or_malformed_bedrock_reply_is_unavailable_after_one_attempt(bedrock_endpoint, reply, problem):
+    """Any failure is the reranker's (search keeps the fused order), and nothing is retried: the
+    API function's 30 s hold one rerank at its timeout, not two."""
+    bedrock_endpoint.replies.append(reply)
+    with pytest.raises(RerankerUnavailable, match=problem):
+        BedrockReranker(ARN, region="eu-west-1", timeout=0.5).rerank("q", hits("a", "b"), 2)
+    assert len(bedrock_endpoint.requests) == 1
+
+
 def llm(service, content: str | None = None, **reply) -> LlmReranker:
     if content is not None:
         service.replies.append(service.chat(content))
@@ -237,6 +272,15 @@ def search_pool(services, fused):
         return search(services, STAFF, "annual leave", k=30).hits
     finally:
         services.reranker = reranker
+
+
+def test_the_candidate_depth_is_how_many_read_back_hits_the_reranker_is_sent(corpus, service, monkeypatch):
+    service.respond = reverse
+    corpus.reranker = HttpReranker(service.url)
+    for depth, k, sent in (("2", 1, 2), ("1", 2, 2), ("30", 1, 3)):  # never fewer than k; at most what the caller may read
+        monkeypatch.setenv("CITEWELL_RERANK_DEPTH", depth)
+        found = search(corpus, STAFF, "annual leave", k=k)
+        assert len(service.requests[-1]["json"]["documents"]) == sent and len(found.hits) == k, (depth, k)
 
 
 def test_a_failing_reranker_leaves_the_fused_order_and_says_so(corpus, service):

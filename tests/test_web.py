@@ -367,6 +367,38 @@ def test_search_shows_title_section_snippet_and_lanes(page: Any, site: Site, scr
     screenshot(page, "search", screenshots)
 
 
+def narrow(page: Any, form: str, **fields: str) -> None:
+    """Fill the "Narrow to" panel of the ask or search form (opened first); empty fields clear."""
+    panel = page.find_element(By.CSS_SELECTOR, f"#{form}-form details.filters")
+    if not panel.get_attribute("open"):
+        panel.find_element(By.TAG_NAME, "summary").click()
+    for name in ("doc", "prefix", "source", "tag", "locale"):
+        box = page.find_element(By.ID, f"{form}-{name}")
+        box.clear()
+        if fields.get(name):
+            box.send_keys(fields[name])
+
+
+def hit_ids(results: Any) -> list[str]:
+    return [h.get_attribute("data-document-id") for h in results.find_elements(By.CSS_SELECTOR, "#hits li.hit")]
+
+
+def test_search_narrowed_on_the_page_ranks_inside_the_filter_and_never_widens(page: Any, site: Site) -> None:
+    sign_in(page, site.tokens["staff"])
+    go(page, "search")
+    assert "tide.txt" in hit_ids(search(page, "tide table at the harbour gate"))
+    narrow(page, "search", doc="handbook.md")
+    assert set(hit_ids(search(page, "tide table at the harbour gate"))) == {"handbook.md"}  # ranked inside, not cut
+    # A filter naming the support role's document: the staff caller's roles do not open it.
+    narrow(page, "search", doc="error-codes.csv, handbook.md")
+    assert set(hit_ids(search(page, "ballast pump pressure low"))) <= {"handbook.md"}
+    shown = everything(page)
+    assert not [text for text in ("Ballast pump", "bridge journal") if text in shown]
+    narrow(page, "search", prefix="policies")
+    page.find_element(By.ID, "search-question").send_keys(Keys.ENTER)
+    wait_for(page, lambda b: "prefix" in b.find_element(By.ID, "search-status").text, 30, "the filter's refusal")
+
+
 def test_document_text_is_shown_as_text_never_run_as_markup(page: Any, site: Site) -> None:
     sign_in(page, site.tokens["writer"])
     results = search(page, "Where is the tide table posted?")

@@ -14,6 +14,9 @@ Item layout, by partition:
   and its predecessor removed after, so a reader checks it against the record (a crash leaves a
   stale entry, which is skipped; the TTL takes it). Document ids cannot contain ``#``, so no prefix of one
   document's keys matches another's.
+  ``G#tag-sha256#doc`` entries name the documents carrying a tag, written and removed in one
+  transaction with the record, so a tag filter reads its tag's entries, not every record;
+  ``TAGINDEX`` says the tenant's records from before those entries were indexed.
 - ``C#tenant#doc#revision``: ``K#chunk_id`` chunk records.
 - ``H#content_hash``: ``REF#tenant#doc#revision#chunk_id`` (``REF##`` and its SHA-256 when that is over
   1,024 bytes), one reference per chunk record using that text, written before the record and deleted before it, so a strongly consistent query of
@@ -37,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from citewell.errors import Conflict
 from citewell.leases import Lease
 from citewell.filters import SearchFilter, checked_scope
 from citewell.ports import DocumentPage
@@ -47,6 +51,8 @@ SORT_KEY_BYTES = 1024  # DynamoDB's limit; a partition key may take 2,048 (every
 PARALLEL = 16  # concurrent DynamoDB calls of one bulk read or delete (boto3 clients are thread-safe, resources are not)
 BATCH_WRITE = 25  # DynamoDB's BatchWriteItem limit
 PAGE_READ = 1000  # records one listing request reads at most: a reader of few of many documents gets short pages, not a timeout
+DELETE_TRIES = 8  # reads of a record rewritten while it is deleted, before the delete gives up
+TAG_MARKER = "TAGINDEX"  # in a tenant's partition: every record's tags have their G# entries
 SEGMENTS = "123456789abcdef"  # sort-key bounds splitting a partition of SHA-256 hex keys into 16 ranges read at once
 
 
@@ -173,16 +179,61 @@ class DynamoMetadataStore:
             request["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
 
     def find_documents(self, identity: Identity, wanted: SearchFilter) -> frozenset[str]:
-        """The filter resolved over the tenant's records (a prefix narrows the key range read)."""
+        """The filter resolved over the tenant's records: named ids by key, tags by their ``G#``
+        entries (the rarest tag's), else the records under the prefix. Every record read is
+        checked against the whole filter and the caller's roles, so an entry out of date admits
+        nothing."""
+        tenant = identity.tenant
         if wanted.document_ids:
-            records = list(self.get_documents(identity.tenant, wanted.document_ids).values())
+            records = list(self.get_documents(tenant, wanted.document_ids).values())
+        elif wanted.tags:
+            self._index_tags(tenant)
+            named = [{i["sk"].rsplit("#", 1)[1] for i in self._prefixed(f"T#{tenant}", f"G#{_tag_key(t)}#", True)}
+                     for t in sorted(wanted.tags)]
+            ids = set.intersection(*named)
+            if wanted.prefix:
+                ids = {i for i in ids if i.startswith(wanted.prefix)}
+            records = list(self.get_documents(tenant, ids).values()) if ids else []
         else:
             records = [Document.model_validate_json(i["record"])
-                       for i in self._prefixed(f"T#{identity.tenant}", f"D#{wanted.prefix or ''}")]
+                       for i in self._prefixed(f"T#{tenant}", f"D#{wanted.prefix or ''}")]
         return checked_scope(frozenset(d.document_id for d in records
                                        if identity.can_see(d.tenant, d.allowed_roles) and wanted.admits(d)))
 
+    def _index_tags(self, tenant: str) -> None:
+        """Once per tenant, the ``G#`` entries of records written before tags were looked up by
+        key. Each record's entries go in a transaction that checks its version, so a record
+        rewritten meanwhile keeps the entries its own write made; the ``TAGINDEX`` marker is
+        written after every record was read, and only then are the entries trusted."""
+        if (f"T#{tenant}", TAG_MARKER) in self._registered:
+            return
+        marker = {"pk": f"T#{tenant}", "sk": TAG_MARKER}
+        if "Item" not in self.table.get_item(Key=marker, ConsistentRead=True):
+            for item in self._prefixed(f"T#{tenant}", "D#", True):
+                document = Document.model_validate_json(item["record"])
+                if not document.tags:
+                    continue
+                check = {"ConditionCheck": {"TableName": self.table.name, "Key": {"pk": item["pk"], "sk": item["sk"]},
+                                            "ConditionExpression": "version = :v",
+                                            "ExpressionAttributeValues": {":v": item["version"]}}}
+                try:
+                    self.client.transact_write_items(TransactItems=[check, *self._tag_writes(document, "Put")])
+                except self.client.exceptions.TransactionCanceledException:
+                    pass  # rewritten or deleted since it was read: that write kept the entries right
+            self.table.put_item(Item=marker)
+        self._registered.add((f"T#{tenant}", TAG_MARKER))
+
+    def _tag_writes(self, document: Document, action: str, tags: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Transaction items putting or deleting a document's tag entries."""
+        chosen = document.tags if tags is None else tags
+        keys = [{"pk": f"T#{document.tenant}", "sk": f"G#{_tag_key(t)}#{document.document_id}"} for t in sorted(chosen)]
+        if action == "Put":
+            return [{"Put": {"TableName": self.table.name, "Item": {**k, "document_id": document.document_id}}} for k in keys]
+        return [{"Delete": {"TableName": self.table.name, "Key": k}} for k in keys]
+
     def save_document(self, document: Document) -> Document | None:
+        """A compare-and-set on ``version``. When the tags change, the record and its ``G#``
+        entries are written in one transaction, so a tag lookup never misses a record."""
         self._register("TENANTS", document.tenant)
         stored = document.model_copy(update={"version": document.version + 1, "updated_at": utcnow()})
         item = {
@@ -193,21 +244,45 @@ class DynamoMetadataStore:
             {"ConditionExpression": "attribute_not_exists(pk)"} if document.version == 0 else
             {"ConditionExpression": "version = :expected", "ExpressionAttributeValues": {":expected": document.version}}
         )
+        before: frozenset[str] = frozenset()
+        if document.version:
+            current = self.table.get_item(Key={"pk": item["pk"], "sk": item["sk"]}, ConsistentRead=True).get("Item")
+            if current is None or current["version"] != document.version:
+                return None
+            before = Document.model_validate_json(current["record"]).tags
         try:
-            self.table.put_item(Item=item, **condition)
-        except self.client.exceptions.ConditionalCheckFailedException:
+            if before == stored.tags:
+                self.table.put_item(Item=item, **condition)
+            else:
+                writes = [{"Put": {"TableName": self.table.name, "Item": item, **condition}},
+                          *self._tag_writes(stored, "Put", stored.tags - before),
+                          *self._tag_writes(stored, "Delete", before - stored.tags)]
+                self.client.transact_write_items(TransactItems=writes)
+        except (self.client.exceptions.ConditionalCheckFailedException, self.client.exceptions.TransactionCanceledException):
             return None
         return stored
 
     def delete_document(self, tenant: str, document_id: str, generation: str | None = None) -> int:
-        condition: dict[str, Any] = {}
-        if generation is not None:
-            condition = {"ConditionExpression": "generation = :g", "ExpressionAttributeValues": {":g": generation}}
-        try:
-            reply = self.table.delete_item(Key={"pk": f"T#{tenant}", "sk": f"D#{document_id}"}, ReturnValues="ALL_OLD", **condition)
-        except self.client.exceptions.ConditionalCheckFailedException:
-            return 0
-        return 1 if reply.get("Attributes") else 0
+        """The record and its tag entries, in one transaction when it has tags (checked against
+        the version read, and read again if a write came between)."""
+        key = {"pk": f"T#{tenant}", "sk": f"D#{document_id}"}
+        for _ in range(DELETE_TRIES):
+            current = self.table.get_item(Key=key, ConsistentRead=True).get("Item")
+            if current is None or (generation is not None and current.get("generation") != generation):
+                return 0
+            document = Document.model_validate_json(current["record"])
+            check = {"ConditionExpression": "version = :v", "ExpressionAttributeValues": {":v": current["version"]}}
+            try:
+                if not document.tags:
+                    self.table.delete_item(Key=key, **check)
+                else:
+                    self.client.transact_write_items(TransactItems=[
+                        {"Delete": {"TableName": self.table.name, "Key": key, **check}}, *self._tag_writes(document, "Delete")])
+            except (self.client.exceptions.ConditionalCheckFailedException,
+                    self.client.exceptions.TransactionCanceledException):
+                continue  # written since it was read: read it again
+            return 1
+        raise Conflict(f"{document_id} was rewritten {DELETE_TRIES} times while it was being deleted: delete it again")
 
     # -- upload intents ------------------------------------------------------------------
 
@@ -645,3 +720,9 @@ TABLE_DEFINITION = {
     "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
     "BillingMode": "PAY_PER_REQUEST",
 }
+
+
+def _tag_key(tag: str) -> str:
+    """A tag in a sort key: its SHA-256, as a tag may hold '#' and be long (the lookup checks
+    every record it names against the filter, so even a collision admits nothing)."""
+    return hashlib.sha256(tag.encode("utf-8")).hexdigest()

@@ -22,7 +22,9 @@ class BedrockReranker:
             import boto3
             from botocore.config import Config
 
-            config = Config(retries={"max_attempts": 1}, read_timeout=timeout, connect_timeout=min(timeout, 5.0))
+            # One attempt ("max_attempts" alone counts retries: two calls, twice the timeout).
+            config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=timeout,
+                            connect_timeout=min(timeout, 5.0))
             client = boto3.client("bedrock-agent-runtime", region_name=region, config=config)
         self.client = client
         self.model_arn = model_arn
@@ -33,6 +35,7 @@ class BedrockReranker:
 
     def rerank(self, question: str, hits: Sequence[SearchHit], top_n: int) -> list[Reranked]:
         from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.parsers import ResponseParserError
 
         hits = hits[:MAX_DOCUMENTS]
         try:
@@ -48,6 +51,10 @@ class BedrockReranker:
             raise RerankerUnavailable(f"Bedrock refused the rerank request ({code})") from None
         except BotoCoreError as exc:
             raise RerankerUnavailable(f"Bedrock's rerank could not be reached ({exc.__class__.__name__})") from None
+        except (AttributeError, KeyError, TypeError, ValueError, ResponseParserError) as exc:
+            # botocore parses the reply by the API's model, and a body not in that shape fails inside
+            # it with whatever the parser tripped on: still a malformed reply, never a failed search.
+            raise RerankerUnavailable(f"the Bedrock rerank reply is malformed ({exc.__class__.__name__})") from None
         try:
             found = [(int(r["index"]), float(r["relevanceScore"])) for r in response["results"]]
         except (KeyError, TypeError, ValueError):
