@@ -368,3 +368,37 @@ def test_removals_are_seen_through_only_by_a_compaction_that_started_after_they_
     metadata.end_removal(running)
     compact(services)
     assert metadata.removals() == []
+
+
+def test_an_upload_killed_between_its_rows_by_words_and_the_switch_is_published_whole_by_the_audit(services, monkeypatch):
+    """Publication by words writes the index rows without vectors, then switches the record. A
+    kill between the two leaves a fully indexed upload never switched and chunks with no
+    embedding: the audit's repair embeds them before it publishes (publish_stage refuses chunks
+    without one, so the repair failed and the upload stayed unswitched: the kill -9 test, at times)."""
+    from citewell.ingest import stages
+    from citewell.ingest.stages import chunk_stage, parse_stage, publish_stage, register
+    from citewell.ports import StagedIndex
+
+    if not isinstance(services.index, StagedIndex):
+        pytest.skip("only the embedded index publishes by words first")
+    upload = register(services, IngestRequest(document_id="berths.md", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                                              data=b"# Berths\n\nThe quaybrindle crane serves berth twelve.\n", filename="berths.md"))
+    parsed = parse_stage(services, upload)
+    chunk_stage(services, upload)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed before the switch")
+
+    monkeypatch.setattr(stages, "update_document", killed)
+    with pytest.raises(KeyboardInterrupt):
+        publish_stage(services, upload, parsed.revision, parsed.content_sha256, vectors_follow=True)
+    monkeypatch.undo()
+    from citewell.models import DocumentStatus
+
+    assert services.metadata.get_document("northpier", "berths.md").status is DocumentStatus.PROCESSING
+    report = audit(services, repair=True, stuck=timedelta(0))
+    assert [(f.kind, f.repaired) for f in report.findings] == [("unswitched_upload", True)], report
+    assert services.metadata.get_document("northpier", "berths.md").status is DocumentStatus.PUBLISHED
+    served_whole(services, "berths.md")
+    assert search(services, STAFF, "quaybrindle crane", lanes=("vector",)).hits[0].document_id == "berths.md"
+    assert audit(services, stuck=timedelta(0)).ok

@@ -256,10 +256,17 @@ class _Audit:
             if latest is not None and finishable is not None:
                 self.found("unswitched_upload", tenant, document_id,
                            f"upload {latest.upload_id[:12]} was fully indexed but never became the active revision ({since})",
-                           partial(publish_stage, self.services, latest, *finishable), self.unchanged(document))
+                           partial(self._switch, latest, *finishable), self.unchanged(document))
                 continue
             self.found("stuck", tenant, document_id, f"processing, unfinished {since}",
                        partial(self._fail_stuck, document, latest, since), self.unchanged(document))
+
+    def _switch(self, upload: Upload, revision: str, content_sha256: str, encoding: str | None) -> None:
+        """Publish an upload indexed in full whose process died before the switch. Its rows may
+        have been written by words alone (two-step publication: the kill came before their
+        vectors), so its chunks are embedded first; publish_stage refuses chunks without one."""
+        embed_stage(self.services, self.services.metadata.get_chunks(upload.tenant, upload.document_id, revision))
+        publish_stage(self.services, upload, revision, content_sha256, encoding)
 
     def _finishable(self, upload: Upload) -> tuple[str, str, str | None] | None:
         """``(revision, content_sha256, encoding)`` of an upload whose revision is indexed in full."""
