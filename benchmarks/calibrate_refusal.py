@@ -36,7 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.generators.extractive import UnitEmbeddings, answer_features, quoted_by, runner_up_quote, score_support
+from citewell.answers.generators.extractive import (
+    UnitEmbeddings, answer_features, best_and_rival, quoted_by, runner_up_of, runner_up_quote, score_support,
+)
 from citewell.answers.refusal import (
     ANSWER_FEATURES,
     MODEL_FILE,
@@ -150,13 +152,10 @@ def _answer_row(o: Observed, model: RefusalModel, scores: Scores | None) -> tupl
     if not o.unit_rows:
         return None
     rows, p = _ranked(o, model, scores)
-    order = np.argsort(-p, kind="stable")
-    best = int(order[0])
-    label = o.answer_labels[best]
-    rival = next((int(i) for i in order[1:] if int(i) not in o.quoted[best]), None)
-    if rival is not None and o.runner_labels and model.quotes_runner_up(
-            float(p[best]), float(p[rival]), rows[best]["type_match"] == 1.0):
-        label = label or o.runner_labels[rival]  # the answer quotes the runner-up too
+    label = o.answer_labels[best_and_rival(p, o.quoted)[0]]
+    second = runner_up_of(rows, p, o.quoted, model)
+    if second is not None and o.runner_labels:
+        label = label or o.runner_labels[second]  # the answer quotes the runner-up too
     return answer_features(rows, p, o.evidence, o.quoted), label
 
 
@@ -399,7 +398,8 @@ def main() -> None:
         if "answerset" in fitted_on else "") + (
         f", realdocs-tune ({fitted_on['realdocs']} questions, weighing {args.realdocs_weight:g})" if "realdocs" in fitted_on else "") + (
         f"; the first {VERIFIED} units reranked by the answer verifier {args.verifier.name}" if args.verifier else "")
-    model.metrics = {f"{source}_{k}": v for source, figures in held_out.items() for k, v in figures.items()}
+    model.metrics = {f"{source}_{k}": v for source, figures in held_out.items() if figures["questions"]  # realdocs: all fitted
+                     for k, v in figures.items()}
     units = {source: discrimination([([o for o in observed if o.question.source == source and not o.question.fit], model, scores)])
              for source in sources if source != "realdocs"}
     on_fitted = {source: measure([o for o in observed if o.question.source == source and o.question.fit], model, scores)

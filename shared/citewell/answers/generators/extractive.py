@@ -339,13 +339,12 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
     and how much of the question the evidence as a whole covers (``evidence``:
     ``evidence_coverage``, ``absent_terms``). ``quoted`` holds, for each row, the rows an answer
     built on it quotes. The fit (``calibrate_refusal``) computes its rows with this function too."""
-    order = np.argsort(-probabilities, kind="stable")
-    best = rows[int(order[0])]
-    top = float(probabilities[order[0]])
-    rivals = [int(i) for i in order[1:] if int(i) not in quoted[int(order[0])]]
+    first, rival = best_and_rival(probabilities, quoted)
+    best = rows[first]
+    top = float(probabilities[first])
     return {
         "best_unit": top,
-        "margin": top - float(probabilities[rivals[0]]) if rivals else top,
+        "margin": top - float(probabilities[rival]) if rival is not None else top,
         "best_cosine": best["cosine"],
         "best_coverage": best["coverage"],
         "best_context_coverage": best["context_coverage"],
@@ -370,17 +369,25 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
 _DIGITS = re.compile(r"\d[\d,.]*\d|\d")
 
 
-def runner_up(support: Support, model: RefusalModel) -> int | None:
-    """The rank of the unit an answer quotes beside the best: the best unit that the best's
-    answer does not quote (its rival, which the ranking settles exactly), when the model calls
-    the two close and the best's quote lacks the kind asked for (``RefusalModel.quotes_runner_up``)."""
-    rank = next((r for r in range(1, len(support.units)) if r not in support.quoted[0]), None)
-    if rank is None:
+def best_and_rival(probabilities: np.ndarray, quoted: Sequence[frozenset[int]]) -> tuple[int, int | None]:
+    """The best unit by ``probabilities`` and its rival, the best unit its answer does not quote
+    (``quoted``: for each unit, the units an answer built on it quotes), as indexes."""
+    order = np.argsort(-probabilities, kind="stable")
+    best = int(order[0])
+    return best, next((int(i) for i in order[1:] if int(i) not in quoted[best]), None)
+
+
+def runner_up_of(rows: Sequence[dict[str, float]], probabilities: np.ndarray, quoted: Sequence[frozenset[int]],
+                 model: RefusalModel) -> int | None:
+    """The unit an answer quotes beside the best (its index), or None: the rival, which the
+    ranking settles exactly, when the model calls the two close and the best's quote (the best
+    unit with its companion) lacks the kind asked for (``RefusalModel.quotes_runner_up``). The
+    fit (``calibrate_refusal``) labels answers with this function too."""
+    best, rival = best_and_rival(probabilities, quoted)
+    if rival is None or not model.quotes_runner_up(float(probabilities[best]), float(probabilities[rival]),
+                                                   rows[best]["type_match"] == 1.0):
         return None
-    holds = support.unit_features[0]["type_match"] == 1.0  # the best unit, or the companion it is quoted with
-    if not model.quotes_runner_up(float(support.probabilities[0]), float(support.probabilities[rank]), holds):
-        return None
-    return rank
+    return rival
 
 
 def runner_up_quote(question: str, support: Support, rank: int) -> list[Unit]:
@@ -437,7 +444,8 @@ def _singles_out(question: str, row: Unit, rows: list[Unit]) -> bool:
     if len(rows) < 4:
         return False
     mine = stems(question) & stems(row.text)
-    return any(sum(word in stems(r.text) for r in rows) <= 2 for word in mine)
+    held = [stems(r.text) for r in rows] if mine else []
+    return any(sum(word in words for words in held) <= 2 for word in mine)
 
 
 def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> tuple[list[Unit], bool]:
@@ -508,7 +516,7 @@ class ExtractiveGenerator:
                 hop = _who_is(direct, chosen, support.units)
                 if hop is not None:  # "People Operations" approves it; the directory says who that is
                     direct, chosen = hop[0], [*chosen, hop[1]]
-        rank = runner_up(support, self.model) if len(asks) == 1 else None
+        rank = runner_up_of(support.unit_features, support.probabilities, support.quoted, self.model) if len(asks) == 1 else None
         second = [u for u in runner_up_quote(question, support, rank) if all(u is not c for c in chosen)] if rank is not None else []
         if direct and best.record and chosen == [best] and not second:  # the row is the quote beneath: its field once
             return Draft(text=f"{direct} [{best.item.ref}]", refused=False, quotes=quotes_of(chosen))
