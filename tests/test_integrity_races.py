@@ -303,10 +303,10 @@ def test_an_ingest_killed_between_its_word_publication_and_its_vectors_is_report
     assert audit(services).ok
 
 
-def test_the_audit_gives_vectors_only_to_a_revision_still_served(services, monkeypatch):
-    """A replacement landing while the audit embeds the waiting revision: the old rows take no
-    vector and leave nothing, the new revision is served whole."""
-    from citewell.ingest.stages import chunk_stage, parse_stage, publish_stage, register
+def chunked_berths(services):
+    """berths.md registered, parsed and chunked, not published: where publication by words
+    starts (skipped where the index takes whole publications only)."""
+    from citewell.ingest.stages import chunk_stage, parse_stage
     from citewell.ports import StagedIndex
 
     if not isinstance(services.index, StagedIndex):
@@ -315,6 +315,15 @@ def test_the_audit_gives_vectors_only_to_a_revision_still_served(services, monke
                                               data=b"# Berths\n\nThe quaybrindle crane serves berth twelve.\n", filename="berths.md"))
     parsed = parse_stage(services, upload)
     chunk_stage(services, upload)
+    return upload, parsed
+
+
+def test_the_audit_gives_vectors_only_to_a_revision_still_served(services, monkeypatch):
+    """A replacement landing while the audit embeds the waiting revision: the old rows take no
+    vector and leave nothing, the new revision is served whole."""
+    from citewell.ingest.stages import publish_stage
+
+    upload, parsed = chunked_berths(services)
     assert publish_stage(services, upload, parsed.revision, parsed.content_sha256, vectors_follow=True) == 1  # then killed
     ran = first_call_runs(monkeypatch, services.index, "set_vectors",
                           lambda: add(services, "berths.md", "# Berths\n\nThe zelquarin crane serves berth twelve now.\n").status)
@@ -376,15 +385,9 @@ def test_an_upload_killed_between_its_rows_by_words_and_the_switch_is_published_
     embedding: the audit's repair embeds them before it publishes (publish_stage refuses chunks
     without one, so the repair failed and the upload stayed unswitched: the kill -9 test, at times)."""
     from citewell.ingest import stages
-    from citewell.ingest.stages import chunk_stage, parse_stage, publish_stage, register
-    from citewell.ports import StagedIndex
+    from citewell.ingest.stages import publish_stage
 
-    if not isinstance(services.index, StagedIndex):
-        pytest.skip("only the embedded index publishes by words first")
-    upload = register(services, IngestRequest(document_id="berths.md", tenant="northpier", allowed_roles=frozenset({"staff"}),
-                                              data=b"# Berths\n\nThe quaybrindle crane serves berth twelve.\n", filename="berths.md"))
-    parsed = parse_stage(services, upload)
-    chunk_stage(services, upload)
+    upload, parsed = chunked_berths(services)
 
     def killed(*args, **kwargs):
         raise KeyboardInterrupt("killed before the switch")
