@@ -126,6 +126,34 @@ def test_ctrl_c_inside_an_exec_of_a_string_still_ends_in_one_line_with_130(tmp_p
     assert json.loads(done.stdout)["error"]["code"] == "interrupted"
 
 
+def test_ctrl_c_turned_into_an_import_error_by_a_compiled_module_still_ends_in_one_line_with_130(tmp_path):
+    """A compiled module loading when Ctrl-C comes raises its own error from the interrupt
+    (onnxruntime's pybind11 init: "ImportError: initialization failed"); CI saw an ingest end with a
+    traceback and exit 1. The command here is a stand-in interrupted by a real SIGINT while it
+    loads, re-raising it as such a module does."""
+    driver = (
+        "import sys\n"
+        "from citewell import cli\n"
+        "def listing(args):\n"
+        "    try:\n"
+        "        import os, signal\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        while True: pass\n"
+        "    except KeyboardInterrupt as interrupt:\n"
+        "        raise ImportError('initialization failed') from interrupt\n"
+        "cli.COMMANDS['docs'] = listing\n"
+        "from citewell.__main__ import main\n"
+        f"sys.argv = ['citewell', '--home', {str(tmp_path)!r}, 'docs', '--tenant', 'northpier', '--json']\n"
+        "main()\n"
+    )
+    (tmp_path / "stand_in_import.py").write_text(driver)
+    done = subprocess.run([sys.executable, "-m", "stand_in_import"], cwd=tmp_path, capture_output=True, timeout=120,
+                          preexec_fn=hear_ctrl_c)
+    assert done.returncode == 130, done.stderr.decode()
+    assert done.stderr.decode() == "citewell: interrupted\n"
+    assert json.loads(done.stdout)["error"]["code"] == "interrupted"
+
+
 @pytest.mark.alone  # the signal is timed by a measured run, which another test's load would stretch
 def test_a_killed_ingest_is_found_by_the_audit_at_once(tmp_path):
     """kill -9 leaves documents in flight; the audit sees their process is gone without

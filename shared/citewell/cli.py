@@ -751,7 +751,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CitewellError, ValueError) as error:
         info = error.as_dict() if isinstance(error, CitewellError) else {"code": "invalid_input", "message": _message(error)}
         return _error(args, info)
+    except Exception as error:
+        if (interrupt := interrupt_behind(error)) is None:
+            raise
+        return interrupted(argv, interrupt, args)
     return code
+
+
+def interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C an error was raised from, if any: a compiled module loading when Ctrl-C comes
+    turns it into its own error (onnxruntime's "ImportError: initialization failed")."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _error(args: argparse.Namespace, info: dict[str, str]) -> int:
