@@ -23,3 +23,15 @@ def test_ties_are_broken_the_same_way_every_time():
 def test_a_key_counts_once_per_lane():
     fused = reciprocal_rank_fusion({"bm25": ["a", "a", "b"]})
     assert dict((k, s) for k, s, _ in fused)["a"] == 1 / (RRF_K + 1)
+
+
+def test_a_stand_in_rank_counts_only_for_a_lane_that_ran_and_did_not_hold_the_key():
+    lanes = {"bm25": ["new", "old"], "vector": ["old"]}
+    plain = reciprocal_rank_fusion(lanes)
+    assert [k for k, _, _ in plain] == ["old", "new"]  # found by both beats found first by one
+    stood = reciprocal_rank_fusion(lanes, stand_ins={"new": {"vector": 1}, "old": {"vector": 9}, "gone": {"vector": 1}})
+    assert [(k, s, r) for k, s, r in stood] == [
+        ("new", 2 / (RRF_K + 1), {"bm25": 1}),  # ranks are the lanes' own
+        ("old", 1 / (RRF_K + 2) + 1 / (RRF_K + 1), {"bm25": 2, "vector": 1}),  # its own vector rank, not the stand-in
+    ]
+    assert reciprocal_rank_fusion({"bm25": ["new"]}, stand_ins={"new": {"vector": 1}})[0][1] == 1 / (RRF_K + 1)

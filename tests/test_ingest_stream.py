@@ -141,6 +141,26 @@ def test_a_model_that_fails_leaves_documents_found_by_words_and_the_next_ingest_
     assert any(h.document_id == "shift-reports.txt" for h in search(reader, STAFF, "twistlock crew", lanes=("vector",)).hits)
 
 
+def test_a_document_waiting_for_its_vectors_is_not_ranked_below_others_for_being_new(tmp_path, embedder):
+    """Fused by RRF, a row found by both lanes beat a row only the lexical lane could hold: a new
+    upload whose every word the question asked for came second to an older page that shares one
+    (seen by CI: the uploaded 'quillfeather allowance' document under the handbook's allowances).
+    A row waiting for its vector stands in the vector lane at its lexical rank."""
+    home, folder = tmp_path / "home", tmp_path / "handbook"
+    folder.mkdir()
+    (folder / "allowances.md").write_text("# Allowances\n\nThe travel allowance is paid monthly. The meal allowance "
+                                          "is paid with the travel allowance. Every allowance is claimed in the portal.\n")
+    (folder / "quillfeather.md").write_text("# Leave\n\nThe quillfeather allowance is 31 days.\n")
+    older, new = sorted(requests_smallest_first(folder), key=lambda r: r.document_id)
+    assert [o.vectors_pending for o in ingest(make_services(home, embedder), [older])] == [0]
+    assert [o.vectors_pending for o in ingest(make_services(home, embedder, DownModel(embedder, "quillfeather")), [new])] == [1]
+    reader = make_services(home, embedder)
+    found = search(reader, STAFF, "quillfeather allowance", k=2)
+    assert [h.document_id for h in found.hits] == ["quillfeather.md", "allowances.md"], found.hits
+    assert found.hits[0].lanes.vector is None  # the lanes' own ranks are shown: it was not found by meaning
+    assert any(d.startswith("vector index not ready") for d in found.degraded)
+
+
 def test_vectors_go_only_to_rows_still_there(tmp_path):
     """The second step updates; it never inserts: a revision deleted (or replaced) before its
     vectors came gets none, and nothing of it comes back."""

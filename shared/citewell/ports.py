@@ -32,6 +32,9 @@ class LaneHit:
     text: str
     score: float  # bm25: the engine's relevance; vector: the cosine similarity to the query
     rank: int
+    # Published by words first and still waiting for its vector: the vector lane cannot hold it,
+    # so fusion counts its lexical rank for that lane too (absent there is not "not relevant").
+    vectorless: bool = False
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,10 @@ def search(
         results.update(_probe_lanes(services, identity, probes, lanes, depth, scope, degraded))
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
     similarity = {(h.chunk_id, h.revision): h.score for h in results.get("vector", [])}  # cosine
-    fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()})
+    # A row published by words first is not in the vector lane yet: it stands there at its lexical rank.
+    stand_ins = {(h.chunk_id, h.revision): {"vector": h.rank} for h in results.get("bm25", []) if h.vectorless}
+    fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()},
+                                   stand_ins=stand_ins)
     reranker = services.reranker if services.reranker is not None else reranker_from_env()
     # Read back a pool: the rerank depth, or k and a margin, so an authoritative candidate just past
     # the k-th can still move up (1.1 times lifts a hit about seven places near rank 10).

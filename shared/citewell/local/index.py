@@ -485,7 +485,8 @@ class SqliteSearchIndex:
         where, params = _access(identity)
         marks = ", ".join(f":id{i}" for i in range(len(rowids)))
         found = self.conn.execute(
-            "SELECT c.rowid, c.chunk_id, c.document_id, c.revision, c.title, c.section_path, c.context, c.body FROM chunks c "
+            "SELECT c.rowid, c.chunk_id, c.document_id, c.revision, c.title, c.section_path, c.context, c.body, "
+            "c.rowid IN (SELECT chunk_rowid FROM vector_pending) AS vectorless FROM chunks c "
             f"WHERE c.rowid IN ({marks}) AND {where}",
             {**params, **{f"id{i}": r for i, r in enumerate(rowids)}},
         )
@@ -563,4 +564,5 @@ class SqliteSearchIndex:
         return LaneHit(
             chunk_id=row["chunk_id"], document_id=row["document_id"], revision=row["revision"], title=row["title"],
             section_path=json.loads(row["section_path"]), text=row["body"], score=score, rank=rank,
+            vectorless="vectorless" in row.keys() and bool(row["vectorless"]),
         )
