@@ -13,16 +13,14 @@ the random and the oracle markings bound what the 1.1x weight can do either way.
 
 from __future__ import annotations
 
-import argparse
 import random
-from pathlib import Path
 
-from citewell.evaluation import EVAL_TENANT, document_run, ingest_corpus, load_qrels, load_queries, score
+from citewell.evaluation import EVAL_TENANT, ingest_corpus, load_qrels, load_queries
 from citewell.services import Services, open_local
 
 from benchmarks.cache import CachedEmbedder
 from benchmarks.homes import fresh_home
-from benchmarks.measure import emit, percentiles
+from benchmarks.measure import emit, hybrid_figures, judged_arguments
 
 
 def mark(services: Services, chosen: set[str]) -> int:
@@ -38,11 +36,7 @@ def mark(services: Services, chosen: set[str]) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--home", type=Path, required=True)
-    parser.add_argument("--cache", type=Path, required=True)
-    parser.add_argument("--split", default="test")
+    parser = judged_arguments(__doc__.split("\n")[0])
     parser.add_argument("--share", type=float, default=0.1)
     parser.add_argument("--build", action="store_true")
     args = parser.parse_args()
@@ -60,11 +54,7 @@ def main() -> None:
     try:
         for name, chosen in markings.items():
             marked = mark(services, chosen)
-            document_run(services, dict(list(queries.items())[:5]), ("bm25", "vector"))  # warm
-            run = document_run(services, queries, ("bm25", "vector"))
-            scores = score(qrels, run, "hybrid").model_dump()
-            report[name] = {"marked": marked, "ndcg_at_10": scores["ndcg_at_10"], "recall_at_100": scores["recall_at_100"],
-                            "search_ms": percentiles(run.milliseconds)}
+            report[name] = {"marked": marked, **hybrid_figures(services, qrels, queries)}
     finally:
         mark(services, set())
     emit(report)

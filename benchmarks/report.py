@@ -643,8 +643,9 @@ REALDOCS_START, REALDOCS_END = "<!-- realdocs:start -->", "<!-- realdocs:end -->
 VERIFIER_START, VERIFIER_END = "<!-- verifier:start -->", "<!-- verifier:end -->"  # benchmarks/train_verifier's runs
 OCR_START, OCR_END = "<!-- ocr:start -->", "<!-- ocr:end -->"  # python -m benchmarks.ocr --write
 CONVERSATIONS_START, CONVERSATIONS_END = "<!-- conversations:start -->", "<!-- conversations:end -->"
-KEPT_BLOCKS = ((FUZZ_START, FUZZ_END), (COLD_START, COLD_END), (VERIFIER_START, VERIFIER_END), (REALDOCS_START, REALDOCS_END),
-               (OCR_START, OCR_END), (CONVERSATIONS_START, CONVERSATIONS_END))
+# A section measured by its own command sits between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->``
+# (NAME not ``bench:headline``, the README's); `make bench` keeps every such block as it was.
+KEPT_BLOCK = re.compile(r"<!-- (?P<name>[a-z0-9-]+):start -->.*?<!-- (?P=name):end -->", re.DOTALL)
 
 
 def write_block(path: Path, block: str, start_marker: str, end_marker: str) -> None:
@@ -660,13 +661,13 @@ def write_block(path: Path, block: str, start_marker: str, end_marker: str) -> N
 
 def keep_blocks(path: Path, rendered: str) -> str:
     """Sections measured by their own commands (`make fuzz`, the cold CLI before and after a
-    change) live in BENCHMARKS.md between markers; a bench run keeps them as they were."""
+    change, the filter and reranker costs...) live in BENCHMARKS.md between markers; a bench run
+    keeps each of them as it was, in the order the file had them, after what it rendered."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     out = rendered
-    for marker_start, marker_end in KEPT_BLOCKS:
-        start, end = old.find(marker_start), old.find(marker_end)
-        if start >= 0 and end >= 0:
-            out = out.rstrip("\n") + "\n\n" + old[start : end + len(marker_end)] + "\n"
+    for block in KEPT_BLOCK.finditer(old):
+        if block.group(0) not in out:
+            out = out.rstrip("\n") + "\n\n" + block.group(0) + "\n"
     return out
 
 

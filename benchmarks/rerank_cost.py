@@ -12,26 +12,20 @@ the read-back pool (its depth or k, whichever is more), so every hit goes over t
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-from citewell.evaluation import document_run, load_qrels, load_queries, score
+from citewell.evaluation import load_qrels, load_queries
 from citewell.rerankers.http import HttpReranker
 from citewell.services import open_local
 
 from benchmarks.cache import CachedEmbedder
-from benchmarks.measure import emit, percentiles
+from benchmarks.measure import emit, hybrid_figures, judged_arguments
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--home", type=Path, required=True)
-    parser.add_argument("--cache", type=Path, required=True)
-    parser.add_argument("--split", default="test")
+    parser = judged_arguments(__doc__.split("\n")[0])
     parser.add_argument("--depth", type=int, default=30)
     args = parser.parse_args()
     qrels = load_qrels(args.dataset, args.split)
@@ -45,11 +39,7 @@ def main() -> None:
         report: dict[str, object] = {"dataset": args.dataset.name, "queries": len(queries)}
         for name, reranker in (("none", None), ("standin_http", HttpReranker(url, timeout=30))):
             services.reranker = reranker
-            document_run(services, dict(list(queries.items())[:5]), ("bm25", "vector"))  # warm
-            run = document_run(services, queries, ("bm25", "vector"))
-            scores = score(qrels, run, "hybrid").model_dump()
-            report[name] = {"ndcg_at_10": scores["ndcg_at_10"], "recall_at_100": scores["recall_at_100"],
-                            "search_ms": percentiles(run.milliseconds)}
+            report[name] = hybrid_figures(services, qrels, queries)
     finally:
         server.terminate()
         server.wait()

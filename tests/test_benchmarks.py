@@ -130,7 +130,12 @@ def test_a_bench_run_keeps_the_blocks_measured_by_their_own_commands(tmp_path):
     assert keep_blocks(out, "# new\n") == "# new\n"
     out.write_text(f"# old\n\n{COLD_START}\ncold figures\n{COLD_END}\n\n{FUZZ_START}\nfuzz figures\n{FUZZ_END}\n")
     kept = keep_blocks(out, "# new\n")
-    assert kept == f"# new\n\n{FUZZ_START}\nfuzz figures\n{FUZZ_END}\n\n{COLD_START}\ncold figures\n{COLD_END}\n"
+    assert kept == f"# new\n\n{COLD_START}\ncold figures\n{COLD_END}\n\n{FUZZ_START}\nfuzz figures\n{FUZZ_END}\n"
+    # Any marked block, not only those the report names: a section measured by hand (the filter and
+    # reranker costs were dropped by every bench run before), and never twice.
+    out.write_text(f"# old\n\n<!-- filters-rerank:start -->\n## Filters\n<!-- filters-rerank:end -->\n\n{FUZZ_START}\nf\n{FUZZ_END}\n")
+    assert keep_blocks(out, f"# new\n\n{FUZZ_START}\nf\n{FUZZ_END}\n") == (
+        f"# new\n\n{FUZZ_START}\nf\n{FUZZ_END}\n\n<!-- filters-rerank:start -->\n## Filters\n<!-- filters-rerank:end -->\n")
 
 
 def test_a_resumed_bench_keeps_a_phase_only_from_the_same_clean_commit_and_command(tmp_path):
