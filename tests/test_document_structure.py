@@ -322,6 +322,24 @@ def test_gnu_outline_news_gets_a_section_per_release_and_entries_as_items():
     assert parsed.title is None  # no heading opens the file: it is named after the file
 
 
+def test_a_release_whose_entries_sit_at_its_own_level_is_still_a_section():
+    """Wget's NEWS writes 1.19.5's entries at the release's own level ("* Changes in Wget 1.19.5"
+    then "* Fix cookie injection"): the release line read as one more entry, and its fix was
+    cited under the release above it. A line shaped like the file's headings at its level heads."""
+    text = (b"GNU Wget NEWS -- history of user-visible changes.\n\n"
+            b"* Changes in Wget 1.20\n\n** New option --retry-on-host-error\n\n"
+            b"* Changes in Wget 1.19.5\n\n* Fix cookie injection (CVE-2018-0494)\n\n* Enable TLS1.3\n\n"
+            b"* Changes in Wget 1.19.4\n\n** A new option --retry-on-http-error\n")
+    parsed = parse(text, "NEWS")
+    assert_well_formed(parsed)
+    assert section_of(parsed, "Fix cookie injection") == ["Changes in Wget 1.19.5"]
+    assert section_of(parsed, "retry-on-host-error") == ["Changes in Wget 1.20"]
+    assert section_of(parsed, "retry-on-http-error") == ["Changes in Wget 1.19.4"]
+    assert blocks(parsed, BlockKind.LIST_ITEM) == [
+        "New option --retry-on-host-error", "Fix cookie injection (CVE-2018-0494)", "Enable TLS1.3",
+        "A new option --retry-on-http-error"]
+
+
 def test_faq_text_without_underlines_keeps_its_paragraphs_and_has_no_headings():
     text = b"Why does ps complain?\n\n\tBecause of the standards.\n\n\t\tps -o pid,comm\n\nWhy is %CPU low?\n\n\tUpgrade.\n"
     parsed = parse(text, "FAQ")

@@ -4,7 +4,9 @@ Headings are the ones plain text writes: a line underlined (and perhaps overline
 rule of one character about its length (Setext, reStructuredText-style: "Title" over
 "====="), levels in the order the styles first appear; and the outline headings of GNU NEWS
 files ("* Noteworthy changes in release 9.4", "** Bug fixes") when the file is in that form
-(an outline line with nothing under it but its like is an entry of a list, not a heading).
+(an outline line with nothing under it but its like is an entry of a list, not a heading,
+unless it is shaped like the file's headings at its level: "* Changes in Wget 1.19.5" over
+entries written at its own level, as older releases of a NEWS file often are).
 A rule standing alone is layout, not text. The title is the first heading when it opens the
 file. A commented configuration file is read through ``config.uncommented``.
 """
@@ -22,6 +24,7 @@ from citewell.parsers.titles import choose
 _RULE = re.compile(r"^([=\-~^*+#_])\1{2,}\s*$")
 _OUTLINE = re.compile(r"^(\*{1,4}) (\S.*)$")
 _OUTLINE_MODE = re.compile(r"-\*-\s*(?:mode:\s*)?outline\s*-\*-", re.IGNORECASE)
+_NUMBERS = re.compile(r"\d+(?:[.\-]\d+)*")
 TITLE_CHARS = 120  # an underlined line longer than this is prose over a rule
 
 
@@ -59,6 +62,33 @@ def _outline_line(paragraph: str) -> re.Match[str] | None:
     return _OUTLINE.match(paragraph.split("\n", 1)[0])
 
 
+def _shape(title: str) -> str:
+    """A heading's words with its numbers (versions, dates) as one mark: "Changes in Wget 1.21"
+    and "Changes in Wget 1.19.5" are one shape."""
+    return _NUMBERS.sub("#", title).strip().lower()
+
+
+def _outline_heads(paragraphs: list[str]) -> list[re.Match[str] | None]:
+    """For each paragraph, its outline match if it is a heading, else None. A heading has
+    something under it (a paragraph that is not an outline line, or one a level deeper), or
+    has the shape of a heading found so at its level."""
+    matches = [_outline_line(p) for p in paragraphs]
+    heads: list[re.Match[str] | None] = [None] * len(paragraphs)
+    shapes: set[tuple[int, str]] = set()
+    for number, (paragraph, match) in enumerate(zip(paragraphs, matches)):
+        if match is None or "\n" in paragraph or number + 1 == len(paragraphs):
+            continue
+        following = matches[number + 1]
+        if following is None or len(following.group(1)) > len(match.group(1)):
+            heads[number] = match
+            shapes.add((len(match.group(1)), _shape(match.group(2))))
+    for number, match in enumerate(matches):
+        if heads[number] is None and match is not None and "\n" not in paragraphs[number] \
+                and (len(match.group(1)), _shape(match.group(2))) in shapes:
+            heads[number] = match
+    return heads
+
+
 def parse_plain(text: str) -> ParsedDocument:
     if is_commented_config(text):
         text = uncommented(text)
@@ -66,16 +96,13 @@ def parse_plain(text: str) -> ParsedDocument:
     styles = _Styles()
     paragraphs = split_paragraphs(text)
     outline = bool(paragraphs) and _outline(paragraphs, paragraphs[0].split("\n", 1)[0])
-    for number, paragraph in enumerate(paragraphs):
+    heads = _outline_heads(paragraphs) if outline else [None] * len(paragraphs)
+    for paragraph, head in zip(paragraphs, heads):
         match = _outline_line(paragraph) if outline else None
         if match is None:
             _paragraph(builder, paragraph.split("\n"), styles)
-            continue
-        level = len(match.group(1))
-        following = _outline_line(paragraphs[number + 1]) if number + 1 < len(paragraphs) else None
-        heads = "\n" not in paragraph and number + 1 < len(paragraphs) and (following is None or len(following.group(1)) > level)
-        if heads:  # something under it: a heading
-            builder.heading(level, match.group(2))
+        elif head is not None:  # something under it, or shaped like the headings at its level
+            builder.heading(len(head.group(1)), head.group(2))
         else:  # "** Fix a double free in FTP" among its like: an entry of the release above
             builder.block(BlockKind.LIST_ITEM, paragraph[len(match.group(1)) + 1 :])
     title = builder.first_heading if builder.opens_with_heading else None
