@@ -349,3 +349,35 @@ def test_rows_a_lane_still_holds_but_the_table_no_longer_gives_the_caller_are_ne
     for hits in (index.lexical("mooring fees", STAFF, 10), index.vector(query, MODEL, STAFF, 10)):
         assert not {"fees.md", "moorings.md"} & {h.document_id for h in hits}
         assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+
+
+def test_looking_for_rows_that_wait_for_vectors_costs_the_waiting_rows_not_the_corpus(tmp_path: Path) -> None:
+    """Every search asks how many of the caller's documents still wait for vectors. Left to the
+    planner, that join walked every row of the caller's tenant to probe for waiting ones: 4 s a
+    search at 1M chunks (benchmarks.filter_speed). Counted in SQLite's virtual-machine steps,
+    not in time: the work must not grow with the corpus."""
+
+    def steps(index: SqliteSearchIndex, call) -> int:  # type: ignore[no-untyped-def]
+        counted = [0]
+
+        def tick() -> int:
+            counted[0] += 1
+            return 0
+
+        index.conn.set_progress_handler(tick, 10)
+        try:
+            call()
+        finally:
+            index.conn.set_progress_handler(None, 10)
+        return counted[0]
+
+    small, large = SqliteSearchIndex(tmp_path / "small.db"), SqliteSearchIndex(tmp_path / "large.db")
+    load(small, [chunk(f"doc-{n}.md", "Handbook", f"Depot note {n}.") for n in range(10)])
+    for start in range(0, 3000, 500):
+        load(large, [chunk(f"doc-{n}.md", "Handbook", f"Depot note {n}.") for n in range(start, start + 500)])
+    for index in (small, large):
+        assert index.vectorless_documents(STAFF) == 0 and index.vectorless() == []
+    few, many = steps(small, lambda: small.vectorless_documents(STAFF)), steps(large, lambda: large.vectorless_documents(STAFF))
+    assert many <= few + 5, (few, many)
+    few, many = steps(small, small.vectorless), steps(large, large.vectorless)
+    assert many <= few + 5, (few, many)

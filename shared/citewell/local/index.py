@@ -210,7 +210,7 @@ class SqliteSearchIndex:
     def vectorless(self) -> list[tuple[str, str, str, int]]:
         """``(tenant, document_id, revision, rows)`` of every revision with rows still waiting for vectors."""
         rows = self.conn.execute(
-            "SELECT c.tenant, c.document_id, c.revision, COUNT(*) FROM chunks c JOIN vector_pending p ON p.chunk_rowid = c.rowid "
+            "SELECT c.tenant, c.document_id, c.revision, COUNT(*) FROM vector_pending p CROSS JOIN chunks c ON c.rowid = p.chunk_rowid "
             "GROUP BY c.tenant, c.document_id, c.revision ORDER BY c.tenant, c.document_id, c.revision"
         )
         return [(r[0], r[1], r[2], int(r[3])) for r in rows]
@@ -221,7 +221,9 @@ class SqliteSearchIndex:
             return 0
         where, params = _access(identity)
         row = self.conn.execute(
-            f"SELECT COUNT(DISTINCT c.document_id) FROM vector_pending p JOIN chunks c ON c.rowid = p.chunk_rowid WHERE {where}",
+            # CROSS JOIN keeps the waiting rows outermost: left to the planner, every search walked
+            # the caller's rows by the tenant index to probe for waiting ones (4 s at 1M chunks).
+            f"SELECT COUNT(DISTINCT c.document_id) FROM vector_pending p CROSS JOIN chunks c ON c.rowid = p.chunk_rowid WHERE {where}",
             params,
         ).fetchone()
         return int(row[0])
