@@ -1,7 +1,8 @@
 """The ask page's conversation in headless Chromium against a real ``citewell serve`` answering with
 the stand-in model (streaming, and misquoting every time, so every draft is retracted): a
 question and a follow-up in one thread with the rewritten question shown, the draft replaced
-by the verified answer, feedback given from the keyboard, the history, and a new conversation."""
+by the verified answer, feedback given from the keyboard, the history, a new conversation, and
+an earlier conversation reopened from the history with each turn's answer."""
 
 from __future__ import annotations
 
@@ -73,8 +74,9 @@ def test_a_thread_with_a_follow_up_a_retracted_draft_and_feedback(browser: Any, 
     assert "16 pounds" in answer.text
     assert browser.find_element(By.ID, "rewritten").text == "Answered as: What is the meal allowance in Leeds?"
     turns = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#thread .turn")]
-    assert turns == ["What is the meal allowance in Manchester?",
-                     "what about Leeds?\nanswered as: What is the meal allowance in Leeds?"]
+    assert turns[1] == "what about Leeds?\nanswered as: What is the meal allowance in Leeds?"  # its answer is the one below
+    asked, said = turns[0].split("\n", 1)  # the earlier turn keeps its answer in the thread
+    assert asked == "What is the meal allowance in Manchester?" and "18 pounds" in said and "[S1]" not in said
 
     # feedback from the keyboard: tab to "No", Enter, type, Enter
     no = browser.find_element(By.ID, "feedback-no")
@@ -97,4 +99,12 @@ def test_a_thread_with_a_follow_up_a_retracted_draft_and_feedback(browser: Any, 
     assert not browser.find_elements(By.ID, "rewritten")
     browser.find_element(By.CSS_SELECTOR, "#history li button").click()  # the latest question's conversation comes back
     wait_for(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#thread .turn")) == 1, 20, "the thread reopened")
+    # the first conversation, from its first question: both turns with their answers, no stray answer below
+    wait_for(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#history li button")) == 3, 20, "three recent questions")
+    browser.find_elements(By.CSS_SELECTOR, "#history li button")[-1].click()
+    wait_for(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#thread .turn")) == 2, 20, "the first thread reopened")
+    said = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#thread .turn-answer")]
+    assert len(said) == 2 and "18 pounds" in said[0] and "16 pounds" in said[1], said
+    assert not browser.find_element(By.ID, "answer").is_displayed()
+    screenshot(browser, "conversation-reopened", screenshots)
     assert_clean(browser)

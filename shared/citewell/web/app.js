@@ -391,9 +391,11 @@
       const filters = filtersOf($("ask-form"));
       if (filters) body.filters = filters;
       const answer = await streamed(body);
-      status("ask-status", "");
       state.conversation = answer.conversation_id || null;
-      addTurn({ asked: question, question: answer.question || question, answer_id: answer.answer_id });
+      if (!state.conversation || !(await loadThread(state.conversation, true))) {
+        addTurn({ asked: question, question: answer.question || question }, false);
+      }
+      status("ask-status", "");
       renderAnswer(answer);
       $("question").value = "";
       loadHistory();
@@ -475,11 +477,27 @@
 
   /* ---------- the conversation, its history, and feedback ---------- */
 
-  function addTurn(turn) {
+  /** What a turn was answered, in a line or two: an earlier turn's answer stays readable in the
+   *  thread once the next question replaces the answer below it, and a conversation reopened from
+   *  the history shows every answer it holds. */
+  function turnSummary(turn) {
+    const text = (turn.answer || "").replace(/\s*\[S\d+\]/g, "").trim();
+    if (turn.outcome === "not_found") return "Not answered: nothing you may read is about this.";
+    if (turn.outcome === "unconfirmed") return text ? `Not confirmed. The closest passage: ${text}` : "Not confirmed.";
+    return text;
+  }
+
+  function addTurn(turn, answered = true) {
     const list = $("thread");
     const item = el("li", { class: "turn" }, el("span", { class: "turn-asked", text: turn.asked }));
     if (turn.question && turn.question !== turn.asked) {
       append(item, [el("span", { class: "turn-rewritten", text: `answered as: ${turn.question}` })]);
+    }
+    const summary = turnSummary(turn);
+    if (summary) {
+      const said = el("span", { class: "turn-answer", text: summary });
+      said.hidden = !answered;  // the latest answer is the one shown in full below the question box
+      append(item, [said]);
     }
     append(list, [item]);
     show(list, true);
@@ -512,16 +530,33 @@
     if (!found.history.length) append(list, [el("li", { class: "hint", text: "No questions yet." })]);
   }
 
+  /** The conversation as the server keeps it: a turn whose answer was withdrawn since (a document
+   *  deleted, replaced or narrowed) is shown without its words, never from a copy the page held.
+   *  With ``latestBelow`` the latest turn's answer is left to the answer box. False when it could
+   *  not be read. */
+  async function loadThread(id, latestBelow = false) {
+    let thread;
+    try {
+      thread = await api("GET", `/conversations/${encodeURIComponent(id)}`);
+    } catch (error) {
+      if (error.code === "stale") throw error;
+      return false;
+    }
+    state.conversation = thread.conversation_id;
+    clear($("thread"));
+    thread.turns.forEach((turn, index) => {
+      if (turn.withdrawn) append($("thread"), [el("li", { class: "turn withdrawn", text: "(withdrawn: a document it rested on changed)" })]);
+      else addTurn(turn, !(latestBelow && index === thread.turns.length - 1));
+    });
+    show($("thread"), thread.turns.length > 0);
+    return true;
+  }
+
   async function openConversation(id) {
     try {
-      const thread = await api("GET", `/conversations/${encodeURIComponent(id)}`);
-      state.conversation = thread.conversation_id;
-      clear($("thread"));
-      for (const turn of thread.turns) {
-        if (turn.withdrawn) append($("thread"), [el("li", { class: "turn withdrawn", text: "(withdrawn: a document it rested on changed)" })]);
-        else addTurn(turn);
-      }
-      show($("thread"), true);
+      clear($("answer"));  // the answer below was another question's: this thread shows its own
+      show($("answer"), false);
+      if (!(await loadThread(id))) throw new ApiError(0, "unreadable", "That conversation could not be read; ask again.");
       status("ask-status", "Your next question follows up this conversation.");
       $("question").focus();
     } catch (error) {
