@@ -245,3 +245,16 @@ def test_a_bedrock_stream_that_breaks_off_or_says_nothing_is_typed(converse_stre
     state["script"] = [event_message("messageStart", {"role": "assistant"}), event_message("messageStop", {"stopReason": "end_turn"})]
     with drafts_to(lambda piece: None), pytest.raises(GeneratorUnavailable, match="empty"):
         bedrock.generate("q", EVIDENCE)
+
+
+def test_the_bedrock_generator_answers_inside_the_apis_thirty_seconds_on_one_client_per_region():
+    """A 60 s read and a retry outlived API Gateway's 30 s integration limit
+    (the caller got a 503 while the function still waited), and a client made per request cost
+    its set-up and a cold TLS session each time."""
+
+    first, second = BedrockGenerator("m-one", region="eu-west-1"), BedrockGenerator("m-two", region="eu-west-1")
+    assert first.client is second.client
+    assert BedrockGenerator("m-one", region="us-east-1").client is not first.client
+    config = first.client.meta.config
+    assert config.retries["total_max_attempts"] == 1
+    assert config.connect_timeout + config.read_timeout < 30
