@@ -12,13 +12,22 @@ import sqlite3
 import subprocess
 import sys
 import time
-from contextlib import closing
+import types
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
 from citewell import leases
+from citewell.deletion import compact, removing
+from citewell.ingest.runner import IngestInterrupted, ingest
+from citewell.ingest.stages import IngestRequest
+from citewell.local.metadata import SqliteMetadataStore
+from citewell.local.sqlite import compact_file
 from citewell.models import DocumentStatus
 from citewell.services import open_local
+
+from tests.conftest import make_services
 
 
 def write_memos(folder: Path, label: str, count: int = 8) -> None:
@@ -237,3 +246,60 @@ def test_a_delete_whose_process_died_is_found_at_once_and_finished(services):
     update_document(services.metadata, "northpier", "pay.md", lambda d: d.model_copy(update={"lease": lease}))
     audit(services, repair=True)
     assert services.metadata.get_document("northpier", "pay.md") is None and audit(services).ok
+
+
+@contextmanager
+def ctrl_c_at(code: types.CodeType, event: str) -> Iterator[None]:
+    """A real SIGINT raised in this process the first time ``code`` reaches ``event`` ("call" or
+    "return"): Python's own handler (or one the code set) takes it at the next instruction, as
+    it would a key press at that moment."""
+    fired = []
+
+    def local(frame: types.FrameType, what: str, arg: object):
+        if what == event and not fired:
+            fired.append(what)
+            signal.raise_signal(signal.SIGINT)
+        return local
+
+    def tracer(frame: types.FrameType, what: str, arg: object):
+        if frame.f_code is code and not fired:
+            return local(frame, what, arg) if what == "call" == event else local
+        return None
+
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(None)
+    assert fired, f"{code.co_name} never reached its {event}"
+
+
+def test_ctrl_c_right_after_a_removal_is_noted_still_ends_it_so_its_compaction_can_see_it_through(tmp_path, embedder):
+    """Cut between noting the intent and the ``try`` that ends it, an intent of a live process
+    stayed open: no compaction in that process could clear it, and the audit reported the
+    ended run's removal as never compacted (CI saw it after a Ctrl-C)."""
+    services = make_services(tmp_path, embedder)
+    with pytest.raises(KeyboardInterrupt), ctrl_c_at(SqliteMetadataStore.begin_removal.__code__, "return"):
+        with removing(services):
+            pass
+    assert [r.done for r in services.metadata.removals()] == [True]
+    assert compact(services) == [] and services.metadata.removals() == []
+
+
+def test_ctrl_c_during_the_compaction_that_ends_an_ingest_still_compacts_before_it_stops(tmp_path, embedder):
+    """The compaction after the last document ran outside the clean-up that Ctrl-C runs: cut
+    there, the run ended with its removals noted and never compacted."""
+    services = make_services(tmp_path, embedder)
+
+    def memo(text: str) -> IngestRequest:
+        return IngestRequest(document_id="memo.txt", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                             data=text.encode(), filename="memo.txt")
+
+    ingest(services, [memo("The quillaby review moves shift lead two to band four.")])
+    with pytest.raises(KeyboardInterrupt) as stopped, ctrl_c_at(compact_file.__code__, "call"):
+        ingest(services, [memo("The quillaby review moves shift lead three to band five.")])  # replaces: a removal
+    assert isinstance(stopped.value, IngestInterrupted)
+    assert services.metadata.removals() == []
+    document = services.metadata.get_document("northpier", "memo.txt")
+    assert document.status is DocumentStatus.PUBLISHED
+    assert "band five" in services.metadata.get_chunks("northpier", "memo.txt", document.active_revision)[0].text

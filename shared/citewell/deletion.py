@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from citewell import leases
 from citewell.answers.units import units_identity
 from citewell.errors import NotFound
+from citewell.interrupts import deferred
 from citewell.keys import STAGES, document_prefix, upload_keys
 from citewell.models import AnswerRecord, Citation, Conversation, Document, DocumentStatus, Upload, utcnow
 from citewell.records import update_conversation, update_document
@@ -45,12 +46,20 @@ class DeletionReport(BaseModel):
 
 @contextmanager
 def removing(services: Services) -> Iterator[None]:
-    """Run a removal of stored text under a durable intent (see the module's docstring)."""
-    removal = services.metadata.begin_removal(leases.current())
+    """Run a removal of stored text under a durable intent (see the module's docstring).
+
+    Ctrl-C waits out the intent's writes: cut between the intent and the ``try`` (or inside its
+    end), an intent of a live process would never end, and no compaction in that process could
+    see it through."""
+    removal = None
     try:
+        with deferred():  # delivered at the block's end, inside the ``try``
+            removal = services.metadata.begin_removal(leases.current())
         yield
     finally:
-        services.metadata.end_removal(removal)
+        if removal is not None:
+            with deferred():
+                services.metadata.end_removal(removal)
 
 
 def unfinished_removals(services: Services) -> list[str]:

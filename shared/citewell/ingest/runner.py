@@ -138,6 +138,8 @@ def ingest(
             vectors.step()  # a slice between documents once vectors have waited VECTOR_LAG_SECONDS
         run.flush()
         vectors.drain()
+        _note_vectors(run.outcomes, vectors)
+        _compact_after(services, run, clock)  # inside: a Ctrl-C here still leaves every removal compacted
     except KeyboardInterrupt:
         with deferred(deliver=False):  # a second Ctrl-C does not cut the clean-up short
             run.outcomes.extend(_stop(services, run.in_flight.values()))
@@ -145,8 +147,11 @@ def ingest(
             compact(services)
             _note_vectors(run.outcomes, vectors)
         raise IngestInterrupted(run.outcomes) from None
-    _note_vectors(run.outcomes, vectors)
-    # Replaced and abandoned revisions leave nothing in segments or logs, nor do removals an ended process left.
+    return run.outcomes
+
+
+def _compact_after(services: Services, run: _Run, clock: StageClock) -> None:
+    """Replaced and abandoned revisions leave nothing in segments or logs, nor do removals an ended process left."""
     outcomes, removed = run.outcomes, run.removed
     if removed or any(o.status in ("failed", "superseded") for o in outcomes) or unfinished_removals(services):
         with clock.stage("compact"):
@@ -155,7 +160,6 @@ def ingest(
             for outcome in outcomes:
                 if outcome.document_id in removed or outcome.status in ("failed", "superseded"):
                     outcome.pending = pending
-    return outcomes
 
 
 def _note_vectors(outcomes: list[IngestOutcome], vectors: VectorBacklog) -> None:
