@@ -527,3 +527,14 @@ def test_the_cdk_cli_synthesizes_the_app_when_it_is_installed(tmp_path_factory):
                           cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "AWS::Lambda::Function" in (out / "Citewell.template.json").read_text()
+
+
+def test_the_outputs_the_deploy_steps_read_are_the_stacks(template):
+    """docs/aws.md's first-answer block reads the user pool, app client and URL from
+    cdk-outputs.json by name prefix: a renamed output would leave POOL, CLIENT or API empty."""
+    block = (ROOT / "docs" / "aws.md").read_text().partition("## Deploy")[2]
+    names = re.findall(r"\$\(output (\w+)\)", block)
+    assert {"ApiUserPoolId", "ApiClientId", "ApiUrl"} <= set(names), names
+    outputs = template.to_json().get("Outputs", {})
+    for name in names:
+        assert [key for key in outputs if key.startswith(name)], (name, sorted(outputs))
