@@ -169,6 +169,13 @@ def test_a_direct_answer_is_read_off_a_record_or_the_only_value_of_the_kind_aske
     (pallets,) = units_of(item("The depot holds 1\u202f250\u00a0000 pallets; call 020 7946 0000."))
     assert direct_answer("How many pallets?", pallets, frozenset({Wants.NUMBER})) is None  # three figures, none alone
     assert [m.group() for m in NUMBER.finditer(pallets.text)][0] == "1 250 000 pallets"  # no-break spaces read as spaces
+    # A figure's unit is never a function word: the lead would read "1.60 and." or "137 if."
+    (rust,) = units_of(item("To package orjson requires at least Rust 1.60 and the maturin build tool."))
+    assert direct_answer("What minimum Rust version does packaging orjson require?", rust, frozenset({Wants.NUMBER})) == "1.60"
+    (status,) = units_of(item("It will now exit with status 137 if the kill signal was sent."))
+    assert direct_answer("What exit status does it give?", status, frozenset({Wants.NUMBER})) == "137"
+    (memory,) = units_of(item("bunzip2 will require about 3700 kbytes to decompress."))
+    assert direct_answer("How much memory does bunzip2 need?", memory, frozenset({Wants.NUMBER})) == "3700 kbytes"
 
 
 def test_a_run_of_one_line_blocks_is_a_list_without_its_heading():

@@ -26,7 +26,10 @@ _FIELD = r"[^:;\n]{1,60}: [^;\n]*"
 RECORD = re.compile(rf"{_FIELD}(?:; {_FIELD})+")
 # A figure: "16,384", "3.5", or thousands grouped by spaces ("830 000", as French and SI write them).
 _FIGURE = r"(?:\d{1,3}(?:[ \u00a0\u202f]\d{3}(?!\d))+(?:[.,]\d+)?|\d[\d,.]*)"
-NUMBER = re.compile(rf"\b{_FIGURE}(?:\s?%|\s?(?:[a-zA-Z€$£]+\b))?")
+# A figure with its unit ("30 days", "3700 kbytes"), never a function word after it: "at least Rust
+# 1.60 and the maturin build tool" holds 1.60, not "1.60 and".
+_NOT_UNITS = "|".join(sorted(FUNCTION_WORDS - {"s", "t"}, key=len, reverse=True))
+NUMBER = re.compile(rf"\b{_FIGURE}(?:\s?%|\s?(?!(?i:{_NOT_UNITS})\b)(?:[a-zA-Z€$£]+\b))?")
 DATE = re.compile(
     r"\b(?:\d{1,2}(?:st|nd|rd|th)? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|"
