@@ -147,3 +147,21 @@ def test_a_negation_in_what_sets_up_the_question_or_in_its_condition_is_not_aske
     assert not asks_what_is_not("In production I want load_dotenv() calls in third-party code to do nothing. How?")
     assert not asks_what_is_not("I can't tell where the value came from. Which option gives me more information?")
     assert not asks_what_is_not("How many SHA rounds does libc use if I don't set SHA_CRYPT_MIN_ROUNDS?")
+
+
+def test_a_passage_naming_a_sibling_of_what_was_asked_names_it_instead():
+    """A passage about full-time staff, IPv4 or error E1028 is a near miss for a question about
+    part-time staff, IPv6 or E1027: it lacks the asked term and holds one of the same shape."""
+    from citewell.answers.units import identifiers, names_a_sibling
+
+    def sibling(question: str, text: str) -> bool:
+        return names_a_sibling(identifiers(question), text.lower())
+
+    assert sibling("How many days do part-time employees get?", "Full-time employees receive 26 days.")
+    assert sibling("Which key turns on IPv6 forwarding?", "Uncomment the next line to enable forwarding for IPv4.")
+    assert sibling("What does error E1027 mean?", "code: E1028; meaning: Sensor drift")
+    assert sibling("Which release fixed CVE-2018-0494?", "Fix cookie injection (CVE-2017-0494).")
+    assert not sibling("How many days do part-time employees get?", "Part-time employees get 14 days; full-time 26.")
+    assert not sibling("What does error E1027 mean?", "code: E1027; meaning: Twistlock sensor disagrees")
+    assert not sibling("How many days off after 5 years?", "After 10 years staff get 29 days.")  # numbers alone: not this feature
+    assert not sibling("What is the default for ext4?", "The default block size is 4096.")

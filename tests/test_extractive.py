@@ -650,3 +650,19 @@ def test_a_list_question_about_one_definition_is_answered_by_it_not_by_the_whole
     assert single == (None, [units[2]])
     whole = _list_for("Which C types are there descriptors for?", units[0], row, frozenset({Wants.LIST}), units)
     assert whole[1] == units
+
+
+def test_a_record_is_named_by_a_value_the_question_writes_whole():
+    """The row a question asks about is the one whose key or value it writes: a keyword in
+    quotes, a format letter with its sign, a number, an option with its comma-separated forms."""
+    from citewell.answers.generators.extractive import names_a_field
+
+    assert names_a_field("Which mount options does the fstab keyword 'defaults' stand for?",
+                         "term: defaults; description: use default options: rw, suid, nouser, and async.")
+    assert names_a_field("In a GNU time format string, what does %x print?", "term: x; description: Exit status of the command.")
+    assert not names_a_field("What does x print?", "term: x; description: Exit status of the command.")  # a letter alone is a word
+    assert names_a_field("Which errno name is error number 111?", "Name: ECONNREFUSED; Number: 111; Description: Connection refused")
+    assert not names_a_field("Which errno name is error number 1111?", "Name: ECONNREFUSED; Number: 111; Description: Connection refused")
+    assert names_a_field("What does --dry-run do?", "option: -n, --dry-run; description: Do nothing.")
+    assert names_a_field("journald SyncIntervalSec default", "option: SyncIntervalSec=; description: The timeout.")
+    assert not names_a_field("What is it for?", "term: for; description: a loop.")  # a function word names nothing

@@ -20,7 +20,8 @@ from pydantic import BaseModel
 
 # A unit (sentence, record, list item) against the question.
 UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "joint_coverage", "item_rank", "identifiers_found",
-                 "missing_specific", "type_match", "type_mismatch", "record", "heading", "direct", "negation_missing")
+                 "missing_specific", "type_match", "type_mismatch", "record", "heading", "direct", "negation_missing",
+                 "names_field", "names_sibling")
 # The best unit against the rest of the evidence, and how much of the question the answer built
 # on it quotes (``answer_coverage``): is there an answer at all?
 ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "best_joint_coverage",
@@ -29,7 +30,11 @@ ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_
                    # The kind asked for (a number, a default, a code...): whether the question asks for one, whether
                    # the best unit holds it, and how much of the question a unit lacking it covers. On real documents
                    # a near miss states the subject without the value ("Per-CPU stats are disabled by default").
-                   "asks_kind", "type_match", "mismatch_coverage", "record")
+                   "asks_kind", "type_match", "mismatch_coverage", "record",
+                   # the best unit is the row the question names ("error number 111" and ``Number: 111``)
+                   "names_field",
+                   # the best unit names a sibling of what was asked instead of it ("full-time" for "part-time")
+                   "names_sibling")
 # The first ``VERIFIED`` units by the unit model, read again by the answer verifier
 # (``verifier.py``): what the rerank model scores them by.
 RERANK_FEATURES = ("unit_logit", "verifier")

@@ -239,6 +239,40 @@ def missing_share(terms: set[str], text: str) -> float:
     return sum(re.search(rf"(?<![\w.-]){re.escape(t)}(?![\w-]|\.\w)", text) is None for t in terms) / len(terms)
 
 
+_TOKENS = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
+
+
+def _shape(token: str) -> tuple[str, ...] | None:
+    """What a sibling of ``token`` shares with it: a hyphenated word's parts but one ("part-time"
+    and "full-time"), a code's letters with other digits ("ipv4" and "ipv6", "e1027" and "e1028").
+    A bare number has no siblings here: that another number is not the one asked is
+    ``identifiers_found``'s to say."""
+    if "-" in token:
+        return ("-", str(token.count("-")))
+    if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+        return ("#", re.sub(r"\d+", "#", token))
+    return None
+
+
+def names_a_sibling(terms: set[str], text: str) -> bool:
+    """Whether ``text`` (lower case) lacks a term the question names and holds a sibling of it
+    instead: a passage about full-time staff answers nothing about part-time staff."""
+    missing = [t for t in terms if missing_share({t}, text)]
+    if not missing:
+        return False
+    tokens = set(_TOKENS.findall(text))
+    for term in missing:
+        shape = _shape(term)
+        if shape is None:
+            continue
+        for token in tokens - {term}:
+            if _shape(token) != shape:
+                continue
+            if shape[0] == "#" or sum(a != b for a, b in zip(term.split("-"), token.split("-"))) == 1:
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class Unit:
     """A quotable piece of one evidence item: a record, a sentence, or a one-sentence block."""

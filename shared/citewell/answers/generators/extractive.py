@@ -33,6 +33,7 @@ from citewell.answers.units import (
     FILLABLE,
     MONEY,
     NUMBER,
+    names_a_sibling,
     PERSON,
     SERIES,
     Unit,
@@ -164,6 +165,8 @@ def score_support(
             "type_match": 1.0 if wanted and matches else 0.0,
             "type_mismatch": 1.0 if wanted and not matches else 0.0,
             "record": 1.0 if unit.record else 0.0,
+            "names_field": 1.0 if unit.record and names_a_field(question, text) else 0.0,
+            "names_sibling": 1.0 if names_a_sibling(named, lowered) else 0.0,
             "heading": 1.0 if unit.heading else 0.0,
             "direct": 1.0 if direct_answer(question, companion or unit, frozenset(wanted)) else 0.0,
             # "Which city did the treaty not name?" is not answered by the sentence naming the cities it did.
@@ -363,6 +366,8 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
         "type_match": best["type_match"],
         "mismatch_coverage": best["type_mismatch"] * best["joint_coverage"],
         "record": best["record"],
+        "names_field": best["names_field"],
+        "names_sibling": best["names_sibling"],
     }
 
 
@@ -424,6 +429,24 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
             if len(found) == 1:
                 return found.pop()
     return None
+
+
+def names_a_field(question: str, record: str) -> bool:
+    """Whether the question names one of the record's values whole: the row it asks about
+    ("What does the fstab keyword 'defaults' stand for?" names the row ``term: defaults``; "%x"
+    names ``term: x``; "error number 111" names ``Number: 111``). A value that is a function word, or
+    a single character the question does not write with a sign before it, names nothing."""
+    asked = question.lower()
+    for field in record.split("; "):
+        value = field.partition(": ")[2].strip().lower()
+        for form in {value, *(part.strip() for part in value.split(","))}:
+            form = form.strip("'\"`=")
+            if not form or form in FUNCTION_WORDS or len(form) > 60:
+                continue
+            before = r"(?<=[%$-])" if len(form) == 1 else r"(?<![\w-])"
+            if re.search(rf"{before}{re.escape(form)}(?![\w-])", asked):
+                return True
+    return False
 
 
 def _named_in(value: str, question: str) -> bool:
