@@ -303,3 +303,39 @@ def test_ctrl_c_during_the_compaction_that_ends_an_ingest_still_compacts_before_
     document = services.metadata.get_document("northpier", "memo.txt")
     assert document.status is DocumentStatus.PUBLISHED
     assert "band five" in services.metadata.get_chunks("northpier", "memo.txt", document.active_revision)[0].text
+
+
+class _LoadsOnnxruntimeWhenCtrlCComes:
+    """The packaged model, whose session is built as onnxruntime's compiled module loads when
+    Ctrl-C comes: pybind11 turns the interrupt into "ImportError: initialization failed" (seen
+    in CI, where the ingest then ended without compacting what it had removed)."""
+
+    def __init__(self, model) -> None:
+        self.model, self.identity = model, model.identity
+
+    def embed(self, texts):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise ImportError("initialization failed") from interrupt
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def test_ctrl_c_turned_into_an_import_error_while_embedding_still_compacts_what_the_ingest_removed(tmp_path, embedder):
+    services = make_services(tmp_path, embedder)
+
+    def memo(text: str) -> IngestRequest:
+        return IngestRequest(document_id="memo.txt", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                             data=text.encode(), filename="memo.txt")
+
+    ingest(services, [memo("The quillaby review moves shift lead two to band four.")])
+    services.embedder = _LoadsOnnxruntimeWhenCtrlCComes(embedder)
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        ingest(services, [memo("The quillaby review moves shift lead three to band five.")])  # replaces: a removal
+    assert isinstance(stopped.value, IngestInterrupted)
+    assert services.metadata.removals() == []
+    document = services.metadata.get_document("northpier", "memo.txt")
+    assert document.status is DocumentStatus.PUBLISHED
+    assert "band five" in services.metadata.get_chunks("northpier", "memo.txt", document.active_revision)[0].text

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput, readable
+from citewell.interrupts import interrupt_behind
 from citewell.models import Descriptive, Identity, Outcome, descriptive, validate_document_id, validate_name, validate_tenant
 
 if TYPE_CHECKING:
@@ -756,19 +757,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return interrupted(argv, interrupt, args)
     return code
-
-
-def interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
-    """The Ctrl-C an error was raised from, if any: a compiled module loading when Ctrl-C comes
-    turns it into its own error (onnxruntime's "ImportError: initialization failed")."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
 
 
 def _error(args: argparse.Namespace, info: dict[str, str]) -> int:

@@ -35,3 +35,16 @@ def deferred(deliver: bool = True) -> Iterator[None]:
                 previous(signal.SIGINT, None)  # the default handler raises KeyboardInterrupt; an outer hold records it
             elif previous != signal.SIG_IGN:
                 raise KeyboardInterrupt
+
+
+def interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C an error was raised from, if any: a compiled module loading when Ctrl-C comes
+    turns it into its own error (onnxruntime's "ImportError: initialization failed")."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None

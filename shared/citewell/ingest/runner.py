@@ -23,14 +23,14 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, NoReturn, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
 from citewell import leases
 from citewell.errors import Busy, CitewellError, EmbedderMismatch, Interrupted, InvalidInput, readable
 from citewell.deletion import compact, unfinished_removals
-from citewell.interrupts import deferred
+from citewell.interrupts import deferred, interrupt_behind
 from citewell.ingest.stages import (
     EMBED_SLICE,
     IngestRequest,
@@ -140,14 +140,23 @@ def ingest(
         vectors.drain()
         _note_vectors(run.outcomes, vectors)
         _compact_after(services, run, clock)  # inside: a Ctrl-C here still leaves every removal compacted
+    except Exception as error:  # a compiled module loading when Ctrl-C comes raises its own error from it
+        if interrupt_behind(error) is None:
+            raise
+        _clean_up(services, run, vectors)
     except KeyboardInterrupt:
-        with deferred(deliver=False):  # a second Ctrl-C does not cut the clean-up short
-            run.outcomes.extend(_stop(services, run.in_flight.values()))
-            run.flush()
-            compact(services)
-            _note_vectors(run.outcomes, vectors)
-        raise IngestInterrupted(run.outcomes) from None
+        _clean_up(services, run, vectors)
     return run.outcomes
+
+
+def _clean_up(services: Services, run: _Run, vectors: VectorBacklog) -> NoReturn:
+    """After Ctrl-C: uploads in flight are recorded as stopped, and every removal so far is compacted."""
+    with deferred(deliver=False):  # a second Ctrl-C does not cut the clean-up short
+        run.outcomes.extend(_stop(services, run.in_flight.values()))
+        run.flush()
+        compact(services)
+        _note_vectors(run.outcomes, vectors)
+    raise IngestInterrupted(run.outcomes) from None
 
 
 def _compact_after(services: Services, run: _Run, clock: StageClock) -> None:
