@@ -286,23 +286,29 @@ def test_ctrl_c_right_after_a_removal_is_noted_still_ends_it_so_its_compaction_c
     assert compact(services) == [] and services.metadata.removals() == []
 
 
-def test_ctrl_c_during_the_compaction_that_ends_an_ingest_still_compacts_before_it_stops(tmp_path, embedder):
-    """The compaction after the last document ran outside the clean-up that Ctrl-C runs: cut
-    there, the run ended with its removals noted and never compacted."""
-    services = make_services(tmp_path, embedder)
+def _memo(text: str) -> IngestRequest:
+    return IngestRequest(document_id="memo.txt", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                         data=text.encode(), filename="memo.txt")
 
-    def memo(text: str) -> IngestRequest:
-        return IngestRequest(document_id="memo.txt", tenant="northpier", allowed_roles=frozenset({"staff"}),
-                             data=text.encode(), filename="memo.txt")
 
-    ingest(services, [memo("The quillaby review moves shift lead two to band four.")])
-    with pytest.raises(KeyboardInterrupt) as stopped, ctrl_c_at(compact_file.__code__, "call"):
-        ingest(services, [memo("The quillaby review moves shift lead three to band five.")])  # replaces: a removal
-    assert isinstance(stopped.value, IngestInterrupted)
+def stopped_whole(stopped: BaseException, services) -> None:
+    """An ingest replacing memo.txt was stopped after publishing: it says so, its removal of the
+    old revision was compacted, and the new revision is served."""
+    assert isinstance(stopped, IngestInterrupted)
     assert services.metadata.removals() == []
     document = services.metadata.get_document("northpier", "memo.txt")
     assert document.status is DocumentStatus.PUBLISHED
     assert "band five" in services.metadata.get_chunks("northpier", "memo.txt", document.active_revision)[0].text
+
+
+def test_ctrl_c_during_the_compaction_that_ends_an_ingest_still_compacts_before_it_stops(tmp_path, embedder):
+    """The compaction after the last document ran outside the clean-up that Ctrl-C runs: cut
+    there, the run ended with its removals noted and never compacted."""
+    services = make_services(tmp_path, embedder)
+    ingest(services, [_memo("The quillaby review moves shift lead two to band four.")])
+    with pytest.raises(KeyboardInterrupt) as stopped, ctrl_c_at(compact_file.__code__, "call"):
+        ingest(services, [_memo("The quillaby review moves shift lead three to band five.")])  # replaces: a removal
+    stopped_whole(stopped.value, services)
 
 
 class _LoadsOnnxruntimeWhenCtrlCComes:
@@ -325,17 +331,8 @@ class _LoadsOnnxruntimeWhenCtrlCComes:
 
 def test_ctrl_c_turned_into_an_import_error_while_embedding_still_compacts_what_the_ingest_removed(tmp_path, embedder):
     services = make_services(tmp_path, embedder)
-
-    def memo(text: str) -> IngestRequest:
-        return IngestRequest(document_id="memo.txt", tenant="northpier", allowed_roles=frozenset({"staff"}),
-                             data=text.encode(), filename="memo.txt")
-
-    ingest(services, [memo("The quillaby review moves shift lead two to band four.")])
+    ingest(services, [_memo("The quillaby review moves shift lead two to band four.")])
     services.embedder = _LoadsOnnxruntimeWhenCtrlCComes(embedder)
     with pytest.raises(KeyboardInterrupt) as stopped:
-        ingest(services, [memo("The quillaby review moves shift lead three to band five.")])  # replaces: a removal
-    assert isinstance(stopped.value, IngestInterrupted)
-    assert services.metadata.removals() == []
-    document = services.metadata.get_document("northpier", "memo.txt")
-    assert document.status is DocumentStatus.PUBLISHED
-    assert "band five" in services.metadata.get_chunks("northpier", "memo.txt", document.active_revision)[0].text
+        ingest(services, [_memo("The quillaby review moves shift lead three to band five.")])  # replaces: a removal
+    stopped_whole(stopped.value, services)

@@ -140,11 +140,9 @@ def ingest(
         vectors.drain()
         _note_vectors(run.outcomes, vectors)
         _compact_after(services, run, clock)  # inside: a Ctrl-C here still leaves every removal compacted
-    except Exception as error:  # a compiled module loading when Ctrl-C comes raises its own error from it
+    except BaseException as error:  # Ctrl-C, or a compiled module's own error raised from it as it loads
         if interrupt_behind(error) is None:
             raise
-        _clean_up(services, run, vectors)
-    except KeyboardInterrupt:
         _clean_up(services, run, vectors)
     return run.outcomes
 
