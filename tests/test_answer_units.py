@@ -28,9 +28,11 @@ def test_what_manuals_write_as_code_is_code_and_a_hyphenated_word_is_not():
     for sentence in ("Set PYTHON_DOTENV_DISABLED=1 to disable it.", "To stop tracking a file, use git rm --cached.",
                      "Add -m to create the home directory.", "Pass force_list to always get a list.",
                      "Use path.win32 for Windows paths.", "It raises a ConnectionError.", "Edit /etc/fstab first.",
-                     "Set Persistent= in the timer.", "They go into the $GIT_DIR/info/exclude file."):
+                     "Set Persistent= in the timer.", "They go into the $GIT_DIR/info/exclude file.",
+                     "ENCRYPT_METHOD is set to SHA512.", "* SM3 hash function, contributed upstream."):
         assert units_of(item(sentence))[0].holds(Wants.CODE), sentence
-    for sentence in ("Useful when you can't modify third-party package calls.", "It runs on any operating system."):
+    for sentence in ("Useful when you can't modify third-party package calls.", "It runs on any operating system.",
+                     "The NASA team met in 2009."):  # capitals alone, or digits alone, are no code
         assert not units_of(item(sentence))[0].holds(Wants.CODE), sentence
 
 
@@ -49,6 +51,12 @@ def test_manual_questions_want_a_flag_or_variable_and_default_questions_a_stated
     # "status" is one status, not a list of them; "tools" are several
     assert Wants.LIST not in wants("What progress status does ninja print when NINJA_STATUS is not set?")
     assert Wants.LIST in wants("Which tools does ninja have?")
+    # an exit status is a number; a question naming one and asking what it means wants neither
+    assert Wants.NUMBER in wants("What exit code does apt-get return when an error occurs?")
+    assert units_of(item("apt-get returns zero on normal operation, decimal 100 on error."))[0].holds(Wants.NUMBER)
+    for question in ("xsltproc returned 4. What does that code mean?", "useradd exited with status 9 - what went wrong?",
+                     "What does errno 134 mean on Linux?"):
+        assert not wants(question) & {Wants.CODE, Wants.NUMBER}, question
     assert units_of(item("The default is 256 for incremental builds, and 16 for non-incremental builds."))[0].holds(Wants.DEFAULT)
     assert units_of(item("Specify the accuracy the timer shall elapse with. Defaults to 1min."))[1].holds(Wants.DEFAULT)
     # naming a default is not stating one
@@ -83,6 +91,14 @@ def test_a_sentence_is_completed_by_a_later_one_of_its_paragraph_that_names_the_
     assert beside[0] is units[2]  # the flag two sentences on, sharing "information"
     quieter = "Which option makes Memcheck quieter?"  # the flag's sentence holds no word of it that the first lacks
     assert companions(units, wants(quieter), quieter)[0] is None
+    # a configuration file describes a setting, then states its default on the next line
+    config = "The permissions mode for home directories of non-system users.\nDefault: DIR_MODE=0700"
+    units = units_of(item(config))
+    question = "What permission mode does adduser give the home directory of a new user unless configured otherwise?"
+    assert [u.text for u in units] == ["The permissions mode for home directories of non-system users.", "Default: DIR_MODE=0700"]
+    assert companions(units, wants(question), question)[0] is units[1]
+    apart = units_of(item("The permissions mode for home directories.\n\nDefault: DIR_MODE=0700"))  # another block
+    assert companions(apart, wants(question), question)[0] is None
 
 
 def test_a_dot_of_a_file_name_ends_no_sentence_and_a_colon_that_names_the_code_is_an_answer():

@@ -340,11 +340,23 @@ def test_a_release_whose_entries_sit_at_its_own_level_is_still_a_section():
         "A new option --retry-on-http-error"]
 
 
-def test_faq_text_without_underlines_keeps_its_paragraphs_and_has_no_headings():
+def test_lines_at_the_margin_over_an_indented_body_head_its_sections_but_never_title_the_file():
+    """A FAQ, an RFC or a NEWS file writes its headings at the margin and its body indented: the
+    question "Why is %CPU low?" is what its indented answer is about."""
     text = b"Why does ps complain?\n\n\tBecause of the standards.\n\n\t\tps -o pid,comm\n\nWhy is %CPU low?\n\n\tUpgrade.\n"
     parsed = parse(text, "FAQ")
-    assert not any(b.kind is BlockKind.HEADING for b in parsed.blocks) and parsed.title is None
-    assert blocks(parsed)[0] == "Why does ps complain?"
+    assert_well_formed(parsed)
+    assert section_of(parsed, "Because of the standards.") == ["Why does ps complain?"]
+    assert section_of(parsed, "ps -o pid,comm") == ["Why does ps complain?"]
+    assert section_of(parsed, "Upgrade.") == ["Why is %CPU low?"]
+    assert parsed.title is None  # the first section's heading is not the file's title
+    news = (b"NEWS for the Widget 3.8.1 release\n\n\tThis is a bugfix release.\n\n\t* Fix a crash.\n\n"
+            b"NEWS for the Widget 3.8 release\n\n\tNew features:\n\n\t* SM3 hash function.\n")
+    assert section_of(parse(news, "NEWS"), "SM3 hash function.") == ["NEWS for the Widget 3.8 release"]
+    # prose at the margin with an indented example is not a file of margin headings
+    prose = (b"Run the tool with its defaults.\n\n    tool --run\n\nThen check the output, which lists\nevery file.\n\n"
+             b"It ends here.\n\nA last note.\n")
+    assert not any(b.kind is BlockKind.HEADING for b in parse(prose, "notes.txt").blocks)
 
 
 # -- Markdown -------------------------------------------------------------------------------

@@ -446,6 +446,21 @@ def test_a_price_asks_for_money_not_any_number(embedder):
     assert direct_answer(question, growth, frozenset({Wants.MONEY})) == "89 euros"
 
 
+def test_a_code_the_question_does_not_name_marks_the_unit_that_answers_which_option(embedder):
+    """"Which environment variable ...?" is answered by a sentence that names a new one; one that
+    only repeats the question's own code, or names none, is marked for neither model as holding it."""
+    text = ("FONTCONFIG_FILE is used to override the default configuration file.\n\n"
+            "The FC_DEBUG value is read at start.\n\nThe configuration is read once.")  # three paragraphs: no companions
+    question = "Which environment variable, besides FC_DEBUG, points fontconfig at another configuration file?"
+    support = score_support(UnitEmbeddings(embedder), question, [item(text)], every_unit=True)
+    rows = {u.text: row["code_match"] for u, row in zip(support.units, support.unit_features)}
+    assert rows == {"FONTCONFIG_FILE is used to override the default configuration file.": 1.0,
+                    "The FC_DEBUG value is read at start.": 0.0, "The configuration is read once.": 0.0}
+    assert support.features["code_match"] == rows[support.units[0].text]
+    plain = score_support(UnitEmbeddings(embedder), "Where is the configuration file?", [item(text)], every_unit=True)
+    assert all(row["code_match"] == 0.0 for row in plain.unit_features)  # no code asked for
+
+
 class _Counting:
     """The real embedder, recording what each call was asked to embed."""
 
@@ -666,3 +681,8 @@ def test_a_record_is_named_by_a_value_the_question_writes_whole():
     assert names_a_field("What does --dry-run do?", "option: -n, --dry-run; description: Do nothing.")
     assert names_a_field("journald SyncIntervalSec default", "option: SyncIntervalSec=; description: The timeout.")
     assert not names_a_field("What is it for?", "term: for; description: a loop.")  # a function word names nothing
+    # a lone digit is a value where the question writes it as a status, and a word of a count otherwise
+    assert names_a_field("useradd exited with status 9 - what went wrong?",
+                         "exit value: 9; description: username or group name already in use")
+    assert names_a_field("xsltproc returned 4. What does that code mean?", "term: 4; description: Failed to parse the stylesheet")
+    assert not names_a_field("Name 9 things the tool does.", "exit value: 9; description: username or group name already in use")

@@ -48,9 +48,9 @@ CODE = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9]+
 # "--cached", not the "-party" of "third-party"), a constant or variable (GLIBCXX_FORCE_NEW,
 # $GIT_DIR), a snake_case or dotted name (force_list, path.win32, net.ipv4.ip_forward), a call
 # (png_sig_cmp()), a setting with its sign (AccuracySec=, override=True), a CamelCase name
-# (ConnectionError), an absolute path (/etc/fstab).
+# (ConnectionError), an absolute path (/etc/fstab), capitals with digits (SHA512, SM3, E1028).
 WRITTEN_CODE = re.compile(
-    r"(?<![\w-])--?[A-Za-z][\w-]*(?:=\S+)?|`[^`]+`|\$[A-Za-z_{][\w}]*(?:/[\w.-]+)*|"
+    r"(?<![\w-])--?[A-Za-z][\w-]*(?:=\S+)?|`[^`]+`|\$[A-Za-z_{][\w}]*(?:/[\w.-]+)*|\b[A-Z]+\d[A-Z\d]*\b|"
     r"(?<![\w.])_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*(?![\w])|(?<![\w.])_+[A-Za-z]+_+(?![\w])|"
     r"\b[A-Za-z_]\w{1,}(?:\.[A-Za-z_]\w*)+(?:\(\))?|\b\w+\(\)|\b[A-Za-z][\w.]*=(?:[\w\"'/.-]+)?|"
     r"\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b|(?<![\w.])/(?:[\w.*-]+/)*[\w.*-]+")
@@ -79,7 +79,9 @@ _WANTS = {
     Wants.NUMBER: re.compile(
         r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:which|what) (?:\w+ )?(?:release|version)\b|"
         r"\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
-        r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b", re.I),
+        r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b|"
+        # an exit status is a number: "What exit code does apt-get return on error?" ("decimal 100")
+        r"\b(?:exit|return|error|status) (?:codes?|status|values?)\b|\berrno\b", re.I),
     Wants.MONEY: re.compile(r"\b(?:costs?|price[sd]?|fees?|salar(?:y|ies)|(?<!\bin )charges?|charged)\b|"
                             r"\bhow much (?:\w+ ){0,6}?(?:cost|pay|paid|charge|spend|spent|earn|earned)\b", re.I),
     # "when" asks for a time where it opens an ask, not in "the code used when the endpoint fails".
@@ -144,7 +146,14 @@ def wants(question: str) -> set[Wants]:
     """What the question asks for. A price asks for money, not any number: "How much does the
     Growth plan cost?" is not answered by "The free trial lasts 30 days"."""
     kinds = {kind for kind, pattern in _WANTS.items() if pattern.search(question)}
+    if _MEANING.search(question):  # "xsltproc returned 4. What does that code mean?" asks for its meaning
+        kinds -= {Wants.CODE, Wants.NUMBER}
     return kinds - {Wants.NUMBER} if Wants.MONEY in kinds else kinds
+
+
+# A question that names a code or a status and asks what it means.
+_MEANING = re.compile(r"\bwhat (?:does|do|did) (?:[\w'%$-]+ ){1,4}?(?:mean|indicate|signify|stand for)\b|"
+                      r"\bwhat went wrong\b|\bmeaning of\b", re.I)
 
 
 _TOKEN = re.compile(r"\w(?:[\w.-]*\w)?")
@@ -394,7 +403,8 @@ def companions(units: list[Unit], wanted: set[Wants], question: str = "") -> lis
     earlier sentence of its block that holds it ("Rafael Moutinho, Head of Support." before
     "Approves refunds."), else one of the next ``AHEAD`` sentences of its section that does and holds a word of the
     question it lacks (a manual states the case, then the flag: "... depends on uninitialised
-    value(s)." then "Try using the --track-origins=yes to get extra information."), else the heading of its section when that holds it
+    value(s)." then "Try using the --track-origins=yes to get extra information."; or, for a default,
+    the very next sentence of its block that states one), else the heading of its section when that holds it
     ("Tallyforge 5.3, released 20 January 2026", the option a description is under). One pass
     each way, so every unit can be scored with what its answer would quote."""
     kinds = wanted & FILLABLE
@@ -425,7 +435,11 @@ def companions(units: list[Unit], wanted: set[Wants], question: str = "") -> lis
             after = units[at]
             if after.item is not unit.item or after.heading or after.item.span_at(after.start).section_path != section:
                 break
-            if holding[at] and not after.record and stems(after.text) & lacking:
+            # a description's stated default follows it ("The permissions mode for home directories."
+            # then "Default: DIR_MODE=0700"), sharing no word of the question
+            states_default = Wants.DEFAULT in kinds and at == position + 1 and after.block == unit.block \
+                and after.holds(Wants.DEFAULT)
+            if holding[at] and not after.record and (states_default or stems(after.text) & lacking):
                 found[position] = after
                 break
         found[position] = found[position] or headed[position]

@@ -6,8 +6,11 @@ rule of one character about its length (Setext, reStructuredText-style: "Title" 
 files ("* Noteworthy changes in release 9.4", "** Bug fixes") when the file is in that form
 (an outline line with nothing under it but its like is an entry of a list, not a heading,
 unless it is shaped like the file's headings at its level: "* Changes in Wget 1.19.5" over
-entries written at its own level, as older releases of a NEWS file often are).
-A rule standing alone is layout, not text. The title is the first heading when it opens the
+entries written at its own level, as older releases of a NEWS file often are); and the
+margin headings of a file whose body is indented (an RFC's "1.  Introduction", a NEWS file's
+"NEWS for the Nettle 3.8 release" over its tab-indented notes): a one-line paragraph at the
+margin over an indented one, when most paragraphs are indented. These head sections, never
+title the file. A rule standing alone is layout, not text. The title is the first heading when it opens the
 file. A commented configuration file is read through ``config.uncommented``.
 """
 
@@ -89,6 +92,25 @@ def _outline_heads(paragraphs: list[str]) -> list[re.Match[str] | None]:
     return heads
 
 
+def _indented(paragraph: str) -> bool:
+    return all(line[:1] in (" ", "\t") for line in paragraph.split("\n") if line.strip())
+
+
+_MARGIN_HEADING = re.compile(r"^[^\s*#=\-][^\n]*[^\s.,;:]$")
+
+
+def _margin_heads(paragraphs: list[str]) -> list[bool]:
+    """For each paragraph, whether it is a margin heading (see the module's docstring): none
+    unless most paragraphs are indented and at least two such headings are found."""
+    indented = [_indented(p) for p in paragraphs]
+    heads = [i + 1 < len(paragraphs) and indented[i + 1] and "\n" not in p and len(p) <= TITLE_CHARS
+             and bool(_MARGIN_HEADING.match(p)) and any(c.isalpha() for c in p)
+             for i, p in enumerate(paragraphs)]
+    if sum(heads) < 2 or 5 * sum(indented) < 3 * len(paragraphs):
+        return [False] * len(paragraphs)
+    return heads
+
+
 def parse_plain(text: str) -> ParsedDocument:
     if is_commented_config(text):
         text = uncommented(text)
@@ -97,15 +119,18 @@ def parse_plain(text: str) -> ParsedDocument:
     paragraphs = split_paragraphs(text)
     outline = bool(paragraphs) and _outline(paragraphs, paragraphs[0].split("\n", 1)[0])
     heads = _outline_heads(paragraphs) if outline else [None] * len(paragraphs)
-    for paragraph, head in zip(paragraphs, heads):
+    margins = [False] * len(paragraphs) if outline else _margin_heads(paragraphs)
+    for paragraph, head, margin in zip(paragraphs, heads, margins):
         match = _outline_line(paragraph) if outline else None
-        if match is None:
+        if margin:
+            builder.heading(1, paragraph)
+        elif match is None:
             _paragraph(builder, paragraph.split("\n"), styles)
         elif head is not None:  # something under it, or shaped like the headings at its level
             builder.heading(len(head.group(1)), head.group(2))
         else:  # "** Fix a double free in FTP" among its like: an entry of the release above
             builder.block(BlockKind.LIST_ITEM, paragraph[len(match.group(1)) + 1 :])
-    title = builder.first_heading if builder.opens_with_heading else None
+    title = builder.first_heading if builder.opens_with_heading and not margins[0] else None
     return builder.build(MIME[Kind.TEXT], title=choose(title))
 
 

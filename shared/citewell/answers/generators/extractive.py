@@ -160,10 +160,14 @@ def score_support(
             "context_coverage": coverage(weights, context_terms),
             "joint_coverage": coverage(weights, unit_terms | context_terms),
             "item_rank": 1.0 / unit.item.rank,
-            "identifiers_found": 1.0 - missing_share(named, lowered),  # "14" is not in "2009-02-14"
+            # "14" is not in "2009-02-14"; a release's items hold its number in their heading ("Nettle 3.8")
+            "identifiers_found": 1.0 - missing_share(named, f"{lowered} {context_text}"),
             "missing_specific": missing_share(specific, f"{lowered} {context_text}"),
             "type_match": 1.0 if wanted and matches else 0.0,
             "type_mismatch": 1.0 if wanted and not matches else 0.0,
+            # a flag, a variable or a setting the question does not name, for "which option ...?"
+            "code_match": 1.0 if Wants.CODE in wanted and any(
+                u.holds(Wants.CODE, question) for u in (unit, companion) if u is not None) else 0.0,
             "record": 1.0 if unit.record else 0.0,
             "names_field": 1.0 if unit.record and names_a_field(question, text) else 0.0,
             "names_sibling": 1.0 if names_a_sibling(named, lowered) else 0.0,
@@ -368,6 +372,7 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
         "record": best["record"],
         "names_field": best["names_field"],
         "names_sibling": best["names_sibling"],
+        "code_match": best["code_match"],
     }
 
 
@@ -431,11 +436,16 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
     return None
 
 
+# "status 9", "returned 4", "exit code 2": the words that make a lone digit a value the question names.
+_STATUS_BEFORE = r"(?:(?<=[%$-])|\b(?:status|code|value|returned|returns|return|exited|exits|errno|number) )"
+
+
 def names_a_field(question: str, record: str) -> bool:
     """Whether the question names one of the record's values whole: the row it asks about
     ("What does the fstab keyword 'defaults' stand for?" names the row ``term: defaults``; "%x"
-    names ``term: x``; "error number 111" names ``Number: 111``). A value that is a function word, or
-    a single character the question does not write with a sign before it, names nothing."""
+    names ``term: x``; "error number 111" names ``Number: 111``; "exited with status 9" names
+    ``exit value: 9``). A value that is a function word, or a single character the question does
+    not write with a sign before it (or, for a digit, after a word for a status), names nothing."""
     asked = question.lower()
     for field in record.split("; "):
         value = field.partition(": ")[2].strip().lower()
@@ -443,7 +453,7 @@ def names_a_field(question: str, record: str) -> bool:
             form = form.strip("'\"`=")
             if not form or form in FUNCTION_WORDS or len(form) > 60:
                 continue
-            before = r"(?<=[%$-])" if len(form) == 1 else r"(?<![\w-])"
+            before = (_STATUS_BEFORE if form.isdigit() else r"(?<=[%$-])") if len(form) == 1 else r"(?<![\w-])"
             if re.search(rf"{before}{re.escape(form)}(?![\w-])", asked):
                 return True
     return False
