@@ -55,7 +55,7 @@ def test_manual_questions_want_a_flag_or_variable_and_default_questions_a_stated
     assert Wants.NUMBER in wants("What exit code does apt-get return when an error occurs?")
     assert units_of(item("apt-get returns zero on normal operation, decimal 100 on error."))[0].holds(Wants.NUMBER)
     for question in ("xsltproc returned 4. What does that code mean?", "useradd exited with status 9 - what went wrong?",
-                     "What does errno 134 mean on Linux?"):
+                     "What does errno 134 mean on Linux?", "What does the backup tool's exit status 3 indicate?"):
         assert not wants(question) & {Wants.CODE, Wants.NUMBER}, question
     assert units_of(item("The default is 256 for incremental builds, and 16 for non-incremental builds."))[0].holds(Wants.DEFAULT)
     assert units_of(item("Specify the accuracy the timer shall elapse with. Defaults to 1min."))[1].holds(Wants.DEFAULT)

@@ -272,6 +272,29 @@ def test_a_passage_over_the_budget_is_cut_back_to_its_hit_not_left_out(services)
     assert any("E1137" in e.text for e in evidence)
 
 
+def test_hits_chained_by_the_rows_stitched_after_them_are_read_apart_so_a_later_hit_keeps_its_row(services):
+    """Each hit in a table brings the rows after it, which can chain hits far apart into one
+    passage over the budget; cut back to its best hit, that passage lost the row a later hit
+    held ("errno value of ENOSPC" found the row, ranked sixth, and the evidence lacked it)."""
+    from citewell.models import LaneRanks, SearchHit
+
+    rows = ["code,component,action"] + [f"E{1000 + i},unit {i},Reset breaker {i} and log the reading" for i in range(300)]
+    (outcome,) = ingest(services, [IngestRequest(document_id="codes.csv", tenant="northpier", allowed_roles=frozenset({"staff"}),
+                                                 data="\n".join(rows).encode(), filename="codes.csv")])
+    document = services.metadata.get_documents("northpier", {"codes.csv"})["codes.csv"]
+    chunks = services.metadata.get_chunks("northpier", "codes.csv", document.active_revision)
+    assert len(chunks) > 12 and all(c.continues for c in chunks[:-1])
+    picked = chunks[0:12:2]  # every other chunk: each one's followers touch the next
+    hits = [SearchHit(rank=rank, chunk_id=c.chunk_id, document_id=c.document_id, revision=c.revision, title="codes",
+                      section_path=c.heading_path, text=c.text, score=1.0 / rank, lanes=LaneRanks(bm25=rank))
+            for rank, c in enumerate(picked, start=1)]
+    budget = sum(len(c.text) for c in picked)  # every hit fits, not what each brought after it
+    evidence = gather_evidence(services, STAFF, hits, budget_chars=budget)
+    text = " ".join(e.text for e in evidence)
+    assert all(c.text in text for c in picked)
+    assert [e.rank for e in evidence] == sorted(e.rank for e in evidence) and sum(len(e.text) for e in evidence) <= budget
+
+
 HOURS = (
     b"# Working hours\n\nThe standard working week is 37.5 hours, Monday to Friday. Core hours are 10:00 to 15:00.\n\n"
     b"# Leave\n\nFull-time staff receive 27 days of paid annual leave per calendar year.\n"

@@ -143,6 +143,18 @@ def _within(group: _Group, hit: dict[tuple[str, str, str], int], budget: int) ->
     return _Group(group.document, group.chunks[start : end + 1], group.rank)
 
 
+def _hits_apart(group: _Group, hit: dict[tuple[str, str, str], int]) -> list[_Group]:
+    """The hits of a passage that does not fit, each its own passage at its own rank, without
+    the chunks stitched after them: a table's hits, chained by the rows each brought after it,
+    became one passage cut back to its best hit, and the row the fifth hit held was lost."""
+    parts = []
+    for chunk in group.chunks:
+        rank = hit.get((chunk.document_id, chunk.revision, chunk.chunk_id))
+        if rank is not None:
+            parts.append(_Group(group.document, [chunk], rank))
+    return parts
+
+
 def gather_evidence(
     services: Services,
     identity: Identity,
@@ -150,16 +162,23 @@ def gather_evidence(
     budget_chars: int = DEFAULT_BUDGET_CHARS,
     max_items: int = MAX_CANDIDATES,
 ) -> list[EvidenceItem]:
-    """Evidence in rank order, within ``budget_chars``: a passage that does not fit is cut back to
-    the chunks around its best hit that do (the rows a table's hit brought after it can make
-    a passage longer than the budget), and left out if even that hit does not."""
+    """Evidence in rank order, within ``budget_chars``: a passage that does not fit and holds
+    several hits is read as those hits apart (each at its rank, without what was stitched
+    after it); one that still does not fit is cut back to the chunks around its best hit that
+    do (the rows a table's hit brought after it can make a passage longer than the budget),
+    and left out if even that hit does not."""
     current = read_back(services, identity, hits[: max_items * 2])
     hit = {(c.document_id, c.revision, c.chunk_id): rank for _, c, rank in current}
     evidence: list[EvidenceItem] = []
     seen: list[set[tuple[str, ...]]] = []
     used = 0
-    for group in _stitch(services, identity, current):
+    queue = _stitch(services, identity, current)
+    while queue:
+        group = queue.pop(0)
         text, spans = stitched_text(group.chunks)
+        if used + len(text) > budget_chars and len(parts := _hits_apart(group, hit)) > 1:
+            queue = sorted(queue + parts, key=lambda g: (g.rank, g.document.document_id, g.chunks[0].start))
+            continue
         if used + len(text) > budget_chars:
             group = _within(group, hit, budget_chars - used)
             if group is None:

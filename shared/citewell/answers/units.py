@@ -152,7 +152,7 @@ def wants(question: str) -> set[Wants]:
 
 
 # A question that names a code or a status and asks what it means.
-_MEANING = re.compile(r"\bwhat (?:does|do|did) (?:[\w'%$-]+ ){1,4}?(?:mean|indicate|signify|stand for)\b|"
+_MEANING = re.compile(r"\bwhat (?:does|do|did) (?:[\w'%$.-]+ ){1,6}?(?:mean|indicate|signify|stand for)\b|"
                       r"\bwhat went wrong\b|\bmeaning of\b", re.I)
 
 
