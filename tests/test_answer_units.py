@@ -181,3 +181,13 @@ def test_a_passage_naming_a_sibling_of_what_was_asked_names_it_instead():
     assert not sibling("What does error E1027 mean?", "code: E1027; meaning: Twistlock sensor disagrees")
     assert not sibling("How many days off after 5 years?", "After 10 years staff get 29 days.")  # numbers alone: not this feature
     assert not sibling("What is the default for ext4?", "The default block size is 4096.")
+
+
+def test_a_question_that_sets_out_a_situation_then_asks_is_split_at_its_last_sentence():
+    from citewell.answers.units import final_ask
+
+    assert final_ask("Wildcard limits don't apply to root. How do I set a limit for the root account?") == \
+        "How do I set a limit for the root account?"
+    assert final_ask("xsltproc returned 4. What does that code mean?") == "What does that code mean?"
+    assert final_ask("What is the default for e.g. the timeout?") is None  # one sentence, an abbreviation inside
+    assert final_ask("How many days of leave do I get?") is None

@@ -461,6 +461,18 @@ def test_a_code_the_question_does_not_name_marks_the_unit_that_answers_which_opt
     assert all(row["code_match"] == 0.0 for row in plain.unit_features)  # no code asked for
 
 
+def test_a_unit_covering_the_situation_a_question_sets_out_more_than_its_ask_has_an_ask_gap(embedder):
+    text = ("Group and wildcard limits are not applied to root.\n\n"
+            "To apply a limit to the root user, the domain must be the literal username root.")
+    question = "Group and wildcard limits are not applied to root. How do I apply a limit to the root user?"
+    support = score_support(UnitEmbeddings(embedder), question, [item(text)], every_unit=True)
+    gap = {u.text: row["ask_gap"] for u, row in zip(support.units, support.unit_features)}
+    assert gap["Group and wildcard limits are not applied to root."] > 0.0
+    assert gap["To apply a limit to the root user, the domain must be the literal username root."] == 0.0
+    single = score_support(UnitEmbeddings(embedder), "How do I apply a limit to the root user?", [item(text)], every_unit=True)
+    assert all(row["ask_gap"] == 0.0 for row in single.unit_features)  # a question of one sentence sets nothing out
+
+
 class _Counting:
     """The real embedder, recording what each call was asked to embed."""
 

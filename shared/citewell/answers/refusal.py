@@ -21,7 +21,7 @@ from pydantic import BaseModel
 # A unit (sentence, record, list item) against the question.
 UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "joint_coverage", "item_rank", "identifiers_found",
                  "missing_specific", "type_match", "type_mismatch", "record", "heading", "direct", "negation_missing",
-                 "names_field", "names_sibling", "code_match")
+                 "names_field", "names_sibling", "code_match", "ask_gap")
 # The best unit against the rest of the evidence, and how much of the question the answer built
 # on it quotes (``answer_coverage``): is there an answer at all?
 ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "best_joint_coverage",
@@ -36,7 +36,9 @@ ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_
                    # the best unit names a sibling of what was asked instead of it ("full-time" for "part-time")
                    "names_sibling",
                    # a "which option ...?" answered by a flag, variable or setting the question does not name
-                   "code_match")
+                   "code_match",
+                   # how much more of the situation a question sets out the best unit covers than of its final ask
+                   "ask_gap")
 # The first ``VERIFIED`` units by the unit model, read again by the answer verifier
 # (``verifier.py``): what the rerank model scores them by.
 RERANK_FEATURES = ("unit_logit", "verifier")

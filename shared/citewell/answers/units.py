@@ -174,6 +174,17 @@ def _subject(ask: str) -> str:
     return " ".join(tokens[last + 1 :] or [t for t, keep in zip(tokens, unasked) if keep])
 
 
+_NEXT_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
+
+
+def final_ask(question: str) -> str | None:
+    """The last sentence of a question that first sets out a situation ("Wildcard limits don't
+    apply to root. How do I set one that does?"): what it asks, apart from what it tells. None
+    for a question of one sentence."""
+    sentences = [s for s in _NEXT_SENTENCE.split(question.strip()) if s.strip()]
+    return sentences[-1] if len(sentences) > 1 else None
+
+
 def parts(question: str) -> list[str]:
     """The asks of a question that asks two things ("How long do I have, and who approves a late one?").
     A later ask that points back ("and how often can a customer get it?") takes the first ask's

@@ -41,6 +41,7 @@ from citewell.answers.units import (
     asks_what_is_not,
     companions,
     completion,
+    final_ask,
     identifiers,
     missing_share,
     negates,
@@ -134,6 +135,8 @@ def score_support(
     texts = [u.text for u in units]
     terms = [stems(t) for t in texts]
     weights = term_weights(stems(question), terms)
+    ask = final_ask(question)
+    ask_weights = term_weights(stems(ask), terms) if ask else None
     named = identifiers(question)
     named = {n for n in named if not any(n != other and n in other for other in named)}  # "4031" of "tf-4031" is that code
     wanted = wants(question)
@@ -159,6 +162,11 @@ def score_support(
             "coverage": coverage(weights, unit_terms),
             "context_coverage": coverage(weights, context_terms),
             "joint_coverage": coverage(weights, unit_terms | context_terms),
+            # how much more of a question's set-out situation than of its final ask the unit covers: the
+            # situation often holds the referent ("xsltproc returned 4."), the ask little ("What does that
+            # code mean?"); the fit weighs it for a unit, not against it
+            "ask_gap": max(0.0, coverage(weights, unit_terms | context_terms) - coverage(ask_weights, unit_terms | context_terms))
+            if ask_weights else 0.0,
             "item_rank": 1.0 / unit.item.rank,
             # "14" is not in "2009-02-14"; a release's items hold its number in their heading ("Nettle 3.8")
             "identifiers_found": 1.0 - missing_share(named, f"{lowered} {context_text}"),
@@ -373,6 +381,7 @@ def answer_features(rows: Sequence[dict[str, float]], probabilities: np.ndarray,
         "names_field": best["names_field"],
         "names_sibling": best["names_sibling"],
         "code_match": best["code_match"],
+        "ask_gap": best["ask_gap"],
     }
 
 
