@@ -311,6 +311,22 @@ def test_ctrl_c_during_the_compaction_that_ends_an_ingest_still_compacts_before_
     stopped_whole(stopped.value, services)
 
 
+def test_ctrl_c_leaves_no_cached_embedding_that_no_chunk_uses(tmp_path, embedder):
+    """An embedding no chunk uses (a purge cut between its chunk records and their embeddings
+    leaves one, whose hash its rerun no longer knows) is dropped by the Ctrl-C clean-up, as a
+    start after a kill drops it: CI once saw an audit after a Ctrl-C report one."""
+    services = make_services(tmp_path, embedder)
+    ingest(services, [_memo("The quillaby review moves shift lead two to band four.")])
+    identity = services.embedder.identity
+    left = {"0" * 64: embedder.embed(["a sentence of a revision purged elsewhere"])[0]}
+    services.metadata.put_embeddings(identity, left)
+    with pytest.raises(KeyboardInterrupt) as stopped, ctrl_c_at(compact_file.__code__, "call"):
+        ingest(services, [_memo("The quillaby review moves shift lead three to band five.")])
+    stopped_whole(stopped.value, services)
+    cached = services.metadata.embedding_hashes(identity)
+    assert cached and cached == services.metadata.hashes_in_use(cached)
+
+
 class _LoadsOnnxruntimeWhenCtrlCComes:
     """The packaged model, whose session is built as onnxruntime's compiled module loads when
     Ctrl-C comes: pybind11 turns the interrupt into "ImportError: initialization failed" (seen

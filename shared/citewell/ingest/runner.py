@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from citewell import leases
 from citewell.errors import Busy, CitewellError, EmbedderMismatch, Interrupted, InvalidInput, readable
-from citewell.deletion import compact, unfinished_removals
+from citewell.deletion import compact, forget_vectors_left, unfinished_removals
 from citewell.interrupts import deferred, interrupt_behind
 from citewell.ingest.stages import (
     EMBED_SLICE,
@@ -148,10 +148,13 @@ def ingest(
 
 
 def _clean_up(services: Services, run: _Run, vectors: VectorBacklog) -> NoReturn:
-    """After Ctrl-C: uploads in flight are recorded as stopped, and every removal so far is compacted."""
+    """After Ctrl-C: uploads in flight are recorded as stopped, cached vectors nothing uses any
+    more are dropped (as a start after a kill drops them: CI once saw an audit after a Ctrl-C
+    report chunk embeddings no chunk used), and every removal so far is compacted."""
     with deferred(deliver=False):  # a second Ctrl-C does not cut the clean-up short
         run.outcomes.extend(_stop(services, run.in_flight.values()))
         run.flush()
+        forget_vectors_left(services)
         compact(services)
         _note_vectors(run.outcomes, vectors)
     raise IngestInterrupted(run.outcomes) from None
