@@ -176,10 +176,10 @@ def gather_evidence(
     while queue:
         group = queue.pop(0)
         text, spans = stitched_text(group.chunks)
-        if used + len(text) > budget_chars and len(parts := _hits_apart(group, hit)) > 1:
-            queue = sorted(queue + parts, key=lambda g: (g.rank, g.document.document_id, g.chunks[0].start))
-            continue
         if used + len(text) > budget_chars:
+            if len(parts := _hits_apart(group, hit)) > 1:
+                queue = sorted(queue + parts, key=lambda g: (g.rank, g.document.document_id, g.chunks[0].start))
+                continue
             group = _within(group, hit, budget_chars - used)
             if group is None:
                 continue  # fewer candidates, never a truncated chunk
