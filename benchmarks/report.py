@@ -20,7 +20,11 @@ _REFERENCE = re.compile(r"^- (?P<name>.+?):\s*(?P<ndcg>0\.\d+)\s*/\s*(?P<recall>
 # Targets the benchmark issue set; what is compared is the run's own figure.
 HYBRID_NDCG_TARGET = 0.69
 NO_REGRESSION_NDCG = 0.7364  # SciFact hybrid when the real-files and scale work began: neither may lower it
-ASK_MULTIPLE = 2.0  # ask p50 against hybrid p50 at the same size
+# Issue 26 retired "ask p50 <= 2x hybrid p50" (a second model pass at ingest costs more than it
+# gives, as measured) for a bound on ask itself, and set floors the answer work may not fall below.
+ASK_P50_TARGET_MS = 200.0  # warm, at every bench size
+ANSWERSET_FLOOR = (0.839, 0.95)  # held-out right answers, right refusals: where issue 26 started
+SQUAD_PRECISION_FLOOR = 0.5  # and accuracy at or above always refusing
 SEARCH_P50_TARGET_MS = 50.0
 PIPELINE_SHARE_TARGET = 0.80
 TARGET_SIZE = 50_000
@@ -127,11 +131,10 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
         p50, p95 = at["hybrid"]["p50_ms"], at["hybrid"]["p95_ms"]
         out.append((f"hybrid p50 <= {limit:.0f} ms and p95 <= {SCALE_P95_MULTIPLE:.0f}x p50 at {size:,} chunks, query embedding included",
                     f"{p50:.1f} / {p95:.1f} ms", p50 <= limit and p95 <= SCALE_P95_MULTIPLE * p50))
-    asked = [(row["chunks"], row["ask"]["p50_ms"], row["hybrid"]["p50_ms"]) for row in ours if row.get("ask")]
+    asked = [(row["chunks"], row["ask"]["p50_ms"]) for row in ours if row.get("ask")]
     if asked:
-        out.append((f"ask p50 <= {ASK_MULTIPLE:.0f}x hybrid p50 at the same size",
-                    ", ".join(f"{a / h:.1f}x at {n:,}" for n, a, h in asked),
-                    all(a <= ASK_MULTIPLE * h for _, a, h in asked)))
+        out.append((f"ask p50 <= {ASK_P50_TARGET_MS:.0f} ms warm at every bench size",
+                    ", ".join(f"{a:.1f} ms at {n:,}" for n, a in asked), all(a <= ASK_P50_TARGET_MS for _, a in asked)))
     largest = _at(ours, SCALE_P50_TARGETS_MS[-1][0])
     out.append((f"peak RSS at {SCALE_P50_TARGETS_MS[-1][0]:,} chunks <= {SCALE_RSS_TARGET_MB / 1024:.1f} GB",
                 f"{largest['peak_rss_mb']:.0f} MB" if largest else "not run",
@@ -153,6 +156,10 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
                     (o["answer_accuracy"] or 0) >= 0.9))
         out.append(("answer set, held out: refusal accuracy >= 0.9", f"{o['refusal_accuracy']:.3f} of {o['must_refuse']}",
                     (o["refusal_accuracy"] or 0) >= 0.9))
+        right, refusals = ANSWERSET_FLOOR
+        out.append((f"answer set, held out: no fall below {right} right answers and {refusals} right refusals",
+                    f"{o['answer_accuracy']:.3f} / {o['refusal_accuracy']:.3f}",
+                    (o["answer_accuracy"] or 0) >= right and (o["refusal_accuracy"] or 0) >= refusals))
         splits = results["answers"]["splits"].values()
         leaks = sum(s["by_category"].get(c, {}).get("forbidden_text", 0) for s in splits for c in ("forbidden", "revision"))
         out.append(("answer set, both splits: no text the caller may not read, no replaced revision's value",
@@ -173,6 +180,16 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     out.append(("SQuAD 2.0 held-out half: accuracy >= always refusing + 0.08, answer precision >= 0.7",
                 f"{margin:+.3f}, precision {h['answer_precision']:.3f}",
                 margin >= 0.08 and h["answer_precision"] >= 0.7))
+    out.append((f"SQuAD 2.0 held-out half: accuracy >= always refusing, answer precision >= {SQUAD_PRECISION_FLOOR}",
+                f"{h['accuracy']:.3f} (always refusing {h['always_refuse_accuracy']:.3f}), precision {h['answer_precision']:.3f}",
+                h["accuracy"] >= h["always_refuse_accuracy"] and h["answer_precision"] >= SQUAD_PRECISION_FLOOR))
+    realdocs = results.get("realdocs")
+    if realdocs:  # its figures and their own targets are in its block; here, whether all are met
+        from benchmarks.realdocs import TARGETS
+
+        unmet = [f for f, sense, bound in TARGETS if not (realdocs[f] >= bound if sense == ">=" else realdocs[f] <= bound)]
+        out.append(("realdocs-tune: the four targets of its block (answered right, must-refuse answered, wrong, fact shown)",
+                    f"{len(TARGETS) - len(unmet)} of {len(TARGETS)} met", not unmet))
     return out
 
 
