@@ -422,4 +422,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # run as the importable module, so the observations it pickles name ``benchmarks.calibrate_refusal``'s
+    # classes, not ``__main__``'s: ``verifier_pairs --reuse`` and ``verifier_auc`` read them too
+    from benchmarks.calibrate_refusal import main as run
+
+    run()
