@@ -84,6 +84,7 @@ class Observed:
     quoted: list[frozenset[int]]  # for each unit, the units an answer built on it quotes
     passages: list[str] = field(default_factory=list)  # for each unit, what the verifier reads of it (``unit_passage``)
     runner_labels: list[bool] = field(default_factory=list)  # what an answer quotes of the unit as its runner-up holds one
+    texts: list[str] = field(default_factory=list)  # for each unit, its own text: what the answerer embeds
 
 
 def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
@@ -109,6 +110,7 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
                 answer_labels=[holds(quoted_by(question.text, support, rank)) for rank in range(len(support.units))],
                 quoted=support.quoted, passages=[unit_passage(u) for u in support.units],
                 runner_labels=[holds(runner_up_quote(question.text, support, rank)) for rank in range(len(support.units))],
+                texts=[u.text for u in support.units],
             ))
         else:
             observed.append(Observed(question, [], [], {}, [], []))

@@ -23,7 +23,8 @@ def pairs(observed: list[Observed]) -> list[dict[str, object]]:
     """One row a unit of each fitting question, in ranked order (``rank``) by the neutral unit model."""
     return [
         {"question": o.question.text, "passage": passage, "label": int(label), "source": o.question.source,
-         "fold": o.question.fold, "answerable": o.question.answerable, "rank": rank}
+         "fold": o.question.fold, "answerable": o.question.answerable, "rank": rank,
+         **({"text": o.texts[rank]} if getattr(o, "texts", None) else {})}  # the unit's own text (older observations lack it)
         for o in observed if o.question.fit
         for rank, (passage, label) in enumerate(zip(o.passages, o.unit_labels))
     ]

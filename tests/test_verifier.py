@@ -77,3 +77,22 @@ def test_discrimination_reads_only_the_first_units_the_verifier_would_read():
     second = observed([0.9, 0.8, 0.1, 0.05], [False, True, False, False])
     figures = discrimination([([first, second, Observed(first.question, [], [], {}, [], [])], model, None)])
     assert figures == {"units": 8, "holding": 2, "auc_unit_model": round(10 / 12, 4), "best_holds_unit_model": 1}
+
+
+def test_the_unit_encoder_trains_on_the_units_own_text_even_under_a_title_holding_a_bar():
+    """The tuned encoder scores what the answerer embeds, the unit's words: never its place."""
+    from benchmarks.calibrate_refusal import Observed, Question
+    from benchmarks.train_unit_encoder import unit_text
+    from benchmarks.verifier_pairs import pairs
+    from citewell.models import Identity
+
+    (unit,) = units_of(_item("Pass override=True to override existing variables.", "dev/README.md", "python-dotenv | PyPI"))
+    passage = unit_passage(unit)
+    question = Question(text="How do I make the .env file win?", identity=Identity(tenant="t", roles=frozenset({"dev"})),
+                        facts=["override=True"], answerable=True, source="realdocs", fit=True)
+    observed = Observed(question=question, unit_rows=[{}], unit_labels=[True], evidence={}, answer_labels=[True],
+                        quoted=[frozenset({0})], passages=[passage], texts=[unit.text])
+    (row,) = pairs([observed])
+    assert unit_text(row) == "Pass override=True to override existing variables." and row["label"] == 1
+    older = {"passage": "dev/README.md > python-dotenv > Contacts | Pass override=True to override existing variables."}
+    assert unit_text(older) == "Pass override=True to override existing variables."  # pairs written before the text was kept
