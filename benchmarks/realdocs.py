@@ -73,6 +73,12 @@ TARGETS = (  # (figure, at least or at most, bound): from the issue that set the
 )
 
 
+def meets(figures: dict[str, object], key: str, op: str, bound: float) -> bool:
+    """Whether ``figures[key]`` is on the right side of one of ``TARGETS``' bounds."""
+    value = float(figures[key])  # type: ignore[arg-type]
+    return value >= bound if op == ">=" else value <= bound
+
+
 def block(figures: dict[str, object], command: str, commit: str) -> str:
     from datetime import UTC, datetime
 
@@ -87,7 +93,7 @@ def block(figures: dict[str, object], command: str, commit: str) -> str:
              "answered_must_refuse_share": "answered though it must be refused, of those",
              "answered_wrong_share": "answered wrong (a fact missing), of answerable",
              "answered_or_unconfirmed_holding_share": "answered, or unconfirmed quoting the fact, of answerable"}
-    rows = [f"| {names[key]} | {op} {bound:.3f} | {figures[key]:.3f} | {'yes' if (figures[key] >= bound if op == '>=' else figures[key] <= bound) else '**no**'} |"
+    rows = [f"| {names[key]} | {op} {bound:.3f} | {figures[key]:.3f} | {'yes' if meets(figures, key, op, bound) else '**no**'} |"
             for key, op, bound in TARGETS]
     return "\n".join([
         REALDOCS_START, "## Answers on real documents (realdocs-tune)", "",

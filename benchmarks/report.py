@@ -185,9 +185,9 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
                 h["accuracy"] >= h["always_refuse_accuracy"] and h["answer_precision"] >= SQUAD_PRECISION_FLOOR))
     realdocs = results.get("realdocs")
     if realdocs:  # its figures and their own targets are in its block; here, whether all are met
-        from benchmarks.realdocs import TARGETS
+        from benchmarks.realdocs import TARGETS, meets
 
-        unmet = [f for f, sense, bound in TARGETS if not (realdocs[f] >= bound if sense == ">=" else realdocs[f] <= bound)]
+        unmet = [key for key, op, bound in TARGETS if not meets(realdocs, key, op, bound)]
         out.append(("realdocs-tune: the four targets of its block (answered right, must-refuse answered, wrong, fact shown)",
                     f"{len(TARGETS) - len(unmet)} of {len(TARGETS)} met", not unmet))
     return out

@@ -31,9 +31,9 @@ import random
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from benchmarks.train_verifier import load_pairs, split
+from benchmarks.train_verifier import load_pairs, logger, split, warmup_then_linear
 
 
 def unit_text(row: dict) -> str:
@@ -74,13 +74,7 @@ def main() -> None:
     from transformers import logging as transformers_logging
 
     transformers_logging.set_verbosity_error()
-    log_file: TextIO | None = args.log.open("w") if args.log else None
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-        if log_file:
-            log_file.write(line + "\n")
-            log_file.flush()
+    say = logger(args.log)
 
     torch.manual_seed(args.seed)
     random.seed(args.seed)
@@ -91,6 +85,9 @@ def main() -> None:
     for r in rows:
         questions[(r["source"], r["question"])].append(r)
     training = sorted(k for k, rs in questions.items() if any(r["label"] for r in rs))
+    aside_by_question: dict[str, list[dict]] = defaultdict(list)
+    for r in aside:
+        aside_by_question[r["question"]].append(r)
     say(f"arguments {json.dumps({k: str(v) for k, v in vars(args).items()})}")
     say(f"training on {len(training)} questions with a unit holding the fact; validation {len(aside)} units "
         f"({sum(r['label'] for r in aside)} holding) of {len({(r['source'], r['question']) for r in aside})} questions held aside")
@@ -109,11 +106,8 @@ def main() -> None:
         """ROC AUC of the tuned cosine over the held-aside units."""
         model.eval()
         scores, labels = [], []
-        by_key: dict[str, list[dict]] = defaultdict(list)
-        for r in aside:
-            by_key[r["question"]].append(r)
         with torch.no_grad():
-            for question, units in by_key.items():
+            for question, units in aside_by_question.items():
                 cosines = embed([unit_text(r) for r in units]) @ embed([question])[0]
                 scores += cosines.tolist()
                 labels += [r["label"] for r in units]
@@ -121,9 +115,7 @@ def main() -> None:
         return float(roc_auc_score(labels, scores))
 
     optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    rise = max(1, round(args.steps * args.warmup))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: (s + 1) / rise if s < rise else max(0.0, (args.steps - s) / max(1, args.steps - rise)))
+    schedule = warmup_then_linear(optimiser, args.steps, args.warmup)
     started = time.monotonic()
     best, best_state, best_step = validation(), copy.deepcopy(model.state_dict()), 0
     say(f"step 0: validation ROC AUC {best:.4f} (untrained)")
@@ -191,10 +183,7 @@ def main() -> None:
         return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
     scores, labels = [], []
-    by_key: dict[str, list[dict]] = defaultdict(list)
-    for r in aside:
-        by_key[r["question"]].append(r)
-    for question, units in by_key.items():
+    for question, units in aside_by_question.items():
         scores += (int8([unit_text(r) for r in units]) @ int8([question])[0]).tolist()
         labels += [r["label"] for r in units]
     say(f"int8 ONNX validation ROC AUC {roc_auc_score(labels, scores):.4f}")

@@ -33,7 +33,29 @@ import random
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable
+
+
+def logger(path: Path | None) -> Callable[[str], None]:
+    """A trainer's ``say``: each line printed, and written to ``path`` (flushed) when given."""
+    log = path.open("w") if path else None
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        if log:
+            log.write(line + "\n")
+            log.flush()
+
+    return say
+
+
+def warmup_then_linear(optimiser: Any, steps: int, warmup: float) -> Any:
+    """The learning rates rise linearly over ``warmup`` of the ``steps``, then fall linearly to 0 at the last."""
+    import torch
+
+    rise = max(1, round(steps * warmup))
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda s: (s + 1) / rise if s < rise else max(0.0, (steps - s) / max(1, steps - rise)))
 
 
 def load_pairs(path: Path, negatives: int, without_fold: int | None, without_realdocs: bool) -> dict[tuple[str, str], list[dict]]:
@@ -103,13 +125,7 @@ def main() -> None:
     from citewell.answers.verifier import AnswerVerifier
 
     transformers_logging.set_verbosity_error()  # the unused layers' "unexpected keys" report
-    log_file: TextIO | None = args.log.open("w") if args.log else None
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-        if log_file:
-            log_file.write(line + "\n")
-            log_file.flush()
+    say = logger(args.log)
 
     torch.manual_seed(args.seed)
     random.seed(args.seed)
@@ -154,9 +170,7 @@ def main() -> None:
     learning = [p for p in model.bert.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW([{"params": learning, "lr": args.lr},
                                    {"params": list(model.head.parameters()), "lr": args.head_lr}], weight_decay=0.01)
-    rise = max(1, round(args.steps * args.warmup))
-    schedule = torch.optim.lr_scheduler.LambdaLR(  # a linear rise, then a linear fall to 0 at the last step
-        optimiser, lambda s: (s + 1) / rise if s < rise else max(0.0, (args.steps - s) / max(1, args.steps - rise)))
+    schedule = warmup_then_linear(optimiser, args.steps, args.warmup)
     loss_of = torch.nn.BCEWithLogitsLoss(reduction="none")
 
     def additive(mask: Any) -> Any:

@@ -157,7 +157,8 @@ def score_support(
             contexts[around] = (stems(heading), heading.lower())
         context_terms, context_text = contexts[around]
         arounds.append(around)
-        joint = coverage(weights, unit_terms | context_terms)
+        around_terms = unit_terms | context_terms
+        joint = coverage(weights, around_terms)
         rows.append({
             "cosine": 0.0,  # set by _cosines
             "coverage": coverage(weights, unit_terms),
@@ -166,7 +167,7 @@ def score_support(
             # how much more of a question's set-out situation than of its final ask the unit covers: the
             # situation often holds the referent ("xsltproc returned 4."), the ask little ("What does that
             # code mean?"); the fit weighs it for a unit, not against it
-            "ask_gap": max(0.0, joint - coverage(ask_weights, unit_terms | context_terms)) if ask_weights else 0.0,
+            "ask_gap": max(0.0, joint - coverage(ask_weights, around_terms)) if ask_weights else 0.0,
             "item_rank": 1.0 / unit.item.rank,
             # "14" is not in "2009-02-14"; a release's items hold its number in their heading ("Nettle 3.8")
             "identifiers_found": 1.0 - missing_share(named, f"{lowered} {context_text}"),
