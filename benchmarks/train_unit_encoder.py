@@ -24,16 +24,14 @@ embedded beside a text; what ships must not (``test_minilm_batches`` holds the p
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import random
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
-from benchmarks.train_verifier import load_pairs, logger, split, warmup_then_linear
+from benchmarks.train_verifier import load_pairs, logger, split, trainer_arguments, warmup_then_linear
 
 
 def unit_text(row: dict) -> str:
@@ -45,23 +43,14 @@ def unit_text(row: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pairs", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True, help="the int8 ONNX file to write")
-    parser.add_argument("--log", type=Path, help="the training log (also printed)")
-    folds = parser.add_mutually_exclusive_group()
-    folds.add_argument("--without-fold", type=int, choices=(0, 1), help="leave out this realdocs fold")
-    folds.add_argument("--without-realdocs", action="store_true", help="leave out every realdocs question")
+    parser = trainer_arguments(__doc__.split("\n")[0])
     parser.add_argument("--negatives", type=int, default=6, help="hardest negatives a question")
     parser.add_argument("--questions", type=int, default=8, help="questions a step")
     parser.add_argument("--temperature", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=450)
     parser.add_argument("--lr", type=float, default=2e-5)
     parser.add_argument("--warmup", type=float, default=0.1, help="share of the steps the learning rate rises over")
-    parser.add_argument("--validate", type=float, default=0.1, help="share of each source's questions held aside")
     parser.add_argument("--eval-every", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
     import numpy as np

@@ -88,14 +88,24 @@ def split(by_question: dict[tuple[str, str], list[dict]], share: float, seed: in
     return train, validate
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def trainer_arguments(description: str) -> argparse.ArgumentParser:
+    """What both trainers take: their pairs, where the model and the log go, which realdocs
+    questions are left out, the held-aside share, the seed and the threads."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--pairs", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True, help="the int8 ONNX file to write")
     parser.add_argument("--log", type=Path, help="the training log (also printed)")
     folds = parser.add_mutually_exclusive_group()
     folds.add_argument("--without-fold", type=int, choices=(0, 1), help="leave out this realdocs fold")
     folds.add_argument("--without-realdocs", action="store_true", help="leave out every realdocs question")
+    parser.add_argument("--validate", type=float, default=0.1, help="share of each source's questions held aside")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--threads", type=int, default=2)
+    return parser
+
+
+def main() -> None:
+    parser = trainer_arguments(__doc__.split("\n")[0])
     parser.add_argument("--negatives", type=int, default=4, help="hardest negatives kept a question")
     parser.add_argument("--layers", type=int, default=3, help="MiniLM's first N layers: half of them costs half the time")
     parser.add_argument("--train-layers", type=int, default=1, help="the top N of them learn; the ones below are frozen and cached")
@@ -105,13 +115,10 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=4e-5, help="the encoder's peak learning rate")
     parser.add_argument("--head-lr", type=float, default=1e-3, help="the new logit layer's peak learning rate")
     parser.add_argument("--warmup", type=float, default=0.1, help="share of the steps the learning rates rise over")
-    parser.add_argument("--validate", type=float, default=0.1, help="share of each source's questions held aside")
     parser.add_argument("--eval-every", type=int, default=200)
     parser.add_argument("--patience", type=int, default=4)
     parser.add_argument("--give-up-after", type=int, default=800)
     parser.add_argument("--give-up-auc", type=float, default=0.6)
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
     import numpy as np
