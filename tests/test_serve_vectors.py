@@ -33,6 +33,7 @@ from citewell.services import Services
 from tests.conftest import make_services
 from tests.serving import CLEAN_EXIT, WRITE, Served
 from tests.test_ingest_stream import SMALL, GatedModel, large_text
+from tests.test_local_storage import write_lock as index_write_lock
 from tests.test_serve_resume import ENV, audit, logged, write_lock
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))
@@ -107,6 +108,29 @@ def test_a_small_upload_is_found_while_a_large_one_embeds_and_a_replacement_take
     meaning = search(reader, STAFF, "bollard crew checked the item", k=10, lanes=("vector",))
     assert meaning.degraded == [] and any(h.document_id == BIG for h in meaning.hits)
     assert all(h.revision == served.active_revision for h in meaning.hits if h.document_id == BIG)
+
+
+def test_an_upload_said_published_is_found_by_words_while_another_process_writes(tmp_path, embedder):
+    """A search meeting another writer does not wait to commit rows waiting for the lexical
+    index: the worker commits them before the record says published. Before, the upload was
+    `published` and not found (a search while the worker wrote its vectors)."""
+    home = tmp_path / "home"
+    gated = GatedModel(embedder, "quillaby")
+    services = make_services(home, embedder, gated)
+    worker = IngestWorker(services)
+    worker.start()
+    try:
+        submit(worker, services, "canteen.md", SMALL["canteen.md"].encode())
+        assert gated.reached.wait(120), "the worker never reached the upload's vectors"
+        reader = make_services(home, embedder)
+        assert reader.metadata.get_document("northpier", "canteen.md").status is DocumentStatus.PUBLISHED
+        with index_write_lock(home / "index.db"):
+            found = search(reader, STAFF, "quillaby soup", k=3, lanes=("bm25",))
+        assert [h.document_id for h in found.hits] == ["canteen.md"]
+    finally:
+        gated.release.set()
+        worker.stop(60)
+    assert [(o.document_id, o.status) for o in worker.outcomes] == [("canteen.md", "published")]
 
 
 def vectorless(home: Path) -> dict[str, int]:

@@ -372,12 +372,13 @@ def _go_on() -> None:
 
 
 def carry(services: Services, upload: Upload, report: Reporter, clock: StageClock, *, staged: bool,
-          check: Callable[[], None] = _go_on) -> Carried:
+          check: Callable[[], None] = _go_on, flush: bool = False) -> Carried:
     """A registered upload through parse, chunk and publish: by words first when ``staged`` (its
     vectors are the caller's to bring, :class:`VectorBacklog`), else embedded then published.
     ``check`` runs before each stage and stops the upload by raising a :class:`CitewellError`
-    (a server's stop deadline), which records it as failed like bad input. The CLI's run and
-    the server's worker both carry their uploads through here."""
+    (a server's stop deadline), which records it as failed like bad input. ``flush`` commits
+    the lexical index before the record says published (see :func:`publish_stage`). The CLI's
+    run and the server's worker both carry their uploads through here."""
     document_id = upload.document_id
     chunked = None
     try:
@@ -412,7 +413,7 @@ def carry(services: Services, upload: Upload, report: Reporter, clock: StageCloc
             with clock.stage("publish"):
                 before = services.metadata.get_document(upload.tenant, document_id)
                 count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding,
-                                      vectors_follow=staged)
+                                      vectors_follow=staged, flush=flush)
         except CitewellError as error:
             outcome = _failed(services, upload, error, chunked.revision)
             release_embeddings(services, chunked.chunks)

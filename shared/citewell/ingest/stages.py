@@ -217,9 +217,13 @@ def release_embeddings(services: Services, chunks: Sequence[Chunk]) -> int:
 
 def publish_stage(
     services: Services, upload: Upload, revision: str, content_sha256: str, encoding: str | None = None,
-    vectors_follow: bool = False,
+    vectors_follow: bool = False, flush: bool = False,
 ) -> int | None:
     """Index the revision, verify it, switch the record to it, then remove what it replaced.
+
+    With ``flush`` the index commits its lexical rows before the switch, so a record that says
+    ``published`` is found by words at once, even by a search that meets another writer (which
+    does not wait to commit them itself). A server's upload flushes; a CLI batch commits once.
 
     With ``vectors_follow`` (a :class:`~citewell.ports.StagedIndex` only) chunks the embedding
     cache lacks are published without vectors: the document is searchable by words and citeable
@@ -260,6 +264,8 @@ def publish_stage(
         index.upsert(chunks, np.stack([cached.get(c.content_hash, blank) for c in chunks]), identity, pending=absent)
     else:
         services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), identity)
+    if flush:
+        services.index.flush()
     indexed = services.index.count(tenant, document_id, revision)
     if indexed != len(chunks):
         raise PublishConflict(f"index holds {indexed} chunks of revision {revision[:12]}, expected {len(chunks)}")

@@ -4,8 +4,8 @@ The rows (text, vectors, access fields) live in ``index.db``, written in one tra
 revision. The lexical lane ranks in a tantivy index derived from them (``lexical/``, see
 ``citewell.local.lexical``). A tantivy commit costs about 0.1 s (it syncs its files), so new
 rows wait in ``lexical_pending`` and go into the index together: when ``FLUSH_ROWS`` wait,
-when a delete runs, when an ingest batch ends (``flush``) or when a search finds some waiting
-and the write lock free. Each of those writes runs inside a write transaction of the table, so
+when a delete runs, when an ingest batch ends (``flush``), when a server publishes an upload
+(before its record says so) or when a search finds some waiting and the write lock free. Each of those writes runs inside a write transaction of the table, so
 the index and the pending list agree after a crash. The vector lane scores
 the rows' vectors in memory, kept current from a log of the rows each write dropped and added
 (``citewell.local.vectors``). A revision may be published before its vectors: its rows wait

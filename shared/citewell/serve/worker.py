@@ -218,7 +218,8 @@ class IngestWorker:
     def _process(self, upload: Upload) -> IngestOutcome:
         replaced = False
         try:
-            carried = carry(self.services, upload, Reporter(), self._clock, staged=self._staged, check=self._check)
+            # Flushed one by one: an upload's record says published only once search finds it by words.
+            carried = carry(self.services, upload, Reporter(), self._clock, staged=self._staged, check=self._check, flush=True)
             outcome, replaced = carried.outcome, carried.replaced
             self._vectors.add(carried.waiting)
         except Exception:
