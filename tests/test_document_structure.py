@@ -284,6 +284,19 @@ Bad usage.
     assert section_of(parsed, "exit status: 2") == ["EXIT STATUS"]
 
 
+def test_a_page_headed_by_its_name_alone_is_a_man_page_with_its_sections():
+    """A page rendered narrow (or trimmed) heads itself "CARGO-PROFILES(5)" once, not twice: it was
+    read as plain text, one section, and the answerer quoted a config example's 256 as the default."""
+    page = (b"CARGO-PROFILES(5)\n\nNAME\n       cargo-profiles - compiler settings of a build\n\n"
+            b"CODEGEN-UNITS\n       The default is 256 for incremental builds, and 16 for non-incremental builds.\n\n"
+            b"BUILD OVERRIDES\n       Profiles can be overridden for build scripts:\n")
+    parsed = parse(page, "cargo-profiles.5.txt")
+    assert parsed.mime == "text/x-manpage" and parsed.title == "cargo-profiles - compiler settings of a build"
+    assert "CARGO-PROFILES(5)" not in parsed.text
+    assert section_of(parsed, "The default is 256") == ["CODEGEN-UNITS"]
+    assert parse(b"printf(3)\n\nSee the printf manual for the formats.\n", "notes.txt").mime == "text/plain"
+
+
 def test_text_that_mentions_a_name_section_is_not_a_man_page():
     text = b"NAME\n\nPlease write your NAME and DESCRIPTION below.\n\nDESCRIPTION\n"
     assert parse(text, "form.txt").mime == "text/plain"

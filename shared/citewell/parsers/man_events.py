@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# "GIT-STASH(1)   Git Manual   GIT-STASH(1)", "LS(1)   LS(1)": the page name, then the same again.
-HEADER = re.compile(r"^(?P<page>[^\s()]+\([0-9][\w]*\))(?:\s+.*)?\s+(?P=page)\s*$")
+# "GIT-STASH(1)   Git Manual   GIT-STASH(1)", "LS(1)   LS(1)": the page name, then the same
+# again; or the name alone ("CARGO-PROFILES(5)"), as a page rendered narrow or trimmed heads it.
+HEADER = re.compile(r"^(?P<page>[^\s()]+\([0-9][\w]*\))(?:(?:\s+.*)?\s+(?P=page))?\s*$")
 OVERSTRIKE = re.compile(r".\x08")  # "N\bNA\bA": bold and underline as a terminal draws them
 ROFF_START = re.compile(r"^\.(?:TH|Dd|SH|Sh)\b", re.MULTILINE)
 
