@@ -485,39 +485,13 @@ class _Counting:
         return self.inner.embed(texts)
 
 
-def test_a_second_answer_embeds_its_question_once_a_model_and_no_sentence_again(services, monkeypatch):
-    """The runbook's sentences are embedded by the first answer and cached; the second embeds only
-    its question: with the index's model for the search, and with the unit encoder to score the
-    sentences (a build without the encoder scores them against the search's vector)."""
-    import citewell.answers.generators.extractive as extractive
-
+def test_an_answer_scores_its_sentences_against_the_vector_its_search_computed(services):
     add(services, RUNBOOK, "runbook.md")
     ask(services, SUPPORT, "How do I restart a controller?")  # the runbook's sentences are embedded once
     counting = _Counting(services.embedder)
     services.embedder = counting
-    encoder = extractive.shipped_unit_encoder()
-    scoring = _Counting(encoder) if encoder else counting
-    monkeypatch.setattr(extractive, "shipped_unit_encoder", lambda: scoring)
     ask(services, SUPPORT, "When is a controller fenced?")
-    assert counting.calls[0] == ["When is a controller fenced?"]  # the search's
-    assert scoring.calls == [["When is a controller fenced?"]]  # the question scored against cached sentences; nothing else
-
-
-def test_unit_vectors_cached_by_one_encoder_are_never_read_by_another(embedder, tmp_path):
-    """Unit vectors are cached under the encoder that made them: a retrained unit encoder (a new
-    identity) embeds the sentences again instead of comparing its question with the old ones."""
-    cache = SqliteMetadataStore(tmp_path / "metadata.db")
-    evidence = [item("Rail travel is standard class. First class needs the written approval of a director. "
-                     "Flights are booked through the travel desk.")]
-    question = "Who approves first class travel?"
-    first, again, retrained = _Counting(embedder), _Counting(embedder), _Counting(embedder)
-    retrained.identity = "citewell-unit-encoder@0:384"
-    score_support(UnitEmbeddings(embedder, cache, encoder=first), question, evidence, every_unit=True)
-    assert len(first.calls[0]) == 4  # the question and its three sentences
-    score_support(UnitEmbeddings(embedder, cache, encoder=again), question, evidence, every_unit=True)
-    assert again.calls == [[question]]  # the same encoder: the sentences come from the cache
-    score_support(UnitEmbeddings(embedder, cache, encoder=retrained), question, evidence, every_unit=True)
-    assert len(retrained.calls[0]) == 4
+    assert counting.calls == [["When is a controller fenced?"]]  # the search's; nothing else
 
 
 HANDBOOK = [
@@ -547,14 +521,11 @@ def test_an_answer_embeds_only_the_sentences_that_could_change_it(embedder, tmp_
                  "When must sick leave be reported?", "How often are laptops replaced?",
                  "What is the extension of the travel desk?", "Can I carry unused leave into next year?",
                  "What is the capital of Peru?"]
-    from citewell.answers.generators.extractive import shipped_unit_encoder
-
-    scorer = shipped_unit_encoder() or embedder  # the vectors the shipped models were fitted on
-    every, some = _Counting(scorer), _Counting(scorer)
+    every, some = _Counting(embedder), _Counting(embedder)
     answered = 0
     for number, question in enumerate(questions):
-        full = score_support(UnitEmbeddings(every, encoder=every), question, evidence, every_unit=True)
-        pruned = score_support(UnitEmbeddings(some, encoder=some), question, evidence)
+        full = score_support(UnitEmbeddings(every), question, evidence, every_unit=True)
+        pruned = score_support(UnitEmbeddings(some), question, evidence)
         assert [(u.item.ref, u.start) for u in pruned.units[:1]] == [(u.item.ref, u.start) for u in full.units[:1]]
         assert pruned.features == pytest.approx(full.features, abs=1e-5), question
         # A generator whose unit cache holds every unit scores them all; one with an empty cache does not.
@@ -567,9 +538,7 @@ def test_an_answer_embeds_only_the_sentences_that_could_change_it(embedder, tmp_
     assert answered >= 6
     units = sum(len(units_of(e)) for e in evidence)
     assert sum(map(len, every.calls)) == len(questions) * (units + 1)
-    # 193 of 207 here: the unit model weighs the unit encoder's cosine at 7.3 (MiniLM's at 3.7,
-    # when this saved over a fifth), so a unit's bound before it is embedded is looser.
-    assert sum(map(len, some.calls)) < 0.95 * len(questions) * (units + 1)
+    assert sum(map(len, some.calls)) < 0.8 * len(questions) * (units + 1)
 
 
 def test_embedding_stops_only_when_no_unit_left_could_rank_first_or_be_its_rival():

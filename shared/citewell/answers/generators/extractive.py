@@ -54,7 +54,6 @@ from citewell.answers.units import (
     units_of,
     wants,
 )
-from citewell.answers.unit_encoder import shipped_unit_encoder
 from citewell.answers.verifier import shipped_verifier, unit_passage
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, Outcome, sha256_text
@@ -69,27 +68,20 @@ _ORDINAL = re.compile(r"^\d+[.)]\s+")  # a list item's own number: the answer nu
 
 class UnitEmbeddings:
     """Unit vectors, cached per revision: the same passages come back for many questions, so
-    each unit is embedded once. They come from the packaged unit encoder where it ships
-    (``unit_encoder.py``), else from the index's ``embedder``; either way they are kept in the
-    namespace of the index's embedder and the revision (``units_identity``), which deleting or
-    replacing the revision purges, each under its text and the encoder that embedded it."""
+    each unit is embedded once."""
 
-    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, encoder: Embedder | None = None) -> None:
+    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None) -> None:
         self.embedder = embedder
-        self.encoder = encoder or shipped_unit_encoder() or embedder
         self.cache = cache
         self.questions: dict[str, np.ndarray] = {}  # vectors the search already computed, by question
 
-    def _key(self, text: str) -> str:
-        return sha256_text(text) if self.encoder is self.embedder else sha256_text(f"{self.encoder.identity}\n{text}")
-
     def cached(self, question: str, units: Sequence[Unit]) -> tuple[np.ndarray | None, dict[int, np.ndarray]]:
-        """The question's vector if the search computed it with the same model, and the vectors
-        of the units (by position) embedded for an earlier question."""
-        query = self.questions.get(question) if self.encoder is self.embedder else None
+        """The question's vector if the search computed it, and the vectors of the units (by
+        position) embedded for an earlier question."""
+        query = self.questions.get(question)
         if self.cache is None:
             return query, {}
-        keys = [(u.item.revision, self._key(u.text)) for u in units]
+        keys = [(u.item.revision, sha256_text(u.text)) for u in units]
         found: dict[tuple[str, str], np.ndarray] = {}
         for revision in sorted({r for r, _ in keys}):
             cached = self.cache.get_embeddings(units_identity(self.embedder.identity, revision), {h for r, h in keys if r == revision})
@@ -101,7 +93,7 @@ class UnitEmbeddings:
         asked = [] if query is not None else [question]
         if not asked and not units:
             return query, np.zeros((0, len(query)), dtype=np.float32)
-        vectors = self.encoder.embed([*asked, *(u.text for u in units)])
+        vectors = self.embedder.embed([*asked, *(u.text for u in units)])
         return (query if query is not None else vectors[0]), vectors[len(asked):]
 
     def keep(self, units: Sequence[Unit], vectors: np.ndarray) -> None:
@@ -111,7 +103,7 @@ class UnitEmbeddings:
             return
         by_revision: dict[str, dict[str, np.ndarray]] = {}
         for unit, vector in zip(units, vectors):
-            by_revision.setdefault(unit.item.revision, {})[self._key(unit.text)] = vector
+            by_revision.setdefault(unit.item.revision, {})[sha256_text(unit.text)] = vector
         for revision, vectors_of in sorted(by_revision.items()):
             self.cache.put_embeddings(units_identity(self.embedder.identity, revision), vectors_of)
 
@@ -530,12 +522,11 @@ def answering_code(package: Path = Path(__file__).resolve().parents[1]) -> str:
 class ExtractiveGenerator:
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, model: RefusalModel | None = None,
-                 encoder: Embedder | None = None) -> None:
-        self.embed = UnitEmbeddings(embedder, cache, encoder)
+    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, model: RefusalModel | None = None) -> None:
+        self.embed = UnitEmbeddings(embedder, cache)
         self.model = model or shipped_model()
         # Cached answers are keyed by it: neither a refitted model nor changed code serves old answers.
-        self.fingerprint = f"{sha256_text(self.model.model_dump_json())[:12]}:{answering_code()}:{self.embed.encoder.identity}"
+        self.fingerprint = f"{sha256_text(self.model.model_dump_json())[:12]}:{answering_code()}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         try:  # the second hop of a "who" answer (``_who_is``) reads the whole ranking
