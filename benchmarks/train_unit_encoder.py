@@ -32,7 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.train_verifier import load_pairs, logger, split, trainer_arguments, warmup_then_linear
+from benchmarks.train_verifier import load_pairs, logger, optimise, shuffled_batches, split, trainer_arguments, warmup_then_linear
 
 
 def unit_text(row: dict) -> str:
@@ -145,17 +145,12 @@ def main() -> None:
     started = time.monotonic()
     best, best_state, best_step = validation(), copy.deepcopy(model.state_dict()), 0
     say(f"step 0: validation ROC AUC {best:.4f} (untrained)")
-    order: list[tuple[str, str]] = []
+    batches = shuffled_batches(training, args.questions)
     recent: list[float] = []
     model.train()
     for step in range(1, args.steps + 1):
-        if len(order) < args.questions:
-            fresh = training[:]
-            random.shuffle(fresh)
-            order += fresh
-        picked, order = order[: args.questions], order[args.questions :]
         asked, units, right = [], [], []
-        for key in picked:
+        for key in next(batches):
             mine = questions[key]
             positive = random.choice([r for r in mine if r["label"]])
             negatives = [r for r in mine if not r["label"]][: args.negatives]  # load_pairs keeps the hardest, in rank order
@@ -163,13 +158,7 @@ def main() -> None:
             right.append(len(units))
             units += [unit_text(positive), *(unit_text(r) for r in negatives)]
         logits = embed(asked) @ embed(units).T / args.temperature
-        loss = torch.nn.functional.cross_entropy(logits, torch.tensor(right))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimiser.step()
-        schedule.step()
-        optimiser.zero_grad()
-        recent.append(loss.item())
+        recent.append(optimise(model, optimiser, schedule, torch.nn.functional.cross_entropy(logits, torch.tensor(right))))
         if step % args.eval_every == 0 or step == args.steps:
             auc = validation()
             elapsed = time.monotonic() - started

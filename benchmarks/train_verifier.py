@@ -33,7 +33,9 @@ import random
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+T = TypeVar("T")
 
 
 def logger(path: Path | None) -> Callable[[str], None]:
@@ -56,6 +58,31 @@ def warmup_then_linear(optimiser: Any, steps: int, warmup: float) -> Any:
     rise = max(1, round(steps * warmup))
     return torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda s: (s + 1) / rise if s < rise else max(0.0, (steps - s) / max(1, steps - rise)))
+
+
+def shuffled_batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    """Batches of ``size`` taken in order from the items, reshuffled (by ``random``) whenever fewer
+    than ``size`` are left; the leftovers lead the next round."""
+    order: list[T] = []
+    while True:
+        if len(order) < size:
+            fresh = list(items)
+            random.shuffle(fresh)
+            order += fresh
+        batch, order = order[:size], order[size:]
+        yield batch
+
+
+def optimise(model: Any, optimiser: Any, schedule: Any, loss: Any) -> float:
+    """One step: back-propagate ``loss``, clip the gradients to norm 1, step, schedule, zero; the loss."""
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimiser.step()
+    schedule.step()
+    optimiser.zero_grad()
+    return float(loss.item())
 
 
 def load_pairs(path: Path, negatives: int, without_fold: int | None, without_realdocs: bool) -> dict[tuple[str, str], list[dict]]:
@@ -231,28 +258,18 @@ def main() -> None:
         return figures
 
     model.train()
-    order: list[int] = []
+    batches = shuffled_batches(range(len(rows)), args.batch)
     started = time.monotonic()
     best, best_state, since_best, recent = validation()["all"], copy.deepcopy(model.state_dict()), 0, []
     say(f"step 0: validation ROC AUC {best:.4f} (untrained)")
     best_step = 0
     for step in range(1, args.steps + 1):
-        if len(order) < args.batch:
-            fresh = list(range(len(rows)))
-            random.shuffle(fresh)
-            order += fresh
-        picked, order = order[: args.batch], order[args.batch :]
+        picked = next(batches)
         batch = [rows[i] for i in picked]
         logits = upper([cache[i] for i in picked])
         labels = torch.tensor([float(r["label"]) for r in batch])
         weights = torch.tensor([weight_of[r["source"]] for r in batch])
-        loss = (loss_of(logits, labels) * weights).mean()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimiser.step()
-        schedule.step()
-        optimiser.zero_grad()
-        recent.append(loss.item())
+        recent.append(optimise(model, optimiser, schedule, (loss_of(logits, labels) * weights).mean()))
         if step % args.eval_every == 0 or step == args.steps:
             figures = validation()
             elapsed = time.monotonic() - started
