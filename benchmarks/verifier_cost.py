@@ -1,9 +1,11 @@
-"""What the answer verifier adds to an ask: ``python -m benchmarks.verifier_cost --realdocs DIR [--squad DIR]``.
+"""What the answer verifier, or the unit encoder, adds to an ask:
+``python -m benchmarks.verifier_cost --realdocs DIR [--squad DIR] [--unit-encoder]``.
 
 The same questions asked side by side, warm, with the shipped models and with the same models
-less their rerank (so without the verifier): realdocs-tune's questions as their callers and,
-with ``--squad``, the held-out SQuAD 2.0 questions (``--limit`` of them). A first pass with a
-third fingerprint fills the unit-vector cache, so both timed passes read the same cached
+less their rerank (so without the verifier), or with ``--unit-encoder`` with the packaged unit
+encoder and with the index's embedder scoring the units instead: realdocs-tune's questions as
+their callers and, with ``--squad``, the held-out SQuAD 2.0 questions (``--limit`` of them). A
+first pass with other fingerprints fills the unit-vector cache, so both timed passes read cached
 vectors; each timed ask is its generator's first of that question, so no answer comes from the
 answer cache. Prints p50 / p95 ms of each and the difference of the p50s.
 """
@@ -24,24 +26,36 @@ from citewell.models import Identity
 from citewell.services import Services
 
 
-def side_by_side(services: Services, questions: list[tuple[Identity, str]]) -> dict[str, object]:
+def generators(services: Services, unit_encoder: bool) -> tuple[list[ExtractiveGenerator], dict[str, ExtractiveGenerator]]:
+    """The warm-up generators, and the two timed ones, the shipped configuration first."""
     shipped = shipped_model()
-    without = shipped.model_copy(update={"rerank": None})
     warm = shipped.model_copy(update={"fitted_on": shipped.fitted_on + " (warm-up)"})
-    generators = {name: ExtractiveGenerator(services.embedder, services.metadata, model)
-                  for name, model in (("warm", warm), ("with verifier", shipped), ("without verifier", without))}
-    times: dict[str, list[float]] = {"with verifier": [], "without verifier": []}
+    embedder, cache = services.embedder, services.metadata
+    if unit_encoder:
+        return ([ExtractiveGenerator(embedder, cache, warm), ExtractiveGenerator(embedder, cache, warm, encoder=embedder)],
+                {"with unit encoder": ExtractiveGenerator(embedder, cache, shipped),
+                 "without unit encoder": ExtractiveGenerator(embedder, cache, shipped, encoder=embedder)})
+    return ([ExtractiveGenerator(embedder, cache, warm)],
+            {"with verifier": ExtractiveGenerator(embedder, cache, shipped),
+             "without verifier": ExtractiveGenerator(embedder, cache, shipped.model_copy(update={"rerank": None}))})
+
+
+def side_by_side(services: Services, questions: list[tuple[Identity, str]], unit_encoder: bool = False) -> dict[str, object]:
+    warmups, timed = generators(services, unit_encoder)
+    first, second = timed
+    times: dict[str, list[float]] = {first: [], second: []}
     for number, (identity, question) in enumerate(questions):
-        ask(services, identity, question, generator=generators["warm"])
+        for warmup in warmups:
+            ask(services, identity, question, generator=warmup)
         # alternate which goes first, so neither always follows the other's cache writes
-        for name in (("with verifier", "without verifier") if number % 2 else ("without verifier", "with verifier")):
+        for name in ((first, second) if number % 2 else (second, first)):
             started = time.perf_counter()
-            ask(services, identity, question, generator=generators[name])
+            ask(services, identity, question, generator=timed[name])
             times[name].append((time.perf_counter() - started) * 1000)
     report: dict[str, object] = {"questions": len(questions)}
     for name, values in times.items():
         report[name] = {"p50": round(float(np.percentile(values, 50)), 1), "p95": round(float(np.percentile(values, 95)), 1)}
-    report["added p50"] = round(report["with verifier"]["p50"] - report["without verifier"]["p50"], 1)  # type: ignore[index]
+    report["added p50"] = round(report[first]["p50"] - report[second]["p50"], 1)  # type: ignore[index]
     return report
 
 
@@ -51,6 +65,7 @@ def main() -> None:
     parser.add_argument("--squad", type=Path)
     parser.add_argument("--limit", type=int, default=300, help="held-out SQuAD questions asked")
     parser.add_argument("--work", type=Path, default=Path(".eval/verifier-cost"))
+    parser.add_argument("--unit-encoder", action="store_true", help="the unit encoder's cost instead of the verifier's")
     args = parser.parse_args()
     from benchmarks.realdocs import ingest_realdocs
     from citewell.answers.evaluation import load_cases
@@ -60,7 +75,7 @@ def main() -> None:
     services = open_local(args.work / "realdocs")
     ingest_realdocs(services, args.realdocs)
     cases = load_cases(args.realdocs / "questions.jsonl")
-    out["realdocs"] = side_by_side(services, [(c.identity, c.question) for c in cases])
+    out["realdocs"] = side_by_side(services, [(c.identity, c.question) for c in cases], args.unit_encoder)
     if args.squad:
         from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
 
@@ -69,7 +84,7 @@ def main() -> None:
         rows = load_squad_questions(args.squad)
         fitting = squad_fitting_articles(rows)
         held = [r for r in rows if r["context_id"].split("p")[0] not in fitting][: args.limit]
-        out["squad held-out"] = side_by_side(services, [(EVAL_IDENTITY, r["text"]) for r in held])
+        out["squad held-out"] = side_by_side(services, [(EVAL_IDENTITY, r["text"]) for r in held], args.unit_encoder)
     print(json.dumps(out, indent=2))
 
 

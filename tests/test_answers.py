@@ -223,7 +223,9 @@ class DownEmbedder:
         raise EmbedderUnavailable("the embedding service is unreachable")
 
 
-def test_embedder_down_searches_the_lexical_lane_and_says_so(services):
+def test_embedder_down_searches_the_lexical_lane_and_says_so(services, monkeypatch):
+    import citewell.answers.generators.extractive as extractive
+
     add(services, HANDBOOK, "handbook.md")
     real = services.embedder
     services.embedder = DownEmbedder()
@@ -231,6 +233,10 @@ def test_embedder_down_searches_the_lexical_lane_and_says_so(services):
         result = search(services, STAFF, "annual leave")
         assert result.hits and all(h.lanes.vector is None for h in result.hits)
         assert "lexical results only" in result.degraded[0]
+        if extractive.shipped_unit_encoder() is not None:  # the packaged unit encoder still scores the lexical hits
+            answer = ask(services, STAFF, "How many days of paid annual leave?")
+            assert not answer.refused and "27 days" in answer.answer and answer.degraded == result.degraded
+        monkeypatch.setattr(extractive, "shipped_unit_encoder", lambda: None)  # a build without it
         answer = ask(services, STAFF, "How many days of paid annual leave?")
         assert answer.refused and len(answer.degraded) == 2  # lexical only; sentences could not be scored
     finally:
@@ -389,8 +395,11 @@ def test_a_models_refusal_never_claims_absence_when_evidence_is_near(services):
 
 
 def test_evidence_nothing_could_judge_is_unconfirmed_without_a_quote(services, monkeypatch):
+    import citewell.answers.generators.extractive as extractive
+
     add(services, HOURS, "hours.md")
     monkeypatch.setattr(services, "embedder", DownEmbedder())
+    monkeypatch.setattr(extractive, "shipped_unit_encoder", lambda: DownEmbedder())  # nothing can embed a sentence
     answer = ask(services, STAFF, "What are the core hours?")
     assert (answer.outcome, answer.answer, answer.citations) == (Outcome.UNCONFIRMED, None, [])
     assert answer.closest and "sentences cannot be scored" in answer.degraded[-1]

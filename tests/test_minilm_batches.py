@@ -1,5 +1,7 @@
 """The embedder batches texts by token count and embeds each distinct text once: the vectors
-must be the ones each text gets on its own, in the caller's order."""
+must be the ones each text gets on its own, in the caller's order. The answerer's unit encoder
+runs on the same code over its own weights, and is held to the same: a unit's cached vector must
+not depend on the question it was first embedded for."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import random
 
 import numpy as np
 import pytest
+from citewell.answers.unit_encoder import UnitEncoder
 from citewell.embedders import minilm
 from citewell.embedders.minilm import MiniLMEmbedder, batches
 
@@ -21,10 +24,13 @@ def _texts() -> list[str]:
     return SHORT + LONG + numbered
 
 
+@pytest.mark.parametrize("model", [MiniLMEmbedder, UnitEncoder])
 @pytest.mark.parametrize("window", [minilm.WINDOW, 5])  # 5: a list longer than a window, split across several
-def test_a_mixed_batch_gives_each_text_its_own_vector_in_the_callers_order(window: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_mixed_batch_gives_each_text_its_own_vector_in_the_callers_order(
+    window: int, model: type[MiniLMEmbedder], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(minilm, "WINDOW", window)
-    embedder = MiniLMEmbedder()
+    embedder = model()
     texts = _texts()
     alone = {text: embedder.embed([text])[0] for text in texts}
     mixed = texts + SHORT[:3] + LONG[:1]  # repeated texts, and enough of them for several batches
@@ -62,3 +68,15 @@ def test_the_cuts_never_run_more_padded_tokens_than_batches_of_fixed_size() -> N
         fixed = sum(24 + len(part) * part[-1] for part in (ordered[o : o + 16] for o in range(0, len(ordered), 16)))
         cut = sum(24 + len(b) * max(lengths[i] for i in b) for b in batches(lengths, 16, run_tokens=24))
         assert cut <= fixed
+
+
+def test_the_unit_encoders_identity_names_the_file_it_ships() -> None:
+    """Cached unit vectors and answers are keyed by the encoder's identity: a retrained file
+    must come with its digest, or the cache would give its questions the old file's vectors."""
+    import hashlib
+
+    from citewell.answers import unit_encoder
+
+    digest = hashlib.sha256(unit_encoder._model_file().read_bytes()).hexdigest()
+    assert digest.startswith(unit_encoder.DIGEST), f"set unit_encoder.DIGEST to {digest[:16]!r}"
+    assert unit_encoder.DIGEST in UnitEncoder().identity

