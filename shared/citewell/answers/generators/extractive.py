@@ -132,10 +132,10 @@ def score_support(
     embed: UnitEmbeddings, question: str, evidence: Sequence[EvidenceItem], model: RefusalModel | None = None,
     *, leading: int = 1, every_unit: bool = False,
 ) -> Support | None:
-    """The evidence's units scored against the question. Unless ``every_unit``, only the units
-    that could rank among the first ``leading``, or be the best rival of the first, are
-    embedded (see ``_cosines``); the others are left out of ``Support.units``, which is then
-    ranked exactly as far as the answer reads it."""
+    """The evidence's units scored against the question. Unless ``every_unit``, only the
+    ``CANDIDATES`` that could rank among the first ``leading``, or be the best rival of the
+    first, are embedded (see ``_cosines``); the others are left out of ``Support.units``, which
+    is then ranked exactly as far as the answer reads it."""
     model = model or shipped_model()
     units = [u for item in evidence for u in units_of(item)]
     if not units:
@@ -259,24 +259,24 @@ def _cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list
     evidence's sentences is most of what an answer costs, and most of them cannot matter. Unless
     ``every_unit``, only the ``CANDIDATES`` units that score best without their cosine are
     candidates. The unit model is linear in the cosine, which lies in [-1, 1], so a candidate's
-    score is bounded before it is embedded. Candidates are embedded eight at a time, best bound
+    score is bounded before it is embedded. Candidates are embedded ``ROUND`` at a time, best bound
     first, and only those whose bound reaches the ``leading``-th score or, unless the first
     unit's answer quotes it, the best rival's (what the answer model reads), until none is left;
     the ranking read from the candidates embedded equals theirs in full."""
-    query, known = embed.cached(question, units)
     weight = model.weights[model.features.index("cosine")]
     partial = np.array([model.logit(row) for row in rows])  # every row's cosine is still 0
+    # a unit that cannot answer alone is never ranked
     candidates = sorted((i for i in range(len(units)) if alone[i]), key=lambda i: (-partial[i], i))
     if not every_unit:
         candidates = candidates[:CANDIDATES]
-    within = set(candidates)
+    query, cached = embed.cached(question, [units[i] for i in candidates])  # only the candidates' vectors are read
+    known = {candidates[j]: vector for j, vector in cached.items()}
     pending = [i for i in candidates if i not in known]
     first = len(pending) if every_unit else (ROUND if query is None or not known else 0)  # the question rides along
     taken, pending = pending[:first], pending[first:]
     query, vectors = embed.compute(question, query, [units[i] for i in taken])
     embedded, fresh = list(taken), [vectors]
     cosines = np.full(len(units), np.nan)
-    known = {i: v for i, v in known.items() if i in within}  # a unit that cannot answer alone is never ranked
     if known:
         cosines[list(known)] = np.stack(list(known.values())) @ query
     cosines[taken] = vectors @ query
