@@ -602,7 +602,6 @@ def test_a_cold_answer_embeds_at_most_its_candidates_and_answers_as_a_warm_one(e
     assert "security office" in answers[0].text
 
 
-
 def test_embedding_stops_only_when_no_unit_left_could_rank_first_or_be_its_rival():
     nan = float("nan")
     # Units 0 and 1 scored (2.0 and 0.5); unit 0's answer quotes unit 2; units 2 and 3 not yet embedded.
