@@ -50,19 +50,22 @@ QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1, lar
 class Phases:
     """Runs each phase in a process of its own and keeps its report in WORK/phases/NAME.json.
 
-    With ``resume`` set to the current commit, a phase whose kept report came from that commit and
-    the same command is not run again: a run that failed late (a missing package, a full disk)
-    goes on from where it stopped instead of paying the earlier phases twice. A dirty tree never
-    resumes, since its commit does not say what ran.
+    Each report is kept with ``commit``, the commit the run started at (a phase that writes into
+    the tree, as the realdocs phase writes its block into BENCHMARKS.md, does not make the later
+    ones dirty). With ``resume``, a phase whose kept report came from that commit and the same
+    command is not run again: a run that failed late (a missing package, a full disk) goes on
+    from where it stopped instead of paying the earlier phases twice. A run started on a dirty
+    tree never resumes, since its commit does not say what ran.
     """
 
-    def __init__(self, work: Path, resume: str | None = None) -> None:
+    def __init__(self, work: Path, commit: str, resume: bool = False) -> None:
         self.work = work
         self.logs = work / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.kept = work / "phases"
         self.kept.mkdir(exist_ok=True)
-        self.resume = resume if resume and not resume.endswith("-dirty") else None
+        self.commit = commit
+        self.resume = resume and not commit.endswith("-dirty")
         self.commands: list[str] = []
         self.kept_names: list[str] = []
         self.seconds = 0.0  # every phase's own time, kept ones included
@@ -74,8 +77,8 @@ class Phases:
         kept = self.kept / f"{name}.json"
         if self.resume and kept.exists():
             stored = json.loads(kept.read_text())
-            if stored.get("commit") == self.resume and stored.get("command") == shown:
-                print(f"[bench] {name}: kept from an earlier run of {self.resume}", flush=True)
+            if stored.get("commit") == self.commit and stored.get("command") == shown:
+                print(f"[bench] {name}: kept from an earlier run of {self.commit}", flush=True)
                 self.kept_names.append(name)
                 self.seconds += stored["report"].get("wall_seconds", 0.0)
                 return stored["report"]
@@ -90,7 +93,7 @@ class Phases:
         report = json.loads(done.stdout)
         report["wall_seconds"] = round(seconds, 1)
         self.seconds += seconds
-        kept.write_text(json.dumps({"commit": machine()["commit"], "command": shown, "report": report}))
+        kept.write_text(json.dumps({"commit": self.commit, "command": shown, "report": report}))
         return report
 
 
@@ -131,7 +134,7 @@ def main() -> None:
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": host,
     }
-    phases = Phases(work, resume=host["commit"] if args.resume else None)
+    phases = Phases(work, host["commit"], resume=args.resume)
     results["quality"] = [
         phases.run(f"quality-{name}", "quality", data / name, "--home", homes / name, "--cache", cache, "--queries", limit)
         for name, limit in (("scifact", plan.scifact_queries), ("cranfield", plan.cranfield_queries))

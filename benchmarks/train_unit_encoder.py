@@ -89,6 +89,9 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=2e-5)
     parser.add_argument("--warmup", type=float, default=0.1, help="share of the steps the learning rate rises over")
     parser.add_argument("--eval-every", type=int, default=50)
+    parser.add_argument("--realdocs-repeat", type=int, default=1,
+                        help="each realdocs question this many times a round: a few dozen real documents' questions "
+                             "among a thousand SQuAD ones would otherwise barely move it")
     args = parser.parse_args()
 
     import numpy as np
@@ -111,11 +114,12 @@ def main() -> None:
     for r in rows:
         questions[(r["source"], r["question"])].append(r)
     training = sorted(k for k, rs in questions.items() if any(r["label"] for r in rs))
+    training += [k for k in training if k[0] == "realdocs"] * (args.realdocs_repeat - 1)
     aside_by_question: dict[str, list[dict]] = defaultdict(list)
     for r in aside:
         aside_by_question[r["question"]].append(r)
     say(f"arguments {json.dumps({k: str(v) for k, v in vars(args).items()})}")
-    say(f"training on {len(training)} questions with a unit holding the fact; validation {len(aside)} units "
+    say(f"training on {len(set(training))} questions with a unit holding the fact ({len(training)} a round); validation {len(aside)} units "
         f"({sum(r['label'] for r in aside)} holding) of {len({(r['source'], r['question']) for r in aside})} questions held aside")
 
     path = str(get_model_path())

@@ -146,14 +146,29 @@ def test_a_resumed_bench_keeps_a_phase_only_from_the_same_clean_commit_and_comma
     (tmp_path / "phases").mkdir()
     (tmp_path / "phases" / "quality.json").write_text(json.dumps(kept))
 
-    resumed = Phases(tmp_path, resume="abc1234")
+    resumed = Phases(tmp_path, "abc1234", resume=True)
     assert resumed.run("quality", "no_such_phase", "--home", tmp_path) == {"ndcg": 0.7}
     assert resumed.kept_names == ["quality"]
-    for phases, args in ((Phases(tmp_path, resume="abc1234-dirty"), ("--home", tmp_path)),  # a dirty tree
-                         (Phases(tmp_path, resume="def5678"), ("--home", tmp_path)),  # another commit
-                         (Phases(tmp_path, resume="abc1234"), ("--home", tmp_path / "other"))):  # another command
+    for phases, args in ((Phases(tmp_path, "abc1234-dirty", resume=True), ("--home", tmp_path)),  # a dirty tree
+                         (Phases(tmp_path, "def5678", resume=True), ("--home", tmp_path)),  # another commit
+                         (Phases(tmp_path, "abc1234", resume=True), ("--home", tmp_path / "other")),  # another command
+                         (Phases(tmp_path, "abc1234"), ("--home", tmp_path))):  # not asked to resume
         with pytest.raises(SystemExit, match="no_such_phase failed|quality failed"):
             phases.run("quality", "no_such_phase", *args)
+
+
+def test_a_phase_is_kept_under_the_commit_its_run_started_at(tmp_path):
+    """A phase that writes into the tree (realdocs writes its block into BENCHMARKS.md) must not
+    leave every later phase recorded as dirty, and so run again by ``--resume``."""
+    from benchmarks.run import Phases
+
+    first = Phases(tmp_path, "abc1234", resume=True)
+    report = first.run("imports", "imports", "--runs", 1)  # a real phase, a few seconds
+    assert "api" in report and first.kept_names == []
+    assert json.loads((tmp_path / "phases" / "imports.json").read_text())["commit"] == "abc1234"
+    again = Phases(tmp_path, "abc1234", resume=True)
+    assert again.run("imports", "imports", "--runs", 1) == report
+    assert again.kept_names == ["imports"]
 
 
 def test_answer_precision_counts_answers_to_questions_that_have_none_as_wrong():
