@@ -20,7 +20,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +33,10 @@ from benchmarks.cache import CachedEmbedder
 from benchmarks.measure import emit, percentiles
 
 
-def timed(queries: list[str], call: Callable[[str], object]) -> dict[str, float]:
-    call(queries[0])  # warm: model session, vector matrix, page cache
+def timed(queries: list[str], call: Callable[[str], object], warm: str | None = None,
+          after_warmup: Callable[[], object] = lambda: None) -> dict[str, float]:
+    call(queries[0] if warm is None else warm)  # warm: model session, vector matrix, page cache
+    after_warmup()
     samples = []
     for text in queries:
         started = time.perf_counter()
@@ -55,11 +57,37 @@ def citewell_latency(services: Services, queries: list[str], cache: Path, asks: 
         report[name] = timed(queries, lambda q, lanes=lanes: search(services, EVAL_IDENTITY, q, k=10, lanes=lanes))
     services.embedder = model
     if asks:
-        from citewell.answers.service import ask
-
-        report["ask"] = timed(queries[:asks], lambda q: ask(services, EVAL_IDENTITY, q))  # each once: no answer cache hit
+        report.update(ask_latency(services, queries[:asks]))
     report["vector_recall"] = vector_recall(services, vectors)
     return report
+
+
+# What the asks warm up on: not one of the timed questions, whose second ask would come from the cache.
+WARM_ASK = "What do these documents say?"
+
+
+def ask_latency(services: Services, queries: list[str]) -> dict[str, object]:
+    """``ask`` on each query once after a warm-up on another question (no answer comes from the cache, and each
+    question's units are embedded the first time they are read: what a cold ask costs), and how
+    many texts the unit encoder embedded per timed ask (``ask_encoder_texts``: the question and
+    the units it had not embedded before, which ``extractive.CANDIDATES`` bounds)."""
+    from citewell.answers.generators.extractive import UnitEmbeddings
+    from citewell.answers.service import ask
+
+    encoder = UnitEmbeddings(services.embedder).encoder  # the one every ask uses (cached), or the index's embedder
+    embed, counted = encoder.embed, [0]
+
+    def counting(texts: Sequence[str]) -> np.ndarray:
+        counted[0] += len(texts)
+        return embed(texts)
+
+    encoder.embed = counting  # type: ignore[method-assign]
+    try:
+        asked = timed(queries, lambda q: ask(services, EVAL_IDENTITY, q), warm=WARM_ASK,
+                      after_warmup=lambda: counted.__setitem__(0, 0))
+    finally:
+        del encoder.embed
+    return {"ask": asked, "ask_encoder_texts": round(counted[0] / len(queries), 1)}
 
 
 def vector_recall(services: Services, vectors: np.ndarray) -> dict[str, object]:

@@ -86,6 +86,24 @@ def test_grow_copies_real_documents_under_new_ids_until_the_target(embedder, tmp
     assert sum(n for *_, n in open_local(tmp_path / "big").index.inventory()) == again["chunks"] == stats.chunks
 
 
+def test_the_speed_phase_counts_what_a_first_ask_embeds_and_leaves_the_encoder_as_it_was(embedder, tmp_path):
+    from benchmarks.speed import ask_latency
+    from citewell.answers.generators.extractive import UnitEmbeddings
+
+    source = fresh_home(tmp_path / "home", tmp_path / "cache.sqlite")
+    ingest_corpus(source, beir_folder(tmp_path, "tiny"))
+    services = open_local(tmp_path / "home")
+    questions = ["Which committee reviews salary bands?", "What secures a crane when the wind is strong?",
+                 "How many days of annual leave do full-time staff get?"]
+    first = ask_latency(services, questions)
+    assert first["ask"]["n"] == 3  # each timed once; the warm-up is another question
+    assert first["ask_encoder_texts"] >= 1  # each question (the warm-up already read this tiny corpus's units)
+    encoder = UnitEmbeddings(services.embedder).encoder
+    assert "embed" not in vars(encoder)  # the counting wrapper is gone
+    again = ask_latency(services, questions)
+    assert again["ask_encoder_texts"] == 0  # the same questions: answered from the answer cache
+
+
 @pytest.mark.skipif(not __import__("importlib").util.find_spec("haystack"),
                     reason="measures the Haystack peer, which make test does not install (make bench-test runs it)")
 def test_make_bench_runs_end_to_end_and_writes_every_section(tmp_path):
