@@ -51,6 +51,10 @@ def test_manual_questions_want_a_flag_or_variable_and_default_questions_a_stated
     # "status" is one status, not a list of them; "tools" are several
     assert Wants.LIST not in wants("What progress status does ninja print when NINJA_STATUS is not set?")
     assert Wants.LIST in wants("Which tools does ninja have?")
+    # a version is asked for whatever the product's name holds: "Node.js" as much as "Python"
+    for question in ("In which Node.js version was path.matchesGlob() added?", "Which Python version added it?",
+                     "What C++ release dropped auto_ptr?"):
+        assert Wants.NUMBER in wants(question), question
     # an exit status is a number; a question naming one and asking what it means wants neither
     assert Wants.NUMBER in wants("What exit code does apt-get return when an error occurs?")
     assert units_of(item("apt-get returns zero on normal operation, decimal 100 on error."))[0].holds(Wants.NUMBER)

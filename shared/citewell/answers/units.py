@@ -77,7 +77,9 @@ _WANTS = {
         # a plural, not a singular that ends in -s ("status", "analysis"): "What progress status does ninja print?"
         r"\b(?:which|what) (?:\w+ )?\w+[^siu\W]s (?:are|were|can|do|does|did|have|must|should)\b", re.I),
     Wants.NUMBER: re.compile(
-        r"\bhow (?:many|much|long|often|far|big|large|fast)\b|\b(?:which|what) (?:\w+ )?(?:release|version)\b|"
+        r"\bhow (?:many|much|long|often|far|big|large|fast)\b|"
+        # a product's name may hold a dot or a plus: "In which Node.js version ...?", "what C++ release"
+        r"\b(?:which|what) (?:\w[\w.+#-]* )?(?:release|version)\b|"
         r"\b(?:limit|maximum|minimum|number|amount|price|cost|rate|"
         r"percentage|percent|size|budget|allowance|fee|salary|capacity|timeout|duration|period)\b|"
         # an exit status is a number: "What exit code does apt-get return on error?" ("decimal 100")
