@@ -352,8 +352,8 @@ def _latency(results: dict[str, Any]) -> list[str]:
     encoded = [f"{s['ask_encoder_texts']} at {s['chunks']:,} chunks" for s in ours if "ask_encoder_texts" in s]
     if encoded:
         lines += [f"Each `ask` above is a question's first (no answer from the cache), so its units are embedded "
-                  f"the first time they are read: the unit encoder embedded {', '.join(encoded)} texts per ask on "
-                  f"average (the question and the units not embedded before; `extractive.CANDIDATES` bounds them).", ""]
+                  f"the first time they are read. Texts the unit encoder embedded per ask, on average (the question "
+                  f"and the units not embedded before; `extractive.CANDIDATES` bounds them): {', '.join(encoded)}.", ""]
     built = [f"{s['chunks']:,} chunks in {s['build_seconds']:.0f} s"
              + (f" (peak RSS {s['build_peak_rss_mb']:.0f} MB)" if "build_peak_rss_mb" in s else "")
              for s in ours if "build_seconds" in s]
