@@ -134,14 +134,21 @@ def test_reads_during_an_ingest_see_the_old_or_the_new_revision_never_a_mix(serv
                 failures.append(f"document {one.status_code}: {text[:100]!r}")
             seen["document"] |= {w for w in ("alpha", "omega") if w in text}
 
+    def until_read(word: str) -> None:
+        """Until both kinds of read have returned ``word``'s revision (a busy machine may take
+        longer than any fixed pause to answer the first reads)."""
+        deadline = time.monotonic() + 60
+        while not (word in seen["search"] and word in seen["document"]) and not failures and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     readers = [threading.Thread(target=read) for _ in range(6)]
     for thread in readers:
         thread.start()
     try:
-        time.sleep(0.5)
+        until_read("alpha")
         served.upload(writer, "procedures.md", new, ["staff"], wait=False)
         document = served.settled(writer, "procedures.md")
-        time.sleep(0.5)
+        until_read("omega")
     finally:
         stop.set()
         for thread in readers:
