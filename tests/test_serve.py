@@ -129,6 +129,41 @@ def test_every_token_that_does_not_verify_is_a_401(served):
     assert served.call("GET", "/me", _signed(served)).status_code == 200  # the control: the same claims, signed
 
 
+def test_a_token_that_names_an_algorithm_outside_ascii_is_a_401_whose_header_stays_ascii(served):
+    for alg in ("\u20ac", "\u00e9", "RS256\r\nX-Injected: 1"):
+        authorization = "Bearer " + _unsigned({"alg": alg, "typ": "JWT"}, {"custom:tenant": "northpier"})
+        for method, path in (("GET", "/me"), ("GET", "/documents")):
+            reply = served.client.request(method, path, headers={"Authorization": authorization})
+            assert "not accepted here" in refused(reply, 401), alg
+            header = reply.headers.get_list("www-authenticate", split_commas=False)
+            assert len(header) == 1 and header[0].isascii() and header[0].isprintable(), header
+            assert "x-injected" not in reply.headers
+
+
+def test_tokens_minted_without_a_subject_are_different_people(served):
+    first, second = (served.token("northpier", ["staff"]) for _ in range(2))
+    asked = served.call("POST", "/query", first, {"question": "How many days of annual leave do full-time staff get?"})
+    assert asked.status_code == 200, asked.text
+    conversation = asked.json()["conversation_id"]
+    assert served.call("GET", "/conversations", second).json() == {"history": []}
+    refused(served.call("GET", f"/conversations/{conversation}", second), 404)
+    assert [c["conversation_id"] for c in served.call("GET", "/conversations", first).json()["history"]] == [conversation]
+
+
+def test_the_cli_mints_a_subject_of_its_own_unless_told_one(served):
+    def claims(*extra: str) -> dict:
+        done = subprocess.run([sys.executable, "-m", "citewell", "--home", str(served.home), "--json", "token",
+                               "--tenant", "northpier", "--roles", "staff", *extra], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return jwt.decode(json.loads(done.stdout)["token"], options={"verify_signature": False})
+
+    assert claims()["sub"] != claims()["sub"]
+    assert claims("--subject", "anna@northpier.example")["sub"] == "anna@northpier.example"
+    done = subprocess.run([sys.executable, "-m", "citewell", "--home", str(served.home), "token", "--tenant", "northpier",
+                           "--roles", "staff", "--subject", "a\nb"], capture_output=True, text=True)
+    assert done.returncode == 2 and "subject" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_identity_in_query_body_or_headers_is_ignored(served):
     bluefen = served.token("bluefen", ["staff"])
     refused(served.call("GET", "/me?access_token=" + served.token("northpier", ["hr"])), 401)
@@ -462,6 +497,47 @@ def test_bodies_questions_and_k_are_bounded(served):
         assert "k" in refused(served.call("POST", "/search", staff, {"question": "leave", "k": k}), 422)
     refused(served.call("POST", "/search", staff, content=b'{"question": "\xff"}', headers={"content-type": "application/json"}), 400)
     refused(served.call("POST", "/search", staff, content="[" * 5000 + "]" * 5000, headers={"content-type": "application/json"}), 400)
+
+
+def test_a_body_is_json_or_a_415_and_json_is_json_in_any_spelling(served):
+    staff = served.token("northpier", ["staff"])
+    multipart = (b'--b\r\nContent-Disposition: form-data; name="question"\r\n\r\n\xff\xfeabc\r\n--b--\r\n')
+    for content_type, body in (("multipart/form-data; boundary=b", multipart),
+                               ("application/x-www-form-urlencoded", b"question=annual+leave"),
+                               ("application/jsonx", b'{"question": "annual leave"}'),
+                               ("text/plain", b'{"question": "annual leave"}')):
+        reply = served.call("POST", "/search", staff, content=body, headers={"content-type": content_type})
+        assert "application/json" in refused(reply, 415), content_type
+    for content_type in ("Application/JSON", "application/json; charset=UTF-8", "APPLICATION/JSON ; charset=utf-8"):
+        reply = served.call("POST", "/search", staff, content=b'{"question": "annual leave"}', headers={"content-type": content_type})
+        assert reply.status_code == 200 and reply.json()["hits"], (content_type, reply.text)
+    assert served.call("GET", "/me", staff, headers={"content-type": "text/plain"}).status_code == 200  # no body, no matter
+
+
+def test_fields_the_api_does_not_have_and_values_of_another_type_are_a_422(served):
+    staff = served.token("northpier", ["staff"])
+    for body in ({"question": "leave", "tenant": "bluefen"}, {"question": "leave", "roles": ["hr"]},
+                 {"question": "leave", "filter": {"documents": ["hr/salaries.md"]}}):
+        assert next(iter(set(body) - {"question"})) in refused(served.call("POST", "/search", staff, body), 422)
+    assert "user" in refused(served.call("POST", "/query", staff, {"question": "leave", "user": "admin"}), 422)
+    for k in (True, "3", 2.0):
+        assert "k" in refused(served.call("POST", "/search", staff, {"question": "leave", "k": k}), 422)
+    answer = served.call("POST", "/query", staff, {"question": "How many days of annual leave do full-time staff get?"}).json()
+    for helpful in ("yes", 1):
+        path = f"/answers/{answer['answer_id']}/feedback"
+        assert "helpful" in refused(served.call("POST", path, staff, {"helpful": helpful}), 422)
+
+
+@pytest.mark.parametrize(("method", "path", "allowed"), [
+    ("GET", "/search", "POST"), ("PUT", "/query", "POST"), ("POST", "/me", "GET"), ("DELETE", "/me", "GET"),
+    ("DELETE", "/documents", "GET, POST"), ("PATCH", "/documents/handbook.md", "DELETE, GET"),
+    ("GET", "/answers/0123456789abcdef0123456789abcdef/feedback", "POST"),
+])
+def test_a_method_a_path_does_not_take_is_a_405_naming_the_ones_it_does(served, method, path, allowed):
+    staff = served.token("northpier", ["staff"])
+    reply = served.call(method, path, staff, headers={"content-type": "application/json"})
+    assert method in refused(reply, 405) and reply.headers["allow"] == allowed
+    assert served.client.head("/me", headers={"Authorization": f"Bearer {staff}"}).status_code == 405
 
 
 def test_what_the_router_refuses_and_what_breaks_in_the_upload_route_are_json(served):

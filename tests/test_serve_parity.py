@@ -59,6 +59,13 @@ TABLE: list[tuple[str, Any, str, str, Any, str]] = [
     ("search with malformed JSON", STAFF, "POST", "/search", "{not json", JSON),
     ("search with a deep body", STAFF, "POST", "/search", "[" * 5000 + "]" * 5000, JSON),
     ("search as text", STAFF, "POST", "/search", "question=leave", "text/plain"),
+    ("search as a form", STAFF, "POST", "/search", "question=leave", "application/x-www-form-urlencoded"),
+    ("search as a look-alike type", STAFF, "POST", "/search", {"question": "leave"}, "application/jsonx"),
+    ("search as JSON in capitals", STAFF, "POST", "/search", {"question": "annual leave days"}, "Application/JSON; charset=UTF-8"),
+    ("search naming a tenant", STAFF, "POST", "/search", {"question": "leave", "tenant": "bluefen"}, JSON),
+    ("search with k as text", STAFF, "POST", "/search", {"question": "leave", "k": "3"}, JSON),
+    ("search by GET", STAFF, "GET", "/search", None, JSON),
+    ("delete the list", HR_WRITER, "DELETE", "/documents", None, JSON),
     ("ask as staff", STAFF, "POST", "/query", {"question": LEAVE}, JSON),
     ("ask what is not written", STAFF, "POST", "/query", {"question": "Who is the chief executive of Northpier?"}, JSON),
     ("ask as bluefen", BLUEFEN, "POST", "/query", {"question": LEAVE}, JSON),
@@ -194,3 +201,6 @@ def test_both_transports_answer_the_table_alike(aws, local_replies):
     statuses = {name: status for (name, *_), (status, _) in zip(TABLE, on_lambda)}  # the table walks every kind of reply
     assert {200, 201, 400, 403, 404, 413, 415, 422} <= set(statuses.values())
     assert statuses["citations as the asker"] == 200 and statuses["citations after the delete"] == 200
+    assert [statuses[name] for name in ("search as a form", "search as a look-alike type", "search as JSON in capitals",
+                                        "search naming a tenant", "search with k as text", "search by GET",
+                                        "delete the list")] == [415, 415, 200, 422, 422, 405, 405]

@@ -128,6 +128,13 @@ def _ttl(value: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _subject(value: str) -> str:
+    subject = value.strip()
+    if not subject or len(subject) > 256 or not subject.isprintable():
+        raise argparse.ArgumentTypeError("a subject is 1 to 256 printable characters")
+    return subject
+
+
 LANE_NAMES = ("bm25", "vector", "hybrid")  # citewell.search.LANE_CHOICES, named here so --help imports no engine
 LANES_HELP = "comma-separated retrieval lanes: bm25 (words), vector (meaning), hybrid (both, fused)"
 
@@ -311,6 +318,8 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
     p.add_argument("--roles", required=True, type=_roles, help='comma-separated roles; "" means none')
     p.add_argument("--ttl", type=_ttl, default="8h", help="lifetime: 90s, 15m, 8h, 7d (at most 30d)")
+    p.add_argument("--subject", type=_subject, help="who the token speaks for (a user's name or id): tokens with the "
+                   "same subject, tenant and roles share conversations; default: a new subject of its own")
 
     p = sub.add_parser("login", parents=[common], help="an ID token for citewell on AWS, from its Cognito user pool")
     p.add_argument("--client-id", required=True, help="the user pool's app client: the stack's ClientId output")
@@ -643,7 +652,7 @@ def cmd_token(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                            "tokens come from that issuer, not from the home's key")
     key = home_key((args.home or default_home()).expanduser())
     token = mint(key, tenant=args.tenant, roles=args.roles, ttl_seconds=args.ttl, tenant_claim=settings.tenant_claim,
-                 roles_claim=settings.roles_claim)
+                 roles_claim=settings.roles_claim, subject=args.subject)
     return {"token": token, "tenant": args.tenant, "roles": sorted(args.roles), "expires_in": args.ttl}, EXIT_OK
 
 

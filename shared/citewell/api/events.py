@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
+import re
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, content_types
 from aws_lambda_powertools.event_handler.exceptions import BadRequestError, RequestEntityTooLargeError, ServiceError
 
-from citewell.api.routes import logger
+from citewell.api.routes import logger, openapi_document
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 32  # our bodies nest 2 deep; a cap far below the parser's recursion limit
@@ -49,9 +51,6 @@ def check_body(event: dict[str, Any]) -> None:
         data = body.encode("utf-8", errors="surrogatepass")
     if len(data) > MAX_BODY_BYTES:
         raise RequestEntityTooLargeError(f"the body is {len(data):,} bytes; the limit is 64 KiB ({MAX_BODY_BYTES:,} bytes)")
-    content_type = str({k.lower(): v for k, v in (event.get("headers") or {}).items()}.get("content-type", "")).strip()
-    if content_type and not content_type.startswith(content_types.APPLICATION_JSON):
-        return
     try:
         parsed = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -64,6 +63,34 @@ def check_body(event: dict[str, Any]) -> None:
         raise BadRequestError("the JSON body holds a number too long to read") from None
     if _json_depth(parsed) > MAX_JSON_DEPTH:
         raise BadRequestError(f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep")
+
+
+class UnsupportedContentType(ServiceError):
+    """A body that is not JSON: every route reads JSON, and Powertools would parse a form or a
+    multipart body into the same fields (a non-UTF-8 part of one raised a 500)."""
+
+    code = "RequestUnsupportedContentType"
+
+    def __init__(self) -> None:
+        super().__init__(415, "send the body as application/json")
+
+
+def json_content_type(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its content type checked and spelled as Powertools compares it: a media type
+    is case-insensitive and may carry parameters (``Application/JSON; charset=utf-8`` is JSON), a
+    look-alike is not (``application/jsonx``). A body without a content type is read as JSON; one
+    with any other type is refused; a bodiless request's content type does not matter."""
+    headers = event.get("headers") or {}
+    declared = [name for name in headers if name.lower() == "content-type"]
+    if not declared:
+        return event
+    media_type = str(headers[declared[0]]).partition(";")[0].strip().lower()
+    kept = {name: value for name, value in headers.items() if name not in declared}
+    if media_type == content_types.APPLICATION_JSON:
+        kept["content-type"] = content_types.APPLICATION_JSON
+    elif event.get("body"):
+        raise UnsupportedContentType
+    return {**event, "headers": kept}
 
 
 def one_id_segment(event: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +106,34 @@ def one_id_segment(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+@functools.lru_cache(maxsize=1)
+def _api_methods() -> list[tuple[re.Pattern[str], frozenset[str]]]:
+    """Each API path of the OpenAPI document (an id may hold '/') with its methods."""
+    paths = json.loads(openapi_document())["paths"]
+    return [(re.compile(re.sub(r"\\\{[^}]+\\\}", ".+", re.escape(path))), frozenset(m.upper() for m in methods))
+            for path, methods in paths.items()]
+
+
+def allowed_methods(path: str) -> frozenset[str] | None:
+    """The methods an API path takes, or None for a path the API does not have."""
+    return next((methods for pattern, methods in _api_methods() if pattern.fullmatch(path)), None)
+
+
+def _wrong_method(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A 405 naming the methods for a path the API has, asked with a method it does not take (the
+    resolver knows routes, not paths, and says 404). Looked up only after a 404, so a cold start
+    does not build the OpenAPI document."""
+    path = event.get("rawPath") or ""
+    stage = (event.get("requestContext") or {}).get("stage") or "$default"
+    path = path[len(stage) + 1:] if path.startswith(f"/{stage}/") else path
+    method = str(((event.get("requestContext") or {}).get("http") or {}).get("method", "")).upper()
+    allowed = allowed_methods(path)
+    if not allowed or method in allowed:
+        return None
+    listed = ", ".join(sorted(allowed))
+    return reply(405, "MethodNotAllowedError", f"{path} takes {listed}, not {method}", {"Allow": listed})
+
+
 def reply(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
     """An HTTP API (payload 2.0) response with the one error shape, for requests refused before the resolver runs."""
     return {"statusCode": status, "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
@@ -88,8 +143,12 @@ def reply(status: int, code: str, message: str, headers: dict[str, str] | None =
 def handle(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """One request through the API: the body checks, then the route."""
     try:
+        event = json_content_type(event)
         check_body(event)
     except ServiceError as error:
         logger.info("request refused", status=error.status_code, reason=error.msg)
-        return reply(error.status_code, type(error).__name__, str(error.msg))
-    return app.resolve(one_id_segment(event), context)
+        return reply(error.status_code, getattr(error, "code", type(error).__name__), str(error.msg))
+    resolved = app.resolve(one_id_segment(event), context)
+    if resolved.get("statusCode") == 404:
+        return _wrong_method(event) or resolved
+    return resolved

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
 from citewell.filters import SearchFilter
 from citewell.models import MAX_COMMENT_CHARS, Descriptive, validate_name
@@ -20,6 +20,9 @@ def _asked(value: str) -> str:
 
 
 Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), AfterValidator(_asked)]
+# A field the API does not know is refused, not dropped: a client sending "tenant" or a misspelt
+# "filter" learns that it had no effect.
+CLOSED = ConfigDict(extra="forbid")
 
 
 class NewDocument(Descriptive):
@@ -28,6 +31,7 @@ class NewDocument(Descriptive):
     are. With ``url`` the service fetches the page (its id defaults to the normalised URL, its source
     is the URL); without it the caller sends the file through the upload form it is given."""
 
+    model_config = CLOSED
     document_id: str | None = Field(default=None, min_length=1, max_length=512)
     url: str | None = Field(default=None, min_length=1, max_length=2048)
     allowed_roles: list[str] = Field(min_length=1, max_length=32)
@@ -50,19 +54,22 @@ class NewDocument(Descriptive):
 
 
 class SearchRequest(BaseModel):
+    model_config = CLOSED
     question: Question
-    k: int = Field(default=10, ge=1, le=MAX_K)
+    k: StrictInt = Field(default=10, ge=1, le=MAX_K)
     filters: SearchFilter | None = None  # narrows what the caller may read, inside both lanes
 
 
 class QueryRequest(BaseModel):
+    model_config = CLOSED
     question: Question
     filters: SearchFilter | None = None
-    mixed_locales: bool = False  # evidence in every language, not only the best hit's
+    mixed_locales: StrictBool = False  # evidence in every language, not only the best hit's
     # A conversation this question follows up (the id a previous answer returned); none starts one.
     conversation_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
 
 
 class FeedbackRequest(BaseModel):
-    helpful: bool
+    model_config = CLOSED
+    helpful: StrictBool
     comment: str | None = Field(default=None, max_length=MAX_COMMENT_CHARS)

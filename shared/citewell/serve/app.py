@@ -31,7 +31,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from citewell import leases
-from citewell.api.events import MAX_BODY_BYTES, handle
+from citewell.api.events import MAX_BODY_BYTES, allowed_methods, handle
 from citewell.api.routes import ApiBackend, IsolatedHttpResolver, build_resolver, openapi_document
 from citewell.errors import CitewellError, Conflict, EmptyText, ServerStopped, TooLarge
 from citewell.ingest.stages import record_failure
@@ -113,18 +113,10 @@ async def http_error(request: Request, failed: Exception) -> Response:
     code = {405: "MethodNotAllowedError"}.get(failed.status_code, "BadRequestError")
     headers = dict(failed.headers or {})
     if failed.status_code == 405:
-        allowed = next((methods for path, methods in _api_methods() if path.fullmatch(request.url.path)), None)
+        allowed = allowed_methods(request.url.path)
         if allowed:
-            headers["Allow"] = allowed
+            headers["Allow"] = ", ".join(sorted(allowed))
     return error(failed.status_code, code, str(failed.detail), headers)
-
-
-@functools.lru_cache(maxsize=1)
-def _api_methods() -> list[tuple[re.Pattern[str], str]]:
-    """Each API path of the OpenAPI document (an id may hold '/') with its methods."""
-    paths = json.loads(openapi_document())["paths"]
-    return [(re.compile(re.sub(r"\\\{[^}]+\\\}", ".+", re.escape(path))), ", ".join(sorted(m.upper() for m in methods)))
-            for path, methods in paths.items()]
 
 
 async def server_error(request: Request, failed: Exception) -> Response:
@@ -317,7 +309,8 @@ class Server:
                 claims = await anyio.to_thread.run_sync(self.verifier.claims, authorization, limiter=self.limiter)
             body = await read_body(receive, declared, MAX_BODY_BYTES, self.settings.read_seconds)
         except Unauthorized as refused:
-            description = str(refused).replace('"', "'")
+            # a header holds Latin-1 only, and RFC 6750 allows printable ASCII without '"' or '\\'
+            description = "".join(c if " " <= c <= "~" and c != "\\" else "?" for c in str(refused).replace('"', "'"))
             status, data, headers = refusal(401, "Unauthorized", str(refused),
                                             {"WWW-Authenticate": f'Bearer error="invalid_token", error_description="{description}"'})
         except IssuerUnavailable as down:

@@ -119,11 +119,13 @@ def key_id(public_key: Any) -> str:
 
 def mint(key: ec.EllipticCurvePrivateKey, *, tenant: str, roles: Iterable[str], ttl_seconds: int, tenant_claim: str,
          roles_claim: str, issuer: str = LOCAL_ISSUER, audience: str = LOCAL_AUDIENCE, subject: str | None = None) -> str:
-    """A signed ID-style token carrying the tenant and roles under the claim names the API reads."""
+    """A signed ID-style token carrying the tenant and roles under the claim names the API reads.
+    ``sub`` is who the token speaks for: conversations belong to it, so a token minted without
+    one gets a subject of its own, never one shared with every token of the same tenant and roles."""
     now = int(time.time())
     roles = sorted(set(roles))
     claims = {
-        "iss": issuer, "aud": audience, "sub": subject or f"{tenant}/{'+'.join(roles)}", "iat": now, "nbf": now,
+        "iss": issuer, "aud": audience, "sub": subject or f"{tenant}/{new_token()}", "iat": now, "nbf": now,
         "exp": now + ttl_seconds, "jti": new_token(), "token_use": "id", tenant_claim: tenant, roles_claim: roles,
     }
     return jwt.encode(claims, key, algorithm=SIGNING_ALGORITHM, headers={"kid": key_id(key.public_key())})
