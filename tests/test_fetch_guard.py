@@ -84,6 +84,10 @@ def test_a_name_that_resolves_to_a_private_address_is_refused_even_beside_a_publ
     ("http://user:secret@example.com/", "user name or password"),
     ("http://user@example.com/", "user name or password"),
     ("http:///nohost", "host"),
+    ("http://example.com:99999/", "port 99999"),
+    ("http://example.com:0/", "port 0"),
+    ("http://%00/", "not a host name"),
+    ("http://a b/", "not a host name"),
 ])
 def test_other_schemes_and_credentials_in_the_url_are_refused(url, why):
     with Fetcher(Guard.of([])) as fetcher, pytest.raises(UrlRefused, match=why):

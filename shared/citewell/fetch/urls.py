@@ -8,6 +8,7 @@ in its IDNA form), a default port and dot segments go, and an empty path is ``/`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import httpx
@@ -15,6 +16,8 @@ import httpx
 from citewell.errors import UrlRefused
 
 SCHEMES = {"http": 80, "https": 443}
+# A host name's characters once in IDNA form (an underscore is seen in the wild), or an IPv6 literal.
+_HOST = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?|[0-9a-f:.]*:[0-9a-f:.]*", re.I)
 
 
 def looks_like_url(value: str) -> bool:
@@ -34,6 +37,10 @@ def parse_url(raw: str) -> httpx.URL:
         raise UrlRefused(f"only http and https URLs are fetched, not {url.scheme or 'a URL without a scheme'}: {raw!r}")
     if not url.host:
         raise UrlRefused(f"{raw!r} names no host")
+    if not _HOST.fullmatch(url.raw_host.decode("ascii", "replace")):
+        raise UrlRefused(f"{raw!r} is not a URL: its host {url.host!r} is not a host name")
+    if url.port is not None and not 0 < url.port < 65536:
+        raise UrlRefused(f"{raw!r} is not a URL: port {url.port} is not between 1 and 65535")
     if url.userinfo:
         raise UrlRefused(f"{url.copy_with(username=None, password=None)}: a URL with a user name or password in it "
                          "is not fetched (credentials are never sent)")
