@@ -53,6 +53,8 @@ def turn(services, identity, asked, conversation_id=None, generator=None):
     ("How long do I have to submit an expense claim?", "and who approves it?", "who approves the expense claim?"),
     ("What is the mileage rate for cars?", "what about bicycles?", "What is the mileage rate for bicycles?"),
     ("How many days of annual leave do staff get?", "Where do I report phishing?", "Where do I report phishing?"),
+    ("How many days of annual leave?", "what about the hotel allowance?", "what about the hotel allowance?"),
+    ("How many days of annual leave?", "what about contractors?", "How many days of annual leave for contractors?"),
     ("How many days of annual leave do staff get?", "and how long is the probation period?", "how long is the probation period?"),
 ])
 def test_rules_carry_the_subject_and_replace_the_condition(previous, asked, expected):

@@ -35,8 +35,8 @@ def standalone(previous: str, asked: str) -> str:
     if not previous or not asked:
         return asked
     condition = _condition(asked)
-    if condition is not None:
-        return _with_condition(previous, *condition)
+    if condition is not None and (rewritten := _with_condition(previous, *condition)) is not None:
+        return rewritten
     plain = _LEAD.sub("", asked, count=1).lstrip(" ,") if _LEAD.match(asked) else asked
     if _PRONOUN.search(plain) and len(_WORD.findall(plain)) <= 8 and (subject := _subject(previous.rstrip("?!. "))):
         return _PRONOUN.sub(lambda m: _pointed(m.group(0), subject), plain, count=1)
@@ -64,7 +64,10 @@ def _condition(asked: str) -> tuple[str | None, str] | None:
     return (found.group("prep").lower(), found.group("object")) if found else (None, phrase)
 
 
-def _with_condition(previous: str, preposition: str | None, words: str) -> str:
+def _with_condition(previous: str, preposition: str | None, words: str) -> str | None:
+    """``previous`` with the condition in place of its like, or added; None when the words are
+    not a condition the previous question could take ("what about the hotel allowance?" after a
+    question on annual leave asks about another thing, not leave "for the hotel allowance")."""
     ending = re.search(r"[?!.]*$", previous)
     end = ending.start() if ending else len(previous)
     body, tail = previous[:end], previous[end:] or "?"
@@ -100,7 +103,10 @@ def _with_condition(previous: str, preposition: str | None, words: str) -> str:
             if end < len(body.rstrip()) and len(match.group(2).split()) > 1:  # not at the end: its last word is the verb
                 end = match.start(2) + match.group(2).rstrip().rfind(" ")
             return body[: match.start()] + f"{preposition or prep} {words}" + body[end:] + tail
-    # 4. none to replace: added
+    # 4. none to replace: added, if it reads as a condition (a place or name, a preposition, or
+    # a group without an article: "what about contractors?"); "the hotel allowance" is a thing
+    if not preposition and not proper and _ARTICLE.match(words):
+        return None
     return f"{body} {preposition or ('in' if proper else 'for')} {words}{tail}"
 
 
