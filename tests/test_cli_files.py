@@ -335,3 +335,16 @@ def test_a_file_removed_after_the_walk_is_not_found(capsys, tmp_path, monkeypatc
     assert code == 1 and out["notes/kept.md"]["status"] == "published"
     error = out["notes/vanishing.md"]["error"]
     assert error["code"] == "not_found" and "vanishing.md" in error["message"]
+
+
+@pytest.mark.parametrize("roles", ["", " , "])
+def test_no_allowed_role_is_a_usage_error_before_any_file_is_read(capsys, tmp_path, roles):
+    home = tmp_path / "home"
+    (tmp_path / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    assert ingest(capsys, home, str(tmp_path / "leave.md"))[0] == 0  # an existing id: no garbled id_taken either
+    with pytest.raises(SystemExit) as exited:
+        main(["--home", str(home), "ingest", str(tmp_path / "leave.md"), "--tenant", "northpier", "--allow-roles", roles, "--json"])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2 and json.loads(out)["error"]["code"] == "usage"
+    assert err.count("\n") == 1 and "at least one allowed role" in err
+    assert served(home, "leave.md")[0] == {"staff"}

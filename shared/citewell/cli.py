@@ -54,6 +54,15 @@ def _roles(value: str) -> frozenset[str]:
     return roles
 
 
+def _allowed_roles(value: str) -> frozenset[str]:
+    """The roles a document is readable by: at least one, or nobody could ever read it (a usage
+    error before any file is read, not one failure per file)."""
+    roles = _roles(value)
+    if not roles:
+        raise argparse.ArgumentTypeError("a document needs at least one allowed role, e.g. --allow-roles staff")
+    return roles
+
+
 def _argument(validate: Callable[[str], str]) -> Callable[[str], str]:
     """An argparse type from one of the model's validators: the same grammar, a usage error's message."""
     def check(value: str) -> str:
@@ -231,7 +240,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
                    help="files and folders to ingest (folders are walked, hidden files skipped), "
                         "or http(s) URLs of web pages")
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
-    p.add_argument("--allow-roles", required=True, type=_roles, help="comma-separated roles that may read them")
+    p.add_argument("--allow-roles", required=True, type=_allowed_roles, help="comma-separated roles that may read them")
     p.add_argument("--doc-id", help="document id (one file only; default: the path relative to the folder)")
     p.add_argument("--title", help="title (one file only; default: from the document)")
     p.add_argument("--locale", default="en", help="language of the documents, recorded on them (default: en)")
