@@ -348,3 +348,16 @@ def test_no_allowed_role_is_a_usage_error_before_any_file_is_read(capsys, tmp_pa
     assert exited.value.code == 2 and json.loads(out)["error"]["code"] == "usage"
     assert err.count("\n") == 1 and "at least one allowed role" in err
     assert served(home, "leave.md")[0] == {"staff"}
+
+
+def test_a_title_from_a_file_name_has_no_control_characters(capsys, tmp_path):
+    """A name may hold a newline or a tab; the title, printed on one line, holds spaces there."""
+    home, folder = tmp_path / "home", tmp_path / "odd"
+    folder.mkdir()
+    (folder / "new\nline.txt").write_text("The copper kettle is descaled weekly.\n")
+    (folder / "tab\there.txt").write_text("The pewter jug is polished monthly.\n")
+    code, out = ingest(capsys, home, str(folder))
+    assert code == 0 and set(out) == {"odd/new-line.txt", "odd/tab-here.txt"}
+    code, listed = run(capsys, "--home", str(home), "docs", "--tenant", "northpier", "--json")
+    assert {d["document_id"]: d["title"] for d in listed["documents"]} == {"odd/new-line.txt": "new line",
+                                                                           "odd/tab-here.txt": "tab here"}
