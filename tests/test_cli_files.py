@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -234,3 +237,127 @@ def test_a_man_page_and_an_rst_readme_are_served_with_their_records_sections_and
         active = metadata.get_document("northpier", document_id).active_revision
         holding = [c for c in metadata.get_chunks("northpier", document_id, active) if record in c.text]
         assert holding and all(c.heading_path == path for c in holding)
+
+
+_NO_OVERRIDE = ["--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-dac_override,-dac_read_search"]
+
+
+@pytest.fixture
+def bound_by_modes(tmp_path: Path) -> list[str]:
+    """The prefix that runs a command as mode bits bind it: root without the capabilities that
+    override them (setpriv), any other user as it is. Skips where that cannot be had."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root reads what mode bits forbid, and setpriv is not here to drop that")
+    probe = tmp_path / "probe"
+    probe.write_text("x")
+    probe.chmod(0)
+    tried = subprocess.run([setpriv, *_NO_OVERRIDE, sys.executable, "-c", f"open({str(probe)!r})"], capture_output=True, text=True)
+    if "PermissionError" not in tried.stderr:
+        pytest.skip(f"setpriv could not drop CAP_DAC_OVERRIDE here: {tried.stderr.strip()[-200:]}")
+    return [setpriv, *_NO_OVERRIDE]
+
+
+def ingest_bound(prefix: list[str], home: Path, *argv: str) -> tuple[int, dict]:
+    """``citewell ingest --json`` in its own process under ``prefix``; no traceback, valid JSON."""
+    done = subprocess.run([*prefix, sys.executable, "-m", "citewell", "--home", str(home), "ingest", *argv,
+                           "--tenant", "northpier", "--allow-roles", "staff", "--json"],
+                          capture_output=True, text=True, env={**os.environ, "CITEWELL_EMBED_THREADS": "1"})
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def top_folder(tmp_path: Path) -> Path:
+    top = tmp_path / "top"
+    (top / "sub").mkdir(parents=True)
+    (top / "a.txt").write_text("The amber gate opens at six.\n")
+    (top / "sub" / "b.txt").write_text("The basalt stair is closed in winter.\n")
+    return top
+
+
+@pytest.mark.parametrize(("mode", "failed"), [(0o000, "top/sub"), (0o311, "top/sub"), (0o644, "top/sub/b.txt")],
+                         ids=["000", "311", "644"])
+def test_a_folder_that_cannot_be_read_is_a_failed_item_not_left_out_in_silence(tmp_path, bound_by_modes, mode, failed):
+    """Not listable (000, 311: the folder is named), or listable but not enterable (644: its
+    file is named): the rest is published and the batch exits 1, as for a file that fails."""
+    top = top_folder(tmp_path)
+    (top / "sub").chmod(mode)
+    try:
+        code, out = ingest_bound(bound_by_modes, tmp_path / "home", str(top))
+    finally:
+        (top / "sub").chmod(0o755)
+    by_id = {d["document_id"]: d for d in out["documents"]}
+    assert code == 1 and set(by_id) == {"top/a.txt", failed} and by_id["top/a.txt"]["status"] == "published"
+    assert by_id[failed]["status"] == "failed" and by_id[failed]["error"]["code"] == "unreadable"
+    assert "Permission denied" in by_id[failed]["error"]["message"]
+
+
+def test_a_file_that_cannot_be_checked_is_kept_and_said_not_gone_nor_pruned(capsys, tmp_path, bound_by_modes):
+    """A folder ingested, then one of its folders made unreadable: its documents cannot be seen,
+    which is not gone; --prune deletes nothing, and each is said with the reason."""
+    home, top = tmp_path / "home", top_folder(tmp_path)
+    assert ingest(capsys, home, str(top))[0] == 0
+    (top / "sub").chmod(0)
+    try:
+        for extra in ([], ["--prune"]):
+            code, out = ingest_bound(bound_by_modes, home, str(top), *extra)
+            by_id = {d["document_id"]: d for d in out["documents"]}
+            assert code == 1 and "gone" not in out and by_id["top/a.txt"]["status"] == "unchanged"
+            assert by_id["top/sub"]["error"]["code"] == "unreadable"
+            unchecked = by_id["top/sub/b.txt"]
+            assert unchecked["status"] == "failed" and unchecked["error"]["code"] == "unreadable"
+            assert "could not be checked: Permission denied" in unchecked["error"]["message"]
+        code, out = ingest_bound(bound_by_modes, home, str(top / "sub" / "b.txt"))  # a file named under it
+        assert code == 1 and out["documents"][0]["error"]["code"] == "unreadable"
+    finally:
+        (top / "sub").chmod(0o755)
+    assert "basalt stair" in served(home, "top/sub/b.txt")[1]
+
+
+def test_a_file_removed_after_the_walk_is_not_found(capsys, tmp_path, monkeypatch):
+    """The file is removed just before it is read (the read itself is real): the same cause as
+    a missing path on the command line, so the same code."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "kept.md").write_text("# Kept\n\nThe cedar hall seats forty.\n")
+    (folder / "vanishing.md").write_text("# Vanishing\n\nGone before it is read.\n")
+    read_bytes = Path.read_bytes
+
+    def removed_first(path: Path) -> bytes:
+        if path.name == "vanishing.md":
+            path.unlink()
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", removed_first)
+    code, out = ingest(capsys, tmp_path / "home", str(folder))
+    assert code == 1 and out["notes/kept.md"]["status"] == "published"
+    error = out["notes/vanishing.md"]["error"]
+    assert error["code"] == "not_found" and "vanishing.md" in error["message"]
+
+
+@pytest.mark.parametrize("roles", ["", " , "])
+def test_no_allowed_role_is_a_usage_error_before_any_file_is_read(capsys, tmp_path, roles):
+    home = tmp_path / "home"
+    (tmp_path / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    assert ingest(capsys, home, str(tmp_path / "leave.md"))[0] == 0  # an existing id: no garbled id_taken either
+    with pytest.raises(SystemExit) as exited:
+        main(["--home", str(home), "ingest", str(tmp_path / "leave.md"), "--tenant", "northpier", "--allow-roles", roles, "--json"])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2 and json.loads(out)["error"]["code"] == "usage"
+    assert err.count("\n") == 1 and "at least one allowed role" in err
+    assert served(home, "leave.md")[0] == {"staff"}
+
+
+def test_a_title_from_a_file_name_has_no_control_characters(capsys, tmp_path):
+    """A name may hold a newline or a tab; the title, printed on one line, holds spaces there."""
+    home, folder = tmp_path / "home", tmp_path / "odd"
+    folder.mkdir()
+    (folder / "new\nline.txt").write_text("The copper kettle is descaled weekly.\n")
+    (folder / "tab\there.txt").write_text("The pewter jug is polished monthly.\n")
+    code, out = ingest(capsys, home, str(folder))
+    assert code == 0 and set(out) == {"odd/new-line.txt", "odd/tab-here.txt"}
+    code, listed = run(capsys, "--home", str(home), "docs", "--tenant", "northpier", "--json")
+    assert {d["document_id"]: d["title"] for d in listed["documents"]} == {"odd/new-line.txt": "new line",
+                                                                           "odd/tab-here.txt": "tab here"}

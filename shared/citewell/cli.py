@@ -10,7 +10,10 @@ after the command wins.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
+import stat
 import sys
 from datetime import datetime, timezone
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +27,8 @@ from citewell.models import Descriptive, Identity, Outcome, descriptive, validat
 
 if TYPE_CHECKING:
     from datetime import date, datetime
+
+    from citewell.ingest.runner import IngestOutcome
 
     from citewell.filters import SearchFilter
     from citewell.services import Services
@@ -46,6 +51,15 @@ def _roles(value: str) -> frozenset[str]:
             validate_name(role, "role")
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+    return roles
+
+
+def _allowed_roles(value: str) -> frozenset[str]:
+    """The roles a document is readable by: at least one, or nobody could ever read it (a usage
+    error before any file is read, not one failure per file)."""
+    roles = _roles(value)
+    if not roles:
+        raise argparse.ArgumentTypeError("a document needs at least one allowed role, e.g. --allow-roles staff")
     return roles
 
 
@@ -233,7 +247,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
                    help="files and folders to ingest (folders are walked, hidden files skipped), "
                         "or http(s) URLs of web pages")
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
-    p.add_argument("--allow-roles", required=True, type=_roles, help="comma-separated roles that may read them")
+    p.add_argument("--allow-roles", required=True, type=_allowed_roles, help="comma-separated roles that may read them")
     p.add_argument("--doc-id", help="document id (one file only; default: the path relative to the folder)")
     p.add_argument("--title", help="title (one file only; default: from the document)")
     p.add_argument("--locale", default="en", help="language of the documents, recorded on them (default: en)")
@@ -351,8 +365,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.fetch.urls import looks_like_url
     from citewell.ingest.runner import IngestOutcome, ingest
     from citewell.ingest.stages import IngestRequest
-    from citewell.ingest.walk import shown, walk
-    from citewell.models import ErrorInfo
+    from citewell.ingest.walk import read_failure, shown, walk
     from citewell.progress import IngestDisplay
     from citewell.services import open_local
 
@@ -380,8 +393,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             try:
                 data = file.read_bytes()
             except OSError as error:  # gone since the walk, or not readable (/proc, permissions): that file fails
-                unreadable.append(IngestOutcome(document_id=doc_id, revision=None, status="failed", chunks=0, error=ErrorInfo(
-                    code="unreadable", message=f"{shown(file)} could not be read: {error.strerror or error}")))
+                unreadable.append(read_failure(doc_id, file, error))
                 continue
             yield IngestRequest(
                 document_id=doc_id, tenant=args.tenant, allowed_roles=args.allow_roles, data=data,
@@ -398,9 +410,10 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     finally:
         if web is not None:
             web.fetcher.close()
-    outcomes += unreadable + (web.outcomes if web is not None else [])
+    gone, unchecked = _gone(services, args, {f.document_id for f in found})
+    outcomes += unreadable + (web.outcomes if web is not None else []) + unchecked
     payload: dict[str, Any] = {"documents": [o.model_dump(mode="json") for o in outcomes]}
-    gone = _gone(services, args, {f.document_id for f in found}) + (web.gone if web is not None else [])
+    gone += web.gone if web is not None else []
     if gone:
         payload["gone"] = gone
     failed = any(o.status in ("failed", "superseded") or o.pending or o.vectors_pending for o in outcomes)
@@ -439,20 +452,26 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> list[dict[str, Any]]:
+def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> tuple[list[dict[str, Any]], list[IngestOutcome]]:
     """The tenant's documents ingested from a folder given now whose file is no longer there (it
-    was renamed, moved or removed): still served unless ``--prune`` deletes them."""
+    was renamed, moved or removed): still served unless ``--prune`` deletes them. A file that
+    cannot be checked (a folder on its path that may not be entered) is not gone: it is kept,
+    never pruned, and returned as a failed item saying why."""
     from citewell.deletion import delete_document
     from citewell.errors import NotFound
 
-    folders = [path.resolve().as_uri() + "/" for path in args.paths if path.is_dir()]
+    folders = [path.resolve().as_uri() + "/" for path in args.paths if os.path.isdir(path)]
     if not folders:
-        return []
-    gone = []
+        return [], []
+    gone, unchecked = [], []
     for document in services.metadata.list_documents(args.tenant):
         if document.document_id in seen or not any(document.source.startswith(folder) for folder in folders):
             continue
-        if _still_there(document.source):  # ingested on its own ("ingest teamA/README.md"): its file is here
+        try:
+            if _still_there(document.source):  # ingested on its own ("ingest teamA/README.md"): its file is here
+                continue
+        except OSError as error:
+            unchecked.append(_unchecked(document.document_id, document.source, error))
             continue
         if args.prune:
             try:
@@ -460,15 +479,40 @@ def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> list[
             except NotFound:  # another process deleted it first
                 pass
         gone.append({"document_id": document.document_id, "source": document.source, "deleted": bool(args.prune)})
-    return gone
+    return gone, unchecked
 
 
-def _still_there(source: str) -> bool:
-    """Whether the file a ``file:`` source names is still a file."""
+def _source_path(source: str) -> Path | None:
+    """The file a ``file:`` source names; None for any other source."""
     from urllib.parse import unquote, urlsplit
 
     parts = urlsplit(source)
-    return parts.scheme == "file" and Path(unquote(parts.path, errors="surrogateescape")).is_file()
+    return Path(unquote(parts.path, errors="surrogateescape")) if parts.scheme == "file" else None
+
+
+def _still_there(source: str) -> bool:
+    """Whether the file a ``file:`` source names is still a file. Raises ``OSError`` when that
+    cannot be known (EACCES on a folder of its path): what cannot be seen is not gone."""
+    path = _source_path(source)
+    if path is None:
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return False
+        raise
+
+
+def _unchecked(document_id: str, source: str, error: OSError) -> IngestOutcome:
+    from citewell.ingest.runner import IngestOutcome
+    from citewell.ingest.walk import shown
+    from citewell.models import ErrorInfo
+
+    where = shown(_source_path(source) or source)
+    return IngestOutcome(document_id=document_id, revision=None, status="failed", chunks=0, error=ErrorInfo(
+        code="unreadable", message=f"{where} could not be checked: {error.strerror or error}; "
+                                   "the document was kept, not listed as gone nor pruned"))
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:

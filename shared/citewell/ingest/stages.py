@@ -13,6 +13,7 @@ least once, so every stage is idempotent on its upload.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
@@ -41,6 +42,8 @@ from citewell.parsers import PageProgress, parse
 from citewell.ports import StagedIndex
 from citewell.records import is_current, update_document
 from citewell.services import Services
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # what breaks or garbles a line
 
 
 class IngestRequest(Descriptive):
@@ -92,7 +95,14 @@ def register(services: Services, request: IngestRequest) -> Upload:
 
 
 def _title_for(upload: Upload, parsed: ParsedDocument) -> str:
-    return upload.title or parsed.title or PurePosixPath(upload.filename or upload.document_id).stem
+    return upload.title or parsed.title or _title_from_name(upload.filename or upload.document_id)
+
+
+def _title_from_name(name: str) -> str:
+    """A file's name without its extension, its control characters (a newline a name may hold)
+    as spaces: a title is printed on one line, in listings and under every citation."""
+    spaced = _CONTROL.sub(" ", PurePosixPath(name).stem)
+    return spaced.strip() or spaced
 
 
 def parse_stage(services: Services, upload: Upload, progress: PageProgress | None = None) -> ParseOutcome:

@@ -5,7 +5,8 @@ the operator asked for), and inside a folder no symbolic link is followed, to a 
 folder, so a walk never leaves the folder given and never loops. Each link left out, and
 anything that is not a regular file (a pipe, a socket, a device), is reported as ``skipped``
 with its reason; hidden files and folders (a name starting with '.') are left out as
-documented, without a line each.
+documented, without a line each. A folder that cannot be listed, or a name in one that cannot
+be looked at (permissions), is a ``failed`` item (``unreadable``), never left out in silence.
 
 A file's path becomes its id as it is, but for what an id may not hold: '#', '\\' and control
 characters become '-', bytes that are not UTF-8 become U+FFFD ("Meeting #3.docx" is
@@ -17,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -24,6 +26,7 @@ from citewell.ingest.runner import IngestOutcome
 from citewell.models import ErrorInfo, validate_document_id
 
 _NOT_IN_ID = re.compile(r"[#\\\x00-\x1f\x7f]")
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # nothing there to read (Path.exists() is False)
 
 
 def shown(path: Path | str) -> str:
@@ -76,20 +79,42 @@ def _checked(found: Found) -> Found:
 def walk(paths: list[Path]) -> list[Found]:
     """A folder's files by their path from the folder, the folder's own name included
     (``teamA/README.md`` and ``teamB/README.md`` stay two documents); a file by its name; a
-    path that does not exist as one failed item (``not_found``)."""
+    path that does not exist as one failed item (``not_found``), one the system will not let
+    us look at as one failed item (``unreadable``)."""
     found: list[Found] = []
     for path in dict.fromkeys(paths):  # a path given twice is one path
-        if path.is_dir():
-            found.extend(_folder(path))
-        elif path.is_file():
-            found.append(Found(path, id_for(path.name)))
-        elif not path.exists():
-            found.append(Found(path, shown(path), _missing(path)))
-        else:
-            found.append(Found(path, shown(path.name), _left_out(shown(path.name), "skipped", "not_a_file",
-                                                                  f"{shown(path)} is not a regular file")))
+        found.extend(_named(path))
     unique = list({(_real(f.path), f.document_id): f for f in found}.values())  # one folder named twice
     return _apart([_checked(f) for f in unique])
+
+
+def _named(path: Path) -> list[Found]:
+    """A path given on the command line: a folder walked, a file (a link followed) taken, or
+    the reason it is neither. ``os.stat`` rather than ``Path.is_dir``, which raises on EACCES."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if error.errno in _ABSENT:
+            return [Found(path, shown(path), _missing(path))]
+        return [Found(path, shown(path), read_failure(shown(path), path, error))]
+    if stat.S_ISDIR(mode):
+        return _folder(path)
+    if stat.S_ISREG(mode):
+        return [Found(path, id_for(path.name))]
+    return [Found(path, shown(path.name), _left_out(shown(path.name), "skipped", "not_a_file",
+                                                    f"{shown(path)} is not a regular file"))]
+
+
+def read_failure(document_id: str, path: Path, error: OSError, folder: bool = False) -> IngestOutcome:
+    """A path that could not be read: ``not_found`` when it went away after it was listed (the
+    code a missing path named on the command line has), else ``unreadable`` with the system's
+    reason (permissions, an I/O error)."""
+    if error.errno in _ABSENT:
+        return _left_out(document_id, "failed", "not_found",
+                         f"no such file or folder: {shown(path)} (removed or renamed since it was listed)")
+    left_out = "; the files in it were left out" if folder else ""
+    return _left_out(document_id, "failed", "unreadable",
+                     f"{shown(path)} could not be {'listed' if folder else 'read'}: {error.strerror or error}{left_out}")
 
 
 def _missing(path: Path) -> IngestOutcome:
@@ -127,19 +152,47 @@ def _apart(found: list[Found]) -> list[Found]:
 
 
 def _folder(root: Path) -> list[Found]:
+    """Every file under ``root``; a folder in it that cannot be listed is a failed item
+    (``os.walk`` would skip it without a word)."""
     name = PurePosixPath(os.path.abspath(root)).name  # as given: '.' is the working folder's name, a link its own
     found = []
-    for top, folders, files in os.walk(root, followlinks=False):
+
+    def unlisted(error: OSError) -> None:
+        folder = Path(error.filename or root)
+        document_id = _id_in(name, root, folder)
+        found.append(Found(folder, document_id, read_failure(document_id, folder, error, folder=True)))
+
+    for top, folders, files in os.walk(root, onerror=unlisted, followlinks=False):
         here = Path(top)
         folders[:] = sorted(f for f in folders if not f.startswith("."))
-        for entry in [*(here / f for f in folders if (here / f).is_symlink()),
+        for entry in [*(here / f for f in folders if _is_link(here / f)),
                       *(here / f for f in files if not f.startswith("."))]:
-            document_id = id_for(PurePosixPath(name, entry.relative_to(root).as_posix()).as_posix())
-            if entry.is_symlink():
-                found.append(_link(entry, document_id))
-            elif entry.is_file():
-                found.append(Found(entry, document_id))
-            else:
-                found.append(Found(entry, document_id, _left_out(
-                    document_id, "skipped", "not_a_file", f"{shown(entry)} is not a regular file (a pipe, socket or device)")))
+            found.append(_entry(entry, _id_in(name, root, entry)))
     return sorted(found, key=lambda f: f.document_id)
+
+
+def _id_in(name: str, root: Path, path: Path) -> str:
+    return id_for(PurePosixPath(name, path.relative_to(root).as_posix()).as_posix())
+
+
+def _is_link(path: Path) -> bool:
+    """False when it cannot be looked at: a folder is then entered, and reported if it cannot be."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _entry(path: Path, document_id: str) -> Found:
+    """One name a folder lists: a file to ingest, or a link, a pipe or a name that cannot be
+    looked at (a folder that may be listed but not entered), reported."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as error:
+        return Found(path, document_id, read_failure(document_id, path, error))
+    if stat.S_ISLNK(mode):
+        return _link(path, document_id)
+    if stat.S_ISREG(mode):
+        return Found(path, document_id)
+    return Found(path, document_id, _left_out(
+        document_id, "skipped", "not_a_file", f"{shown(path)} is not a regular file (a pipe, socket or device)"))
