@@ -171,11 +171,13 @@ def test_identity_in_query_body_or_headers_is_ignored(served):
                 "X-Forwarded-User": "northpier", "X-Custom-Tenant": "northpier"}
     body = {"question": "How many days of annual leave?", "k": 10, "tenant": "northpier", "roles": ["hr", "staff"],
             "custom:tenant": "northpier", "requestContext": {"authorizer": {"jwt": {"claims": {"custom:tenant": "northpier"}}}}}
-    found = served.call("POST", "/search?tenant=northpier&roles=hr", bluefen, body, headers=smuggled)
+    assert "tenant" in refused(served.call("POST", "/search", bluefen, body), 422)  # said, not silently dropped
+    found = served.call("POST", "/search?tenant=northpier&roles=hr", bluefen, {"question": body["question"], "k": 10},
+                        headers=smuggled)
     assert found.status_code == 200
     assert {h["document_id"] for h in found.json()["hits"]} == {"guide.md"}
-    answer = served.call("POST", "/query", bluefen, {"question": "How many days of annual leave do staff get?",
-                                                     "tenant": "northpier"}, headers=smuggled).json()
+    answer = served.call("POST", "/query?tenant=northpier", bluefen, {"question": "How many days of annual leave do staff get?"},
+                         headers=smuggled).json()
     assert "27 days" not in json.dumps(answer) and "Northpier" not in json.dumps(answer) and "guide.md" in json.dumps(answer)
     assert served.call("GET", "/me", bluefen, headers=smuggled).json()["tenant"] == "bluefen"
 
