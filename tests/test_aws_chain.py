@@ -317,6 +317,21 @@ def test_bad_files_and_bad_requests_are_4xx_and_recorded(aws):
     assert api("GET", "/documents/scan.pdf", query={"section": "x"})[0] == 400
 
 
+def test_the_parse_lambda_reads_a_gzipped_man_page_and_fails_a_cut_off_gzip_alone(aws):
+    """The Lambda parse stage shares the CLI's reader: a page as /usr/share/man holds it is published
+    under its own id; a gzip cut short is ``corrupt_file``."""
+    from tests.test_gzipped_files import MAN_PAGE, gz
+
+    upload(aws, "man/man1/widget.1.gz", gz(MAN_PAGE))
+    upload(aws, "doc/widget/NEWS.gz", gz(MAN_PAGE)[:-40])
+    pump(aws)
+    status, page = api("GET", "/documents/man/man1/widget.1.gz")
+    assert status == 200 and page["document"]["status"] == "published"
+    assert page["document"]["title"] == "widget - frobnicate widgets in a working tree"
+    status, news = api("GET", "/documents/doc/widget/NEWS.gz")
+    assert status == 200 and news["document"]["status"] == "failed" and news["document"]["error"]["code"] == "corrupt_file"
+
+
 def test_the_longest_document_id_is_published_found_answered_and_deleted(aws):
     """Every key built from a document id fits its store for the longest valid one (512 bytes, in
     the longest tenant), where its chunk ids become OpenSearch ``_id``s (512 bytes at most) and

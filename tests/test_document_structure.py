@@ -284,6 +284,32 @@ Bad usage.
     assert section_of(parsed, "exit status: 2") == ["EXIT STATUS"]
 
 
+def test_groffs_zero_width_and_fixed_space_escapes_print_what_groff_prints():
+    """help2man pages (``ls``, every coreutils page) wrap each italic word in ``\\,`` and ``\\/``:
+    read as themselves they made "--time=,WORD/" and "ls [,OPTION/]...", which no one searches for."""
+    source = rb""".TH LS "1" "September 2022" "GNU coreutils 9.1" "User Commands"
+.SH NAME
+ls \- list directory contents
+.SH SYNOPSIS
+.B ls
+[\fI\,OPTION\/\fR]... [\fI\,FILE\/\fR]...
+.SH OPTIONS
+.TP
+\fB\-\-time\fR=\fI\,WORD\/\fR
+select which time to show\:/sort by, e.g.\& \fIatime\/\fR\^\|\)\%.
+.TP
+\fB\-w\fR, \fB\-\-width\fR=\fI\,COLS\/\fR
+set output width to COLS\0columns,\~0\ means\ no limit.
+"""
+    parsed = parse(source, "ls.1")
+    assert parsed.mime == "text/x-manpage" and parsed.title == "ls - list directory contents"
+    assert "ls [OPTION]... [FILE]..." in parsed.text
+    assert blocks(parsed, BlockKind.RECORD) == [
+        "option: --time=WORD; description: select which time to show/sort by, e.g. atime.",
+        "option: -w, --width=COLS; description: set output width to COLS columns, 0 means no limit.",
+    ]
+
+
 def test_a_page_headed_by_its_name_alone_is_a_man_page_with_its_sections():
     """A page rendered narrow (or trimmed) heads itself "CARGO-PROFILES(5)" once, not twice: it was
     read as plain text, one section, and the answerer quoted a config example's 256 as the default."""

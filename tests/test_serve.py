@@ -364,6 +364,20 @@ def test_a_file_refused_for_its_size_fails_its_upload_at_once(served, size, stat
     assert "no longer current" in refused(again, 409)
 
 
+def test_a_gzipped_man_page_upload_is_read_and_a_gzip_bomb_fails_alone(served):
+    """The upload route parses through the same reader as the CLI: a page as /usr/share/man holds
+    it is published and found; a bomb far under the limit gzipped fails ``too_large`` decompressed."""
+    from tests.test_gzipped_files import MAN_PAGE, gz
+
+    writer = served.token("northpier", ["staff", WRITE])
+    page = served.upload(writer, "man/man1/widget.1.gz", gz(MAN_PAGE), ["staff"])
+    assert page["status"] == "published" and page["title"] == "widget - frobnicate widgets in a working tree"
+    bomb = served.upload(writer, "doc/widget/bomb.gz", gz(b"A" * (MAX_BYTES * 10)), ["staff"])
+    assert bomb["status"] == "failed" and bomb["error"]["code"] == "too_large", bomb
+    hits = served.call("POST", "/search", writer, {"question": "spin TURNS frobnication"}).json()["hits"]
+    assert hits[0]["document_id"] == "man/man1/widget.1.gz" and "option: --spin=TURNS" in hits[0]["text"]
+
+
 def test_a_document_id_longer_than_a_file_name_is_uploaded_served_and_deleted(served):
     """A Japanese file name of 44 characters is 310 bytes percent-encoded, over the 255 a file
     name may have: it was a 500 and a document stuck `processing`."""

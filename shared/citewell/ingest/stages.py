@@ -39,6 +39,7 @@ from citewell.models import (
 from citewell.ingest.registration import register_upload
 from citewell.interrupts import deferred
 from citewell.parsers import PageProgress, parse
+from citewell.parsers.gzipped import inner_name
 from citewell.ports import StagedIndex
 from citewell.records import is_current, update_document
 from citewell.services import Services
@@ -95,7 +96,8 @@ def register(services: Services, request: IngestRequest) -> Upload:
 
 
 def _title_for(upload: Upload, parsed: ParsedDocument) -> str:
-    return upload.title or parsed.title or _title_from_name(upload.filename or upload.document_id)
+    """The title given, else the file's own, else its name (``guide.md.gz`` as ``guide.md`` would be)."""
+    return upload.title or parsed.title or _title_from_name(inner_name(upload.filename or upload.document_id) or "")
 
 
 def _title_from_name(name: str) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from citewell.errors import CitewellError, CorruptFile, EmptyText, TooLarge
 from citewell.models import ParsedDocument
+from citewell.parsers.gzipped import gunzip, is_gzip
 from citewell.settings import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
@@ -21,7 +22,8 @@ PageProgress = Callable[[str, int, int], None]
 
 def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES,
           ocr: OcrEngine | None = None, progress: PageProgress | None = None) -> ParsedDocument:
-    """Detect, extract, and refuse with a typed :class:`~citewell.errors.IngestError`. ``ocr``
+    """Detect, extract, and refuse with a typed :class:`~citewell.errors.IngestError`; a gzip is
+    taken off first (:mod:`citewell.parsers.gzipped`). ``ocr``
     reads images and the PDF pages without a text layer; without it they are ``empty_text``.
     ``progress`` hears the pages of a PDF or a scan as they are read (a large one takes minutes)."""
     from citewell.parsers.sniff import (
@@ -30,6 +32,8 @@ def parse(data: bytes, filename: str | None = None, *, max_bytes: int = DEFAULT_
 
     if len(data) > max_bytes:
         raise TooLarge(f"{len(data):,} bytes is over the limit of {max_bytes:,} bytes")
+    if is_gzip(data):  # a man page or a README as a system installs it: what it holds is the file
+        data, filename = gunzip(data, filename, max_bytes)
     if not data.strip():  # whatever its name says (an empty "report.pdf" is no PDF, but first it is empty)
         raise EmptyText("the file is empty" if not data else "the file holds only whitespace")
     kind = detect(data, filename)

@@ -20,6 +20,13 @@ _NAMED = {"em": "—", "en": "–", "aq": "'", "dq": '"', "bu": "•", "lq": "�
           "Fo": "«", "Fc": "»", "sl": "/", "rs": "\\", "pl": "+", "eq": "="}
 _ESCAPE = re.compile(r"\\(?:f(?:\[[^\]]*\]|\(..|.)|\((..)|\[([^\]]*)\]|\*(?:\[([^\]]*)\]|\((..)|(.))|[sS][+-]?\d+|"
                      r"[hvwlLoxXNkzb]'[^']*'|n(?:\(..|\[[^\]]*\]|.)|(.))")
+# One-character escapes by what they print. groff's zero-width ones (``\&`` ``\)`` ``\%``, the
+# italic corrections ``\/`` ``\,`` that ``help2man`` pages put around every \fI word, the break
+# point ``\:``, the thin spaces ``\|`` ``\^``, the half-line motions ``\u`` ``\d`` ``\r``, the
+# break ``\p``) print nothing; the fixed spaces (``\ `` ``\~`` ``\0``) a space. Any other
+# character escaped prints as itself (``\-``, ``\.``, ``\'``).
+_SINGLE = {"e": "\\", "E": "\\", " ": " ", "~": " ", "0": " ", "t": "\t", "|": "", "^": "", "&": "", ")": "",
+           "%": "", ",": "", "/": "", ":": "", "c": "", "u": "", "d": "", "r": "", "p": "", "a": ""}
 _ALTERNATING = {"BR", "RB", "BI", "IB", "IR", "RI"}
 _FONT = {"B", "I", "SM", "SB", "R"}
 _PARAGRAPH = {"PP", "LP", "P", "sp", "br", "HP"}
@@ -32,8 +39,7 @@ def _unescape(text: str) -> str:
         if name is not None:
             return _NAMED.get(name, "")
         if single is not None:
-            return {"-": "-", "e": "\\", "\\": "\\", " ": " ", "~": " ", "0": " ", "|": "", "^": "", "&": "",
-                    "%": "", "c": "", "'": "'", "`": "`", ".": "."}.get(single, single)
+            return _SINGLE.get(single, single)
         return ""  # a font change, a size, a motion, a register
 
     return _ESCAPE.sub(replace, text)

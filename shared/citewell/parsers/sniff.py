@@ -81,10 +81,15 @@ def _suffix(filename: str | None) -> str:
     return PurePosixPath(filename or "").suffix.lower()
 
 
+def named_kind(filename: str | None) -> Kind | None:
+    """The type a file's name promises (``.md``, ``.pdf``), if it names one."""
+    return _EXTENSION_HINT.get(_suffix(filename))
+
+
 def detect(data: bytes, filename: str | None) -> Kind:
     """Magic bytes decide binary formats; a mismatch with the extension is an error."""
     suffix = _suffix(filename)
-    hint = _EXTENSION_HINT.get(suffix)
+    hint = named_kind(filename)
     if data[:4] in _BIGTIFF:  # filetype knows classic TIFF only; Pillow and Textract read BigTIFF too
         if hint is not None and hint is not Kind.TIFF:
             raise TypeMismatch(f"the name says {suffix} but the content is image/tiff")
