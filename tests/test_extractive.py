@@ -14,7 +14,7 @@ from citewell.answers.refusal import DEFAULT_UNCONFIRMED_THRESHOLD, UNIT_FEATURE
 from citewell.answers.service import ask
 from citewell.search import search
 from citewell.answers.units import (
-    NUMBER, Wants, companions, identifiers, missing_share, negates, parts, run_around, specific_terms, stems, units_of, wants,
+    DATE, NUMBER, Wants, companions, identifiers, missing_share, negates, parts, run_around, specific_terms, stems, units_of, wants,
 )
 from citewell.answers.generators.extractive import (
     CANDIDATES, UnitEmbeddings, _holds_wanted, _blocking, _list_at, _list_for, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
@@ -644,6 +644,37 @@ def test_a_code_the_question_names_is_found_as_a_whole_word_and_a_record_key_is_
     assert identifiers("What does git stash --keep-index do?") == {"--keep-index"}
     (record,) = units_of(item("option: -n, --dry-run; description: Show what would be removed without removing it."))
     assert direct_answer("What does the --dry-run option do?", record, frozenset()) is None
+
+
+def test_an_option_that_denies_what_is_asked_does_not_answer_it_beside_one_that_says_it(services):
+    """grep's man page: ``--no-ignore-case`` ("Do not ignore case distinctions ...") shares every
+    word of "Which grep option ignores case distinctions?" and answered it; ``-i`` is the answer.
+    A question that asks for the opposite ("turns off", "not") may still be answered by it."""
+    page = (b"GREP(1)\n\nNAME\n       grep - print lines that match patterns\n\nOPTIONS\n"
+            b"   Matching Control\n"
+            b"       -e PATTERNS, --regexp=PATTERNS\n              Use PATTERNS as the patterns.\n\n"
+            b"       -i, --ignore-case\n              Ignore case distinctions in patterns and input data, so that\n"
+            b"              characters that differ only in case match each other.\n\n"
+            b"       --no-ignore-case\n              Do not ignore case distinctions in patterns and input data.\n"
+            b"              This is the default.  This option is useful for passing to shell scripts that\n"
+            b"              already use -i, to cancel its effects because the two options override each other.\n\n"
+            b"       -v, --invert-match\n              Invert the sense of matching, to select non-matching lines.\n")
+    add(services, page, "grep.1.txt")
+    generator = ExtractiveGenerator(services.embedder, services.metadata)
+    answer = ask(services, SUPPORT, "Which grep option ignores case distinctions?", generator)
+    assert answer.outcome == Outcome.ANSWERED and "--ignore-case" in answer.answer and "--no-ignore" not in answer.answer, answer
+    opposite = ask(services, SUPPORT, "Which grep option turns off ignoring case?", generator)
+    assert "--no-ignore-case" in (opposite.answer or "") + " ".join(c.text for c in opposite.closest), opposite
+
+
+def test_a_time_of_day_written_out_answers_what_time(services):
+    """"nine o'clock" is a time as "7:30" is: the sentence stating it answers "What time ...?"."""
+    add(services, "# Café notes\n\nThe café opens at nine o’clock.\n\nThe bakery next door opens at 7:30.\n".encode(), "cafe.md")
+    generator = ExtractiveGenerator(services.embedder, services.metadata)
+    answer = ask(services, SUPPORT, "What time does the café open?", generator)
+    assert answer.outcome == Outcome.ANSWERED and "nine o’clock" in answer.answer and "7:30" not in answer.answer, answer
+    assert [m.group(0) for m in DATE.finditer("at 9 am, 9.30 p.m., noon or twelve o'clock; I am here")] == [
+        "9 am", "9.30 p.m", "noon", "twelve o'clock"]
 
 
 def test_a_faq_question_is_context_a_lead_in_needs_its_list_and_a_row_needs_the_asked_column():

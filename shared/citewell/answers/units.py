@@ -33,6 +33,9 @@ NUMBER = re.compile(rf"\b{_FIGURE}(?:\s?%|\s?(?!(?i:{_NOT_UNITS})\b)(?:[a-zA-Zâ‚
 DATE = re.compile(
     r"\b(?:\d{1,2}(?:st|nd|rd|th)? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|"
+    # a time of day written out: "9 am", "9.30 p.m.", "nine o'clock", "noon"
+    r"\d{1,2}(?:[:.]\d{2})?\s?[ap]\.?m|(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) o['â€™]clock|"
+    r"noon|midnight|"
     r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(?:19|20)\d{2})\b",
     re.IGNORECASE,
 )

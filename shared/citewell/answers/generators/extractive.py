@@ -325,7 +325,8 @@ def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked
     Such units still serve as context and companions. A sentence that ends on a colon but names
     what was asked (``question``) is an answer before its example ("... use path.win32:")."""
     if unit.record:
-        return not (asked and _lacks_asked_field(unit, units, asked, record_columns(units) if columns is None else columns))
+        return not (asked and _lacks_asked_field(unit, units, asked, record_columns(units) if columns is None else columns)
+                    or asked and _reverses(unit, units, asked, question))
     named = not unit.heading and any(unit.holds(k, question) for k in wanted & FILLABLE - {Wants.DEFAULT})
     if unit.heading or (unit.text.endswith(":") and not named):
         intro, run = _list_at(units, unit)
@@ -335,6 +336,24 @@ def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked
         return False
     last = words[-1].lower() if words else ""
     return bool(_CLOSED.search(unit.text)) or last not in FUNCTION_WORDS
+
+
+# A record whose value opens by denying ("--no-ignore-case: Do not ignore case distinctions"),
+# and the words of a question that may be asking for such a one ("turns off", "cancel", "without").
+_DENIES = re.compile(r"^(?:do not|don't|does not|doesn't|never|not)\b", re.I)
+_UNDOES = re.compile(r"\b(?:off|disabl\w*|cancel\w*|stop\w*|prevent\w*|undo\w*|without|overrid\w*|revers\w*|opposite|default)\b", re.I)
+
+
+def _reverses(unit: Unit, units: list[Unit], asked: frozenset[str], question: str) -> bool:
+    """A record that says the opposite of what is asked, beside one that says it: "Which grep
+    option ignores case distinctions?" is answered by ``-i, --ignore-case``, never by
+    ``--no-ignore-case`` ("Do not ignore case distinctions"), which shares every word of it."""
+    values = [field.partition(": ")[2].strip() for field in unit.text.split("; ")]
+    if not any(_DENIES.match(value) for value in values) or negates(question) or _UNDOES.search(question):
+        return False
+    mine = len(stems(unit.text) & asked)
+    return any(u.record and u.item is unit.item and u is not unit and len(stems(u.text) & asked) >= mine
+               and not any(_DENIES.match(f.partition(": ")[2].strip()) for f in u.text.split("; ")) for u in units)
 
 
 @dataclass(frozen=True)
