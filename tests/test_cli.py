@@ -121,6 +121,10 @@ def test_an_empty_question_is_a_usage_error(capsys, tmp_path):
         with pytest.raises(SystemExit) as exited:
             main(["--home", str(tmp_path / "home"), command, "  ", "--tenant", "northpier", "--roles", "staff"])
         assert exited.value.code == 2 and "the question is empty" in capsys.readouterr().err
+        for wordless in ("???", "\x00", " - ! "):
+            with pytest.raises(SystemExit) as exited:
+                main(["--home", str(tmp_path / "home"), command, wordless, "--tenant", "northpier", "--roles", "staff"])
+            assert exited.value.code == 2 and "no word" in capsys.readouterr().err
 
 
 @contextmanager

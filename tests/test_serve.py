@@ -509,6 +509,8 @@ def test_bodies_questions_and_k_are_bounded(served):
     assert "question" in refused(served.call("POST", "/query", staff, {"question": "x" * 2001}), 422)
     for path in ("/search", "/query"):  # as `citewell ask "  "` says: nothing was asked
         assert "the question is empty" in refused(served.call("POST", path, staff, {"question": " \t\n "}), 422)
+        for wordless in ("???", "\u0000", "\u2028 !"):
+            assert "no word" in refused(served.call("POST", path, staff, {"question": wordless}), 422)
     for k in (0, 101, "ten"):
         assert "k" in refused(served.call("POST", "/search", staff, {"question": "leave", "k": k}), 422)
     refused(served.call("POST", "/search", staff, content=b'{"question": "\xff"}', headers={"content-type": "application/json"}), 400)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput, readable
 from citewell.interrupts import interrupt_behind
-from citewell.models import Descriptive, Identity, Outcome, descriptive, validate_document_id, validate_name, validate_tenant
+from citewell.models import Descriptive, Identity, Outcome, descriptive, validate_document_id, validate_name, validate_question, validate_tenant
 
 if TYPE_CHECKING:
     from datetime import date, datetime
@@ -212,9 +212,10 @@ def _since(value: str) -> datetime:
 
 
 def _question(value: str) -> str:
-    if not value.strip():
-        raise argparse.ArgumentTypeError("the question is empty")
-    return value
+    try:
+        return validate_question(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 ANYWHERE_DEFAULTS = {"home": None, "json": False}  # the options taken before or after the command, when given nowhere

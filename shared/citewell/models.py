@@ -80,6 +80,16 @@ def validate_name(value: str, what: str) -> str:
     return value
 
 
+def validate_question(value: str) -> str:
+    """A question has a word: one of only blanks, control characters or punctuation ("???",
+    a NUL) asks nothing, and is said so rather than searched for."""
+    if not value.strip():
+        raise ValueError("the question is empty")
+    if not any(c.isalnum() for c in value):
+        raise ValueError("the question has no word in it (only spaces, punctuation or control characters)")
+    return value
+
+
 _TOKEN = re.compile(r"[0-9a-f]{32}")
 
 

@@ -7,19 +7,13 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
 from citewell.filters import SearchFilter
-from citewell.models import MAX_COMMENT_CHARS, Descriptive, validate_name
+from citewell.models import MAX_COMMENT_CHARS, Descriptive, validate_name, validate_question
 
 MAX_QUESTION_CHARS = 2000
 MAX_K = 100
 
 
-def _asked(value: str) -> str:
-    if not value.strip():
-        raise ValueError("the question is empty")
-    return value
-
-
-Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), AfterValidator(_asked)]
+Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), AfterValidator(validate_question)]
 # A field the API does not know is refused, not dropped: a client sending "tenant" or a misspelt
 # "filter" learns that it had no effect.
 CLOSED = ConfigDict(extra="forbid")
