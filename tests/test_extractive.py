@@ -667,6 +667,38 @@ def test_an_option_that_denies_what_is_asked_does_not_answer_it_beside_one_that_
     assert "--no-ignore-case" in (opposite.answer or "") + " ".join(c.text for c in opposite.closest), opposite
 
 
+RESTRICTED = b"""6.10 The Restricted Shell
+=========================
+
+A restricted shell is used to set up an environment more controlled than the standard shell.
+A restricted shell behaves identically to 'bash' with the exception that the following are
+disallowed or not performed:
+
+   * Changing directories with the 'cd' builtin.
+   * Specifying command names containing slashes.
+   * Redirecting output using the '>', '>|', '<>', '>&', '&>', and '>>'
+     redirection operators.
+   * Using the 'exec' builtin to replace the shell with another command.
+
+These restrictions are enforced after any startup files are read.
+"""
+
+
+def test_one_item_of_a_list_is_quoted_with_the_sentence_that_says_what_the_list_is(services):
+    """bash's RBASH: "* Changing directories with the 'cd' builtin." alone reads as allowed; the
+    list is of what is disallowed. A question about the lead-in gets the list with it."""
+    add(services, RESTRICTED, "RBASH")
+    generator = ExtractiveGenerator(services.embedder, services.metadata)
+    lead = "the following are disallowed or not performed:"
+    for question, item in (("Can I redirect output in a restricted shell?", "Redirecting output"),
+                           ("In restricted bash, is changing directories with cd allowed?", "Changing directories")):
+        answer = ask(services, SUPPORT, question, generator)
+        text = " ".join((answer.answer or "").split())
+        assert lead in text and item in text and text.index(lead) < text.index(item), answer
+    listed = ask(services, SUPPORT, "What is disallowed in a restricted shell?", generator)
+    assert all(item in (listed.answer or "") for item in ("Changing directories", "command names", "'exec' builtin")), listed
+
+
 def test_a_time_of_day_written_out_answers_what_time(services):
     """"nine o'clock" is a time as "7:30" is: the sentence stating it answers "What time ...?"."""
     add(services, "# Café notes\n\nThe café opens at nine o’clock.\n\nThe bakery next door opens at 7:30.\n".encode(), "cafe.md")

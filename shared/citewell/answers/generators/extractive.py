@@ -590,8 +590,8 @@ class ExtractiveGenerator:
         if len(asks) > 1 and not companion:  # two asks: the best unit of each, quoted in the order asked
             chosen, direct = each[:MAX_UNITS] or [best], None
         else:  # one ask, or two that the best unit and the sentence or heading it needs answer together
-            beside = None if companion else neighbour(question, support.in_order, best)
-            chosen = sorted([best, *([companion] if companion else [beside] if beside else [])], key=lambda u: u.start)
+            beside = companion or lead_in(support.in_order, best) or neighbour(question, support.in_order, best)
+            chosen = sorted([best, *([beside] if beside else [])], key=lambda u: u.start)
             direct = direct_answer(question, companion or best, support.wanted)
             if direct and Wants.PERSON in support.wanted and not best.record:
                 hop = _who_is(direct, chosen, support.units)
@@ -627,7 +627,7 @@ class ExtractiveGenerator:
         if rank is None:
             return Draft(text=None, refused=True)
         best = support.units[rank]
-        companion = completion(support.in_order, best, set(support.wanted), question)
+        companion = completion(support.in_order, best, set(support.wanted), question) or lead_in(support.in_order, best)
         chosen = sorted([best, companion], key=lambda u: u.start) if companion else [best]
         # A word shared only through the document's name ("Northpier" in Northpier's handbook) says
         # the passage is about the document, not about what was asked.
@@ -654,7 +654,8 @@ def _list_for(
     single = bool(wanted & FILLABLE)
     listing = (bool(wanted & {Wants.STEPS, Wants.LIST})
                or (not single and not unit.asked and row["context_coverage"] > row["coverage"])  # a FAQ's question is no section
-               or (unit.heading and not single))
+               or (unit.heading and not single)
+               or unit.text.rstrip().endswith(":"))  # a lead-in says nothing without what it leads in
     intro, run = _list_at(in_order, unit) if listing else (None, [unit])
     if unit.record and (Wants.LIST not in wanted or _singles_out(question, unit, run)):
         return None, [unit]  # the rows of a table answer "what are the budgets?", not "what should I do for E1027?"
@@ -676,10 +677,24 @@ def _quoted(question: str, unit: Unit, row: dict[str, float], wanted: frozenset[
     intro, run = _list_for(question, unit, row, wanted, in_order)
     if len(run) > 1:
         return [intro, *run] if intro else run
-    if companion is not None:
-        return sorted([companion, unit], key=lambda u: u.start)
-    beside = neighbour(question, in_order, unit)
+    beside = companion or lead_in(in_order, unit) or neighbour(question, in_order, unit)
     return sorted([unit, beside], key=lambda u: u.start) if beside else [unit]
+
+
+def lead_in(units: list[Unit], item: Unit) -> Unit | None:
+    """The sentence ending in a colon that introduces the list ``item`` is one of ("... with the
+    exception that the following are disallowed:"): an item quoted alone may say the opposite
+    of what its list is for."""
+    run = run_around(units, item)
+    if len(run) < 2:
+        return None
+    intro, following = _list_at(units, _before(units, run[0]) or run[0])
+    return intro if intro is not None and intro.text.rstrip().endswith(":") and any(u is item for u in following) else None
+
+
+def _before(units: list[Unit], unit: Unit) -> Unit | None:
+    position = next(i for i, u in enumerate(units) if u is unit)
+    return units[position - 1] if position > 0 and units[position - 1].item is unit.item else None
 
 
 def _list_at(units: list[Unit], best: Unit) -> tuple[Unit | None, list[Unit]]:
