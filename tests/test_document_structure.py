@@ -310,6 +310,41 @@ set output width to COLS\0columns,\~0\ means\ no limit.
     ]
 
 
+def test_a_roff_page_that_defines_macros_before_its_title_is_a_man_page_and_its_escapes_survive_requests():
+    """GNU grep's page defines strings and macros before its ``.TH``: it was read as plain text,
+    roff and all. Read as a man page, a macro's body is no text, and the arguments of ``.BR`` keep
+    their escapes (``\\-\\^\\-ignore\\-case`` was "-^-ignore-case" once a shell-style split ate them)."""
+    source = rb""".\" GNU grep man page
+.de dT
+.ds Dt \\$2
+..
+.dT Time-stamp: "2019-12-29"
+.TH GREP 1 \*(Dt "GNU grep 3.8" "User Commands"
+.if !\w|\*(la| \{\
+.de UE
+\\*(la\\*(m1\\*(ra\\$*\"
+..
+.\}
+.SH NAME
+grep \- print lines that match patterns
+.SH OPTIONS
+.TP
+.BR \-i ", " \-\^\-ignore\-case
+Ignore case distinctions in patterns and input data.
+.TP
+.B \-\^\-no\-ignore\-case
+Do not ignore case distinctions in patterns and input data.
+"""
+    parsed = parse(source, "grep.1")
+    assert parsed.mime == "text/x-manpage" and parsed.title == "grep - print lines that match patterns"
+    assert "m1" not in parsed.text and "$*" not in parsed.text
+    assert blocks(parsed, BlockKind.RECORD) == [
+        "option: -i, --ignore-case; description: Ignore case distinctions in patterns and input data.",
+        "option: --no-ignore-case; description: Do not ignore case distinctions in patterns and input data.",
+    ]
+    assert parse(b"Some notes\n.TH is a roff request\n", "notes.txt").mime == "text/plain"  # text first: no man page
+
+
 def test_a_page_headed_by_its_name_alone_is_a_man_page_with_its_sections():
     """A page rendered narrow (or trimmed) heads itself "CARGO-PROFILES(5)" once, not twice: it was
     read as plain text, one section, and the answerer quoted a config example's 256 as the default."""

@@ -58,9 +58,11 @@ def looks_like_manpage(text: str) -> bool:
 
 
 def roff_first(body: list[str]) -> bool:
-    """The first line that is not a roff comment is a roff title or section request."""
+    """A roff title or section request comes before any line of text: what precedes it are
+    comments and other requests (grep's page defines a macro and strings before its ``.TH``)."""
     for line in body:
-        if line.startswith(('.\\"', "'\\\"", '.\\\\"')):
-            continue
-        return bool(ROFF_START.match(line))
+        if ROFF_START.match(line):
+            return True
+        if not line.startswith((".", "'")):  # a line of text before any title: not roff source
+            return False
     return False

@@ -28,6 +28,7 @@ _ESCAPE = re.compile(r"\\(?:f(?:\[[^\]]*\]|\(..|.)|\((..)|\[([^\]]*)\]|\*(?:\[([
 _SINGLE = {"e": "\\", "E": "\\", " ": " ", "~": " ", "0": " ", "t": "\t", "|": "", "^": "", "&": "", ")": "",
            "%": "", ",": "", "/": "", ":": "", "c": "", "u": "", "d": "", "r": "", "p": "", "a": ""}
 _ALTERNATING = {"BR", "RB", "BI", "IB", "IR", "RI"}
+_DEFINING = {"de", "de1", "am", "am1", "ig"}  # requests whose lines up to ".." are a definition, not text
 _FONT = {"B", "I", "SM", "SB", "R"}
 _PARAGRAPH = {"PP", "LP", "P", "sp", "br", "HP"}
 
@@ -46,10 +47,15 @@ def _unescape(text: str) -> str:
 
 
 def _arguments(rest: str) -> list[str]:
+    """A request's arguments, split at spaces outside double quotes. Backslashes are kept from
+    ``shlex``, which would take ``\\^`` for an escaped ``^`` (grep's page read ``-^-ignore-case``):
+    escapes are roff's, read by ``_unescape``."""
+    kept = rest.replace("\\\"", "\x00").replace("\\", "\x01")
     try:
-        return shlex.split(rest.replace("\\\"", "\x00"), posix=True)
+        args = shlex.split(kept, posix=True)
     except ValueError:  # an unbalanced quote: words as they are
-        return rest.split()
+        args = kept.split()
+    return [arg.replace("\x01", "\\") for arg in args]
 
 
 def _macro_text(name: str, rest: str) -> str:
@@ -85,9 +91,16 @@ def roff_events(lines: list[str]) -> list[Event]:
         flush()
         item = None
 
+    defining = False  # inside a macro's definition (.de ... ..) or an .ig block: not text
     for raw in lines:
         line = raw.rstrip("\n")
+        if defining:
+            defining = line.strip() != ".."
+            continue
         if line.startswith(('.\\"', "'\\\"", '.\\\\"')) or line in (".", "'"):
+            continue
+        if line.startswith((".", "'")) and line[1:].strip().split(" ", 1)[0] in _DEFINING:
+            defining = True
             continue
         if unfilled and not line.startswith((".fi", ".EE")):
             code.append(_unescape(line))
