@@ -555,6 +555,7 @@ def test_a_method_a_path_does_not_take_is_a_405_naming_the_ones_it_does(served, 
     staff = served.token("northpier", ["staff"])
     reply = served.call(method, path, staff, headers={"content-type": "application/json"})
     assert method in refused(reply, 405) and reply.headers["allow"] == allowed
+    assert reply.text.startswith('{"error":{"code":"MethodNotAllowedError","message":')  # every error body written alike
     assert served.client.head("/me", headers={"Authorization": f"Bearer {staff}"}).status_code == 405
 
 

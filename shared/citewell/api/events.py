@@ -137,7 +137,8 @@ def _wrong_method(event: dict[str, Any]) -> dict[str, Any] | None:
 def reply(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
     """An HTTP API (payload 2.0) response with the one error shape, for requests refused before the resolver runs."""
     return {"statusCode": status, "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
-            "body": json.dumps({"error": {"code": code, "message": message}}), "isBase64Encoded": False, "cookies": []}
+            "body": json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False, separators=(",", ":")),
+            "isBase64Encoded": False, "cookies": []}
 
 
 def handle(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
