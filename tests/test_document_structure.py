@@ -463,6 +463,17 @@ orjson is fast. <!-- TODO: benchmark again -->
     assert section_of(parsed, "Option: OPT_NAIVE_UTC") == ["orjson"]
 
 
+def test_a_script_or_style_inside_markdown_text_is_no_text():
+    """Inline HTML's tags were dropped but a <script>'s code stayed, in the title, the passages and
+    the answers ("... the facilities team window.pwned=1 and sent by email", answered "1.")."""
+    source = (b"# Security <img src=x onerror=\"alert(1)\"> notice <script>document.title='x'</script>\n\n"
+              b"The door code is changed every month by the <i>facilities</i> team "
+              b"<script>window.pwned=1</script> and sent by <style>p{color:red}</style>email.\n")
+    parsed = parse(source, "notice.md")
+    assert parsed.title == "Security notice"
+    assert blocks(parsed, BlockKind.PARAGRAPH) == ["The door code is changed every month by the facilities team and sent by email."]
+
+
 def test_markdown_without_an_h1_has_no_title_of_its_own():
     assert parse(b"## Setup\n\nRun it.\n", "setup.md").title is None
 

@@ -4,6 +4,8 @@ badge's ``<img>`` or a ``<div align>`` is markup, never a passage)."""
 
 from __future__ import annotations
 
+import re
+
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
@@ -17,16 +19,25 @@ from citewell.parsers.titles import choose
 _md = MarkdownIt("commonmark").enable("table")
 
 
+_HIDDEN = re.compile(r"<(/?)(script|style|template|noscript)\b", re.I)  # elements whose content is no text
+
+
 def _inline_text(token: Token) -> str:
     out: list[str] = []
+    hidden = 0  # inside an inline <script> or <style>: what it holds is code, not a passage
     for child in token.children or []:
-        if child.type in ("text", "code_inline"):
+        if child.type == "html_inline":  # a tag or a comment is markup; the text between tags is its own token
+            tag = _HIDDEN.match(child.content)
+            if tag and not child.content.rstrip().endswith("/>"):
+                hidden = max(0, hidden + (-1 if tag.group(1) else 1))
+        elif hidden:
+            continue
+        elif child.type in ("text", "code_inline"):
             out.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             out.append(" ")
         elif child.type == "image":
             out.append(child.content or "")
-        # html_inline (a tag or a comment) is markup: the text between tags is its own token
     return "".join(out)
 
 
