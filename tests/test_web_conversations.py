@@ -34,7 +34,7 @@ new MutationObserver(() => {
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
     from benchmarks.model_server import MODEL_NAME, serve
     from benchmarks.standin_model import Fault, StandInModel
 
@@ -48,7 +48,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     env = {"CITEWELL_GENERATOR": "openai", "CITEWELL_OPENAI_BASE_URL": f"{model.url}/v1", "CITEWELL_OPENAI_MODEL": MODEL_NAME}
     try:
         with serving(home, env=env) as base:
-            yield base, mint(home, "northpier", "staff")
+            yield base, mint(home, "northpier", "staff"), mint(home, "northpier", "staff")  # two people
     finally:
         model.shutdown()
 
@@ -60,8 +60,8 @@ def browser() -> Iterator[Any]:
     driver.quit()
 
 
-def test_a_thread_with_a_follow_up_a_retracted_draft_and_feedback(browser: Any, site: tuple[str, str], screenshots: Path):
-    base, token = site
+def test_a_thread_with_a_follow_up_a_retracted_draft_and_feedback(browser: Any, site: tuple[str, str, str], screenshots: Path):
+    base, token, _ = site
     signed_out(browser, base)
     sign_in(browser, token)
     browser.execute_script(WATCH)
@@ -108,3 +108,32 @@ def test_a_thread_with_a_follow_up_a_retracted_draft_and_feedback(browser: Any, 
     assert not browser.find_element(By.ID, "answer").is_displayed()
     screenshot(browser, "conversation-reopened", screenshots)
     assert_clean(browser)
+
+
+
+def test_a_reload_goes_on_with_the_conversation_and_the_next_caller_does_not(browser: Any, site: tuple[str, str, str]):
+    """A reload kept the token but dropped the conversation: the next follow-up started a new one,
+    asked as it stood, with nothing on the page to say so."""
+    base, token, other = site
+    signed_out(browser, base)
+    sign_in(browser, token)
+    ask(browser, "What is the meal allowance in Manchester?")
+    browser.refresh()
+    wait_for(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#thread .turn")) == 1, 20, "the thread after the reload")
+    assert "follows up this conversation" in browser.find_element(By.ID, "ask-status").text
+    answer = ask(browser, "what about Leeds?")
+    assert "16 pounds" in answer.text
+    assert browser.find_element(By.ID, "rewritten").text == "Answered as: What is the meal allowance in Leeds?"
+
+    sign_in_over(browser, other)  # another person in this tab, without signing out first
+    browser.refresh()
+    wait_for(browser, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "signed in again")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#thread .turn")
+    answer = ask(browser, "what about Leeds?")
+    assert not browser.find_elements(By.ID, "rewritten")  # a question of its own: nothing of the last caller's followed
+    assert_clean(browser)
+
+
+def sign_in_over(browser: Any, token: str) -> None:
+    """The token the page keeps replaced by another, as a second sign-in in the same tab leaves it."""
+    browser.execute_script("sessionStorage.setItem('citewell.token', arguments[0])", token)

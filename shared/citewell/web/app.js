@@ -7,6 +7,7 @@
 
 (function () {
   const TOKEN_KEY = "citewell.token";
+  const CONVERSATION_KEY = "citewell.conversation";  // kept across a reload, for the token it was held under
   const POLL_MS = 700;
   const POLL_LIMIT_MS = 10 * 60 * 1000;
   const SNIPPET_CHARS = 360;
@@ -65,9 +66,10 @@
       this.code = code;
     }
 
-    /** "code: message", as the server typed it. */
+    /** "code: message" for the project's typed codes ("unsupported_type: ..."); a framework's class
+     *  name ("RequestValidationError") says nothing to a person, so its message stands alone. */
     get text() {
-      return this.code ? `${this.code}: ${this.message}` : this.message;
+      return this.code && !/^[A-Z]/.test(this.code) ? `${this.code}: ${this.message}` : this.message;
     }
   }
 
@@ -258,6 +260,7 @@
     notice("");
     renderIdentity();
     loadHistory();
+    resume();
     if (!location.hash || location.hash === "#signin") location.hash = "#ask";
     else route();
     return true;
@@ -273,7 +276,7 @@
     stopRefresh();
     // Nothing the last caller could read may stay in the page, shown or hidden.
     for (const id of ["answer", "search-results", "documents", "upload-list", "upload-role-list", "source-body", "thread", "history"]) clear($(id));
-    state.conversation = null;
+    follow(null);
     show($("thread"), false);
     for (const id of ["source-title", "confirm-title", "confirm-text"]) $(id).textContent = "";
     delete $("answer").dataset.answerId;
@@ -391,7 +394,7 @@
       const filters = filtersOf($("ask-form"));
       if (filters) body.filters = filters;
       const answer = await streamed(body);
-      state.conversation = answer.conversation_id || null;
+      follow(answer.conversation_id || null);
       if (!state.conversation || !(await loadThread(state.conversation, true))) {
         addTurn({ asked: question, question: answer.question || question }, false);
       }
@@ -504,7 +507,7 @@
   }
 
   function newConversation() {
-    state.conversation = null;
+    follow(null);
     clear($("thread"));
     show($("thread"), false);
     clear($("answer"));
@@ -542,7 +545,7 @@
       if (error.code === "stale") throw error;
       return false;
     }
-    state.conversation = thread.conversation_id;
+    follow(thread.conversation_id);
     clear($("thread"));
     thread.turns.forEach((turn, index) => {
       if (turn.withdrawn) append($("thread"), [el("li", { class: "turn withdrawn", text: "(withdrawn: a document it rested on changed)" })]);
@@ -550,6 +553,30 @@
     });
     show($("thread"), thread.turns.length > 0);
     return true;
+  }
+
+  /** The conversation a next question follows up, remembered for this tab and this token: a
+   *  reload goes on with it instead of starting a new one without a word. */
+  function follow(id) {
+    state.conversation = id;
+    if (id && state.token) sessionStorage.setItem(CONVERSATION_KEY, JSON.stringify({ token: state.token, id }));
+    else sessionStorage.removeItem(CONVERSATION_KEY);
+  }
+
+  /** After a sign-in with the token a conversation was remembered under (a reload), its thread. */
+  async function resume() {
+    let kept = null;
+    try {
+      kept = JSON.parse(sessionStorage.getItem(CONVERSATION_KEY) || "null");
+    } catch (_) { /* not ours: forgotten below */ }
+    if (!kept || kept.token !== state.token || typeof kept.id !== "string") {
+      sessionStorage.removeItem(CONVERSATION_KEY);
+      return;
+    }
+    try {
+      if (await loadThread(kept.id)) status("ask-status", "Your next question follows up this conversation.");
+      else follow(null);
+    } catch (_) { /* signed out or in again meanwhile: nothing to show */ }
   }
 
   async function openConversation(id) {
@@ -1043,6 +1070,7 @@
       $("upload-role-list").querySelector("input")?.focus();
       return;
     }
+    status("documents-status", "");  // an earlier refusal is no longer news
     const jobs = [...files].map((file) => ({ file, row: uploadRow(file) }));
     for (const job of jobs) $("upload-list").prepend(job.row.item);
     for (const job of jobs) {
