@@ -394,6 +394,17 @@ def test_search_narrowed_on_the_page_ranks_inside_the_filter_and_never_widens(pa
     assert set(hit_ids(search(page, "ballast pump pressure low"))) <= {"handbook.md"}
     shown = everything(page)
     assert not [text for text in ("Ballast pump", "bridge journal") if text in shown]
+    # the panel says its filters are set, and finding nothing within them is said as such
+    assert page.find_element(By.CSS_SELECTOR, "#search-form details.filters summary").text == "Narrow to (filters set)"
+    narrow(page, "search", doc="no-such-document.md")
+    empty = search(page, "tide table at the harbour gate")
+    assert "within the filters" in empty.find_element(By.CSS_SELECTOR, ".empty").text
+    go(page, "ask")
+    narrow(page, "ask", doc="no-such-document.md")
+    assert "narrowed to" in ask(page, "Where is the tide table posted?").find_element(By.CSS_SELECTOR, "#refusal h2").text
+    narrow(page, "ask")
+    assert page.find_element(By.CSS_SELECTOR, "#ask-form details.filters summary").text == "Narrow to"
+    go(page, "search")
     narrow(page, "search", prefix="policies")
     page.find_element(By.ID, "search-question").send_keys(Keys.ENTER)
     refusal = wait_for(page, lambda b: b.find_element(By.ID, "search-status") if "prefix"

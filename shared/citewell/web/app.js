@@ -20,6 +20,7 @@
     drawn: null,  // the documents list as last drawn: redrawn only when it changes
     refreshTimer: null,
     conversation: null,  // the conversation a next question follows up; null starts a new one
+    narrowed: false,  // the last question was asked with filters: a refusal says so
   };
 
   /* ---------- small DOM helpers: text only ---------- */
@@ -376,6 +377,12 @@
     return Object.keys(filters).length ? filters : null;
   }
 
+  /** "Narrow to" says when its filters are set, so a folded panel does not hide them. */
+  function markNarrowed(form) {
+    const summary = form.querySelector("details.filters > summary");
+    if (summary) summary.textContent = filtersOf(form) ? "Narrow to (filters set)" : "Narrow to";
+  }
+
   /* ---------- ask ---------- */
 
   async function ask(event) {
@@ -393,6 +400,7 @@
     try {
       const filters = filtersOf($("ask-form"));
       if (filters) body.filters = filters;
+      state.narrowed = Boolean(filters);
       const answer = await streamed(body);
       follow(answer.conversation_id || null);
       if (!state.conversation || !(await loadThread(state.conversation, true))) {
@@ -713,7 +721,8 @@
   /** Found nothing the caller may read about it: said as what was found, never as what exists. */
   function renderRefusal(answer) {
     const box = el("div", { class: "refusal", id: "refusal" },
-      el("h2", { text: "Nothing in the documents you can read is about this." }),
+      el("h2", { text: state.narrowed ? "Nothing in the documents you narrowed to is about this."
+                                      : "Nothing in the documents you can read is about this." }),
       el("p", { text: "citewell gives no answer rather than guess." }));
     return append(box, closestPassages(answer.closest || [], "Nothing you may read came near it."));
   }
@@ -879,7 +888,7 @@
     try {
       const filters = filtersOf($("search-form"));
       const result = await api("POST", "/search", filters ? { question, k, filters } : { question, k });
-      renderHits(result);
+      renderHits(result, Boolean(filters));
     } catch (error) {
       show($("search-results"), false);
       report("search-status", error);
@@ -897,13 +906,14 @@
     return el("p", { class: "lanes" }, el("span", { class: "visually-hidden", text: "Found by: " }), found);
   }
 
-  function renderHits(result) {
+  function renderHits(result, narrowed) {
     const hits = result.hits || [];
     const box = clear($("search-results"));
     status("search-status", hits.length ? `${hits.length} passage${hits.length === 1 ? "" : "s"}` : "");
     append(box, [degradedBox(result.degraded)]);
     if (!hits.length) {
-      append(box, [el("p", { class: "empty", text: "Nothing you may read matches this." })]);
+      append(box, [el("p", { class: "empty", text: narrowed ? "Nothing you may read matches this within the filters under \u201cNarrow to\u201d."
+                                                            : "Nothing you may read matches this." })]);
     } else {
       append(box, [el("ol", { class: "hits", id: "hits" }, hits.map((hit) => el("li", {
         class: hit.weak ? "hit weak" : "hit", "data-document-id": hit.document_id },
@@ -1228,6 +1238,9 @@
     });
     $("sign-out").addEventListener("click", () => signOut());
     $("ask-form").addEventListener("submit", ask);
+    for (const form of [$("ask-form"), $("search-form")]) {
+      for (const type of ["input", "change"]) form.addEventListener(type, () => markNarrowed(form));
+    }
     $("new-conversation").addEventListener("click", newConversation);
     $("search-form").addEventListener("submit", search);
     $("documents-refresh").addEventListener("click", loadDocuments);
