@@ -257,4 +257,7 @@ def test_the_operator_is_told_when_a_mistyped_tenant_or_unused_roles_found_nothi
     assert roles["operator_note"] == "no document of tenant 'northpier' allows the roles staff; roles its documents allow: operators"
     found = json.loads(cli(home, "search", "storm pins", "--tenant", "northpier", "--roles", "operators", "--json"))
     assert found["hits"] and "operator_note" not in found
+    narrowed = json.loads(cli(home, "ask", "Where is the crane parked in a storm?", "--tenant", "northpier",
+                              "--roles", "operators", "--doc", "no-such-document.md", "--json"))
+    assert narrowed["outcome"] == "not_found" and "only the documents the filters let through" in narrowed["operator_note"]
 

@@ -536,11 +536,15 @@ def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
     services = open_local(args.home, existing=True)
     identity = Identity(tenant=args.tenant, roles=args.roles)
-    answer = answer_turn(services, identity, args.question, args.conversation, filters=query_filter(args),
+    filters = query_filter(args)
+    answer = answer_turn(services, identity, args.question, args.conversation, filters=filters,
                          mixed_locales=args.mixed_locales)
     payload = answer.model_dump(mode="json")
     if answer.outcome is Outcome.NOT_FOUND:
-        payload["operator_note"] = operator_note(services, identity)
+        # "nothing is about this" is said of what was read: under filters, only what they let through
+        payload["operator_note"] = operator_note(services, identity) or (
+            "only the documents the filters let through were read (--doc, --prefix, --source, --tag, --locale, --effective-on)"
+            if filters is not None else None)
     return payload, EXIT_OK
 
 
