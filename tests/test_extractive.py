@@ -699,6 +699,18 @@ def test_one_item_of_a_list_is_quoted_with_the_sentence_that_says_what_the_list_
     assert all(item in (listed.answer or "") for item in ("Changing directories", "command names", "'exec' builtin")), listed
 
 
+def test_a_value_leads_the_answer_only_from_a_sentence_about_what_was_asked(services):
+    """"How many days of annual leave do part-time staff get?" was answered "27 days." off the
+    full-time sentence beside the part-time one: the sentences answer it, not full-time's figure."""
+    add(services, b"# Handbook\n\n## Annual leave\n\nFull-time staff receive 27 days of paid annual leave per calendar "
+                  b"year, plus public holidays. Part-time staff receive leave pro rata to their contracted hours.\n", "handbook.md")
+    generator = ExtractiveGenerator(services.embedder, services.metadata)
+    part = ask(services, SUPPORT, "How many days of annual leave do part-time staff get?", generator)
+    assert part.outcome == Outcome.ANSWERED and "pro rata" in part.answer and not part.answer.startswith("27 days"), part
+    full = ask(services, SUPPORT, "How many days of annual leave do full-time staff get?", generator)
+    assert full.answer.startswith("27 days."), full
+
+
 def test_a_time_of_day_written_out_answers_what_time(services):
     """"nine o'clock" is a time as "7:30" is: the sentence stating it answers "What time ...?"."""
     add(services, "# Café notes\n\nThe café opens at nine o’clock.\n\nThe bakery next door opens at 7:30.\n".encode(), "cafe.md")

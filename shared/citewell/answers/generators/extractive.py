@@ -590,15 +590,19 @@ class ExtractiveGenerator:
         if len(asks) > 1 and not companion:  # two asks: the best unit of each, quoted in the order asked
             chosen, direct = each[:MAX_UNITS] or [best], None
         else:  # one ask, or two that the best unit and the sentence or heading it needs answer together
-            beside = companion or lead_in(support.in_order, best) or neighbour(question, support.in_order, best)
+            lead = None if companion else lead_in(support.in_order, best)
+            near = None if companion or lead else neighbour(question, support.in_order, best)
+            beside = companion or lead or near
             chosen = sorted([best, *([beside] if beside else [])], key=lambda u: u.start)
-            direct = direct_answer(question, companion or best, support.wanted)
+            direct = None if near else direct_answer(question, companion or best, support.wanted)
             if direct and Wants.PERSON in support.wanted and not best.record:
                 hop = _who_is(direct, chosen, support.units)
                 if hop is not None:  # "People Operations" approves it; the directory says who that is
                     direct, chosen = hop[0], [*chosen, hop[1]]
         rank = runner_up_of(support.unit_features, support.probabilities, support.quoted, self.model) if len(asks) == 1 else None
         second = [u for u in runner_up_quote(question, support, rank) if all(u is not c for c in chosen)] if rank is not None else []
+        if direct and (_completes(question, best, second) if companion is None else _completes(question, companion, [best])):
+            direct = None  # the value's sentence lacks what the question asks of, and another quoted holds it
         if direct and best.record and chosen == [best] and not second:  # the row is the quote beneath: its field once
             return Draft(text=f"{direct} [{best.item.ref}]", refused=False, quotes=quotes_of(chosen))
         pieces = [direct if direct.endswith((".", "!", "?")) else f"{direct}."] if direct else []
@@ -679,6 +683,16 @@ def _quoted(question: str, unit: Unit, row: dict[str, float], wanted: frozenset[
         return [intro, *run] if intro else run
     beside = companion or lead_in(in_order, unit) or neighbour(question, in_order, unit)
     return sorted([unit, beside], key=lambda u: u.start) if beside else [unit]
+
+
+def _completes(question: str, valued: Unit, others: list[Unit]) -> bool:
+    """Whether a sentence quoted beside ``valued`` holds words of the question that ``valued``, its
+    title and headings lack: then a value read off ``valued`` may be a sibling's ("27 days" is
+    full-time staff's, and "Part-time staff receive leave pro rata" is what was asked), and the
+    sentences are the answer, not the value."""
+    span = valued.item.span_at(valued.start)
+    lacking = stems(question) - stems(" ".join([valued.text, valued.item.title, *span.section_path, valued.asked]))
+    return any(stems(u.text) & lacking for u in others)
 
 
 def lead_in(units: list[Unit], item: Unit) -> Unit | None:
