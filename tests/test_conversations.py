@@ -75,6 +75,10 @@ def test_a_follow_up_is_answered_as_its_standalone_question_in_the_same_conversa
         ("what about Leeds?", "How much is the meal allowance in Leeds?")]
     assert [h.question for h in history(services, ANNA)] == ["what about Leeds?", "How much is the meal allowance in Manchester?"]
     assert history(services, BEN) == []
+    same = turn(services, ANNA, "and how much is the meal allowance in Leeds?", first.conversation_id)
+    assert same.question is None and "16 pounds" in same.answer  # only "and" was taken off: no rewrite to show
+    assert [(t.asked, t.question) for t in thread(services, ANNA, first.conversation_id).turns][-1] == (
+        "and how much is the meal allowance in Leeds?", "and how much is the meal allowance in Leeds?")
 
 
 @pytest.mark.parametrize("intruder", [BEN, ANNA_AS_HR, OTHER_TENANT, Identity(tenant="northpier", roles=frozenset({"staff"}))])

@@ -14,6 +14,7 @@ read (a document narrowed since) is shown without them. Turns expire
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -121,6 +122,18 @@ def _chosen(services: Services, identity: Identity, conversation: Conversation, 
     return f"for {named}" if named else asked
 
 
+_LEAD = re.compile(r"^(?:and|also|but|so)\b[\s,]*", re.I)
+
+
+def rewritten(question: str, asked: str) -> bool:
+    """Whether the standalone question says more than the words asked: "and when do carried days
+    expire?" made "when do carried days expire?" is the same question, not shown as a rewrite."""
+    def bare(text: str) -> str:
+        return " ".join(_LEAD.sub("", text.strip()).split()).strip(" ?.!").lower()
+
+    return bare(question) != bare(asked)
+
+
 def ask_in_conversation(
     services: Services, identity: Identity, asked: str, conversation_id: str | None,
     answer: Callable[[str], Answer], generator: Generator,
@@ -136,7 +149,7 @@ def ask_in_conversation(
     result = answer(question)
     result.degraded = [*result.degraded, *degraded]
     result.conversation_id = conversation.conversation_id
-    result.question = question if question != asked else None
+    result.question = question if rewritten(question, asked) else None
     if identity.is_empty:
         return result
     turn = Turn(seq=0, answer_id=result.answer_id, asked=asked, question=question)
@@ -165,7 +178,8 @@ def thread(services: Services, identity: Identity, conversation_id: str) -> Thre
         if record is None or record.source_deleted:
             turns.append(ShownTurn(seq=turn.seq, answer_id=turn.answer_id, asked="", question="", at=turn.at, withdrawn=True))
         else:
-            turns.append(ShownTurn(seq=turn.seq, answer_id=turn.answer_id, asked=turn.asked, question=turn.question,
+            question = turn.question if rewritten(turn.question, turn.asked) else turn.asked
+            turns.append(ShownTurn(seq=turn.seq, answer_id=turn.answer_id, asked=turn.asked, question=question,
                                    at=turn.at, withdrawn=False, answer=record.answer, outcome=record.outcome.value,
                                    feedback=turn.feedback))
     return Thread(conversation_id=conversation.conversation_id, created_at=conversation.created_at,
