@@ -345,6 +345,30 @@ Do not ignore case distinctions in patterns and input data.
     assert parse(b"Some notes\n.TH is a roff request\n", "notes.txt").mime == "text/plain"  # text first: no man page
 
 
+def test_a_macro_definition_ended_by_an_indented_dot_dot_or_never_ended_hides_no_page():
+    """util-linux's pages (Asciidoctor) end ``.am URL`` with ``.  .`` inside an ``.if`` block:
+    taken for a definition running to the end, every one of them was refused empty_text."""
+    source = rb""".TH "REV" "1" "2022-05-11" "util\-linux 2.38.1" "User Commands"
+.de URL
+\fI\\$2\fP <\\$1>\\$3
+..
+.if \n[.g] \{\
+.  am URL
+.    ad l
+.  .
+.\}
+.SH "NAME"
+rev \- reverse lines characterwise
+.SH "DESCRIPTION"
+The \fBrev\fP utility copies the specified files to standard output, reversing the order of characters.
+"""
+    parsed = parse(source, "rev.1")
+    assert parsed.title == "rev - reverse lines characterwise"
+    assert "reversing the order of characters" in parsed.text and "ad l" not in parsed.text and "$2" not in parsed.text
+    unended = parse(b".TH X 1\n.de Y\n.SH NAME\nx \\- does a thing\n.SH DESCRIPTION\nIt does the thing well.\n", "x.1")
+    assert "It does the thing well." in unended.text  # a definition that never ends is none
+
+
 def test_a_page_headed_by_its_name_alone_is_a_man_page_with_its_sections():
     """A page rendered narrow (or trimmed) heads itself "CARGO-PROFILES(5)" once, not twice: it was
     read as plain text, one section, and the answerer quoted a config example's 256 as the default."""

@@ -65,6 +65,26 @@ def _macro_text(name: str, rest: str) -> str:
     return _unescape(" ".join(args))
 
 
+_END = re.compile(r"^[.']\s*\.\s*$")  # "..", or ".  ." as Asciidoctor indents it inside a block
+
+
+def _definitions(lines: list[str]) -> set[int]:
+    """The numbers of the lines that define a macro (``.de`` / ``.am`` / ``.ig`` up to the line
+    that ends it), which are no text. A definition that never ends is taken for none: its lines
+    are read as text rather than the rest of the page dropped."""
+    inside: set[int] = set()
+    start: int | None = None
+    for number, line in enumerate(lines):
+        if start is None:
+            words = line[1:].split() if line.startswith((".", "'")) else []
+            if words and words[0] in _DEFINING:
+                start = number
+        elif _END.match(line):
+            inside.update(range(start, number + 1))
+            start = None
+    return inside
+
+
 def roff_events(lines: list[str]) -> list[Event]:
     """Sections, paragraphs, items and code of a man page's roff source."""
     events: list[Event] = []
@@ -91,16 +111,12 @@ def roff_events(lines: list[str]) -> list[Event]:
         flush()
         item = None
 
-    defining = False  # inside a macro's definition (.de ... ..) or an .ig block: not text
-    for raw in lines:
+    definitions = _definitions(lines)
+    for number, raw in enumerate(lines):
         line = raw.rstrip("\n")
-        if defining:
-            defining = line.strip() != ".."
+        if number in definitions:
             continue
         if line.startswith(('.\\"', "'\\\"", '.\\\\"')) or line in (".", "'"):
-            continue
-        if line.startswith((".", "'")) and line[1:].strip().split(" ", 1)[0] in _DEFINING:
-            defining = True
             continue
         if unfilled and not line.startswith((".fi", ".EE")):
             code.append(_unescape(line))
