@@ -163,6 +163,11 @@ def test_text_in_other_encodings_is_decoded():
         (b"GIF89a" + b"\x00" * 64, "diagram.gif", errors.UnsupportedType),
         (files.bare_zip_bytes(), "bundle.zip", errors.UnsupportedType),
         (b"\x00\x01\x02binary\x00\xff" * 20, "blob.bin", errors.UnsupportedType),
+        (b"%!PS-Adobe-3.0\n%%Title: man-db manual\n/F 12 selectfont (This allo) show\n", "manual.ps", errors.UnsupportedType),
+        (b"# Deploy notes\n\nThe key:\n\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA\n"
+         b"-----END OPENSSH PRIVATE KEY-----\n", "notes.md", errors.UnsupportedType),  # key material is never indexed
+        (b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n", "server_key.pem",
+         errors.UnsupportedType),
         (files.legacy_doc_bytes(), "contract.doc", errors.LegacyDoc),
         (files.legacy_doc_bytes(), "contract", errors.LegacyDoc),
         (files.encrypted_pdf_bytes(), "secret.pdf", errors.EncryptedPdf),

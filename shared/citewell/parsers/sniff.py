@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import re
 from enum import StrEnum
 from pathlib import PurePosixPath
 
@@ -75,6 +76,7 @@ _BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF8, codecs.BOM_U
 
 
 _BIGTIFF = (b"II+\x00", b"MM\x00+")  # BigTIFF's signatures, either byte order
+_PRIVATE_KEY = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")  # PEM: RSA, EC, OPENSSH, ENCRYPTED ...
 
 
 def _suffix(filename: str | None) -> str:
@@ -114,6 +116,11 @@ def detect(data: bytes, filename: str | None) -> Kind:
         raise TypeMismatch(f"the name says {suffix} but the content is not a {hint.value.upper()} file")
     if b"\x00" in data[:8192] and not data.startswith(_BOMS) and unmarked_utf16(data) is None:
         raise UnsupportedType("binary content of an unknown type")
+    if data[:1024].lstrip().startswith(b"%!PS"):  # drawing commands, not prose: read as text they were noise
+        raise UnsupportedType("PostScript files are not supported; convert it to PDF (ps2pdf) and ingest that")
+    if _PRIVATE_KEY.search(data[:1 << 20]):
+        raise UnsupportedType("the file holds a private key (-----BEGIN ... PRIVATE KEY-----): key material is "
+                              "never ingested, so no search or answer can show it")
     return _text_kind(data, hint)
 
 
