@@ -10,10 +10,8 @@ after the command wins.
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
-import stat
 import sys
 from datetime import datetime, timezone
 from collections.abc import Callable, Iterator, Sequence
@@ -460,6 +458,7 @@ def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> tuple
     never pruned, and returned as a failed item saying why."""
     from citewell.deletion import delete_document
     from citewell.errors import NotFound
+    from citewell.ingest.walk import check_failure
 
     folders = [path.resolve().as_uri() + "/" for path in args.paths if os.path.isdir(path)]
     if not folders:
@@ -472,7 +471,7 @@ def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> tuple
             if _still_there(document.source):  # ingested on its own ("ingest teamA/README.md"): its file is here
                 continue
         except OSError as error:
-            unchecked.append(_unchecked(document.document_id, document.source, error))
+            unchecked.append(check_failure(document.document_id, _source_path(document.source) or document.source, error))
             continue
         if args.prune:
             try:
@@ -492,28 +491,11 @@ def _source_path(source: str) -> Path | None:
 
 
 def _still_there(source: str) -> bool:
-    """Whether the file a ``file:`` source names is still a file. Raises ``OSError`` when that
-    cannot be known (EACCES on a folder of its path): what cannot be seen is not gone."""
+    """Whether the file a ``file:`` source names is still a file (``OSError`` when that cannot be known)."""
+    from citewell.ingest.walk import still_a_file
+
     path = _source_path(source)
-    if path is None:
-        return False
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError as error:
-        if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
-            return False
-        raise
-
-
-def _unchecked(document_id: str, source: str, error: OSError) -> IngestOutcome:
-    from citewell.ingest.runner import IngestOutcome
-    from citewell.ingest.walk import shown
-    from citewell.models import ErrorInfo
-
-    where = shown(_source_path(source) or source)
-    return IngestOutcome(document_id=document_id, revision=None, status="failed", chunks=0, error=ErrorInfo(
-        code="unreadable", message=f"{where} could not be checked: {error.strerror or error}; "
-                                   "the document was kept, not listed as gone nor pruned"))
+    return path is not None and still_a_file(path)
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:

@@ -117,6 +117,23 @@ def read_failure(document_id: str, path: Path, error: OSError, folder: bool = Fa
                      f"{shown(path)} could not be {'listed' if folder else 'read'}: {error.strerror or error}{left_out}")
 
 
+def still_a_file(path: Path) -> bool:
+    """Whether ``path`` is still a regular file; ``OSError`` when that cannot be known (EACCES on
+    a folder of its path): what cannot be seen is not gone."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as error:
+        if error.errno in _ABSENT:
+            return False
+        raise
+
+
+def check_failure(document_id: str, path: Path | str, error: OSError) -> IngestOutcome:
+    """A document whose file could not be checked for (``still_a_file`` raised): kept, said why."""
+    return _left_out(document_id, "failed", "unreadable", f"{shown(path)} could not be checked: {error.strerror or error}; "
+                                                           "the document was kept, not listed as gone nor pruned")
+
+
 def _missing(path: Path) -> IngestOutcome:
     """A path named that reaches no file: a link that loops (ELOOP) or leads nowhere is said as
     such, since the name itself is there to see."""

@@ -348,12 +348,15 @@ def _reverses(unit: Unit, units: list[Unit], asked: frozenset[str], question: st
     """A record that says the opposite of what is asked, beside one that says it: "Which grep
     option ignores case distinctions?" is answered by ``-i, --ignore-case``, never by
     ``--no-ignore-case`` ("Do not ignore case distinctions"), which shares every word of it."""
-    values = [field.partition(": ")[2].strip() for field in unit.text.split("; ")]
-    if not any(_DENIES.match(value) for value in values) or negates(question) or _UNDOES.search(question):
+    if not _denies(unit) or negates(question) or _UNDOES.search(question):
         return False
     mine = len(stems(unit.text) & asked)
     return any(u.record and u.item is unit.item and u is not unit and len(stems(u.text) & asked) >= mine
-               and not any(_DENIES.match(f.partition(": ")[2].strip()) for f in u.text.split("; ")) for u in units)
+               and not _denies(u) for u in units)
+
+
+def _denies(record: Unit) -> bool:
+    return any(_DENIES.match(field.partition(": ")[2].strip()) for field in record.text.split("; "))
 
 
 @dataclass(frozen=True)
