@@ -20,7 +20,6 @@
     drawn: null,  // the documents list as last drawn: redrawn only when it changes
     refreshTimer: null,
     conversation: null,  // the conversation a next question follows up; null starts a new one
-    narrowed: false,  // the last question was asked with filters: a refusal says so
   };
 
   /* ---------- small DOM helpers: text only ---------- */
@@ -400,14 +399,13 @@
     try {
       const filters = filtersOf($("ask-form"));
       if (filters) body.filters = filters;
-      state.narrowed = Boolean(filters);
       const answer = await streamed(body);
       follow(answer.conversation_id || null);
       if (!state.conversation || !(await loadThread(state.conversation, true))) {
         addTurn({ asked: question, question: answer.question || question }, false);
       }
       status("ask-status", "");
-      renderAnswer(answer);
+      renderAnswer(answer, Boolean(filters));
       $("question").value = "";
       loadHistory();
     } catch (error) {
@@ -629,7 +627,8 @@
     return box;
   }
 
-  function renderAnswer(answer) {
+  /** `narrowed`: asked with filters, so a refusal says they narrowed what was read. */
+  function renderAnswer(answer, narrowed) {
     const box = clear($("answer"));
     box.dataset.answerId = answer.answer_id || "";
     append(box, [degradedBox(answer.degraded)]);
@@ -644,7 +643,7 @@
     } else if (answer.outcome === "unconfirmed") {
       append(box, [renderUnconfirmed(answer)]);
     } else if (answer.refused) {
-      append(box, [renderRefusal(answer)]);
+      append(box, [renderRefusal(answer, narrowed)]);
     } else {
       append(box, [el("h2", { class: "visually-hidden", text: "Answer" }),
         el("p", { class: "answer-text", id: "answer-text" }, withMarkers(answer.answer || "", answer.citations || []))]);
@@ -719,10 +718,10 @@
   }
 
   /** Found nothing the caller may read about it: said as what was found, never as what exists. */
-  function renderRefusal(answer) {
+  function renderRefusal(answer, narrowed) {
     const box = el("div", { class: "refusal", id: "refusal" },
-      el("h2", { text: state.narrowed ? "Nothing in the documents you narrowed to is about this."
-                                      : "Nothing in the documents you can read is about this." }),
+      el("h2", { text: narrowed ? "Nothing in the documents you narrowed to is about this."
+                                : "Nothing in the documents you can read is about this." }),
       el("p", { text: "citewell gives no answer rather than guess." }));
     return append(box, closestPassages(answer.closest || [], "Nothing you may read came near it."));
   }
