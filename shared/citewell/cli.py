@@ -415,6 +415,8 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     gone += web.gone if web is not None else []
     if gone:
         payload["gone"] = gone
+    if web is not None and web.crawls:
+        payload["crawls"] = [c.model_dump(mode="json") for c in web.crawls]
     failed = any(o.status in ("failed", "superseded") or o.pending or o.vectors_pending for o in outcomes)
     return payload, EXIT_FAILED if failed else EXIT_OK
 

@@ -196,6 +196,13 @@ class UrlRefused(IngestError):
     code = "url_refused"
 
 
+class OutOfScope(UrlRefused):
+    """A crawl's link, or where a page redirects, is outside the crawl's site and path prefix (as a
+    server resolves the path: escapes decoded, dot segments removed): never fetched nor stored."""
+
+    code = "out_of_scope"
+
+
 class FetchFailed(IngestError):
     """The page could not be fetched: no answer, a timeout, a broken connection, too many redirects."""
 

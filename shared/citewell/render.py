@@ -92,6 +92,12 @@ def _ingest(payload: dict[str, Any]) -> None:
         why = f"the page {d['reason']}" if "reason" in d else f"its file {d['source']} is no longer in the folder"
         _wrapped(why + (
             "" if d["deleted"] else "; still served: --prune deletes it, or citewell delete it"), STATUS_WIDTH + 1)
+    for c in payload.get("crawls", []):
+        for note in c["notes"]:
+            _wrapped(f"crawl of {c['root']}: {note}", 0, "yellow")
+        if c["unfinished"]:
+            _wrapped(f"crawl of {c['root']}: pages it did not reach are not called gone (nor pruned), since "
+                     + "; ".join(c["unfinished"]), 0, "yellow")
 
 
 def _hit_lanes(lanes: dict[str, int | None], rerank: float | None = None) -> str:

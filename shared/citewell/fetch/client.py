@@ -5,7 +5,8 @@ Each hop (the URL, then every redirect's target) is parsed, its host vetted by t
 name in the Host header and in TLS's SNI, whose certificate is checked against the name: there
 is no second resolution a rebinding resolver could answer differently. Nothing but what a fetch
 needs is sent: no cookies (none are kept), no credentials, no proxy or netrc from the
-environment. The body is streamed and cut off past ``max_bytes``; a fetch has a time limit
+environment. The body is streamed, decoded a piece at a time (:mod:`citewell.fetch.encodings`: a stack of
+encodings cannot decode past the limit inside one read) and cut off past ``max_bytes``; a fetch has a time limit
 as a whole (on every socket operation, :mod:`citewell.fetch.deadline`) as well as per read. A certificate not valid for the name (or from an authority
 neither the system nor the operator's ``CITEWELL_FETCH_CA`` trusts) is ``certificate_refused``.
 
@@ -29,10 +30,11 @@ from typing import TYPE_CHECKING, Literal
 import httpx
 
 from citewell import __version__
-from citewell.errors import CertificateRefused, FetchFailed, HttpStatus, InvalidInput, TooLarge, UrlRefused
+from citewell.errors import CertificateRefused, FetchFailed, HttpStatus, InvalidInput, OutOfScope, TooLarge, UrlRefused
 from citewell.fetch.deadline import Transport, until
+from citewell.fetch.encodings import ACCEPTED, codings, decoded
 from citewell.fetch.guard import Guard
-from citewell.fetch.urls import normalise, parse_url
+from citewell.fetch.urls import Scope, normalise, parse_url
 from citewell.models import Fetched
 from citewell.settings import DEFAULT_MAX_BYTES
 
@@ -84,7 +86,7 @@ class Fetcher:
         return httpx.Client(
             transport=Transport(self._trusted, httpx.Limits(max_connections=16, max_keepalive_connections=8)),
             follow_redirects=False, trust_env=False, cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
-            timeout=httpx.Timeout(min(self.seconds, 10.0)), headers={"User-Agent": USER_AGENT, "Accept": "*/*"},
+            timeout=httpx.Timeout(min(self.seconds, 10.0)), headers={"User-Agent": USER_AGENT, "Accept": "*/*", "Accept-Encoding": ACCEPTED},
         )
 
     def _client_for(self, url: httpx.URL) -> httpx.Client:
@@ -117,13 +119,16 @@ class Fetcher:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def fetch(self, raw_url: str, known: Fetched | None = None) -> Page:
+    def fetch(self, raw_url: str, known: Fetched | None = None, within: Scope | None = None) -> Page:
         """The page's bytes, or ``not_modified`` when ``known``'s validators still hold.
 
-        Raises :class:`UrlRefused`, :class:`FetchFailed`, :class:`TooLarge` or :class:`HttpStatus`
-        (a 404 or 410 among them: the caller lists the page as gone)."""
+        ``within``: a crawl's scope, which every hop must stay in (a redirect out of it is
+        :class:`OutOfScope`). Raises :class:`UrlRefused`, :class:`FetchFailed`, :class:`TooLarge` or
+        :class:`HttpStatus` (a 404 or 410 among them: the caller lists the page as gone)."""
         url = parse_url(raw_url)
         asked = normalise(url)
+        if within is not None and not within.holds(asked):
+            raise OutOfScope(f"{asked} is outside the crawl's scope {within.prefix}")
         deadline = time.monotonic() + self.seconds
         conditional = {}
         if known is not None and known.etag:
@@ -137,6 +142,8 @@ class Fetcher:
                     url = parse_url(str(url.join(response.headers["location"])))
                 except UrlRefused as error:
                     raise UrlRefused(f"{normalise(url)} redirects to a URL that is not fetched: {error.message}") from None
+                if within is not None and not within.holds(normalise(url)):
+                    raise OutOfScope(f"{asked} redirects to {normalise(url)}, outside the crawl's scope {within.prefix}")
                 continue
             if response.status_code == 304 and known is not None:
                 return Page(asked, normalise(url), "not_modified", fetched=known)
@@ -186,7 +193,7 @@ class Fetcher:
             if declared.isdigit() and int(declared) > self.max_bytes:
                 raise TooLarge(f"{shown} is {int(declared):,} bytes, over the limit of {self.max_bytes:,} bytes")
             body = bytearray()
-            for piece in response.iter_bytes():
+            for piece in decoded(response.iter_raw(), codings(response.headers.get("content-encoding", ""), shown), shown):
                 body += piece
                 if len(body) > self.max_bytes:
                     raise TooLarge(f"{shown} sent more than the limit of {self.max_bytes:,} bytes; the rest was not read")

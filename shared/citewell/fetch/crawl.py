@@ -1,18 +1,27 @@
 """A site's pages, breadth first from a root, within its scope and limits.
 
-The scope is the root's scheme, host, port and path prefix (:class:`~citewell.fetch.urls.Scope`);
-``depth`` counts links followed from the root (0: the root alone); ``max_pages`` caps the
-fetches. robots.txt is read once through the same guarded fetcher and honoured with the
-standard library's parser (a missing one allows everything; 401, 403, a server error or no
-answer allow nothing, as RFC 9309 says), its Crawl-delay included. Politeness: at most
-``concurrency`` requests in flight, and request starts at least ``delay`` seconds apart.
+The scope is the root's scheme, host, port and path prefix (:class:`~citewell.fetch.urls.Scope`),
+held by every link and every redirect's target; ``depth`` counts links followed from the root
+(0: the root alone); ``max_pages`` caps the fetches. robots.txt is read once through the same
+guarded fetcher and honoured with the standard library's parser: a missing one (404, another
+4xx) allows everything; one that answers 401 or 403 allows nothing, and one that answers a server
+error or nothing at all says nothing, so the crawl ends there (RFC 9309 asks a crawler to assume
+the whole site disallowed). Its Crawl-delay is honoured up to :data:`MAX_CRAWL_DELAY`.
+Politeness: at most ``concurrency`` requests in flight, and request starts at least ``delay``
+seconds apart.
 
 A page the server says is unchanged (304) has no body; its links come from the bytes stored
 when it was last fetched, which the caller hands back through ``stored``.
+
+Afterwards :attr:`Crawl.unfinished` says why pages the crawl did not see may still be on the
+site: a page that could not be fetched or read for its links, a limit that cut links off. Only a
+crawl with none of these (``complete``) read every link set within its depth, so only then has a
+stored page it did not reach left the site.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import urllib.robotparser
@@ -22,8 +31,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from citewell.errors import CitewellError, FetchFailed, HttpStatus, UrlRefused
-from citewell.fetch.client import USER_AGENT, Fetcher, Page
+from citewell.errors import CitewellError, FetchFailed, HttpStatus, OutOfScope, UrlRefused
+from citewell.fetch.client import GONE, USER_AGENT, Fetcher, Page
 from citewell.fetch.urls import Scope, filename_of, normalise, parse_url
 from citewell.models import Fetched
 
@@ -31,6 +40,7 @@ DEFAULT_DEPTH = 5
 DEFAULT_MAX_PAGES = 500
 DEFAULT_CONCURRENCY = 4
 DEFAULT_DELAY = 0.1
+MAX_CRAWL_DELAY = 10.0  # seconds: a site asking for more would hold a 500-page crawl for over an hour
 
 
 @dataclass(frozen=True)
@@ -46,8 +56,9 @@ class Visit:
 
 @dataclass
 class Crawl:
-    """Iterate for the visits; afterwards ``complete`` says whether every in-scope link within
-    the depth was visited (False: the page limit stopped it), so pages not seen have left the site."""
+    """Iterate for the visits; afterwards ``unfinished`` lists why pages not seen may still be on
+    the site, and ``complete`` (none) says that pages not seen have left it. ``notes`` says what the
+    crawl changed of what the site asked (a Crawl-delay capped)."""
 
     fetcher: Fetcher
     root: str
@@ -57,7 +68,8 @@ class Crawl:
     delay: float = DEFAULT_DELAY
     known: Callable[[str], Fetched | None] = lambda url: None
     stored: Callable[[str], bytes | None] = lambda url: None
-    complete: bool = field(default=False, init=False)
+    unfinished: list[str] = field(default_factory=lambda: ["it has not run"], init=False)
+    notes: list[str] = field(default_factory=list, init=False)
     scope: Scope = field(init=False)
 
     def __post_init__(self) -> None:
@@ -65,14 +77,21 @@ class Crawl:
         self._next_start = 0.0
         self._pace = threading.Lock()
 
+    @property
+    def complete(self) -> bool:
+        return not self.unfinished
+
     def __iter__(self) -> Iterator[Visit]:
+        self.unfinished, self.notes = ["it did not end"], []
         root = normalise(self.root)
         robots = self._robots(root)
-        delay = max(self.delay, float(robots.crawl_delay(USER_AGENT) or 0))
+        delay = max(self.delay, self._crawl_delay(robots))
         queued: dict[str, int] = {root: 0}  # every URL ever queued, with its depth
         frontier = [root]
         fetched = 0
-        self.complete = False
+        failed: list[Visit] = []
+        hidden = cut = unread = 0  # pages robots.txt kept from us; pages whose links the depth cut; links unknown
+        root_visit: Visit | None = None
         with ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="citewell-fetch") as pool:
             running: dict[Future[Page], tuple[str, int]] = {}
             try:
@@ -80,7 +99,10 @@ class Crawl:
                     while frontier and len(running) < max(1, self.concurrency) and fetched < self.max_pages:
                         url = frontier.pop(0)
                         if not robots.can_fetch(USER_AGENT, url):
-                            yield Visit(url, queued[url], robots=True)
+                            hidden += 1
+                            visit = Visit(url, queued[url], robots=True)
+                            root_visit = root_visit or (visit if url == root else None)
+                            yield visit
                             continue
                         running[pool.submit(self._paced, url, self.known(url), delay)] = (url, queued[url])
                         fetched += 1
@@ -90,20 +112,44 @@ class Crawl:
                     for future in done:
                         url, depth = running.pop(future)
                         try:
-                            page = future.result()
+                            visit = Visit(url, depth, page=future.result())
                         except CitewellError as error:
-                            yield Visit(url, depth, error=error)
+                            visit = Visit(url, depth, error=error)
+                        root_visit = root_visit or (visit if url == root else None)
+                        if visit.error is not None and not _said(visit.error):
+                            failed.append(visit)
+                        yield visit
+                        if visit.page is None:
                             continue
-                        yield Visit(url, depth, page=page)
-                        if depth < self.depth:
-                            for link in self._links(page):
-                                if link not in queued:
-                                    queued[link] = depth + 1
-                                    frontier.append(link)
+                        links = self._links(visit.page)
+                        if links is None:
+                            unread += 1
+                            continue
+                        new = [link for link in links if link not in queued]
+                        if depth >= self.depth:
+                            cut += bool(new)
+                            continue
+                        for link in new:
+                            queued[link] = depth + 1
+                            frontier.append(link)
             finally:
                 for future in running:
                     future.cancel()
-        self.complete = not frontier
+        self.unfinished = _why_unfinished(root_visit, failed, hidden, cut, unread, len(frontier), self)
+
+    def _crawl_delay(self, robots: urllib.robotparser.RobotFileParser) -> float:
+        asked = robots.crawl_delay(USER_AGENT)
+        if asked is None:
+            return 0.0
+        try:
+            wanted = float(asked)
+        except (OverflowError, ValueError):
+            wanted = math.inf
+        if not 0 <= wanted <= MAX_CRAWL_DELAY:
+            self.notes.append(f"robots.txt asks for a Crawl-delay of {asked} seconds; "
+                              f"{MAX_CRAWL_DELAY:g} seconds, the most a crawl waits, were kept")
+            return MAX_CRAWL_DELAY if wanted > 0 else 0.0
+        return wanted
 
     def _paced(self, url: str, known: Fetched | None, delay: float) -> Page:
         with self._pace:
@@ -112,27 +158,36 @@ class Crawl:
             self._next_start = start + delay
         if start > now:
             time.sleep(start - now)
-        return self.fetcher.fetch(url, known)
+        return self.fetcher.fetch(url, known, within=self.scope)
 
     def _robots(self, root: str) -> urllib.robotparser.RobotFileParser:
+        """The site's rules; :class:`FetchFailed` when robots.txt says nothing (a server error, no
+        answer) or allows no crawler (401, 403): the crawl fetches no page then."""
         parser = urllib.robotparser.RobotFileParser()
         origin = root[: root.index("/", root.index("//") + 2)]
         try:
             page = self.fetcher.fetch(f"{origin}/robots.txt")
             parser.parse(page.data.decode("utf-8", "replace").splitlines())
         except HttpStatus as error:
-            if error.status in (401, 403) or error.status >= 500:
-                parser.disallow_all = True
-            else:
-                parser.allow_all = True
+            if error.status in (401, 403):
+                raise FetchFailed(f"{origin}/robots.txt answered {error.status}: the site allows no crawler, "
+                                  "so no page was fetched") from None
+            if error.status >= 500:
+                raise FetchFailed(f"{origin}/robots.txt answered {error.status}: until it can be read no page is "
+                                  "fetched, and none is called gone") from None
+            parser.allow_all = True
         except UrlRefused:
             raise
-        except CitewellError:  # no answer, or too large: nothing is known to be allowed
-            parser.disallow_all = True
+        except CitewellError as error:  # no answer, or too large: nothing is known to be allowed
+            raise FetchFailed(f"{origin}/robots.txt could not be read ({error.message}): no page was fetched, "
+                              "and none is called gone") from None
         return parser
 
-    def _links(self, page: Page) -> list[str]:
+    def _links(self, page: Page) -> list[str] | None:
+        """The page's in-scope links; None when they cannot be known (a 304 whose stored copy is gone)."""
         data = page.data if page.status == "fetched" else self.stored(page.url)
+        if data is None:
+            return None
         if not data:
             return []
         from citewell.parsers.sniff import Kind, detect
@@ -164,6 +219,39 @@ class Crawl:
             if self.scope.holds(link):
                 links.append(link)
         return list(dict.fromkeys(links))
+
+
+def _said(error: CitewellError) -> bool:
+    """A failure that is the site's own answer about the page (gone, or moved out of the scope),
+    not one that leaves its links unknown."""
+    return isinstance(error, OutOfScope) or (isinstance(error, HttpStatus) and error.status in GONE)
+
+
+def _why_unfinished(root: Visit | None, failed: list[Visit], hidden: int, cut: int, unread: int, left: int,
+                    crawl: Crawl) -> list[str]:
+    why = []
+    if root is None or root.page is None:
+        answer = ("robots.txt disallows it" if root is None or root.robots
+                  else root.error.message if root.error is not None else "it was not fetched")
+        why.append(f"its first page was not read ({answer}), so no link of the site was followed")
+    others = [v for v in failed if v is not root]
+    if others:
+        shown = others[0].error.message if others[0].error is not None else others[0].url
+        why.append(f"{_pages(len(others))} could not be fetched, so their links are unknown (first: {shown})")
+    if hidden - (root is not None and root.robots):
+        why.append(f"robots.txt kept {_pages(hidden - (root is not None and root.robots))} from being read, "
+                   "so their links are unknown")
+    if unread:
+        why.append(f"{_pages(unread)} answered 304 and their stored copy is missing, so their links are unknown")
+    if left:
+        why.append(f"it stopped at its limit of {crawl.max_pages} pages with {left} links not followed")
+    if cut:
+        why.append(f"{_pages(cut)} at its depth limit of {crawl.depth} link to pages it did not follow")
+    return why
+
+
+def _pages(count: int) -> str:
+    return f"{count} page{'' if count == 1 else 's'}"
 
 
 __all__ = ["Crawl", "FetchFailed", "Visit"]

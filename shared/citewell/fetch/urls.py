@@ -2,13 +2,20 @@
 
 One page, one id: the fragment is dropped (it names a place in the page, not another page),
 the query is kept (it may name another page), the scheme and host are lower-cased (the host
-in its IDNA form), a default port and dot segments go, and an empty path is ``/``. Only
-``http`` and ``https`` are URLs here, and none with credentials in it: they would be sent.
+in its IDNA form), percent-encoded unreserved characters are decoded (``%2e`` is ``.``, RFC 3986
+6.2.2.2) and the other escapes upper-cased, then dot segments go, and an empty path is ``/``.
+Only ``http`` and ``https`` are URLs here, and none with credentials in it: they would be sent.
+
+A scope is decided on the path as a server may read it, not as it is spelled: servers decode
+escapes (some twice), take ``\\`` for ``/`` and drop ``;parameters`` from segments before they
+resolve ``..``, so ``/docs/..%2fprivate/``, ``/docs/%252e%252e/private/`` and ``/docs/..;/private/``
+all leave ``/docs/``.
 """
 
 from __future__ import annotations
 
 import re
+import urllib.parse
 from dataclasses import dataclass
 
 import httpx
@@ -54,8 +61,50 @@ def normalise(raw: str | httpx.URL) -> str:
     if ":" in host:
         host = f"[{host}]"
     port = "" if url.port in (None, SCHEMES[url.scheme]) else f":{url.port}"
-    path = url.raw_path.decode("ascii") or "/"
-    return f"{url.scheme}://{host}{port}{path}"
+    path, mark, query = url.raw_path.decode("ascii").partition("?")
+    path = _without_dots(_ESCAPE.sub(_unescape_unreserved, path.replace("\\", "%5C"))) or "/"
+    return f"{url.scheme}://{host}{port}{path}{mark}{query}"
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _unescape_unreserved(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else f"%{match.group(1).upper()}"
+
+
+def _without_dots(path: str) -> str:
+    """RFC 3986 5.2.4's remove_dot_segments, for a path beginning with ``/`` (or empty)."""
+    kept: list[str] = []
+    segments = path.split("/")[1:]
+    for position, segment in enumerate(segments):
+        last = position == len(segments) - 1
+        if segment == "..":
+            if kept:
+                kept.pop()
+            if last:
+                kept.append("")
+        elif segment == ".":
+            if last:
+                kept.append("")
+        else:
+            kept.append(segment)
+    return "/" + "/".join(kept) if path else ""
+
+
+def served_path(path: str) -> str:
+    """The path as a lenient server resolves it: escapes decoded until none is left (a double
+    encoding included), ``\\`` taken for ``/``, ``;parameters`` dropped from each segment, dot
+    segments removed."""
+    for _ in range(4):
+        decoded = urllib.parse.unquote(path, errors="replace")
+        if decoded == path:
+            break
+        path = decoded
+    segments = [segment.split(";", 1)[0] for segment in path.replace("\\", "/").split("/")]
+    return _without_dots("/".join(segments) if path.startswith("/") else "/" + "/".join(segments))
 
 
 @dataclass(frozen=True)
@@ -73,7 +122,12 @@ class Scope:
         return cls(page[:origin_end] + path[: path.rindex("/") + 1])
 
     def holds(self, page_id: str) -> bool:
-        return page_id.startswith(self.prefix)
+        """Whether the page is the scope's as spelled and as a server would resolve its path."""
+        if not page_id.startswith(self.prefix):
+            return False
+        origin = self.prefix.index("/", self.prefix.index("//") + 2)
+        path = page_id[origin:].split("?", 1)[0]
+        return served_path(path).startswith(served_path(self.prefix[origin:]))
 
 
 def filename_of(page_id: str) -> str | None:

@@ -4,9 +4,13 @@ For each URL (one page, or a crawl's pages) the stored record decides what is se
 is written. A served page sends its validators (``If-None-Match``, ``If-Modified-Since``); a
 304, or the same bytes as those served (a server without validators), under the same roles,
 title and locale, is ``unchanged`` and writes nothing. A 304 under other roles re-ingests the
-stored bytes. A page that answers 404 or 410, or (after a crawl that reached every link
-within its limits) is no longer linked from the site, is *gone*, as a file no longer in its
-folder: listed, still served, deleted with ``--prune``. Any other failure (``url_refused``,
+stored bytes. A page is *gone* only when the site itself says so: it answers 404 or 410, or a
+crawl that read every link set within its limits (:attr:`Crawl.complete
+<citewell.fetch.crawl.Crawl.complete>`) no longer reaches it. A crawl that could not read its
+robots.txt or its first page, met a page it could not fetch, or was cut off by a limit calls
+nothing gone for being unreached, and its :class:`CrawlReport` says why. A gone page is listed,
+still served, and deleted with ``--prune``, as a file no longer in its folder. A link that
+redirects out of the crawl's scope is ``skipped`` (``out_of_scope``). Any other failure (``url_refused``,
 ``fetch_failed``, ``certificate_refused``, ``too_large``, ``http_status``) is recorded as the page's failure through the
 state machine (registered, then failed), the served revision staying served; the rest of the
 crawl goes on.
@@ -17,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from citewell.errors import CitewellError, HttpStatus, NotFound
+from pydantic import BaseModel
+
+from citewell.errors import CitewellError, HttpStatus, NotFound, OutOfScope
 from citewell.fetch.client import GONE, Fetcher, Page
 from citewell.fetch.crawl import Crawl, Visit
 from citewell.fetch.urls import Scope, filename_of, normalise
@@ -46,6 +52,17 @@ class WebOptions:
     delay: float = 0.1
 
 
+class CrawlReport(BaseModel):
+    """What one crawl could vouch for: ``complete`` when it read every link set within its limits, so
+    that a stored page it did not reach has left the site; else ``unfinished`` says why none is
+    called gone for that. ``notes``: what it changed of what the site asked (a Crawl-delay capped)."""
+
+    root: str
+    complete: bool
+    unfinished: list[str]
+    notes: list[str]
+
+
 @dataclass
 class WebRun:
     """Feeds the runner with the pages to ingest; keeps the outcomes settled without it
@@ -57,6 +74,7 @@ class WebRun:
     options: WebOptions
     outcomes: list[IngestOutcome] = field(default_factory=list)
     gone: list[dict[str, object]] = field(default_factory=list)
+    crawls: list[CrawlReport] = field(default_factory=list)
     requests_sent: int = 0
     prune: bool = False
 
@@ -86,23 +104,30 @@ class WebRun:
             crawl = Crawl(self.fetcher, root, depth=self.options.depth, max_pages=self.options.max_pages,
                           concurrency=self.options.concurrency, delay=self.options.delay, known=self._known,
                           stored=self._stored)
-            pages = iter(crawl)
-            seen: set[str] = set()
-            for visit in pages:
+        except CitewellError as error:  # not a URL that is fetched
+            self.outcomes.append(_outcome(root, "failed", error))
+            return
+        seen: set[str] = set()
+        try:
+            for visit in crawl:
                 self.requests_sent += not visit.robots
                 if visit.robots:
+                    seen.add(visit.url)  # not read: not known to be gone
                     self.outcomes.append(_outcome(visit.url, "skipped", None, "robots",
                                                   "robots.txt asks crawlers not to fetch this page"))
                 elif visit.page is not None:
                     seen.add(visit.url)
                     yield from self._fetched(visit.page)
+                elif isinstance(visit.error, OutOfScope) and visit.depth > 0:  # a link that redirects off the site
+                    self.outcomes.append(_outcome(visit.url, "skipped", visit.error))
                 else:
                     if not (isinstance(visit.error, HttpStatus) and visit.error.status in GONE):
                         seen.add(visit.url)  # a page that failed for now has not left the site
                     yield from self._failed(visit, named=visit.depth == 0)
-        except CitewellError as error:  # the root itself: refused, or its robots.txt unreachable
+        except CitewellError as error:  # robots.txt unreadable, or refusing every crawler
             self.outcomes.append(_outcome(root, "failed", error))
-            return
+        self.crawls.append(CrawlReport(root=normalise(root),
+                                       complete=crawl.complete, unfinished=crawl.unfinished, notes=crawl.notes))
         if crawl.complete:
             self._left(crawl.scope, seen)
 
