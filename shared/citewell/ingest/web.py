@@ -119,6 +119,7 @@ class WebRun:
                     seen.add(visit.url)
                     yield from self._fetched(visit.page)
                 elif isinstance(visit.error, OutOfScope) and visit.depth > 0:  # a link that redirects off the site
+                    seen.add(visit.url)  # still linked, and not said to be gone: a stored copy stays
                     self.outcomes.append(_outcome(visit.url, "skipped", visit.error))
                 else:
                     if not (isinstance(visit.error, HttpStatus) and visit.error.status in GONE):
