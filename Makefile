@@ -124,10 +124,12 @@ bench-test: $(VENV)/.dev $(VENV)/.bench
 
 # Randomised interleavings of every operation (uploads, stages, replacements, deletes, asks, the answer
 # cache, citations, audits) with kill -9 at any write, then real concurrent processes killed at random:
-# at least 20,000 probes; the count, the operation mix and any
-# failure go into BENCHMARKS.md (`make test` runs a fixed-seed sample).
+# at least 20,000 probes; then crawls and re-crawls of a loopback site failing at random (tests/web_interleavings.py):
+# at least 2,000 probes. The counts, the operation mix and any
+# failure go into BENCHMARKS.md (`make test` runs a fixed-seed sample of each).
 fuzz: $(VENV)/.dev
 	$(BIN)/python -m tests.interleavings --probes 20000 --jobs 2 --processes 3
+	$(BIN)/python -m tests.web_interleavings --probes 2000
 
 # The Lambda layer: the core and its `aws` extra as wheels for the Lambda platform (no Docker), with
 # the packaged model and onnxruntime for EMBEDDER=minilm; what no function imports is left out, so it

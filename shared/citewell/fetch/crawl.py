@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from citewell.errors import CitewellError, FetchFailed, HttpStatus, OutOfScope, UrlRefused
+from citewell.errors import CitewellError, FetchFailed, HttpStatus, UrlRefused
 from citewell.fetch.client import GONE, USER_AGENT, Fetcher, Page
 from citewell.fetch.urls import Scope, filename_of, normalise, parse_url
 from citewell.models import Fetched
@@ -66,6 +66,7 @@ class Crawl:
     max_pages: int = DEFAULT_MAX_PAGES
     concurrency: int = DEFAULT_CONCURRENCY
     delay: float = DEFAULT_DELAY
+    max_crawl_delay: float = MAX_CRAWL_DELAY
     known: Callable[[str], Fetched | None] = lambda url: None
     stored: Callable[[str], bytes | None] = lambda url: None
     unfinished: list[str] = field(default_factory=lambda: ["it has not run"], init=False)
@@ -145,10 +146,10 @@ class Crawl:
             wanted = float(asked)
         except (OverflowError, ValueError):
             wanted = math.inf
-        if not 0 <= wanted <= MAX_CRAWL_DELAY:
+        if not 0 <= wanted <= self.max_crawl_delay:
             self.notes.append(f"robots.txt asks for a Crawl-delay of {asked} seconds; "
-                              f"{MAX_CRAWL_DELAY:g} seconds, the most a crawl waits, were kept")
-            return MAX_CRAWL_DELAY if wanted > 0 else 0.0
+                              f"{self.max_crawl_delay:g} seconds, the most a crawl waits, were kept")
+            return self.max_crawl_delay if wanted > 0 else 0.0
         return wanted
 
     def _paced(self, url: str, known: Fetched | None, delay: float) -> Page:
@@ -222,9 +223,9 @@ class Crawl:
 
 
 def _said(error: CitewellError) -> bool:
-    """A failure that is the site's own answer about the page (gone, or moved out of the scope),
-    not one that leaves its links unknown."""
-    return isinstance(error, OutOfScope) or (isinstance(error, HttpStatus) and error.status in GONE)
+    """A failure that is the site's own word that the page is gone, not one that leaves its links
+    unknown (a redirect out of the scope is one of those: where the page went is not read)."""
+    return isinstance(error, HttpStatus) and error.status in GONE
 
 
 def _why_unfinished(root: Visit | None, failed: list[Visit], hidden: int, cut: int, unread: int, left: int,
@@ -237,7 +238,8 @@ def _why_unfinished(root: Visit | None, failed: list[Visit], hidden: int, cut: i
     others = [v for v in failed if v is not root]
     if others:
         shown = others[0].error.message if others[0].error is not None else others[0].url
-        why.append(f"{_pages(len(others))} could not be fetched, so their links are unknown (first: {shown})")
+        why.append(f"{_pages(len(others))} could not be fetched or left the crawl's scope, so their links are unknown "
+                   f"(first: {shown})")
     if hidden - (root is not None and root.robots):
         why.append(f"robots.txt kept {_pages(hidden - (root is not None and root.robots))} from being read, "
                    "so their links are unknown")

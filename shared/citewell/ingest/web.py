@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from citewell.errors import CitewellError, HttpStatus, NotFound, OutOfScope
 from citewell.fetch.client import GONE, Fetcher, Page
-from citewell.fetch.crawl import Crawl, Visit
+from citewell.fetch.crawl import MAX_CRAWL_DELAY, Crawl, Visit
 from citewell.fetch.urls import Scope, filename_of, normalise
 from citewell.ingest.registration import register_upload
 from citewell.ingest.runner import IngestOutcome
@@ -50,6 +50,7 @@ class WebOptions:
     max_pages: int = 500
     concurrency: int = 4
     delay: float = 0.1
+    max_crawl_delay: float = MAX_CRAWL_DELAY  # the longest Crawl-delay of robots.txt honoured
 
 
 class CrawlReport(BaseModel):
@@ -102,7 +103,8 @@ class WebRun:
     def _crawl(self, root: str) -> Iterator[IngestRequest]:
         try:
             crawl = Crawl(self.fetcher, root, depth=self.options.depth, max_pages=self.options.max_pages,
-                          concurrency=self.options.concurrency, delay=self.options.delay, known=self._known,
+                          concurrency=self.options.concurrency, delay=self.options.delay,
+                          max_crawl_delay=self.options.max_crawl_delay, known=self._known,
                           stored=self._stored)
         except CitewellError as error:  # not a URL that is fetched
             self.outcomes.append(_outcome(root, "failed", error))
