@@ -126,6 +126,7 @@ def test_a_multi_page_tiff_goes_to_textract_one_frame_a_call_with_its_page_numbe
 
 
 def test_a_tiff_whose_pages_loop_or_point_outside_it_is_corrupt(textract):
+    from citewell.ocr import ScanLimits
     from citewell.ocr.tiff import single_pages
 
     one = encoded(page(MEMO[:1], size=(200, 100)), "TIFF")
@@ -138,8 +139,8 @@ def test_a_tiff_whose_pages_loop_or_point_outside_it_is_corrupt(textract):
         with pytest.raises(errors.CorruptFile, match="loop|outside"):
             parse(broken, "fax.tiff", ocr=TextractOcr(textract))
     with pytest.raises(errors.CorruptFile, match="outside"):
-        single_pages(one[:6])
-    assert list(single_pages(one)) == [one]  # one page: sent as uploaded
+        single_pages(one[:6], ScanLimits())
+    assert list(single_pages(one, ScanLimits())) == [one]  # one page: sent as uploaded
 
 
 def _big_endian(frames) -> bytes:
@@ -166,3 +167,25 @@ def _big_endian(frames) -> bytes:
         count = int.from_bytes(out[at:at + 2], "big")
         out[at + 2 + 12 * count:at + 6 + 12 * count] = following.to_bytes(4, "big")
     return bytes(out)
+
+
+def test_a_scan_over_the_page_or_pixel_limit_is_refused_before_a_page_is_sent(monkeypatch):
+    """Textract is paid by the page: a TIFF of 5,000 blank fax pages (573 KB), or a PDF with more
+    scanned pages or image pixels than the limits, is too_large before the first call."""
+    from tests.test_ocr import ROSTER, many_pages
+
+    client = boto3.client("textract", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
+    two_scans = scanned_pdf([page(MEMO), "A text layer page about berth scheduling.", page(ROSTER)])
+    with Stubber(client):  # no response queued: nothing may be sent
+        with pytest.raises(errors.TooLarge, match=r"^a scan of more than 200 pages is over the limit of 200 pages"):
+            parse(many_pages(5000), "fax.tif", ocr=TextractOcr(client))
+        monkeypatch.setenv("CITEWELL_OCR_MAX_PAGES", "1")
+        with pytest.raises(errors.TooLarge, match=r"^a scan of 2 pages is over the limit of 1 page that OCR reads"):
+            parse(two_scans, "scans.pdf", ocr=TextractOcr(client))
+        monkeypatch.delenv("CITEWELL_OCR_MAX_PAGES")
+        monkeypatch.setenv("CITEWELL_OCR_MAX_PIXELS", "400000000")
+        with pytest.raises(errors.TooLarge, match=r"^a scan of 490,000,000 pixels \(10 pages\) is over the limit"):
+            parse(many_pages(10), "fax.tif", ocr=TextractOcr(client))
+        monkeypatch.setenv("CITEWELL_OCR_MAX_PIXELS", "4000000")  # each scanned page's image is 1240 x 1754
+        with pytest.raises(errors.TooLarge, match=r"^a scan of 4,349,920 pixels \(2 pages\) is over the limit of 4,000,000"):
+            parse(two_scans, "scans.pdf", ocr=TextractOcr(client))

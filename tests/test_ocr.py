@@ -154,6 +154,7 @@ def test_a_long_tiff_is_decoded_one_frame_at_a_time():
     pixels. Only the frame being read may be held."""
     import tracemalloc
 
+    from citewell.ocr import ScanLimits
     from citewell.ocr.rapid import _images
 
     blank = Image.new("L", (2000, 1500), 255)
@@ -161,7 +162,7 @@ def test_a_long_tiff_is_decoded_one_frame_at_a_time():
     assert len(tiff) < 1_000_000
     tracemalloc.start()
     try:
-        count, frames = _images(tiff)
+        count, frames = _images(tiff, ScanLimits())
         first = next(frames)
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -256,3 +257,65 @@ def test_a_multi_page_tiff_is_ingested_with_its_page_numbers_kept_on_chunks(ocr,
     assert all(c.ocr_confidence is not None and c.ocr_confidence >= CONFIDENCE_FLOOR for c in chunks)
     text = "".join(c.text for c in chunks)
     assert "outer buoy" in text and "every Tuesday" in text
+
+
+def many_pages(count: int, side: int = 7000) -> bytes:
+    """A TIFF of ``count`` blank ``side`` x ``side`` fax pages (CCITT G4) whose page directories
+    all name one strip: a few kilobytes, then 110 bytes a page (the security review's N4 file)."""
+    import itertools
+    import struct
+
+    data = bytearray(encoded(Image.new("1", (side, side), 1), "TIFF", compression="group4"))
+    first = struct.unpack_from("<I", data, 4)[0]
+    entries = struct.unpack_from("<H", data, first)[0]
+    directory = bytes(data[first:first + 2 + 12 * entries]) + bytes(4)
+    starts = [first]
+    for _ in range(count - 1):
+        data += bytes(len(data) % 2)
+        starts.append(len(data))
+        data += directory
+    for at, following in itertools.pairwise(starts):
+        struct.pack_into("<I", data, at + 2 + 12 * entries, following)
+    return bytes(data)
+
+
+def test_a_tiff_of_thousands_of_pages_fails_too_large_at_once_and_the_rest_of_the_folder_is_ingested(tmp_path):
+    """5,000 blank fax pages in 573 KB, each under the per-page pixel cap, kept `citewell ingest`
+    decoding and reading for hours. Its pages are counted from its directories before one is
+    decoded: the file fails alone, too_large, naming the limit; the batch goes on."""
+    import json
+    import subprocess
+    import sys
+
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "fax.tif").write_bytes(many_pages(5000))
+    (folder / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
+    done = subprocess.run([sys.executable, "-m", "citewell", "--home", str(tmp_path / "home"), "ingest", str(folder),
+                           "--tenant", "northpier", "--allow-roles", "staff", "--json"],
+                          check=False, capture_output=True, text=True, timeout=120)  # unbounded, hours
+    documents = {d["document_id"]: d for d in json.loads(done.stdout)["documents"]}
+    assert done.returncode == 1, done.stderr
+    assert documents["inbox/leave.md"]["status"] == "published"
+    failed = documents["inbox/fax.tif"]
+    assert failed["status"] == "failed" and failed["error"]["code"] == "too_large"
+    assert failed["error"]["message"] == ("a scan of more than 200 pages is over the limit of 200 pages that OCR "
+                                          "reads (CITEWELL_OCR_MAX_PAGES)")
+
+
+def test_a_scan_over_the_pixel_budget_is_too_large_before_a_page_is_decoded(monkeypatch):
+    """Ten 49-megapixel fax pages are each under the per-image cap, and few: their sum is not."""
+    monkeypatch.setenv("CITEWELL_OCR_MAX_PIXELS", "400000000")
+    with pytest.raises(errors.TooLarge, match=r"^a scan of 490,000,000 pixels \(10 pages\) is over the limit of "
+                                              r"400,000,000 pixels that OCR decodes \(CITEWELL_OCR_MAX_PIXELS\)$"):
+        parse(many_pages(10), "fax.tif", ocr=embedded_engine())
+    monkeypatch.setenv("CITEWELL_OCR_MAX_PIXELS", "20000000")
+    with pytest.raises(errors.TooLarge, match=r"a scan of 25,000,000 pixels \(1 page\) is over the limit of 20,000,000"):
+        parse(encoded(Image.new("1", (5000, 5000), 1), "PNG"), "poster.png", ocr=embedded_engine())
+
+
+def test_a_pdf_with_more_scanned_pages_than_the_limit_is_too_large_before_one_is_read(monkeypatch):
+    monkeypatch.setenv("CITEWELL_OCR_MAX_PAGES", "2")
+    pdf = scanned_pdf([page(MEMO), "A text layer page about berth scheduling.", page(ROSTER), page(MEMO[2:4])])
+    with pytest.raises(errors.TooLarge, match=r"^a scan of 3 pages is over the limit of 2 pages that OCR reads"):
+        parse(pdf, "scans.pdf", ocr=embedded_engine())

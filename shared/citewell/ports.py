@@ -17,7 +17,7 @@ import numpy as np
 from citewell.filters import Scope, SearchFilter
 from citewell.leases import Lease
 from citewell.models import AnswerRecord, Chunk, Conversation, Document, Draft, EvidenceItem, Identity, Removal, SearchHit, Upload
-from citewell.ocr import OcrPage
+from citewell.ocr import OcrPage, ScanLimits
 
 
 @dataclass(frozen=True)
@@ -309,10 +309,14 @@ class OcrEngine(Protocol):
     are pages) or a one-page PDF: the forms Amazon Textract's DetectDocumentText takes, so the
     PDF parser hands over a page without rendering it and each engine decodes what it is given.
     Raises :class:`~citewell.errors.IngestError` (typed) for what it cannot read. ``on_page(done,
-    total)`` hears of each page read, so a long scan shows its pages moving."""
+    total)`` hears of each page read, so a long scan shows its pages moving. ``limits`` bound
+    the pages and pixels of one file: the engine holds an image to them before decoding it, and
+    the PDF parser holds all of a PDF's scanned pages to them before the first is read."""
 
     @property
     def name(self) -> str: ...
+    @property
+    def limits(self) -> ScanLimits: ...
     def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]: ...
 
 

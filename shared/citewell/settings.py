@@ -26,6 +26,12 @@ DEFAULT_OVERLAP_TOKENS = 40
 DEFAULT_BUDGET_CHARS = 6000
 DEFAULT_STUCK_MINUTES = 60.0
 DEFAULT_BUSY_SECONDS = 30.0
+# What OCR reads of one file, counted from its headers before a page is decoded: a page takes
+# seconds to read on a CPU (BENCHMARKS.md, "OCR"), so a small file of thousands of blank pages
+# would be hours of work. 200 pages is a long scanned report; 2,000 megapixels is 200 A4
+# pages at 300 dpi (8.7 MP each), or 57 at 600 dpi.
+DEFAULT_OCR_MAX_PAGES = 200
+DEFAULT_OCR_MAX_PIXELS = 2_000_000_000
 
 _DAY = 24 * 3600.0
 Seconds = Annotated[float, Field(gt=0, lt=_DAY, description="a number of seconds above 0 and under a day")]
@@ -51,6 +57,9 @@ class Settings(BaseSettings):
     busy_seconds: float = Field(DEFAULT_BUSY_SECONDS, ge=0, lt=float("inf"), description="a number of seconds from 0")
     embed_threads: int = Field(0, ge=0, le=256, description="a whole number of threads (0: one per core)")
     stuck_minutes: float = Field(DEFAULT_STUCK_MINUTES, ge=0, lt=float("inf"), description="a number of minutes from 0")
+    # A scan read by OCR (embedded or Textract): its pages, and the pixels of all of them.
+    ocr_max_pages: int = Field(DEFAULT_OCR_MAX_PAGES, ge=1, le=1_000_000, description="a whole number of pages from 1")
+    ocr_max_pixels: int = Field(DEFAULT_OCR_MAX_PIXELS, ge=1, description="a whole number of pixels from 1")
 
     # Fetching web pages: the operator's allow-list past the refused ranges (CIDRs or host names), and a fetch's time limit.
     fetch_allow: Annotated[tuple[str, ...], NoDecode] = Field(

@@ -5,7 +5,9 @@ layer beside the rest (250 MB unzipped in all), so on AWS a scanned page goes to
 synchronous DetectDocumentText, one page per call: a PDF page as a one-page PDF (cut by pypdf,
 nothing rendered in the function), a TIFF's frames each as a one-page TIFF (the call reads
 single-page documents only; :mod:`citewell.ocr.tiff` cuts them without decoding), or an image as
-uploaded. Textract reports confidence in
+uploaded. A TIFF's pages and pixels are held to the engine's :class:`~citewell.ocr.ScanLimits`
+before its first page is sent (Textract is paid by the page); an image or a PDF page is one
+page, whose pixels Textract decodes (its own limits refuse a page too large). Textract reports confidence in
 percent per line; it is kept here as 0 to 1, like RapidOCR's. Textract takes no resource in its
 IAM policy, so the parse function's grant names the action alone.
 """
@@ -18,7 +20,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from citewell.errors import CorruptFile, OcrUnavailable, TooLarge, UnsupportedType
-from citewell.ocr import OcrLine, OcrPage
+from citewell.ocr import OcrLine, OcrPage, ScanLimits
 from citewell.ocr.tiff import is_tiff, single_pages
 
 MAX_BYTES = 10 * 1024 * 1024  # DetectDocumentText's limit for a document passed as bytes
@@ -33,10 +35,13 @@ _REFUSALS = {
 
 
 class TextractOcr:
+    """``limits`` default to the settings' (``CITEWELL_OCR_MAX_PAGES``, ``CITEWELL_OCR_MAX_PIXELS``)."""
+
     name = "amazon-textract"
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, limits: ScanLimits | None = None) -> None:
         self.client = client
+        self.limits = limits or ScanLimits.configured()
 
     def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]:
         if len(document) > MAX_BYTES:
@@ -46,7 +51,7 @@ class TextractOcr:
             if on_page:  # one call reads the document whole
                 on_page(len(pages), len(pages))
             return pages
-        frames = single_pages(document)
+        frames = single_pages(document, self.limits)
         read: list[OcrPage] = []
         for done, frame in enumerate(frames, start=1):  # a frame's TIFF is no larger than the file
             read.extend(self._detect(frame))

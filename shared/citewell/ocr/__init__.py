@@ -5,12 +5,20 @@ embedded (:mod:`citewell.ocr.rapid`, the ``ocr`` extra), Amazon Textract on AWS
 (:mod:`citewell.aws.textract`). Both report a confidence per line, which the parsers keep per
 page and hold against :data:`CONFIDENCE_FLOOR`: a page read worse than that is a typed failure,
 not noise in the index.
+
+Every route to an engine holds a scan to :class:`ScanLimits` before a page is decoded: its pages
+and their pixels are counted from headers (a TIFF's directories, an image's header, a PDF's page
+objects), so a small file that declares thousands of pages is refused in milliseconds, not read
+for hours.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+
+from citewell.errors import TooLarge
+from citewell.settings import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_MAX_PIXELS, settings
 
 # A page whose characters were read at under this mean confidence fails ``ocr_low_confidence``.
 # RapidOCR (PP-OCRv6 small) reads clean and lightly blurred scans at 0.98 and above; text blurred
@@ -19,6 +27,37 @@ from dataclasses import dataclass, field
 # from a short true line.
 CONFIDENCE_FLOOR = 0.8
 PARAGRAPH_GAP = 0.8  # a gap above a line wider than this many line heights starts a paragraph
+
+
+@dataclass(frozen=True)
+class ScanLimits:
+    """How much of one file OCR reads: ``pages`` (``CITEWELL_OCR_MAX_PAGES``), and ``pixels``
+    over all of them (``CITEWELL_OCR_MAX_PIXELS``). A file past either is ``too_large``."""
+
+    pages: int = DEFAULT_OCR_MAX_PAGES
+    pixels: int = DEFAULT_OCR_MAX_PIXELS
+
+    @classmethod
+    def configured(cls) -> ScanLimits:
+        """The limits this environment's settings name."""
+        found = settings()
+        return cls(pages=found.ocr_max_pages, pixels=found.ocr_max_pixels)
+
+    def check_pages(self, pages: int, *, at_least: bool = False) -> None:
+        """:class:`TooLarge` for more pages than the limit; ``at_least``: counting stopped past it."""
+        if pages > self.pages:
+            raise TooLarge(f"a scan of {'more than ' + _pages(self.pages) if at_least else _pages(pages)} is over "
+                           f"the limit of {_pages(self.pages)} that OCR reads (CITEWELL_OCR_MAX_PAGES)")
+
+    def check_pixels(self, pixels: int, pages: int) -> None:
+        """:class:`TooLarge` for ``pages`` whose pixels add up to more than the limit."""
+        if pixels > self.pixels:
+            raise TooLarge(f"a scan of {pixels:,} pixels ({_pages(pages)}) is over the "
+                           f"limit of {self.pixels:,} pixels that OCR decodes (CITEWELL_OCR_MAX_PIXELS)")
+
+
+def _pages(count: int) -> str:
+    return f"{count:,} page{'s' if count != 1 else ''}"
 
 
 @dataclass(frozen=True)
@@ -62,4 +101,4 @@ class OcrPage:
         return paragraphs
 
 
-__all__ = ["CONFIDENCE_FLOOR", "OcrLine", "OcrPage"]
+__all__ = ["CONFIDENCE_FLOOR", "OcrLine", "OcrPage", "ScanLimits"]

@@ -5,7 +5,10 @@ installed package, whose files RapidOCR checks by their hashes before it loads t
 
 A one-page PDF is rendered with PDFium (pypdfium2); images are decoded with Pillow, each frame
 of a TIFF a page. Pages are rendered at :data:`DPI`, capped at :data:`MAX_SIDE` pixels, the
-largest the detector takes without shrinking the page again.
+largest the detector takes without shrinking the page again. An image's pages and pixels are
+held to the engine's :class:`~citewell.ocr.ScanLimits` from its headers before one is decoded
+(a TIFF's by :mod:`citewell.ocr.tiff`'s walk, which stops past the limit: Pillow's frame count
+reads every directory of the file).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from citewell.errors import CorruptFile, TooLarge
-from citewell.ocr import OcrLine, OcrPage
+from citewell.ocr import OcrLine, OcrPage, ScanLimits
+from citewell.ocr.tiff import is_tiff, single_pages
 
 DPI = 200
 MAX_SIDE = 2000  # RapidOCR's max_side_len: a larger page is scaled down to it before detection
@@ -39,11 +43,13 @@ LOG_LEVEL = "error"
 
 
 class RapidOcr:
-    """RapidOCR behind :class:`~citewell.ports.OcrEngine`; the models load on the first page."""
+    """RapidOCR behind :class:`~citewell.ports.OcrEngine`; the models load on the first page.
+    ``limits`` default to the settings' (``CITEWELL_OCR_MAX_PAGES``, ``CITEWELL_OCR_MAX_PIXELS``)."""
 
     name = "rapidocr"
 
-    def __init__(self) -> None:
+    def __init__(self, limits: ScanLimits | None = None) -> None:
+        self.limits = limits or ScanLimits.configured()
         self._engine: Any = None
         self._lock = threading.Lock()
 
@@ -59,7 +65,7 @@ class RapidOcr:
             return self._engine
 
     def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]:
-        count, images = _images(document)
+        count, images = _images(document, self.limits)
         pages = []
         for image in images:
             pages.append(self._read_image(image))
@@ -80,28 +86,36 @@ class RapidOcr:
         return OcrPage(lines=lines)
 
 
-def embedded_engine() -> RapidOcr | None:
+def embedded_engine(limits: ScanLimits | None = None) -> RapidOcr | None:
     """The embedded default when the ``ocr`` extra is installed (the models load on the first
     scanned page, not here); None without it, and scans are then ``empty_text`` saying so."""
     if not all(find_spec(name) for name in ("rapidocr", "pypdfium2", "PIL")):
         return None
-    return RapidOcr()
+    return RapidOcr(limits)
 
 
-def _images(document: bytes) -> tuple[int, Iterator[np.ndarray]]:
+def _images(document: bytes, limits: ScanLimits) -> tuple[int, Iterator[np.ndarray]]:
     """How many pages ``document`` has, and the pages as RGB arrays, each decoded as it is taken
     (a TIFF's frames held at once would take their pixels times their count: thousands of blank
-    frames compress to a few megabytes): a PDF's first page rendered, an image's frames."""
+    frames compress to a few megabytes): a PDF's first page rendered, an image's frames. The
+    pages and their pixels are held to ``limits`` first (a PDF's by the parser, for all its
+    scanned pages together)."""
     if document.startswith(b"%PDF"):
         return 1, iter([_render_pdf_page(document)])
     from PIL import Image, UnidentifiedImageError
 
     decoding = (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError, EOFError)
-    try:
-        with Image.open(io.BytesIO(document)) as image:  # reads the header only
-            count = int(getattr(image, "n_frames", 1))  # walks the frames' headers, decodes none
-    except decoding as exc:
-        raise CorruptFile(f"the image cannot be decoded: {exc}") from exc
+    if is_tiff(document):
+        count = len(single_pages(document, limits))  # walks the directories, past the limit not at all
+    else:
+        try:
+            with Image.open(io.BytesIO(document)) as image:  # reads the header only
+                count = int(getattr(image, "n_frames", 1))  # declared in the header (an APNG's, an MPO's)
+                width, height = image.size
+        except decoding as exc:
+            raise CorruptFile(f"the image cannot be decoded: {exc}") from exc
+        limits.check_pages(count)
+        limits.check_pixels(count * width * height, count)  # a PNG's frames are drawn on its canvas
 
     def frames() -> Iterator[np.ndarray]:
         try:

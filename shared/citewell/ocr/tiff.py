@@ -6,16 +6,23 @@ each naming where its own strips lie by absolute offset. So page ``k`` alone is 
 with the header pointing at IFD ``k`` and that IFD's link to the next one cleared: a valid TIFF
 whose other pages are bytes nothing refers to. Classic TIFF (4-byte offsets) and BigTIFF
 (8-byte) in either byte order; a chain that loops or points outside the file is ``corrupt_file``.
+
+The same walk is how both engines count a TIFF's pages and pixels before any is decoded
+(:class:`~citewell.ocr.ScanLimits`): it stops one page past the limit, so a chain of millions of
+directories costs no more to refuse than a short one.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from citewell.errors import CorruptFile
+from citewell.ocr import ScanLimits
 
-MAX_PAGES = 10_000  # a chain longer than this is taken for a broken file, not a scan
+_WIDTH, _LENGTH = 256, 257  # ImageWidth and ImageLength, the tags a page's size is declared in
+_INLINE = {3: 2, 4: 4, 16: 8}  # SHORT, LONG, LONG8: the types a size is written in, and their bytes
 
 
 @dataclass(frozen=True)
@@ -45,34 +52,58 @@ def _number(data: bytes, at: int, size: int, order: str) -> int:
     return int.from_bytes(data[at:at + size], order)  # type: ignore[arg-type]
 
 
-def _directories(data: bytes, layout: _Layout) -> list[tuple[int, int]]:
-    """Each page's IFD offset and where its link to the next IFD is kept."""
-    found: list[tuple[int, int]] = []
+@dataclass(frozen=True)
+class _Directory:
+    at: int  # where the page's IFD starts
+    link: int  # where its link to the next IFD is kept
+    pixels: int  # its declared width times height
+
+
+def _pixels(data: bytes, at: int, entries: int, layout: _Layout, page: int) -> int:
+    """A page's width times height, from its IFD's entries (no strip is read)."""
+    start = at + layout.count_size
+    _number(data, start + entries * layout.entry_size - 1, 1, layout.order)  # the entries lie inside the file
+    form = ("<" if layout.order == "little" else ">") + ("HHI4s" if layout.offset_size == 4 else "HHQ8s")
+    size: dict[int, int] = {}
+    for tag, kind, count, value in struct.iter_unpack(form, memoryview(data)[start:start + entries * layout.entry_size]):
+        if tag in (_WIDTH, _LENGTH) and kind in _INLINE and count == 1:
+            size[tag] = int.from_bytes(value[:_INLINE[kind]], layout.order)  # type: ignore[arg-type]
+            if len(size) == 2:
+                return size[_WIDTH] * size[_LENGTH]
+    raise CorruptFile(f"page {page} of the TIFF declares no width and height")
+
+
+def _directories(data: bytes, layout: _Layout, limits: ScanLimits) -> list[_Directory]:
+    """Each page's IFD, where its link to the next IFD is kept, and its pixels; the walk stops
+    one page past ``limits.pages``, and the pixels are held to ``limits.pixels``."""
+    found: list[_Directory] = []
     seen: set[int] = set()
     at = _number(data, layout.first_at, layout.offset_size, layout.order)
     while at:
-        if at in seen or len(found) >= MAX_PAGES:
-            raise CorruptFile("the TIFF's pages loop back on themselves" if at in seen
-                              else f"the TIFF holds more than {MAX_PAGES:,} pages")
+        if at in seen:
+            raise CorruptFile("the TIFF's pages loop back on themselves")
+        limits.check_pages(len(found) + 1, at_least=True)
         seen.add(at)
         entries = _number(data, at, layout.count_size, layout.order)
         link = at + layout.count_size + entries * layout.entry_size
-        found.append((at, link))
+        found.append(_Directory(at, link, _pixels(data, at, entries, layout, len(found) + 1)))
         at = _number(data, link, layout.offset_size, layout.order)
     if not found:
         raise CorruptFile("the TIFF holds no page")
+    limits.check_pixels(sum(d.pixels for d in found), len(found))
     return found
 
 
 class SinglePages:
     """One TIFF per page, in order, each made as it is iterated (a copy of the file a page: held
     all at once, a long scan would take its size times its pages); a one-page TIFF is itself.
-    The chain is checked whole on construction, before any page is sent anywhere."""
+    The chain is checked whole on construction, and held to ``limits``, before any page is sent
+    anywhere or decoded."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, limits: ScanLimits) -> None:
         self.data = data
         self.layout = _layout(data)
-        self.directories = _directories(data, self.layout)
+        self.directories = _directories(data, self.layout, limits)
 
     def __len__(self) -> int:
         return len(self.directories)
@@ -82,16 +113,18 @@ class SinglePages:
             yield self.data
             return
         size, order = self.layout.offset_size, self.layout.order
-        for at, link in self.directories:
+        for directory in self.directories:
+            at, link = directory.at, directory.link
             page = bytearray(self.data)
             page[self.layout.first_at:self.layout.first_at + size] = at.to_bytes(size, order)  # type: ignore[arg-type]
             page[link:link + size] = bytes(size)
             yield bytes(page)
 
 
-def single_pages(data: bytes) -> SinglePages:
-    """``data``'s pages as single-page TIFFs; :class:`CorruptFile` for a broken chain."""
-    return SinglePages(data)
+def single_pages(data: bytes, limits: ScanLimits) -> SinglePages:
+    """``data``'s pages as single-page TIFFs; :class:`CorruptFile` for a broken chain,
+    :class:`~citewell.errors.TooLarge` for one past ``limits``."""
+    return SinglePages(data, limits)
 
 
-__all__ = ["MAX_PAGES", "SinglePages", "is_tiff", "single_pages"]
+__all__ = ["SinglePages", "is_tiff", "single_pages"]

@@ -12,7 +12,9 @@ The title is the metadata's /Title when it is one (not "Untitled" or a file name
 first page's largest line; never a bookmark, which names a chapter.
 
 A page without a text layer (a scan) is read by OCR, page by page: a mixed PDF keeps the text
-layer where there is one (:mod:`citewell.parsers.scan` says how a scanned page is judged).
+layer where there is one (:mod:`citewell.parsers.scan` says how a scanned page is judged). The
+scanned pages, and the pixels of the images they draw, are held to the engine's limits before
+the first is read: a PDF of thousands of scanned pages is refused, not read for hours.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pypdf import PdfReader, PdfWriter
+from pypdf import PageObject, PdfReader, PdfWriter
 from pypdf.errors import FileNotDecryptedError, PdfReadError
 
 from citewell.errors import CorruptFile, EmptyText, EncryptedPdf
@@ -261,6 +263,39 @@ def _is_scanned(lines: list[_Line]) -> bool:
     return not any(line.text.strip() for line in lines)
 
 
+def _image_pixels(pages: list[PageObject]) -> int:
+    """The pixels of the images ``pages`` draw (in forms too), as their dictionaries declare them:
+    nothing is decoded. An image counts once, however many pages name it (pages may share one
+    resource dictionary naming all the document's images)."""
+    seen: set[int] = set()
+    total = 0
+    stack: list[Any] = [page.get("/Resources") for page in pages]
+    while stack:
+        resources = stack.pop()
+        resources = resources.get_object() if resources is not None else None
+        xobjects = resources.get("/XObject") if isinstance(resources, dict) else None
+        xobjects = xobjects.get_object() if xobjects is not None else None
+        for reference in (xobjects.values() if isinstance(xobjects, dict) else ()):
+            number = getattr(reference, "idnum", None)
+            if number in seen:
+                continue
+            if number is not None:
+                seen.add(number)
+            xobject = reference.get_object()
+            if not isinstance(xobject, dict):
+                continue
+            if xobject.get("/Subtype") == "/Image":
+                total += _whole(xobject.get("/Width")) * _whole(xobject.get("/Height"))
+            elif xobject.get("/Subtype") == "/Form":
+                stack.append(xobject.get("/Resources"))
+    return total
+
+
+def _whole(value: Any) -> int:
+    value = value.get_object() if value is not None else 0
+    return max(int(value), 0) if isinstance(value, int | float) else 0
+
+
 def parse_pdf(data: bytes, ocr: OcrEngine | None = None,
               progress: Callable[[str, int, int], None] | None = None) -> ParsedDocument:
     """``ocr`` reads the pages without a text layer; without it they are left out. ``progress``
@@ -286,7 +321,11 @@ def parse_pdf(data: bytes, ocr: OcrEngine | None = None,
                 tell("parse", len(pages), count)
             contents = [is_contents_page([line.text for line in lines]) for lines in pages]
             to_read = sum(1 for lines, skip in zip(pages, contents) if not skip and _is_scanned(lines)) if ocr else 0
-            if to_read:
+            if to_read and ocr is not None:  # before the first page is rendered or sent
+                ocr.limits.check_pages(to_read)
+                ocr.limits.check_pixels(_image_pixels([reader.pages[index] for index, (lines, skip)
+                                                       in enumerate(zip(pages, contents))
+                                                       if not skip and _is_scanned(lines)]), to_read)
                 tell("ocr", 0, to_read)
             layout = _Layout.of([lines for lines, skip in zip(pages, contents) if not skip], outline=bool(marks))
             for index, lines in enumerate(pages):
