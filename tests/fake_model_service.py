@@ -6,7 +6,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -16,6 +16,8 @@ class Reply:
     status: int = 200
     body: object = None  # dict -> JSON; str -> raw text
     delay: float = 0.0
+    pieces: Iterable[bytes] | None = None  # the body as these writes, with no length (read until the connection closes)
+    pause: float = 0.0  # between the pieces
 
 
 @dataclass
@@ -48,9 +50,13 @@ def start() -> tuple[ModelService, ThreadingHTTPServer]:
             try:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                if reply.pieces is None:
+                    self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                for piece in [data] if reply.pieces is None else reply.pieces:
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                    time.sleep(reply.pause)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
 

@@ -7,6 +7,7 @@ to the fused order and saying so."""
 from __future__ import annotations
 
 import json
+import time
 
 import boto3
 import pytest
@@ -80,6 +81,29 @@ def test_the_http_reranker_refuses_a_failed_or_malformed_reply(service, reply, p
     service.replies.append(reply)
     with pytest.raises(RerankerUnavailable, match=problem):
         HttpReranker(service.url, timeout=0.5).rerank("q", hits("a", "b"), 2)
+
+
+def test_a_reply_that_never_ends_is_cut_off_past_the_limit(service):
+    """Read whole, a reply that never ends took all the memory there is; it stops past the limit.
+    (This one ends at four times the limit, so a client that reads it all still finishes.)"""
+    from citewell.rerankers.http import MAX_REPLY_BYTES
+
+    piece = b'{"index": 0, "relevance_score": 0.5}, ' * 1000
+    service.replies.append(Reply(pieces=[b'{"results": [', *[piece] * (4 * MAX_REPLY_BYTES // len(piece))]))
+    started = time.monotonic()
+    with pytest.raises(RerankerUnavailable, match=f"over the limit of {MAX_REPLY_BYTES:,} bytes"):
+        HttpReranker(service.url, timeout=5).rerank("q", hits("a", "b"), 2)
+    assert time.monotonic() - started < 5
+
+
+def test_a_reply_trickled_a_byte_a_second_times_out_within_the_timeout_as_a_whole(service):
+    """Each byte comes well inside the timeout; the reply as a whole does not."""
+    reply = json.dumps({"results": [{"index": 0, "relevance_score": 0.5}]}).encode()
+    service.replies.append(Reply(pieces=[bytes([b]) for b in reply], pause=1.0))
+    started = time.monotonic()
+    with pytest.raises(RerankerUnavailable, match="timed out"):
+        HttpReranker(service.url, timeout=2.5).rerank("q", hits("a"), 1)
+    assert time.monotonic() - started < 4
 
 
 def test_the_http_reranker_speaks_text_embeddings_inference_natively(service):

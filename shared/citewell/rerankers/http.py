@@ -8,11 +8,17 @@ that copy it (Jina, vLLM, llama.cpp's server, Xinference, OpenVINO Model Server,
 ``top_n``; a passage longer than the model reads is truncated by TEI rather than refused).
 Extra fields (``document``, ``text``, ``usage``, ``meta``, ``id``) are ignored. One attempt
 within the timeout: a search does not wait for retries, it falls back to the fused order.
+
+The timeout bounds the whole call, not each read (:mod:`citewell.fetch.deadline` gives every
+socket operation the time left): a service that trickles its reply a byte at a time would
+otherwise hold a search for as long as it likes. The reply is streamed and refused past
+:data:`MAX_REPLY_BYTES`, so a reply that never ends costs that much memory, not all there is.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Literal
 
@@ -20,6 +26,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from citewell.errors import RerankerUnavailable
+from citewell.fetch.deadline import Transport, until
 from citewell.models import SearchHit
 from citewell.ports import Reranked
 
@@ -42,6 +49,9 @@ class _Rank(BaseModel):
 
 _TEI_REPLY = TypeAdapter(list[_Rank])
 WireFormat = Literal["cohere", "tei"]
+# The most a reply may hold: 1,000 candidates (the deepest CITEWELL_RERANK_DEPTH), each echoed
+# back with its text as some services do (Jina, Xinference), JSON-escaped, are a few megabytes.
+MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 def checked(found: Sequence[tuple[int, float]], candidates: int, top_n: int, service: str) -> list[Reranked]:
@@ -59,12 +69,16 @@ def checked(found: Sequence[tuple[int, float]], candidates: int, top_n: int, ser
 
 
 class HttpReranker:
+    """``timeout``: seconds for the whole call, connecting to the reply's last byte."""
+
     def __init__(self, base_url: str, model: str = "", api_key: str | None = None, timeout: float = 10.0,
                  transport: httpx.BaseTransport | None = None, wire: WireFormat = "cohere") -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
+        transport = transport or Transport(httpx.create_ssl_context(), httpx.Limits())
         self.client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
         self.model = model
         self.wire = wire
+        self.timeout = timeout
 
     @property
     def name(self) -> str:
@@ -78,20 +92,39 @@ class HttpReranker:
         )
         if self.model and self.wire == "cohere":
             body["model"] = self.model
+        deadline = time.monotonic() + self.timeout
         try:
-            response = self.client.post("/rerank", json=body)
+            with until(deadline):  # connect, send, headers and body: all within the timeout
+                content = self._reply(body, deadline)
         except httpx.TimeoutException as exc:
             raise RerankerUnavailable(f"the rerank service timed out ({exc.__class__.__name__})") from None
         except httpx.HTTPError as exc:
             raise RerankerUnavailable(f"the rerank service could not be reached ({exc.__class__.__name__})") from None
-        if response.status_code >= 400:
-            raise RerankerUnavailable(f"the rerank service answered HTTP {response.status_code}")
         try:
             if self.wire == "tei":
-                found = [(r.index, r.score) for r in _TEI_REPLY.validate_json(response.content)]
+                found = [(r.index, r.score) for r in _TEI_REPLY.validate_json(content)]
             else:
-                found = [(r.index, r.relevance_score) for r in _Reply.model_validate_json(response.content).results]
+                found = [(r.index, r.relevance_score) for r in _Reply.model_validate_json(content).results]
         except ValidationError:
             problem = "is not a list of index and score" if self.wire == "tei" else "has no results of index and relevance_score"
             raise RerankerUnavailable(f"the rerank service reply {problem}") from None
         return checked(found, len(hits), top_n, "rerank service")
+
+    def _reply(self, body: dict[str, object], deadline: float) -> bytes:
+        """The reply's bytes, read no further than :data:`MAX_REPLY_BYTES` nor past ``deadline``."""
+        with self.client.stream("POST", "/rerank", json=body) as response:
+            if response.status_code >= 400:
+                raise RerankerUnavailable(f"the rerank service answered HTTP {response.status_code}")
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
+                raise RerankerUnavailable(f"the rerank service's reply is {int(declared):,} bytes, over the limit of "
+                                          f"{MAX_REPLY_BYTES:,}")
+            content = bytearray()
+            for piece in response.iter_bytes():
+                content += piece
+                if len(content) > MAX_REPLY_BYTES:
+                    raise RerankerUnavailable(f"the rerank service's reply is over the limit of {MAX_REPLY_BYTES:,} "
+                                              "bytes; the rest was not read")
+                if time.monotonic() > deadline:
+                    raise RerankerUnavailable(f"the rerank service timed out (its reply took over {self.timeout:g} s)")
+            return bytes(content)
