@@ -22,6 +22,7 @@ import re
 import uuid
 from collections.abc import Sequence
 
+from citewell.answers.drafts import retract
 from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.verify import Verdict, verify
@@ -40,6 +41,8 @@ DRAFT_REJECTED = "draft rejected"
 CLOSEST = 3  # passages offered beside a refusal
 ATTEMPTS = 3  # asks again when a source changed under the answer; then it says so
 SOURCES_CHANGED = "sources changed while answering; ask again"
+# Why a streamed draft is withdrawn when its attempt's record was refused and the question is asked again.
+DRAFT_SUPERSEDED = "a source changed while the draft was written"
 
 
 def normalise_question(question: str) -> str:
@@ -102,6 +105,7 @@ def ask(
                           mixed_locales)
         if answer is not None:
             return answer
+        retract(DRAFT_SUPERSEDED)  # a page showing this attempt's draft must not keep it
         epoch = services.metadata.tenant_epoch(identity.tenant)
         key = cache_key(identity, question, epoch, answered_by, filters, mixed_locales)
     return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, outcome=Outcome.UNCONFIRMED, degraded=[SOURCES_CHANGED])

@@ -1,7 +1,9 @@
 """``POST /query`` as server-sent events (``Accept: text/event-stream``): ``draft`` events carry
 a model's reply as it is written; then one ``final`` event with the verified answer (the same
 JSON as the plain reply), preceded by a ``retraction`` when the draft did not stand (verification
-rejected it, or the model failed mid-reply) so a client replaces what it showed. An answer with
+rejected it, or the model failed mid-reply) so a client replaces what it showed. A draft thrown
+away because a source changed before the answer was kept gets its ``retraction`` at once, before
+the drafts of the question asked again (or the final event). An answer with
 no draft (the extractive default, a cached answer) is its final event at once. A refusal of the
 request before any event (a bad body, no such conversation) is the plain JSON error with its
 status; after one, an ``error`` event holding that same JSON."""
@@ -48,8 +50,11 @@ async def stream_query(respond: Respond, send: Send, headers: dict[str, str], li
         def listen(piece: str) -> None:
             anyio.from_thread.run_sync(sender.send_nowait, ("draft", piece))
 
+        def retracted(reason: str) -> None:
+            anyio.from_thread.run_sync(sender.send_nowait, ("retraction", reason))
+
         try:
-            with drafts_to(listen):
+            with drafts_to(listen, retracted):
                 result = respond()
         except BaseException as error:  # the loop below must always hear the end
             anyio.from_thread.run_sync(sender.send_nowait, ("failed", error))
@@ -76,6 +81,12 @@ async def stream_query(respond: Respond, send: Send, headers: dict[str, str], li
                     await start()
                     drafted = True
                     await send({"type": "http.response.body", "body": _event("draft", json.dumps({"text": value})), "more_body": True})
+                    continue
+                if kind == "retraction":
+                    if drafted:  # only a draft shown is withdrawn
+                        drafted = False
+                        await send({"type": "http.response.body", "body": _event("retraction", json.dumps({"reason": value})),
+                                    "more_body": True})
                     continue
                 if kind == "failed":
                     break  # the task group raises it; the server's 500 handler answers

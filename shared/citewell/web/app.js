@@ -419,7 +419,8 @@
   }
 
   /** POST /query as server-sent events: a model's draft is shown as it is written, labelled
-   *  unchecked; a retraction replaces it; the final event is the answer. A refusal of the request
+   *  unchecked; a retraction replaces it (verification rejected it, or a source changed under it
+   *  and the next draft starts afresh); the final event is the answer. A refusal of the request
    *  comes back as JSON with its status, as every other call's does. */
   async function streamed(body, session = state.session) {
     const stale = () => new ApiError(0, "stale", "the caller changed while this request ran");
@@ -479,7 +480,7 @@
   function showRetraction(reason) {
     const box = clear($("answer"));
     append(box, [el("div", { class: "draft retracted", id: "retraction", role: "status" },
-      el("p", { text: "The draft was withdrawn: it did not hold up against the sources. Checking again…" }),
+      el("p", { text: "The draft was withdrawn; checking again…" }),
       el("p", { class: "hint", text: reason || "" }))]);
     show(box, true);
   }
