@@ -18,6 +18,7 @@ class Reply:
     delay: float = 0.0
     pieces: Iterable[bytes] | None = None  # the body as these writes, with no length (read until the connection closes)
     pause: float = 0.0  # between the pieces
+    headers: dict[str, str] = field(default_factory=dict)  # sent beside Content-Type (a Content-Encoding)
 
 
 @dataclass
@@ -50,6 +51,8 @@ def start() -> tuple[ModelService, ThreadingHTTPServer]:
             try:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 if reply.pieces is None:
                     self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

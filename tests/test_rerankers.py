@@ -96,6 +96,26 @@ def test_a_reply_that_never_ends_is_cut_off_past_the_limit(service):
     assert time.monotonic() - started < 5
 
 
+def test_a_compressed_reply_is_decoded_no_further_than_the_limit(service):
+    """``gzip, gzip`` of 256 MiB of zeros is a few hundred KB: inflated a read at a time, one read
+    made hundreds of megabytes before a byte was counted. Only about the limit may be held."""
+    import gzip
+    import tracemalloc
+
+    from citewell.rerankers.http import MAX_REPLY_BYTES
+
+    bomb = gzip.compress(gzip.compress(b'{"results": [' + bytes(256 * 1024 * 1024), 9), 9)
+    service.replies.append(Reply(pieces=[bomb], headers={"Content-Encoding": "gzip, gzip"}))
+    tracemalloc.start()
+    try:
+        with pytest.raises(RerankerUnavailable, match=f"over the limit of {MAX_REPLY_BYTES:,} bytes"):
+            HttpReranker(service.url, timeout=5).rerank("q", hits("a", "b"), 2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * MAX_REPLY_BYTES, f"{peak:,} bytes held"
+
+
 def test_a_reply_trickled_a_byte_a_second_times_out_within_the_timeout_as_a_whole(service):
     """Each byte comes well inside the timeout; the reply as a whole does not."""
     reply = json.dumps({"results": [{"index": 0, "relevance_score": 0.5}]}).encode()

@@ -11,8 +11,10 @@ within the timeout: a search does not wait for retries, it falls back to the fus
 
 The timeout bounds the whole call, not each read (:mod:`citewell.fetch.deadline` gives every
 socket operation the time left): a service that trickles its reply a byte at a time would
-otherwise hold a search for as long as it likes. The reply is streamed and refused past
-:data:`MAX_REPLY_BYTES`, so a reply that never ends costs that much memory, not all there is.
+otherwise hold a search for as long as it likes. The reply is streamed, decoded a piece at a
+time when it is compressed anyway (:mod:`citewell.fetch.encodings`: httpx would inflate each read
+whole, and ``gzip, gzip`` of a few KB is a gigabyte), and refused past :data:`MAX_REPLY_BYTES`,
+so a reply that never ends costs that much memory, not all there is.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from citewell.errors import RerankerUnavailable
+from citewell.errors import FetchFailed, RerankerUnavailable
 from citewell.fetch.deadline import Transport, until
+from citewell.fetch.encodings import codings, decoded
 from citewell.models import SearchHit
 from citewell.ports import Reranked
 
@@ -120,11 +123,15 @@ class HttpReranker:
                 raise RerankerUnavailable(f"the rerank service's reply is {int(declared):,} bytes, over the limit of "
                                           f"{MAX_REPLY_BYTES:,}")
             content = bytearray()
-            for piece in response.iter_bytes():
-                content += piece
-                if len(content) > MAX_REPLY_BYTES:
-                    raise RerankerUnavailable(f"the rerank service's reply is over the limit of {MAX_REPLY_BYTES:,} "
-                                              "bytes; the rest was not read")
-                if time.monotonic() > deadline:
-                    raise RerankerUnavailable(f"the rerank service timed out (its reply took over {self.timeout:g} s)")
+            shown = "the rerank service's reply"
+            try:
+                for piece in decoded(response.iter_raw(), codings(response.headers.get("content-encoding", ""), shown), shown):
+                    content += piece
+                    if len(content) > MAX_REPLY_BYTES:
+                        raise RerankerUnavailable(f"{shown} is over the limit of {MAX_REPLY_BYTES:,} bytes; the rest "
+                                                  "was not read")
+                    if time.monotonic() > deadline:
+                        raise RerankerUnavailable(f"the rerank service timed out (its reply took over {self.timeout:g} s)")
+            except FetchFailed as error:  # an encoding not read, or a body that does not decode
+                raise RerankerUnavailable(error.message) from None
             return bytes(content)
