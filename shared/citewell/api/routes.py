@@ -43,6 +43,7 @@ from citewell.models import (
     SearchResult,
     Upload,
     validate_document_id,
+    validate_name,
     validate_tenant,
     validate_token,
 )
@@ -105,11 +106,31 @@ class IsolatedHttpResolver(APIGatewayHttpResolver):
             self._resolving = self._resolving_context = None
 
 
-def _roles(value: Any) -> frozenset[str]:
-    """Group claims arrive as a list, "[a b]" (Cognito through HTTP APIs) or "a,b"."""
+def claim_roles(value: Any) -> frozenset[str]:
+    """The roles a verified group claim grants, each group read whole and exactly as named.
+
+    The claim is a list (a JSON list, as a token carries it), or the string API Gateway's HTTP
+    API JWT authorizer makes of that list: "[a b]", one pair of brackets around names separated
+    by single spaces (Cognito group names hold no whitespace). Any other string is one group.
+    Nothing is split on ',' or stripped of '[' and ']': a group named "hr,finance" or "[hr]" is
+    not the groups hr and finance, or hr. A group the role grammar (``validate_name``) refuses,
+    or an item that is not a string, grants nothing; the rest still count, and a token left
+    with no role at all is refused as one without roles (403), as before."""
     if isinstance(value, list):
-        return frozenset(str(v) for v in value if str(v).strip())
-    return frozenset(r for r in re.split(r"[\s,\[\]]+", str(value or "")) if r)
+        groups: list[Any] = value
+    elif isinstance(value, str) and len(value) >= 2 and value[0] == "[" and value[-1] == "]":
+        groups = value[1:-1].split(" ")
+    else:
+        groups = [value]
+    roles = set()
+    for group in groups:
+        if not isinstance(group, str):
+            continue
+        try:
+            roles.add(validate_name(group, "role"))
+        except ValueError:
+            continue
+    return frozenset(roles)
 
 
 def claims_identity(claims: dict[str, Any], settings: ApiSettings) -> Identity:
@@ -124,7 +145,7 @@ def claims_identity(claims: dict[str, Any], settings: ApiSettings) -> Identity:
     # caller of its own, so no two such tokens share a thread, a history or feedback.
     sub = str(claims.get("sub") or "")
     subject = f"token:{sub}" if sub else f"unnamed:{uuid.uuid4().hex}"
-    found = Identity(tenant=tenant, roles=_roles(claims.get(settings.roles_claim)), subject=subject)
+    found = Identity(tenant=tenant, roles=claim_roles(claims.get(settings.roles_claim)), subject=subject)
     if found.is_empty:
         raise ForbiddenError("the token carries no tenant or no roles")
     try:
