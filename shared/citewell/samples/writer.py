@@ -3,10 +3,33 @@
 from __future__ import annotations
 
 import io
+import re
+import zipfile
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 
 from citewell.samples import texts
+
+# Every sample file's date. The libraries stamp files with the time of writing, and a sample whose
+# bytes changed each time the corpus is written would be a new revision on every `make demo`.
+SAMPLE_DATE = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
+_CORE_DATE = re.compile(rb"(<dcterms:(?:created|modified)\b[^>]*>)[^<]*(</dcterms:)")
+
+
+def _dated(data: bytes) -> bytes:
+    """An Office file (a zip) with its entries' times and its created and modified dates set to
+    ``SAMPLE_DATE``: python-docx and openpyxl write the time of writing there, nothing else varies."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            body = source.read(item)
+            if item.filename == "docProps/core.xml":
+                body = _CORE_DATE.sub(rb"\g<1>" + SAMPLE_DATE.strftime("%Y-%m-%dT%H:%M:%SZ").encode() + rb"\g<2>", body)
+            entry = zipfile.ZipInfo(item.filename, date_time=SAMPLE_DATE.timetuple()[:6])
+            entry.compress_type, entry.external_attr = item.compress_type, item.external_attr
+            target.writestr(entry, body)
+    return out.getvalue()
 
 
 def pdf_bytes(pages: list[tuple[str, list[str]]], title: str | None = None) -> bytes:
@@ -14,6 +37,7 @@ def pdf_bytes(pages: list[tuple[str, list[str]]], title: str | None = None) -> b
     from fpdf import FPDF
 
     pdf = FPDF()
+    pdf.set_creation_date(SAMPLE_DATE)
     if title:
         pdf.set_title(title)
     for heading, paragraphs in pages:
@@ -44,7 +68,7 @@ def docx_bytes(title: str, sections: list[tuple[str, list[str]]], table: list[tu
                 cell.text = str(value)
     buffer = io.BytesIO()
     document.save(buffer)
-    return buffer.getvalue()
+    return _dated(buffer.getvalue())
 
 
 def xlsx_bytes(sheets: dict[str, Sequence[Sequence[object]]]) -> bytes:
@@ -58,10 +82,11 @@ def xlsx_bytes(sheets: dict[str, Sequence[Sequence[object]]]) -> bytes:
             sheet.append(list(row))
     buffer = io.BytesIO()
     workbook.save(buffer)
-    return buffer.getvalue()
+    return _dated(buffer.getvalue())
 
 
 def write_samples(root: Path) -> list[Path]:
+    """The corpus under ``root``, the same bytes on every call (so re-ingesting it changes nothing)."""
     files = {
         "northpier/staff/handbook.md": texts.NORTHPIER_HANDBOOK.encode(),
         "northpier/staff/travel-policy.pdf": pdf_bytes(texts.TRAVEL_POLICY_PAGES, title="Travel and Expenses Policy"),
@@ -101,6 +126,7 @@ def scanned_pdf_bytes(lines: Sequence[str]) -> bytes:
     image = io.BytesIO()
     page.save(image, "PNG")
     pdf = FPDF(unit="pt", format="A4")
+    pdf.set_creation_date(SAMPLE_DATE)
     pdf.add_page()
     pdf.image(image, x=0, y=0, w=595, h=842)
     return bytes(pdf.output())
