@@ -7,7 +7,7 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo serve test browser screenshots eval bench bench-quick bench-test fuzz layer synth deploy bootstrap clean
+.PHONY: demo demo-reset serve test browser screenshots eval bench bench-quick bench-test fuzz layer synth deploy bootstrap clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,46 +24,15 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(PIP) -e '.[local,dev]'
 	touch $@
 
+# The demo in .demo (citewell/demo.py): run again, it rebuilds the samples in place and keeps the
+# documents, conversations and feedback you added to .demo/home; make demo-reset starts from nothing.
 demo: $(VENV)/.local
-	@rm -rf $(DEMO)
-	@$(BIN)/python -m citewell.samples $(DEMO)/samples > /dev/null
-	@echo "--- ingest a sample corpus of two organisations into $(DEMO)/home, each folder readable by its roles"
-	@$(CITEWELL) ingest $(DEMO)/samples/northpier/staff --tenant northpier --allow-roles staff
-	@$(CITEWELL) ingest $(DEMO)/samples/northpier/engineering --tenant northpier --allow-roles engineering,support
-	@$(CITEWELL) ingest $(DEMO)/samples/northpier/hr --tenant northpier --allow-roles hr
-	@$(CITEWELL) ingest $(DEMO)/samples/bluefen/staff --tenant bluefen --allow-roles staff
-	@echo "--- two files that cannot be used (a blank scan, a text file named .pdf): each fails with its reason, the batch goes on (exit 1)"
-	@$(CITEWELL) ingest $(DEMO)/samples/northpier/unreadable --tenant northpier --allow-roles staff; test $$? -eq 1
-	@echo "--- northpier staff: how much leave?"
-	@$(CITEWELL) search "How many days of annual leave do I get?" --tenant northpier --roles staff --k 2
-	@echo "--- bluefen staff, same question: only bluefen's guide"
-	@$(CITEWELL) search "How many days of annual leave do I get?" --tenant bluefen --roles staff --k 2
-	@echo "--- northpier support: what is E1027?"
-	@$(CITEWELL) search "What does error E1027 mean?" --tenant northpier --roles support --k 2
-	@echo "--- northpier staff, same question: error codes are not theirs to read"
-	@$(CITEWELL) search "What does error E1027 mean?" --tenant northpier --roles staff --k 2
-	@echo "--- northpier hr: salary band of a shift lead"
-	@$(CITEWELL) search "salary range for a shift lead" --tenant northpier --roles hr --k 2
-	@echo "--- northpier staff: a memo that exists only as a scan (no text layer), read by OCR and cited by page"
-	@$(CITEWELL) ask "When does the east gate close in winter?" --tenant northpier --roles staff
-	@echo "--- no roles: nothing"
-	@$(CITEWELL) search "annual leave" --tenant northpier --roles "" --k 2
-	@echo "--- answers, each cited: how much leave, when carried days expire, the hotel allowance"
-	@$(CITEWELL) ask "How many days of annual leave do full-time staff get?" --tenant northpier --roles staff
-	@$(CITEWELL) ask "When do carried days of leave expire?" --tenant northpier --roles staff
-	@$(CITEWELL) ask "How much is the hotel allowance per night in port cities?" --tenant northpier --roles staff
-	@echo "--- a question the documents do not answer: no answer is claimed (at most the nearest passage, labelled not confirmed)"
-	@$(CITEWELL) ask "Who is the chief executive of Northpier?" --tenant northpier --roles staff,hr,engineering
-	@echo "--- northpier support: what to do for error E1027"
-	@$(CITEWELL) ask "What should the operator do for error E1027?" --tenant northpier --roles support
-	@echo "--- the same question as staff: the error codes are not theirs to read, so it is refused as if absent"
-	@$(CITEWELL) ask "What should the operator do for error E1027?" --tenant northpier --roles staff
-	@echo "--- delete the travel policy: every trace goes, and answers resting on it are withdrawn"
-	@$(CITEWELL) delete staff/travel-policy.pdf --tenant northpier
-	@$(CITEWELL) ask "How much is the hotel allowance per night in port cities?" --tenant northpier --roles staff
-	@echo "--- the audit: records, objects, index and caches agree"
-	@$(CITEWELL) audit
+	@$(BIN)/python -m citewell.demo $(DEMO)
 	@echo "--- next: make serve opens the web page and the HTTP API on this home at http://127.0.0.1:$(PORT)"
+
+demo-reset: $(VENV)/.local
+	rm -rf $(DEMO)
+	@$(MAKE) --no-print-directory demo
 
 # The HTTP API and the web page on the demo home, at http://127.0.0.1:8000 (PORT=... to change), with
 # one-click demo identities; Ctrl-C stops it.
