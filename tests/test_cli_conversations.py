@@ -59,3 +59,25 @@ def test_a_follow_up_in_a_conversation_and_its_feedback_exported(capsys, tmp_pat
     assert code == 0 and later["unhelpful"] == []
     code, wrong = run(capsys, "--home", str(home), "feedback", "--json", "--since", "yesterday")
     assert code == 2 and "ISO date" in wrong["error"]["message"]
+
+
+def test_feedback_lists_one_tenants_with_tenant(capsys, tmp_path: Path):
+    home = tmp_path / "home"
+    (tmp_path / "allowances.md").write_text(ALLOWANCES)
+    given = {}
+    for tenant in ("northpier", "bluefen"):
+        code, _ = run(capsys, "--home", str(home), "ingest", str(tmp_path / "allowances.md"), "--tenant", tenant,
+                      "--allow-roles", "staff", "--json")
+        assert code == 0
+        code, asked = run(capsys, "--home", str(home), "ask", "--tenant", tenant, "--roles", "staff", "--json",
+                          "What is the meal allowance in Leeds?")
+        assert code == 0
+        give_feedback(open_local(home), Identity(tenant=tenant, roles=frozenset({"staff"})), asked["answer_id"], False, tenant)
+        given[tenant] = asked["answer_id"]
+    code, one = run(capsys, "--home", str(home), "feedback", "--tenant", "bluefen", "--json")
+    assert code == 0 and [(i["tenant"], i["answer_id"], i["comment"]) for i in one["unhelpful"]] == [
+        ("bluefen", given["bluefen"], "bluefen")]
+    code, every = run(capsys, "--home", str(home), "feedback", "--json")
+    assert code == 0 and sorted(i["tenant"] for i in every["unhelpful"]) == ["bluefen", "northpier"]
+    code, bad = run(capsys, "--home", str(home), "feedback", "--tenant", "../x", "--json")
+    assert code == 2 and "tenant must be" in bad["error"]["message"]

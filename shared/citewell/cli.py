@@ -298,6 +298,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     _filter_flags(p)
 
     p = sub.add_parser("feedback", parents=[common], help="answers askers marked unhelpful, for an operator to label")
+    p.add_argument("--tenant", type=_tenant, help="only this tenant's feedback (default: every tenant's)")
     p.add_argument("--since", type=_since, metavar="WHEN", help="only feedback from then on: an ISO date or time (UTC)")
     p.add_argument("--export", type=Path, metavar="FILE",
                    help="write them as answer-set JSON lines (question, identity, cited documents) to label for eval-answers")
@@ -564,7 +565,7 @@ def cmd_feedback(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.conversations import unhelpful
     from citewell.services import open_local
 
-    found = unhelpful(open_local(args.home, existing=True), args.since)
+    found = unhelpful(open_local(args.home, existing=True), args.since, args.tenant)
     items = [{
         "answer_id": record.answer_id, "conversation_id": conversation.conversation_id, "tenant": conversation.tenant,
         "subject": conversation.subject, "roles": conversation.roles, "asked": turn.asked, "question": turn.question,

@@ -229,10 +229,14 @@ def give_feedback(services: Services, identity: Identity, answer_id: str, helpfu
     return given[0]
 
 
-def unhelpful(services: Services, since: datetime | None = None) -> list[tuple[Conversation, Turn, AnswerRecord]]:
-    """For the operator: every unhelpful feedback still held, with its answer record, oldest first."""
+def unhelpful(services: Services, since: datetime | None = None,
+              tenant: str | None = None) -> list[tuple[Conversation, Turn, AnswerRecord]]:
+    """For the operator: every unhelpful feedback still held (of ``tenant`` alone, when named),
+    with its answer record, oldest first."""
     found = []
     for conversation in services.metadata.conversation_inventory():
+        if tenant is not None and conversation.tenant != tenant:
+            continue
         for turn in conversation.turns:
             if turn.withdrawn or turn.feedback is None or turn.feedback.helpful:
                 continue
