@@ -10,6 +10,7 @@ folder, or into docs/screenshots/ when ``make screenshots`` asks for them (``CIT
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from tests.web_browser import (
     assert_clean,
     browser_paths,
     choose_roles,
+    citewell,
     delete_button,
     documents,
     everything,
@@ -264,6 +266,28 @@ def test_the_ask_flow_works_from_the_keyboard_alone(page: Any, site: Site) -> No
     page.switch_to.active_element.send_keys(Keys.ESCAPE)
     wait_for(page, lambda b: b.find_element(By.ID, "source-dialog").get_attribute("open") is None, 5, "Escape closes")
     assert page.switch_to.active_element == opener, "focus goes back to where it was"
+
+
+def test_no_is_recorded_when_pressed_and_a_comment_amends_that_feedback(page: Any, site: Site) -> None:
+    """Pressing No is the feedback: it is recorded before any comment, and the comment sent after
+    it is added to that record, not a second one."""
+    sign_in(page, site.tokens["staff"])
+    answer = ask(page, "How many days of annual leave do part-time staff get?")
+    answer_id = answer.get_attribute("data-answer-id")
+
+    def recorded() -> list[tuple[bool, str | None]]:
+        listed = json.loads(citewell(site.home, "feedback", "--tenant", "northpier", "--json").stdout)["unhelpful"]
+        return [(False, i["comment"]) for i in listed if i["answer_id"] == answer_id]
+
+    page.find_element(By.ID, "feedback-no").click()
+    wait_for(page, lambda b: "Noted" in b.find_element(By.ID, "feedback-status").text, 20, "the vote recorded")
+    assert page.find_element(By.ID, "feedback-no").get_attribute("aria-pressed") == "true"
+    assert page.switch_to.active_element == page.find_element(By.ID, "feedback-comment")
+    assert recorded() == [(False, None)]  # no Send pressed: the vote alone is there
+    page.find_element(By.ID, "feedback-comment").send_keys("It gives full-time days only")
+    page.find_element(By.ID, "feedback-send").click()
+    wait_for(page, lambda b: "recorded" in b.find_element(By.ID, "feedback-status").text, 20, "the comment recorded")
+    assert recorded() == [(False, "It gives full-time days only")]
 
 
 def test_a_refusal_says_so_and_lists_the_closest_passages_as_passages(page: Any, site: Site, screenshots: Path) -> None:

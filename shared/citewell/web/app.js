@@ -609,21 +609,39 @@
     const more = el("div", { class: "feedback-more" }, comment, sendNo);
     more.hidden = true;
     const said = el("span", { class: "hint", id: "feedback-status", role: "status" });
-    async function give(helpful, text) {
-      try {
-        await api("POST", `/answers/${encodeURIComponent(answerId)}/feedback`, text ? { helpful, comment: text } : { helpful });
-        yes.setAttribute("aria-pressed", String(helpful));
-        no.setAttribute("aria-pressed", String(!helpful));
-        said.textContent = "Thank you: recorded with this answer.";
-        more.hidden = true;
-      } catch (error) {
-        said.textContent = error.message;
-      }
+    // The vote is the feedback: "No" records it at once, and a comment sent after it replaces that
+    // same record (a turn holds one feedback) with the vote and the comment. Posts go one after
+    // another, so a comment sent while the vote is on its way is never overwritten by it.
+    let sending = Promise.resolve(true);
+    /** Resolves to whether it was recorded. */
+    function give(helpful, text, thanks) {
+      sending = sending.then(async () => {
+        try {
+          await api("POST", `/answers/${encodeURIComponent(answerId)}/feedback`, text ? { helpful, comment: text } : { helpful });
+          yes.setAttribute("aria-pressed", String(helpful));
+          no.setAttribute("aria-pressed", String(!helpful));
+          said.textContent = thanks;
+          return true;
+        } catch (error) {
+          said.textContent = error.message;
+          return false;
+        }
+      });
+      return sending;
     }
-    yes.addEventListener("click", () => give(true));
-    no.addEventListener("click", () => { more.hidden = false; comment.focus(); });
-    sendNo.addEventListener("click", () => give(false, comment.value.trim()));
-    comment.addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); give(false, comment.value.trim()); } });
+    const thanks = "Thank you: recorded with this answer.";
+    function sendComment() {
+      give(false, comment.value.trim(), thanks).then((recorded) => { if (recorded) more.hidden = true; });
+    }
+    yes.addEventListener("click", () => give(true, "", thanks).then((recorded) => { if (recorded) more.hidden = true; }));
+    no.addEventListener("click", () => {
+      const already = no.getAttribute("aria-pressed") === "true";  // voted No before: its comment stays until one is sent
+      more.hidden = false;
+      comment.focus();
+      if (!already) give(false, "", "Noted as not helpful. What was wrong? Send adds it to this feedback.");
+    });
+    sendNo.addEventListener("click", sendComment);
+    comment.addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); sendComment(); } });
     append(box, [yes, no, more, said]);
     return box;
   }
