@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from citewell.serve.server import MAX_CONNECTIONS
@@ -19,6 +20,7 @@ from tests.serving import CLEAN_EXIT, WRITE, Served
 IDLE_SECONDS = 1.0
 READ_SECONDS = 4.0
 PER_CLIENT = 6
+SHARE = 16  # connections one address may hold open, busy or not
 PUBLIC = "https://kb.example.org"
 
 # The server's deadlines are checked to the second and its replies under a flood to a fraction of
@@ -213,6 +215,54 @@ def test_a_request_under_way_is_not_closed_to_make_room(served):
         finally:
             for connection in held:
                 connection.close()
+
+
+def test_one_address_holding_upload_requests_gets_only_its_share_and_others_are_served(tmp_path):
+    """As many connections as the server takes, from one address, each sending an upload's head and
+    then nothing of its body: past its share the address is answered 503 at once, and a client at
+    another address is served while the held ones wait on their deadline (it got a 503 for 30 to
+    40 s). The deadline here is a minute, so the held requests are still under way throughout."""
+    server = Served(tmp_path / "home", env={"CITEWELL_READ_SECONDS": "60", "CITEWELL_CONNECTIONS_PER_CLIENT": str(SHARE)})
+    token = server.token("northpier", ["staff"])
+    head = (b"POST /uploads HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=zz\r\n"
+            b"Content-Length: 1000000\r\n\r\n--zz\r\n")
+    held: list[socket.socket] = []
+    try:
+        for _ in range(MAX_CONNECTIONS):
+            connection = socket.create_connection(("127.0.0.1", server.port), timeout=10, source_address=("127.0.0.3", 0))
+            held.append(connection)
+            try:
+                connection.sendall(head)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        for _ in range(3):  # each on a new connection, as a new client comes (not one kept alive from before)
+            started = time.monotonic()
+            reply = httpx.get(f"{server.url}/me", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+            took = time.monotonic() - started
+            assert reply.status_code == 200, reply.text
+            assert took < 5, took  # at once, not after the held requests' deadline
+        refused = [reply_of(connection, 5) for connection in held[SHARE:]]
+        assert [reply_of(connection, 0.05) for connection in held[:SHARE]] == [None] * SHARE  # its share: still waiting
+        assert all(r is not None and r.startswith(b"HTTP/1.1 503 ") for r in refused), {r[:40] if r else r for r in refused}
+        assert b'"ServiceUnavailable"' in refused[0]
+    finally:
+        for connection in held:
+            connection.close()
+        assert server.stop() in CLEAN_EXIT, server.log.read_text()
+
+
+def reply_of(connection: socket.socket, seconds: float = 2) -> bytes | None:
+    """What the server said on ``connection`` before closing it, or None while it still waits."""
+    said = b""
+    connection.settimeout(seconds)
+    try:
+        while chunk := connection.recv(65536):
+            said += chunk
+    except TimeoutError:
+        return said or None
+    except ConnectionResetError:
+        pass
+    return said
 
 
 # -- where the upload form points -------------------------------------------------------------------

@@ -112,6 +112,7 @@ class Settings(BaseSettings):
     read_seconds: Seconds = 30.0
     idle_seconds: Seconds = 5.0
     idle_per_client: int = Field(32, ge=1, le=1_000_000, description="a whole number from 1")
+    connections_per_client: int = Field(32, ge=1, le=1_000_000, description="a whole number from 1")
     upload_seconds: Seconds = 300.0
     grace_seconds: Seconds = 30.0
 

@@ -12,6 +12,11 @@ nothing made every other request a 503 until they timed out. :class:`GuardedProt
   opening or of its previous response, and one that sent nothing for ``idle_seconds``;
 - keeps at most ``idle_per_client`` connections of one client address waiting for a request
   (none under way), closing the one that has waited longest past that;
+- keeps at most ``per_client`` connections of one client address open, busy or not: past it the
+  address's longest waiting one is closed, and with none waiting the new connection is answered
+  503 at once. Idle limits alone left one address free to hold every slot with requests under
+  way (upload heads, then a body that never came), and every other client got a 503 until the
+  body's deadline;
 - and when every connection slot is taken, closes the connection that has waited longest for a
   request, so a new client is served unless every slot is busy with a request.
 """
@@ -53,6 +58,26 @@ class Waiting:
         return next(iter(among), None)
 
 
+class Holding:
+    """Every open connection by client address, busy or waiting: each address's share of the slots."""
+
+    def __init__(self) -> None:
+        self._by_client: dict[str, set[GuardedProtocol]] = {}
+
+    def add(self, connection: GuardedProtocol) -> None:
+        self._by_client.setdefault(connection.address, set()).add(connection)
+
+    def discard(self, connection: GuardedProtocol) -> None:
+        mine = self._by_client.get(connection.address)
+        if mine is not None:
+            mine.discard(connection)
+            if not mine:
+                del self._by_client[connection.address]
+
+    def count(self, address: str) -> int:
+        return len(self._by_client.get(address, ()))
+
+
 class HeadTooLarge(Exception):
     """Raised in the parser's callback to stop it: the head is answered with a 431."""
 
@@ -63,9 +88,12 @@ class GuardedProtocol(HttpToolsProtocol):
     header_seconds = 30.0
     idle_seconds = 5.0
     idle_per_client = 32
+    per_client = 32
+    refusal_linger_seconds = 1.0  # a refused connection is closed after this, so its client reads the 503 first
     max_headers = 100
     max_header_bytes = 32 * 1024
     waiting = Waiting()
+    holding = Holding()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -76,6 +104,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self._arrived = 0  # bytes received since the head began, whole or not
         self._head_bytes = self._head_lines = 0  # of the head's line and headers the parser has completed
         self._too_large = False
+        self._refused = False  # over its address's share: answered 503, its bytes ignored until it closes
 
     # -- waiting for a request ---------------------------------------------------------------
 
@@ -91,6 +120,33 @@ class GuardedProtocol(HttpToolsProtocol):
                 break
             oldest._close_waiting()
 
+    def _within_share(self) -> bool:
+        """Whether this new connection fits its address's share, once that address's longest
+        waiting connections are closed to make room; if not, it is answered 503 and closed."""
+        while self.holding.count(self.address) > self.per_client:
+            oldest = self.waiting.oldest(self.address)
+            if oldest is None:
+                self._refuse_over_share()
+                return False
+            oldest._close_waiting()
+        return True
+
+    def _refuse_over_share(self) -> None:
+        """A 503 in the API's error shape before any request is read, then the end of the stream;
+        the socket closes shortly after, so a client that already sent its request reads the 503
+        rather than a reset. The slot is given back now."""
+        self._refused = True
+        self.holding.discard(self)
+        self.connections.discard(self)
+        message = (f"this client address already holds {self.per_client} connections with requests under way; "
+                   "retry when one of them has finished")
+        body = json.dumps({"error": {"code": "ServiceUnavailable", "message": message}}).encode()
+        self.transport.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+                             b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(self.refusal_linger_seconds, self.transport.close)
+
     def _make_room(self) -> None:
         """Uvicorn answers 503 once its connections reach its limit: the longest waiting go first."""
         limit = self.limit_concurrency
@@ -102,6 +158,7 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def _close_waiting(self) -> None:
         self.waiting.discard(self)
+        self.holding.discard(self)
         self.connections.discard(self)  # its slot is free now, not when the loop reports it lost
         self._disarm()
         self.transport.close()
@@ -141,6 +198,7 @@ class GuardedProtocol(HttpToolsProtocol):
             self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
                                  b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
         self.waiting.discard(self)
+        self.holding.discard(self)
         self._disarm()
         self.transport.close()
 
@@ -155,16 +213,20 @@ class GuardedProtocol(HttpToolsProtocol):
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.address = self.client[0] if self.client else ""
+        self.holding.add(self)
+        if not self._within_share():
+            return
         self._make_room()
         self._wait()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.waiting.discard(self)
+        self.holding.discard(self)
         self._disarm()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self.transport.is_closing():
+        if self._refused or self.transport.is_closing():
             return
         if self._idle_timer is not None:
             self._idle_timer.cancel()

@@ -6,7 +6,7 @@ see docs/measurements.md), a sixth of what serving added to a 50k-chunk search.
 
 Uvicorn bounds neither a request's head nor what idle connections hold;
 :class:`~citewell.serve.connections.GuardedProtocol` does (the head's size, lines and deadline,
-idle connections per client address). Bodies have their own deadlines in the application.
+idle and open connections per client address). Bodies have their own deadlines in the application.
 SIGTERM (and Ctrl-C) stop accepting, let requests in flight finish within the grace period,
 then stop the ingest worker (see :mod:`citewell.serve.worker`).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import uvicorn
 
 from citewell.serve.app import Server
-from citewell.serve.connections import GuardedProtocol, Waiting
+from citewell.serve.connections import GuardedProtocol, Holding, Waiting
 from citewell.serve.settings import ServeSettings
 
 MAX_CONNECTIONS = 256  # beyond this, new requests get a 503 at once instead of queueing
@@ -44,8 +44,9 @@ def serve(home: Path, *, host: str = "127.0.0.1", port: int = 8000, demo: bool =
     server = Server(home, settings, origin(host, port, settings), demo=demo)
     protocol = type("Protocol", (GuardedProtocol,), {
         "header_seconds": settings.read_seconds, "idle_seconds": settings.idle_seconds,
-        "idle_per_client": settings.idle_per_client, "max_headers": settings.max_headers,
-        "max_header_bytes": settings.max_header_bytes, "waiting": Waiting()})
+        "idle_per_client": settings.idle_per_client, "per_client": settings.connections_per_client,
+        "max_headers": settings.max_headers, "max_header_bytes": settings.max_header_bytes,
+        "waiting": Waiting(), "holding": Holding()})
     config = uvicorn.Config(
         server.app(), host=host, port=port, http=protocol, loop="uvloop", lifespan="on", log_level=log_level,
         timeout_keep_alive=max(1, round(settings.idle_seconds)), timeout_graceful_shutdown=int(settings.grace_seconds) or 1,

@@ -23,6 +23,7 @@ class ServeSettings(ApiSettings):
     read_seconds: float = 30.0  # a request's headers, a JSON body, and an upload form's fields must arrive within this
     idle_seconds: float = 5.0  # a connection with no request under way (new, or kept alive) is closed after this
     idle_per_client: int = 32  # connections of one client address waiting for a request; past it the oldest is closed
+    connections_per_client: int = 32  # connections of one client address open, busy or not; past it a new one is a 503
     max_headers: int = 100  # header lines of one request; past them, or past max_header_bytes, a 431
     max_header_bytes: int = 32 * 1024  # a request's line and headers together
     upload_seconds: float = 300.0  # an upload's body must arrive within this
@@ -41,5 +42,6 @@ class ServeSettings(ApiSettings):
             jwt_issuer=found.jwt_issuer, jwt_audience=found.jwt_audience, jwks_url=found.jwt_jwks_url,
             public_key_file=found.jwt_public_key, public_url=found.public_url,
             read_seconds=found.read_seconds, idle_seconds=found.idle_seconds, idle_per_client=found.idle_per_client,
+            connections_per_client=found.connections_per_client,
             upload_seconds=found.upload_seconds, grace_seconds=found.grace_seconds,
         )
