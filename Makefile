@@ -1,4 +1,4 @@
-# citewell: the two set-up commands are `make demo` and `make test`.
+# citewell: the two set-up commands are `make demo` and `make test` (`make check` lints and type-checks).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +7,7 @@ DEMO := .demo
 CITEWELL := $(BIN)/citewell --home $(DEMO)/home
 DATA ?= ../shared/data
 
-.PHONY: demo demo-reset serve test browser screenshots eval bench bench-quick bench-test fuzz layer synth deploy bootstrap clean
+.PHONY: demo demo-reset serve check test browser screenshots eval bench bench-quick bench-test fuzz layer synth deploy bootstrap clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ PORT ?= 8000
 serve: $(VENV)/.local
 	@test -d $(DEMO)/home || { echo "no demo home yet: run make demo first"; exit 2; }
 	$(CITEWELL) serve --demo --port $(PORT)
+
+# Lint (ruff) the package, tests, benchmarks, infra and functions, and type-check (mypy) the package;
+# both read their settings from pyproject.toml. CI runs it before the tests.
+check: $(VENV)/.dev
+	$(BIN)/python -m ruff check shared/citewell tests benchmarks infra functions
+	$(BIN)/python -m mypy
 
 # The suite on every core (four workers at most), each test file on one worker so that its module
 # fixtures are built once; then, one at a time, the tests marked alone, whose assertions time the
