@@ -17,15 +17,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from benchmarks.homes import fresh_home
+from benchmarks.measure import emit, percentiles
 from citewell.answers.evaluation import AnswerCase, asker, evaluate
 from citewell.answers.evidence import DEFAULT_BUDGET_CHARS
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.services import Services
-
-from benchmarks.homes import fresh_home
-from benchmarks.measure import emit, percentiles
 
 
 def ingest_answerset(services: Services, folder: Path) -> None:

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import random
 
-from citewell.evaluation import EVAL_TENANT, ingest_corpus, load_qrels, load_queries
-from citewell.services import Services, open_local
-
 from benchmarks.cache import CachedEmbedder
 from benchmarks.homes import fresh_home
 from benchmarks.measure import emit, hybrid_figures, judged_arguments
+from citewell.evaluation import EVAL_TENANT, ingest_corpus, load_qrels, load_queries
+from citewell.services import Services, open_local
 
 
 def mark(services: Services, chosen: set[str]) -> int:

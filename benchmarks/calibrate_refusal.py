@@ -37,7 +37,13 @@ import numpy as np
 
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.generators.extractive import (
-    UnitEmbeddings, answer_features, best_and_rival, quoted_by, runner_up_of, runner_up_quote, score_support,
+    UnitEmbeddings,
+    answer_features,
+    best_and_rival,
+    quoted_by,
+    runner_up_of,
+    runner_up_quote,
+    score_support,
 )
 from citewell.answers.refusal import (
     ANSWER_FEATURES,
@@ -312,8 +318,8 @@ def realdocs_questions(services: Services, folder: Path) -> list[Question]:
     """A realdocs folder's questions (real files nobody here wrote; see ``benchmarks/realdocs``),
     every one fitted on: the held-out real documents are kept outside the project. Each is in
     one of two folds by the document it is about, so figures can be cross-validated."""
-    from citewell.answers.evaluation import load_cases
     from benchmarks.realdocs import ingest_realdocs
+    from citewell.answers.evaluation import load_cases
 
     failed = ingest_realdocs(services, folder)
     if failed:

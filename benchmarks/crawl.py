@@ -18,14 +18,13 @@ import json
 import time
 from pathlib import Path
 
+from benchmarks.homes import fresh_home
+from benchmarks.loopback_site import Site, generated, serving
 from citewell.fetch.client import Fetcher
 from citewell.fetch.guard import Guard
 from citewell.ingest.runner import StageClock, ingest
 from citewell.ingest.web import WebOptions, WebRun
 from citewell.services import Services
-
-from benchmarks.homes import fresh_home
-from benchmarks.loopback_site import Site, generated, serving
 
 TENANT = "bench"
 

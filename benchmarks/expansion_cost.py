@@ -17,12 +17,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from benchmarks.cache import CachedEmbedder
+from benchmarks.measure import emit, hybrid_figures, judged_arguments
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.evaluation import load_qrels, load_queries
 from citewell.services import open_local
-
-from benchmarks.cache import CachedEmbedder
-from benchmarks.measure import emit, hybrid_figures, judged_arguments
 
 
 def main() -> None:

@@ -20,14 +20,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.cache import CachedEmbedder
+from benchmarks.measure import emit
+from benchmarks.speed import timed
 from citewell.evaluation import EVAL_IDENTITY, EVAL_TENANT, load_qrels, load_queries
 from citewell.filters import SearchFilter
 from citewell.search import resolve_scope, search
 from citewell.services import open_local
-
-from benchmarks.cache import CachedEmbedder
-from benchmarks.measure import emit
-from benchmarks.speed import timed
 
 SAMPLE = SearchFilter(tags=frozenset({"sample"}))
 

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.services import open_local
-
 from benchmarks.homes import fresh_home, published
+from citewell.services import open_local
 
 BATCH = 20_000  # chunks per index write: each is one commit of the lexical index
 

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.cache import CachedEmbedder
 from citewell.evaluation import EVAL_TENANT
 from citewell.models import Chunk, Document
 from citewell.services import Services, open_local
-
-from benchmarks.cache import CachedEmbedder
 
 
 def fresh_home(home: Path, cache: Path | None = None) -> Services:

@@ -14,10 +14,9 @@ import argparse
 import time
 from pathlib import Path
 
-from citewell.evaluation import ingest_corpus, load_corpus
-
 from benchmarks.homes import fresh_home, published
 from benchmarks.measure import emit
+from citewell.evaluation import ingest_corpus, load_corpus
 
 
 def main() -> None:

@@ -24,11 +24,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from citewell.ingest.runner import StageClock, ingest
-from citewell.ingest.stages import IngestRequest
-
 from benchmarks.homes import fresh_home
 from benchmarks.measure import peak_rss_mb
+from citewell.ingest.runner import StageClock, ingest
+from citewell.ingest.stages import IngestRequest
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 

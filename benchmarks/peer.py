@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.homes import published
 from citewell.models import Chunk, Identity
 from citewell.ports import Embedder
 from citewell.services import Services
-
-from benchmarks.homes import published
 
 LANE_OUTPUTS = {"bm25": "bm25", "vector": "dense", "hybrid": "joiner"}
 

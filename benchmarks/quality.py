@@ -15,6 +15,9 @@ import argparse
 import time
 from pathlib import Path
 
+from benchmarks import peer
+from benchmarks.homes import fresh_home
+from benchmarks.measure import emit, percentiles
 from citewell.evaluation import (
     EVAL_IDENTITY,
     RUN_DEPTH,
@@ -28,10 +31,6 @@ from citewell.evaluation import (
     score,
 )
 from citewell.search import LANE_CHOICES
-
-from benchmarks import peer
-from benchmarks.homes import fresh_home
-from benchmarks.measure import emit, percentiles
 
 
 def sample(folder: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]], keep: int) -> tuple[dict[str, str], set[str]]:

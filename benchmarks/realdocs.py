@@ -83,7 +83,6 @@ def block(figures: dict[str, object], command: str, commit: str) -> str:
     from datetime import UTC, datetime
 
     from benchmarks.report import REALDOCS_END, REALDOCS_START
-
     from citewell.answers.refusal import shipped_model
 
     fitted = ("The shipped answer models were fitted on these questions too (`calibrate_refusal --realdocs`): held-out "
@@ -116,9 +115,9 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print every question with its answer or closest passage (stderr)")
     parser.add_argument("--out", type=Path, help="write the figures into this BENCHMARKS.md, between its realdocs markers")
     args = parser.parse_args()
-    from citewell.services import open_local
-
     import shutil
+
+    from citewell.services import open_local
 
     shutil.rmtree(args.home, ignore_errors=True)  # nothing of an earlier run's documents or answers stays
     services = open_local(args.home)

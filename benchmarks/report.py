@@ -9,9 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from citewell.local.clusters import IVF_MIN_ROWS
-
 from benchmarks import ROOT
+from citewell.local.clusters import IVF_MIN_ROWS
 
 HEADLINE_START = "<!-- bench:headline:start -->"
 HEADLINE_END = "<!-- bench:headline:end -->"

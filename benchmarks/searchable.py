@@ -26,12 +26,11 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.large_files import one_line, real_text
 from citewell.errors import CitewellError
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
 from citewell.services import open_local
-
-from benchmarks.large_files import one_line, real_text
 
 TENANT, ROLE = "bench", "staff"
 QUERY_WORDS = 40  # words of files not yet found, asked in one lexical query

@@ -25,12 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.cache import CachedEmbedder
+from benchmarks.measure import emit, percentiles
 from citewell.evaluation import EVAL_IDENTITY, load_qrels, load_queries
 from citewell.search import search
 from citewell.services import Services, open_local
-
-from benchmarks.cache import CachedEmbedder
-from benchmarks.measure import emit, percentiles
 
 
 def timed(queries: list[str], call: Callable[[str], object], warm: str | None = None,

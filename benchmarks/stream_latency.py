@@ -11,7 +11,6 @@ final event when there is none) and to the final event, and how many answers str
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys

@@ -32,8 +32,9 @@ import json
 import random
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

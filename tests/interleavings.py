@@ -54,6 +54,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import FUZZ_END, FUZZ_START
+from benchmarks.report import write_block as replace_block
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.service import ask, recorded_citations
 from citewell.answers.units import units_identity
@@ -62,6 +64,7 @@ from citewell.conversations import ask_in_conversation, give_feedback
 from citewell.deletion import delete_document
 from citewell.errors import CitewellError, Conflict, NotFound
 from citewell.ingest.orphans import adopt_orphans
+from citewell.ingest.runner import resume_vectors
 from citewell.ingest.stages import (
     IngestRequest,
     chunk_stage,
@@ -73,7 +76,6 @@ from citewell.ingest.stages import (
     release_embeddings,
     vector_stage,
 )
-from citewell.ingest.runner import resume_vectors
 from citewell.keys import STAGES, document_prefix, raw_key
 from citewell.leases import Lease, current
 from citewell.models import Document, DocumentStatus, Draft, EvidenceItem, Identity, Upload
@@ -81,9 +83,6 @@ from citewell.ports import Generator
 from citewell.records import current_upload, is_current
 from citewell.search import search
 from citewell.services import Services
-
-from benchmarks.report import FUZZ_END, FUZZ_START
-from benchmarks.report import write_block as replace_block
 from tests.residue import file_residue, sqlite_rows, tantivy_residue
 
 TENANTS = ("northpier", "bluefen")
@@ -998,7 +997,6 @@ def seeded_runs(target: int, first_seed: int, stride: int, steps: int, no_cloud:
     import traceback
 
     from citewell.embedders.minilm import MiniLMEmbedder
-
     from tests.conftest import make_services
 
     embedder = MiniLMEmbedder()

@@ -27,7 +27,6 @@ from citewell.keys import raw_key
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
 from citewell.services import open_local
-
 from tests.interleavings import IDENTITY_ROLES, ROLES, TOPICS, marker, text_of
 from tests.residue import file_residue, tantivy_residue
 

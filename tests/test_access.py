@@ -6,13 +6,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Identity
 from citewell.search import search
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from tests.conftest import make_services
 
 TENANTS = ["northpier", "bluefen", "kestrel"]

@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 
 import pytest
+
 from citewell.answers.evidence import gather_evidence, read_back
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
@@ -21,7 +22,6 @@ from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import AnswerRecord, Draft, Identity, Outcome, utcnow
 from citewell.search import search
-
 from tests import fake_model_service
 from tests.fake_model_service import Reply
 

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from benchmarks.answerset import build as answerset
 from citewell.parsers import parse
 

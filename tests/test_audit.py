@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+
 from citewell.answers.service import ask, cache_key
 from citewell.audit import audit
 from citewell.deletion import delete_document
@@ -14,7 +15,6 @@ from citewell.ingest.stages import IngestRequest, register
 from citewell.keys import parsed_key, raw_key
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
-
 from tests.test_deletion import NEEDLES, SECRET, traces
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

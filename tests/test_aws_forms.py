@@ -13,7 +13,16 @@ import json
 
 from citewell.aws.settings import services_from_env
 from tests.test_aws_chain import (  # noqa: F401
-    EVENTS, LambdaContext, api, aws, knn_proxy, load_handler, pump, resend, sqs_event, upload,
+    EVENTS,
+    LambdaContext,
+    api,
+    aws,
+    knn_proxy,
+    load_handler,
+    pump,
+    resend,
+    sqs_event,
+    upload,
 )
 
 BUCKET = "citewell-documents"

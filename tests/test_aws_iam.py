@@ -25,7 +25,18 @@ from benchmarks.loopback_site import Site, serving
 from benchmarks.loopback_site import page as web_page
 from tests.aws_roles import BUCKET, granted_actions, needs, refusals
 from tests.test_aws_chain import (  # noqa: F401
-    EVENTS, HANDBOOK, LambdaContext, api, aws, fetch_queued, knn_proxy, load_handler, pump, removal_event, resend, sqs_event,
+    EVENTS,
+    HANDBOOK,
+    LambdaContext,
+    api,
+    aws,
+    fetch_queued,
+    knn_proxy,
+    load_handler,
+    pump,
+    removal_event,
+    resend,
+    sqs_event,
     upload,
 )
 from tests.test_aws_textract import READ

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from citewell.chunking import Chunker, ChunkingConfig
 from citewell.models import BlockKind, Document
 from citewell.parsers.builder import TextBuilder
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 REVISION = "r1"
 DOC = Document(document_id="guide.md", tenant="northpier", allowed_roles=frozenset({"staff"}), title="Guide", source="test")

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from citewell.cli import main
 
+from citewell.cli import main
 from tests import files
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from citewell.cli import main
 from citewell.services import open_local
 

@@ -6,7 +6,9 @@ import argparse
 import json
 
 import pytest
+
 from citewell.cli import COMMANDS, _parser, main
+
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
     action = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))

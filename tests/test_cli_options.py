@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from citewell.cli import COMMANDS, main
 
+from citewell.cli import COMMANDS, main
 from tests.serving import WRITE, Served
 
 LEAVE = "# Staff handbook\n\n## Annual leave\n\nFull-time staff receive 27 days of paid annual leave per year.\n"

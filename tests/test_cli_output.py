@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from citewell.answers.verify import verify
 from citewell.models import Draft, EvidenceItem, EvidenceSpan
 from citewell.render import snippet, where

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opensearchpy import OpenSearch
+
 from citewell.aws.search_index import OpenSearchIndex, access_filter, lexical_body, vector_body
 from citewell.errors import EmbedderMismatch
 from citewell.local.index import SqliteSearchIndex
 from citewell.models import Chunk, Identity
-from opensearchpy import OpenSearch
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

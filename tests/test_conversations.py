@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+
 from citewell.answers.followups import standalone
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.answers.service import ask
@@ -17,7 +18,6 @@ from citewell.errors import NotFound
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Identity, Outcome, utcnow
-
 from tests import fake_model_service
 
 ANNA = Identity(tenant="northpier", roles=frozenset({"staff"}), subject="anna")

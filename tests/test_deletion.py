@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+
 from citewell.answers.service import ask, recorded_citations
 from citewell.deletion import STORES, delete_document, purge_revision
 from citewell.errors import NotFound
@@ -14,7 +15,6 @@ from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
-
 from tests.residue import tantivy_residue
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from citewell import errors
 from citewell.answers.units import RECORD
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers import parse
 from citewell.parsers.manpage import RECORD_WORDS
 from citewell.parsers.titles import usable
-
 from tests import files
 
 

@@ -8,23 +8,46 @@ import json
 import numpy as np
 import pytest
 
+from citewell.answers.evaluation import AnswerCase, judge, score
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.generators.extractive import ExtractiveGenerator
+from citewell.answers.generators.extractive import (
+    CANDIDATES,
+    ExtractiveGenerator,
+    UnitEmbeddings,
+    _blocking,
+    _holds_wanted,
+    _list_at,
+    _list_for,
+    _who_is,
+    answer_features,
+    direct_answer,
+    neighbour,
+    quoted_by,
+    score_support,
+)
 from citewell.answers.refusal import DEFAULT_UNCONFIRMED_THRESHOLD, UNIT_FEATURES, LogisticModel, RefusalModel, shipped_model
 from citewell.answers.service import ask
-from citewell.search import search
 from citewell.answers.units import (
-    DATE, NUMBER, Wants, companions, identifiers, missing_share, negates, parts, run_around, specific_terms, stems, units_of, wants,
-)
-from citewell.answers.generators.extractive import (
-    CANDIDATES, UnitEmbeddings, _holds_wanted, _blocking, _list_at, _list_for, _who_is, answer_features, direct_answer, neighbour, quoted_by, score_support,
+    DATE,
+    NUMBER,
+    Wants,
+    companions,
+    identifiers,
+    missing_share,
+    negates,
+    parts,
+    run_around,
+    specific_terms,
+    stems,
+    units_of,
+    wants,
 )
 from citewell.cli import main as cli
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.metadata import SqliteMetadataStore
-from citewell.answers.evaluation import AnswerCase, judge, score
 from citewell.models import Answer, Citation, EvidenceItem, EvidenceSpan, Identity, Outcome
+from citewell.search import search
 
 SUPPORT = Identity(tenant="northpier", roles=frozenset({"support"}))
 CODES = b"code,component,meaning,operator action\n" \

@@ -45,7 +45,7 @@ class Authority:
 
     @staticmethod
     def _builder(subject: x509.Name, issuer: x509.Name, public_key) -> x509.CertificateBuilder:
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
                 .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
                 .not_valid_after(now + datetime.timedelta(days=1)))

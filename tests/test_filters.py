@@ -5,7 +5,7 @@ only narrow what the caller may read."""
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 from pydantic import ValidationError
@@ -22,7 +22,7 @@ from tests.test_aws_chain import aws, knn_proxy  # noqa: F401
 from tests.test_contract_metadata import store  # noqa: F401
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))
-JAN, JUL = datetime(2026, 1, 1, tzinfo=timezone.utc), datetime(2026, 7, 1, tzinfo=timezone.utc)
+JAN, JUL = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 7, 1, tzinfo=UTC)
 
 
 def record(doc_id: str, tenant: str = "northpier", roles=("staff",), **described) -> Document:
@@ -173,8 +173,8 @@ def test_the_descriptive_fields_reach_the_record(corpus):
 def test_the_api_takes_descriptive_fields_and_filters_on_aws(aws, monkeypatch):  # noqa: F811
     """Through the real handlers on moto and osmem-server with the kNN stand-in: both lanes
     filtered inside OpenSearch's queries."""
-    from tests.test_aws_chain import HANDBOOK, api, post_upload, pump
     from tests.test_api_hardening import call, refused
+    from tests.test_aws_chain import HANDBOOK, api, post_upload, pump
 
     status, created = api("POST", "/documents", {"document_id": "policies/leave.md", "allowed_roles": ["staff"],
                                                  "filename": "leave.md", "tags": ["hr"], "locale": "en-GB",

@@ -15,6 +15,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+
 from citewell import errors
 from citewell.cli import main
 from citewell.models import BlockKind

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+
 from citewell.errors import EmbedderMismatch
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest, chunk_stage, embed_stage, parse_stage, publish_stage, register
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
-
 from tests.conftest import make_services
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

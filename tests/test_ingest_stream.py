@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from citewell.answers.service import ask
 from citewell.errors import CitewellError, EmbedderUnavailable
 from citewell.ingest.runner import ingest
@@ -28,7 +29,6 @@ from citewell.local.index import SqliteSearchIndex
 from citewell.models import Chunk, DocumentStatus, Identity
 from citewell.search import search
 from citewell.services import open_local
-
 from tests.conftest import make_services
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+
 from citewell.answers.service import ask, recorded_citations
 from citewell.audit import audit
 from citewell.cli import main as cli
@@ -23,7 +24,6 @@ from citewell.keys import raw_key
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
 from citewell.services import open_local
-
 from tests.test_deletion import traces
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
 from citewell import leases
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.answers.service import SOURCES_CHANGED, ask, recorded_citations
@@ -32,7 +33,6 @@ from citewell.keys import raw_key
 from citewell.models import Identity
 from citewell.search import search
 from citewell.services import open_local
-
 from tests.conftest import make_services
 from tests.fake_model_service import start
 from tests.residue import tantivy_residue

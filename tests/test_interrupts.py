@@ -18,6 +18,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
+
 from citewell import leases
 from citewell.deletion import compact, removing
 from citewell.ingest.runner import IngestInterrupted, ingest
@@ -26,7 +27,6 @@ from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.sqlite import compact_file
 from citewell.models import DocumentStatus
 from citewell.services import open_local
-
 from tests.conftest import make_services
 
 

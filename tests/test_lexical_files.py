@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from citewell.local.lexical import LAYOUT, LexicalRow, TantivyLexicon
-
 from tests.residue import tantivy_residue
 
 

@@ -12,12 +12,12 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.index import FLUSH_ROWS, SqliteSearchIndex
 from citewell.local.lexical import LAYOUT, analyse, term_counter, text_of
 from citewell.models import Chunk, Identity
-
 from tests.conftest import make_services
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+
 from citewell.local.index import SqliteSearchIndex
 from citewell.models import Chunk, Identity
 

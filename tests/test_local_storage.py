@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from citewell.errors import Busy, InvalidInput
-from citewell.settings import InvalidSetting
 from citewell.local.index import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.objects import FolderObjectStore
 from citewell.models import Chunk, Identity
-
+from citewell.settings import InvalidSetting
 from tests.conftest import moto_bucket
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"

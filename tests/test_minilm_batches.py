@@ -9,6 +9,7 @@ import random
 
 import numpy as np
 import pytest
+
 from citewell.answers.unit_encoder import UnitEncoder
 from citewell.embedders import minilm
 from citewell.embedders.minilm import MiniLMEmbedder, batches

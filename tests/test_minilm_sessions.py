@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from citewell.embedders.minilm import QUICK_CALLS, MiniLMEmbedder
 
 TEXTS = ["How many days of annual leave do I get?", "zorblatt",

@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import boto3
 import httpx
 import pytest
+
+from benchmarks import ROOT
+from benchmarks.model_generators import fault_outcomes
+from benchmarks.model_server import MODEL_NAME, serve
+from benchmarks.standin_model import Fault, StandInModel
 from citewell.answers.evaluation import AnswerCase, evaluate
 from citewell.answers.generators.bedrock import BedrockGenerator
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
@@ -21,11 +25,6 @@ from citewell.cli import main
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import EvidenceItem, EvidenceSpan, Identity
-
-from benchmarks import ROOT
-from benchmarks.model_generators import fault_outcomes
-from benchmarks.model_server import MODEL_NAME, serve
-from benchmarks.standin_model import Fault, StandInModel
 from tests import fake_model_service
 from tests.conftest import make_services
 from tests.fake_model_service import Reply

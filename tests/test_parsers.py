@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+
 from citewell import errors
 from citewell.models import BlockKind
 from citewell.parsers import parse
-
 from tests import files
 
 

@@ -12,10 +12,11 @@ import sysconfig
 import venv
 from pathlib import Path
 
-import citewell
 import numpy
 import pydantic
 import pytest
+
+import citewell
 
 CORE = ["pydantic", "pydantic_core", "pydantic_settings", "dotenv", "annotated_types", "typing_extensions.py", "typing_inspection",
         "numpy", "numpy.libs"]

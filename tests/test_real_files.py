@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+
 from citewell import errors
 from citewell.chunking import SENTENCE_WINDOW, Chunker, ChunkingConfig, sentence_spans
 from citewell.models import Document

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
+
 from citewell.embedders.remote import BedrockTitanEmbedder, OpenAICompatibleEmbedder
 from citewell.errors import EmbedderUnavailable
-
 from tests import fake_model_service
 from tests.fake_model_service import Reply
 

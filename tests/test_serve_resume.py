@@ -35,8 +35,8 @@ from citewell.models import Document, DocumentStatus
 from citewell.records import update_document
 from citewell.serve.worker import IngestWorker
 from tests.conftest import make_services
-from tests.test_deletion import traces
 from tests.serving import WRITE, Served
+from tests.test_deletion import traces
 
 MOORINGS = (b"# Mooring rules\n\n## Night berths\n\nNight berths at the east quay cost 14 euros a night and are booked at "
             b"the harbour master's window.\n")

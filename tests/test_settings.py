@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from citewell.settings import InvalidSetting, Settings, settings
 
 ROOT = Path(__file__).resolve().parents[1]

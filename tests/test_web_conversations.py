@@ -12,7 +12,19 @@ from typing import Any
 
 import pytest
 
-from tests.web_browser import assert_clean, ask, browser_paths, ingest, mint, screenshot, serving, sign_in, signed_out, start_browser, wait_for
+from tests.web_browser import (
+    ask,
+    assert_clean,
+    browser_paths,
+    ingest,
+    mint,
+    screenshot,
+    serving,
+    sign_in,
+    signed_out,
+    start_browser,
+    wait_for,
+)
 
 if isinstance(browser_paths(), str):
     pytest.skip(str(browser_paths()), allow_module_level=True)

@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from citewell.samples.writer import docx_bytes, pdf_bytes, xlsx_bytes
-
 from benchmarks.answerset import texts
+from citewell.samples.writer import docx_bytes, pdf_bytes, xlsx_bytes
 
 QUESTIONS = Path(__file__).with_name("questions.jsonl")
 SPLITS = ("tune", "held_out")

@@ -8,8 +8,8 @@ from pathlib import Path
 import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
-
 from layer import problems, unzipped_bytes
+
 from stacks.api import Api
 from stacks.config import ROOT, ConfigError, StackConfig
 from stacks.functions import Functions, retention

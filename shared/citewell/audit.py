@@ -51,8 +51,8 @@ from citewell.ingest.stages import (
 )
 from citewell.keys import STAGES, parse_key, raw_key
 from citewell.models import Document, DocumentStatus, ErrorInfo, Upload, descriptive, utcnow
-from citewell.records import is_current, update_document
 from citewell.ports import StagedIndex
+from citewell.records import is_current, update_document
 from citewell.services import Services
 
 logger = logging.getLogger(__name__)

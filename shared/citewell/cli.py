@@ -13,22 +13,30 @@ import argparse
 import json
 import os
 import sys
-from datetime import datetime, timezone
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from citewell import __version__
 from citewell.errors import CitewellError, InvalidInput, readable
 from citewell.interrupts import interrupt_behind
-from citewell.models import Descriptive, Identity, Outcome, descriptive, validate_document_id, validate_name, validate_question, validate_tenant
+from citewell.models import (
+    Descriptive,
+    Identity,
+    Outcome,
+    descriptive,
+    validate_document_id,
+    validate_name,
+    validate_question,
+    validate_tenant,
+)
 
 if TYPE_CHECKING:
     from datetime import date, datetime
 
-    from citewell.ingest.runner import IngestOutcome
-
     from citewell.filters import SearchFilter
+    from citewell.ingest.runner import IngestOutcome
     from citewell.services import Services
 
 DESCRIPTION = (
@@ -206,7 +214,7 @@ def _since(value: str) -> datetime:
         found = datetime.fromisoformat(value.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"--since takes an ISO date or time such as 2026-01-31 or 2026-01-31T09:00, not {value!r}") from None
-    return found if found.tzinfo else found.replace(tzinfo=timezone.utc)
+    return found if found.tzinfo else found.replace(tzinfo=UTC)
 
 
 def _question(value: str) -> str:
@@ -363,7 +371,7 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.fetch.urls import looks_like_url
-    from citewell.ingest.runner import IngestOutcome, ingest
+    from citewell.ingest.runner import ingest
     from citewell.ingest.stages import IngestRequest
     from citewell.ingest.walk import read_failure, shown, walk
     from citewell.progress import IngestDisplay

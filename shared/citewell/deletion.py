@@ -28,10 +28,10 @@ from citewell.errors import NotFound
 from citewell.interrupts import deferred
 from citewell.keys import STAGES, document_prefix, upload_keys
 from citewell.models import AnswerRecord, Citation, Conversation, Document, DocumentStatus, Upload, utcnow
-from citewell.records import update_conversation, update_document
-from citewell.settings import settings
-from citewell.services import Services
 from citewell.ports import MetadataStore
+from citewell.records import update_conversation, update_document
+from citewell.services import Services
+from citewell.settings import settings
 
 STORES = ("documents", "uploads", "raw_objects", "artifacts", "chunk_records", "index_chunks", "embeddings",
           "cached_answers", "citations", "conversations")

@@ -10,7 +10,7 @@ read, admits nothing more.
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from typing import TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
@@ -93,7 +93,7 @@ class SearchFilter(BaseModel):
         if self.locale and not locale_matches(self.locale, document.locale):
             return False
         if self.effective_on:
-            start = datetime.combine(self.effective_on, time(), tzinfo=timezone.utc)
+            start = datetime.combine(self.effective_on, time(), tzinfo=UTC)
             if document.effective_from and document.effective_from >= start + timedelta(days=1):
                 return False
             if document.effective_until and document.effective_until <= start:

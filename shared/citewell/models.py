@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from urllib.parse import quote
-from datetime import datetime, timedelta, timezone
-from enum import StrEnum
 from collections.abc import Sequence
-from typing import Any, Literal
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, field_serializer, field_validator, model_validator
 
@@ -20,7 +20,7 @@ _WEB_ID = re.compile(r"https?://[^/?#\s]+(?:[/?][^#\s]*)?")  # a web page's id: 
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def sha256_text(text: str) -> str:
@@ -206,7 +206,7 @@ def as_utc(value: datetime | None) -> datetime | None:
     """A moment in UTC (one without a zone is taken as UTC): stored times are compared as written."""
     if value is None:
         return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 class Descriptive(BaseModel):
@@ -570,6 +570,10 @@ class WithOutcome(BaseModel):
     """``refused`` and ``outcome`` agree. A record or draft written before outcomes existed
     carries only ``refused``: an answer was answered, a refusal quoted nothing, so not_found."""
 
+    if TYPE_CHECKING:  # each subclass declares both fields, in the place its JSON gives them
+        refused: bool
+        outcome: Outcome
+
     @model_validator(mode="before")
     @classmethod
     def _derived(cls, data: Any) -> Any:
@@ -579,7 +583,7 @@ class WithOutcome(BaseModel):
 
     @model_validator(mode="after")
     def _agree(self) -> WithOutcome:
-        if getattr(self, "refused") != (getattr(self, "outcome") is not Outcome.ANSWERED):
+        if self.refused != (self.outcome is not Outcome.ANSWERED):
             raise ValueError("refused must be true exactly when the outcome is not answered")
         return self
 

@@ -6,10 +6,9 @@ embedded adapter (``citewell.local``) and a cloud adapter.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np

@@ -20,7 +20,6 @@ from rich.text import Text
 from citewell.terminal import printable
 
 
-
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         """The reader went away: the process ends quietly, as it does for --json (``__main__``)."""

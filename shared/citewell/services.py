@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from citewell.chunking import Chunker, ChunkingConfig
-from citewell.settings import DEFAULT_MAX_BYTES, settings
 from citewell.ports import Completer, Embedder, MetadataStore, ObjectStore, OcrEngine, Reranker, SearchIndex
+from citewell.settings import DEFAULT_MAX_BYTES, settings
 
 
 @dataclass

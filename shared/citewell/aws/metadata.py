@@ -33,18 +33,30 @@ from __future__ import annotations
 
 import hashlib
 import time
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from citewell.errors import Conflict
-from citewell.leases import Lease
 from citewell.filters import SearchFilter, checked_scope
+from citewell.leases import Lease
+from citewell.models import (
+    AnswerRecord,
+    Chunk,
+    Conversation,
+    Document,
+    DocumentStatus,
+    Identity,
+    Removal,
+    Upload,
+    new_token,
+    sha256_text,
+    utcnow,
+)
 from citewell.ports import DocumentPage
-from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Identity, Removal, Upload, new_token, sha256_text, utcnow
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
 SORT_KEY_BYTES = 1024  # DynamoDB's limit; a partition key may take 2,048 (every other key here fits the longest ids)
@@ -697,7 +709,7 @@ class DynamoMetadataStore:
 
 def _stamp_of(at: datetime) -> str:
     """A time as a sort key orders it: UTC, fixed width, to the microsecond."""
-    return at.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    return at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
 def _stamp(conversation: Conversation) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from citewell.errors import NotFound
@@ -154,7 +154,7 @@ class S3ObjectStore:
     def temporaries(self, prefix: str = "") -> list[tuple[str, float]]:
         """``(key?uploadId=id, age in seconds)`` of each multipart upload under ``prefix`` that was
         never completed or aborted: a young one may belong to a live writer."""
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         found: list[tuple[str, float]] = []
         for page in self.client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket, Prefix=prefix):
             for upload in page.get("Uploads", []):

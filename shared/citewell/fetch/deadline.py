@@ -11,7 +11,7 @@ from __future__ import annotations
 import ssl
 import time
 import typing
-from collections.abc import Iterator, Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 

@@ -22,8 +22,8 @@ audit's to judge.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from citewell import leases

@@ -28,9 +28,8 @@ from typing import Literal, NoReturn, Protocol
 from pydantic import BaseModel, Field, ValidationError
 
 from citewell import leases
-from citewell.errors import Busy, CitewellError, EmbedderMismatch, Interrupted, InvalidInput, readable
 from citewell.deletion import compact, forget_vectors_left, unfinished_removals
-from citewell.interrupts import deferred, interrupt_behind
+from citewell.errors import Busy, CitewellError, EmbedderMismatch, Interrupted, InvalidInput, readable
 from citewell.ingest.stages import (
     EMBED_SLICE,
     IngestRequest,
@@ -43,6 +42,7 @@ from citewell.ingest.stages import (
     release_embeddings,
     vector_stage,
 )
+from citewell.interrupts import deferred, interrupt_behind
 from citewell.models import Chunk, DocumentStatus, ErrorInfo, Upload
 from citewell.ports import StagedIndex
 from citewell.services import Services

@@ -23,6 +23,8 @@ from pydantic import BaseModel
 
 from citewell import leases
 from citewell.errors import IngestError, InvalidInput, NotFound, PublishConflict, UploadMissing
+from citewell.ingest.registration import register_upload
+from citewell.interrupts import deferred
 from citewell.keys import STAGES, chunks_key, document_prefix, parse_key, parsed_key, raw_key, upload_keys
 from citewell.models import (
     Chunk,
@@ -36,8 +38,6 @@ from citewell.models import (
     descriptive,
     publication_revision,
 )
-from citewell.ingest.registration import register_upload
-from citewell.interrupts import deferred
 from citewell.parsers import PageProgress, parse
 from citewell.parsers.gzipped import inner_name
 from citewell.ports import StagedIndex

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from citewell.local.sqlite import Connection, PerThread, Transaction, compact_file, ensure_schema
-from citewell.leases import Lease
 from citewell.filters import SearchFilter, checked_scope
+from citewell.leases import Lease
+from citewell.local.sqlite import Connection, PerThread, Transaction, compact_file, ensure_schema
+from citewell.models import (
+    AnswerRecord,
+    Chunk,
+    Conversation,
+    Document,
+    DocumentStatus,
+    Identity,
+    Removal,
+    Upload,
+    new_token,
+    utcnow,
+)
 from citewell.ports import DocumentPage
-from citewell.models import AnswerRecord, Chunk, Conversation, Document, DocumentStatus, Identity, Removal, Upload, new_token, utcnow
 
 SCHEMA_VERSION = 2
 _SCHEMA = """
@@ -357,7 +368,7 @@ class SqliteMetadataStore:
 
     def conversations_idle_since(self, before: datetime) -> list[Conversation]:
         rows = self.conn.execute("SELECT record FROM conversations WHERE julianday(updated_at) < julianday(?)",
-                                 (before.astimezone(timezone.utc).isoformat(),))
+                                 (before.astimezone(UTC).isoformat(),))
         return [Conversation.model_validate_json(r[0]) for r in rows]
 
     def conversation_inventory(self) -> list[Conversation]:

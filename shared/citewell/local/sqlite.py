@@ -227,7 +227,7 @@ def _statements(script: str) -> Iterator[str]:
             pending = ""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _schema_objects(schema: str) -> frozenset[str]:
     """Names of every table, index and trigger the schema creates (FTS5 shadow tables included)."""
     scratch = sqlite3.connect(":memory:")

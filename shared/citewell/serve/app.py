@@ -38,6 +38,7 @@ from citewell.ingest.stages import record_failure
 from citewell.keys import parse_key
 from citewell.models import Upload
 from citewell.serve.events import stream_query, wants_events
+from citewell.serve.forms import TooSlow, read_form
 from citewell.serve.settings import ServeSettings
 from citewell.serve.tokens import (
     LOCAL_AUDIENCE,
@@ -50,7 +51,6 @@ from citewell.serve.tokens import (
     mint,
 )
 from citewell.serve.transport import LocalContext, build_event, response_parts
-from citewell.serve.forms import TooSlow, read_form
 from citewell.serve.uploads import UPLOAD_PATH, FormRefused, UploadSigner
 from citewell.serve.worker import IngestWorker
 from citewell.services import Services, open_local

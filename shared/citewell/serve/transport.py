@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+
 @dataclass(frozen=True)
 class LocalContext:
     """What a handler reads of a Lambda context: the request id it quotes in a 500."""

@@ -31,16 +31,16 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from citewell.deletion import compact, delete_document
 from citewell.api.routes import UPLOAD_URL_SECONDS
+from citewell.deletion import compact, delete_document
 from citewell.errors import CitewellError, IngestError, ServerStopped, UploadMissing
 from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.runner import IngestOutcome, Reporter, StageClock, VectorBacklog, carry, resume_vectors
 from citewell.ingest.stages import record_failure
-from citewell.leases import Lease
 from citewell.keys import raw_key
+from citewell.leases import Lease
 from citewell.models import Document, DocumentStatus, Upload
 from citewell.ports import StagedIndex
 from citewell.records import current_upload
@@ -144,7 +144,7 @@ class IngestWorker:
         a restart or the audit."""
         if self.lease is None:
             return
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         try:
             for document in self.services.metadata.all_documents():
                 if document.status is not DocumentStatus.PROCESSING or document.lease != self.lease:

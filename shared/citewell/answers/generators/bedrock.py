@@ -8,10 +8,16 @@ from functools import lru_cache
 from typing import Any
 
 from citewell.answers.drafts import DraftListener, listener
-from citewell.answers.prompt import REWRITE_PROMPT, SYSTEM_PROMPT, draft_from_reply, rewrite_prompt, rewritten_from_reply, user_prompt
+from citewell.answers.prompt import (
+    REWRITE_PROMPT,
+    SYSTEM_PROMPT,
+    draft_from_reply,
+    rewrite_prompt,
+    rewritten_from_reply,
+    user_prompt,
+)
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
-
 
 READ_TIMEOUT_S, CONNECT_TIMEOUT_S = 20, 3  # one attempt ends by 23 s, inside the API function's 30 s
 

@@ -26,35 +26,35 @@ import numpy as np
 
 from citewell.answers import conditions
 from citewell.answers.refusal import VERIFIED, LogisticModel, RefusalModel, coverage, reranked, shipped_model, term_weights
+from citewell.answers.unit_encoder import shipped_unit_encoder
 from citewell.answers.units import (
-    Support,
-    quotes_of,
     DATE,
     FILLABLE,
     MONEY,
     NUMBER,
-    names_a_sibling,
     PERSON,
     SERIES,
+    Support,
     Unit,
     Wants,
     asks_what_is_not,
     companions,
     completion,
+    field_names,
     final_ask,
     identifiers,
     missing_share,
+    names_a_sibling,
     negates,
     parts,
+    quotes_of,
     run_around,
     specific_terms,
-    field_names,
     stems,
     units_identity,
     units_of,
     wants,
 )
-from citewell.answers.unit_encoder import shipped_unit_encoder
 from citewell.answers.verifier import shipped_verifier, unit_passage
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem, Outcome, sha256_text

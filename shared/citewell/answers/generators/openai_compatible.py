@@ -8,8 +8,15 @@ from typing import Any
 
 import httpx
 
-from citewell.answers.prompt import REWRITE_PROMPT, SYSTEM_PROMPT, draft_from_reply, rewrite_prompt, rewritten_from_reply, user_prompt
 from citewell.answers.drafts import DraftListener, listener
+from citewell.answers.prompt import (
+    REWRITE_PROMPT,
+    SYSTEM_PROMPT,
+    draft_from_reply,
+    rewrite_prompt,
+    rewritten_from_reply,
+    user_prompt,
+)
 from citewell.errors import GeneratorUnavailable
 from citewell.models import Draft, EvidenceItem
 
