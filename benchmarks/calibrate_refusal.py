@@ -104,7 +104,7 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
         if support is not None:
             facts = [f.lower() for f in question.facts]
 
-            def holds(units: Sequence[Unit]) -> bool:
+            def holds(units: Sequence[Unit], question: Question = question, facts: list[str] = facts) -> bool:
                 text = " ".join(u.text for u in units).lower()
                 found = all if question.every_fact else any
                 return question.answerable and found(f in text for f in facts)

@@ -423,8 +423,6 @@ class Interleaver:
                                                         f"after it was deleted or replaced, and {len(left)} stay cached")
 
     def step(self, flight: InFlight) -> None:
-        services, upload = self.services, flight.upload
-        key = (upload.tenant, upload.document_id)
         if flight not in self.in_flight:
             return  # finished by an operation run inside this one
         self.running.append(flight)

@@ -115,7 +115,7 @@ def test_a_multi_page_tiff_goes_to_textract_one_frame_a_call_with_its_page_numbe
     for tiff in (intel, _big_endian(frames), big):  # both byte orders, and a BigTIFF
         sent.clear()
         progress = []
-        parsed = parse(tiff, "fax.tiff", ocr=TextractOcr(textract), progress=lambda *event: progress.append(event))
+        parsed = parse(tiff, "fax.tiff", ocr=TextractOcr(textract), progress=lambda *event, seen=progress: seen.append(event))
         assert len(sent) == 3
         for number, one in enumerate(sent):
             with Image.open(io.BytesIO(one)) as image:

@@ -59,8 +59,8 @@ def test_sentences_are_not_cut_when_they_fit(embedder):
         body = parsed.text[chunk.start : chunk.end].strip()
         if body == "Cranes":
             continue
-        assert body.endswith(".") or body.endswith("Cranes"), body
-        assert body.startswith("Sentence") or body.startswith("Cranes"), body
+        assert body.endswith((".", "Cranes")), body
+        assert body.startswith(("Sentence", "Cranes")), body
 
 
 def test_overlap_repeats_whole_sentences(embedder):

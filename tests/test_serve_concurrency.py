@@ -79,7 +79,7 @@ def test_the_embedded_stores_take_transactions_from_many_threads(tmp_path):
     def work(worker: int) -> None:
         document = documents[worker % len(documents)]
         for step in range(rounds):
-            update_document(metadata, "t", document.document_id, lambda d: d.model_copy(update={"title": f"{worker}-{step}"}))
+            update_document(metadata, "t", document.document_id, lambda d, step=step: d.model_copy(update={"title": f"{worker}-{step}"}))
             metadata.bump_epoch("t")
             chunk = Chunk(chunk_id=f"w{worker}#0#{step}", document_id=f"w{worker}", revision=f"r{step}", tenant="t",
                           allowed_roles=frozenset({"staff"}), title="t", heading_path=[], section_index=0, index=step,

@@ -88,10 +88,11 @@ class _Audit:
         self.uploads = {(u.tenant, u.document_id, u.upload_id): u for u in services.metadata.upload_inventory()}
 
     def found(self, kind: str, tenant: str, document_id: str, detail: str, fix: Callable[[], object] | None = None,
-              holds: Callable[[], bool] | None = None) -> None:
+              holds: Callable[..., bool] | None = None) -> None:
         """Record a finding; with --repair, fix it. ``holds`` checks it again against the records
         as they are now, first: a finding the inventories' snapshot made and a concurrent upload
-        has since undone is dropped. One failing repair never stops the audit."""
+        has since undone is dropped. One failing repair never stops the audit. ``holds`` is called
+        with no arguments (typed ``...`` for the lambdas that bind a loop's values as defaults)."""
         if holds is not None and not holds():
             return
         finding = Finding(kind=kind, tenant=tenant, document_id=document_id, detail=detail)
@@ -171,7 +172,7 @@ class _Audit:
                     "missing_revision", tenant, document_id,
                     f"active revision {revision[:12]} has {indexed} indexed chunks, the record says {document.chunk_count}",
                     partial(self._republish, document),
-                    lambda d=document: served() and self.services.index.count(d.tenant, d.document_id, revision) != d.chunk_count,
+                    lambda d=document, r=revision, s=served: s() and self.services.index.count(d.tenant, d.document_id, r) != d.chunk_count,
                 )
                 continue
             chunks = self.services.metadata.get_chunks(tenant, document_id, revision)
@@ -385,10 +386,11 @@ class _Audit:
         revisions = {r for _, _, r, _ in metadata.chunk_inventory()}
         for other, count in sorted(metadata.embedding_identities().items()):
             if other.startswith(units):
-                if other.removeprefix(units) not in revisions:
+                revision = other.removeprefix(units)
+                if revision not in revisions:
                     self.found("unused_embeddings", "", "", f"{count} cached unit embeddings of a revision no chunk has",
                                partial(metadata.delete_identity, other),
-                               lambda r=other.removeprefix(units): r not in {v for _, _, v, _ in metadata.chunk_inventory()})
+                               lambda r=revision: r not in {v for _, _, v, _ in metadata.chunk_inventory()})
             elif other != identity:
                 self.found("foreign_embeddings", "", "", f"{count} cached embeddings under {other}",
                            partial(metadata.delete_identity, other))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from citewell.errors import CitewellError, EmbedderSwitched, ExpansionUnavailable, RerankerUnavailable, RetrievalUnavailable
@@ -164,7 +165,8 @@ def _probe_lanes(
     embedder = services.embedder.identity
     if "bm25" in lanes:
         for n, probe in enumerate(probes.lexical, start=1):
-            found[f"bm25:{n}"] = _lanes(lambda: services.index.lanes(probe, None, embedder, identity, depth, scope)).get("bm25", [])
+            ranked = partial(services.index.lanes, probe, None, embedder, identity, depth, scope)
+            found[f"bm25:{n}"] = _lanes(ranked).get("bm25", [])
     if "vector" in lanes and probes.passage:
         try:
             passage = services.embedder.embed([probes.passage])[0]

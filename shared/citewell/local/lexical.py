@@ -97,7 +97,7 @@ def _martin(stemmer: Any, word: str, stem: str) -> str:
     "bli" (the paper's stemmer then changes nothing more). Checked against FTS5 on the 44,802
     words of the SciFact, Cranfield and SQuAD texts and the embedder's vocabulary: all agree
     but "eed", which FTS5 alone stems to "e"."""
-    if not (stem.endswith("logi") or stem.endswith("bli")) or word[len(stem) - 1 :] not in _STEP1_TO_I:
+    if not stem.endswith(("logi", "bli")) or word[len(stem) - 1 :] not in _STEP1_TO_I:
         return stem
     if not word.startswith(stem[:-1]):
         return stem

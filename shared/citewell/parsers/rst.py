@@ -234,7 +234,7 @@ def _rows(part: nodes.Element) -> list[list[str]]:
         entries = [e for e in row.children if isinstance(e, nodes.entry)]
         column = 0
 
-        def fill_spanned() -> None:
+        def fill_spanned(cells: list[str]) -> None:
             nonlocal column
             while column in below:
                 left, text = below[column]
@@ -246,14 +246,14 @@ def _rows(part: nodes.Element) -> list[list[str]]:
                 column += 1
 
         for entry in entries:
-            fill_spanned()
+            fill_spanned(cells)
             text = _text(entry)
             for _ in range(int(entry.get("morecols", 0)) + 1):
                 if int(entry.get("morerows", 0)):
                     below[column] = (int(entry["morerows"]), text)
                 cells.append(text)
                 column += 1
-        fill_spanned()
+        fill_spanned(cells)
         grid.append(cells)
     return grid
 

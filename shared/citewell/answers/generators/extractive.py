@@ -549,8 +549,11 @@ def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[Evid
     return chosen, every
 
 
+ANSWERS_PACKAGE = Path(__file__).resolve().parents[1]
+
+
 @functools.cache
-def answering_code(package: Path = Path(__file__).resolve().parents[1]) -> str:
+def answering_code(package: Path = ANSWERS_PACKAGE) -> str:
     """A digest of the answering package's source: an upgrade that changes how answers are made
     must not serve answers cached before it, even with the same fitted model."""
     digest = hashlib.sha256()
