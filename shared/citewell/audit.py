@@ -141,12 +141,14 @@ class _Audit:
                 document = self.documents.get((tenant, document_id))
                 why = "the document has no record" if document is None else "it is not the active revision"
                 self.found(
-                    "orphan_index_chunks", tenant, document_id, f"{count} chunks of revision {revision[:12]} are indexed but {why}",
+                    "orphan_index_chunks", tenant, document_id,
+                    f"{count} chunks of revision {revision[:12]} are indexed but {why}",
                     partial(self._remove_rows, tenant, document_id, revision), self.unserved(tenant, document_id, revision),
                 )
         identity = self.services.index.embedder_identity()
         if identity is not None and identity != self.services.embedder.identity:
-            self.found("embedder_mismatch", "", "", f"the index holds {identity} vectors; the embedder is {self.services.embedder.identity}")
+            self.found("embedder_mismatch", "", "",
+                       f"the index holds {identity} vectors; the embedder is {self.services.embedder.identity}")
         return inventory
 
     def _remove_rows(self, tenant: str, document_id: str, revision: str) -> None:
@@ -172,7 +174,8 @@ class _Audit:
                     "missing_revision", tenant, document_id,
                     f"active revision {revision[:12]} has {indexed} indexed chunks, the record says {document.chunk_count}",
                     partial(self._republish, document),
-                    lambda d=document, r=revision, s=served: s() and self.services.index.count(d.tenant, d.document_id, r) != d.chunk_count,
+                    lambda d=document, r=revision, s=served:
+                        s() and self.services.index.count(d.tenant, d.document_id, r) != d.chunk_count,
                 )
                 continue
             chunks = self.services.metadata.get_chunks(tenant, document_id, revision)
@@ -286,7 +289,9 @@ class _Audit:
 
         def fail(d: Document) -> Document | None:
             same = d.version == document.version  # nothing moved it on since the audit judged it stuck
-            return d.model_copy(update={"status": DocumentStatus.FAILED, "error": info}) if same and d.status is DocumentStatus.PROCESSING else None
+            if not same or d.status is not DocumentStatus.PROCESSING:
+                return None
+            return d.model_copy(update={"status": DocumentStatus.FAILED, "error": info})
 
         if update_document(self.services.metadata, document.tenant, document.document_id, fail) is None:
             raise CitewellError(f"{document.document_id!r} moved on while the audit ran; the next audit looks again")
@@ -306,7 +311,10 @@ class _Audit:
         for (tenant, document_id, upload_id), upload in sorted(self.uploads.items()):
             if not self.dead_upload(self.documents.get((tenant, document_id)), upload):
                 continue
-            why = "its document has no record" if (tenant, document_id) not in self.documents else "a newer upload or a delete came first"
+            if (tenant, document_id) not in self.documents:
+                why = "its document has no record"
+            else:
+                why = "a newer upload or a delete came first"
             self.found("orphan_upload", tenant, document_id, f"upload {upload_id[:12]} will never be published: {why}",
                        partial(abandon, self.services, upload),
                        lambda u=upload: self.dead_upload(self.now(u.tenant, u.document_id), u))
@@ -315,7 +323,8 @@ class _Audit:
         for tenant, document_id, revision, count in sorted(self.services.metadata.chunk_inventory()):
             if not self.expected(tenant, document_id, revision):
                 self.found(
-                    "orphan_chunk_records", tenant, document_id, f"{count} chunk records of revision {revision[:12]} are not served",
+                    "orphan_chunk_records", tenant, document_id,
+                    f"{count} chunk records of revision {revision[:12]} are not served",
                     partial(purge_revision, self.services, tenant, document_id, revision, Counter()),
                     self.unserved(tenant, document_id, revision),
                 )
@@ -327,9 +336,11 @@ class _Audit:
                 try:
                     _, tenant, document_id, upload_id = parse_key(key)
                 except InvalidInput:
-                    self.found("foreign_object", "", "", f"{key} is not a citewell object key; remove it by hand if it is not yours")
+                    self.found("foreign_object", "", "",
+                               f"{key} is not a citewell object key; remove it by hand if it is not yours")
                     continue
-                if self.kept(self.documents.get((tenant, document_id)), self.uploads.get((tenant, document_id, upload_id)), upload_id):
+                upload = self.uploads.get((tenant, document_id, upload_id))
+                if self.kept(self.documents.get((tenant, document_id)), upload, upload_id):
                     continue
                 self.found("orphan_object", tenant, document_id, f"{key} belongs to no served or current upload",
                            partial(objects.delete, key),
@@ -433,7 +444,8 @@ class _Audit:
                 listed[owner] = {c.conversation_id for c in metadata.conversations_of(*owner, limit=1_000_000)}
             if conversation.conversation_id not in listed[owner]:  # written before its lookup keys were kept
                 self.found("unlisted_conversation", conversation.tenant, "",
-                           f"conversation {conversation.conversation_id} is missing from its owner's history and the expiry sweep",
+                           f"conversation {conversation.conversation_id} is missing from its owner's history "
+                           "and the expiry sweep",
                            partial(update_conversation, metadata, conversation, lambda c: c))
             for turn in conversation.turns:
                 if turn.withdrawn:

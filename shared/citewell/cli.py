@@ -100,7 +100,8 @@ def _moment(value: str) -> datetime:
     try:
         return datetime.fromisoformat(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a date or time is written YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][+HH:MM], not {value!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"a date or time is written YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][+HH:MM], not {value!r}") from None
 
 
 def query_filter(args: argparse.Namespace) -> SearchFilter | None:
@@ -124,7 +125,8 @@ def _filter_flags(p: argparse.ArgumentParser) -> None:
     group.add_argument("--source", help="only documents from exactly this source")
     group.add_argument("--tag", action="append", metavar="TAG", help="only documents carrying this tag (repeatable: all of them)")
     group.add_argument("--locale", help="only documents in this language (en also takes en-GB)")
-    group.add_argument("--effective-on", type=_date, metavar="DATE", help="only documents in effect on this day (YYYY-MM-DD, UTC)")
+    group.add_argument("--effective-on", type=_date, metavar="DATE",
+                       help="only documents in effect on this day (YYYY-MM-DD, UTC)")
 
 
 def _k(value: str) -> int:
@@ -206,14 +208,16 @@ def _conversation(value: str) -> str:
     try:
         return validate_token(value.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--conversation takes the conversation id an ask printed (32 hex digits), not {value!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--conversation takes the conversation id an ask printed (32 hex digits), not {value!r}") from None
 
 
 def _since(value: str) -> datetime:
     try:
         found = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--since takes an ISO date or time such as 2026-01-31 or 2026-01-31T09:00, not {value!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--since takes an ISO date or time such as 2026-01-31 or 2026-01-31T09:00, not {value!r}") from None
     return found if found.tzinfo else found.replace(tzinfo=UTC)
 
 
@@ -353,7 +357,8 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, metavar="FILE",
                    help="write the ID token to FILE, readable by this user only, instead of printing it")
 
-    p = sub.add_parser("read", parents=[common], help="a document's current text, whole or one section, within the evidence budget")
+    p = sub.add_parser("read", parents=[common],
+                       help="a document's current text, whole or one section, within the evidence budget")
     p.add_argument("document_id", type=_document_id, help="the document's id, as ingest and docs print it")
     p.add_argument("--tenant", required=True, type=_tenant, help=TENANT_HELP)
     p.add_argument("--roles", required=True, type=_roles, help=ROLES_HELP)
@@ -365,7 +370,8 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("eval", parents=[common], help="retrieval quality on a BEIR-layout folder")
     p.add_argument("dataset", type=Path, help="a folder with corpus.jsonl[.gz], queries.jsonl and qrels/SPLIT.tsv")
     p.add_argument("--split", default="test", help="which qrels/SPLIT.tsv judges the run (default: test)")
-    p.add_argument("--lanes", type=_lanes, default=LANE_NAMES, help=f"{LANES_HELP}; each is scored on its own (default: all three)")
+    p.add_argument("--lanes", type=_lanes, default=LANE_NAMES,
+                   help=f"{LANES_HELP}; each is scored on its own (default: all three)")
     return parser
 
 
@@ -601,7 +607,8 @@ def cmd_citations(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.service import recorded_citations
     from citewell.services import open_local
 
-    record = recorded_citations(open_local(args.home, existing=True), Identity(tenant=args.tenant, roles=args.roles), args.answer_id)
+    identity = Identity(tenant=args.tenant, roles=args.roles)
+    record = recorded_citations(open_local(args.home, existing=True), identity, args.answer_id)
     return record.model_dump(mode="json"), EXIT_OK
 
 
@@ -769,9 +776,9 @@ def _show_login(payload: dict[str, Any]) -> None:
 
 
 COMMANDS = {
-    "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "feedback": cmd_feedback, "eval-answers": cmd_eval_answers, "citations": cmd_citations,
-    "delete": cmd_delete, "audit": cmd_audit, "read": cmd_read, "docs": cmd_docs, "eval": cmd_eval, "serve": cmd_serve, "token": cmd_token,
-    "login": cmd_login,
+    "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "feedback": cmd_feedback, "eval-answers": cmd_eval_answers,
+    "citations": cmd_citations, "delete": cmd_delete, "audit": cmd_audit, "read": cmd_read, "docs": cmd_docs, "eval": cmd_eval,
+    "serve": cmd_serve, "token": cmd_token, "login": cmd_login,
 }
 
 

@@ -165,7 +165,9 @@ def finish_purges(services: Services, tenant: str, document_id: str, revisions: 
 
 def _older_than_served(services: Services, document: Document) -> tuple[list[str], list[Upload]]:
     """The objects and intents of uploads registered before the served one: none can be current again."""
-    served = document.active_upload and services.metadata.get_upload(document.tenant, document.document_id, document.active_upload)
+    if not document.active_upload:
+        return [], []
+    served = services.metadata.get_upload(document.tenant, document.document_id, document.active_upload)
     if not served:
         return [], []
     uploads = [u for u in services.metadata.list_uploads(document.tenant, document.document_id) if u.seq < served.seq]
@@ -197,7 +199,8 @@ def forget_vectors_left(services: Services) -> int:
 def expire_conversations(services: Services, now: datetime | None = None) -> int:
     """Remove the conversations past ``CITEWELL_CONVERSATION_DAYS``, bytes and all; how many went."""
     days = settings().conversation_days
-    old = [c for c in services.metadata.conversations_idle_since((now or utcnow()) - timedelta(days=days)) if c.expired(days, now)]
+    idle = services.metadata.conversations_idle_since((now or utcnow()) - timedelta(days=days))
+    old = [c for c in idle if c.expired(days, now)]
     if not old:
         return 0
     with removing(services):

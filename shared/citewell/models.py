@@ -449,10 +449,11 @@ class LaneRanks(BaseModel):
 
 
 class SearchHit(BaseModel):
-    """``score`` is the fused rank score (1.1 times for an authoritative document); ``similarity`` the vector lane's cosine, when it ranked
-    the chunk. ``weak``: only the vector lane found it, at a similarity that relevant passages
-    seldom have (:data:`citewell.search.WEAK_SIMILARITY`): near in meaning, and not holding
-    the words asked for, so not evidence that they are in the documents."""
+    """``score`` is the fused rank score (1.1 times for an authoritative document); ``similarity``
+    the vector lane's cosine, when it ranked the chunk. ``weak``: only the vector lane found it,
+    at a similarity that relevant passages seldom have (:data:`citewell.search.WEAK_SIMILARITY`):
+    near in meaning, and not holding the words asked for, so not evidence that they are in the
+    documents."""
 
     rank: int
     chunk_id: str

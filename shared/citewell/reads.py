@@ -103,7 +103,9 @@ def snapshot(document: Document, chunks: list[Chunk], budget: int, section: str 
                     section=chosen, sections=[chosen] if chosen else listed, text=text, chars=len(text), budget=budget)
 
 
-def widened(services: Services, identity: Identity, evidence: Sequence[EvidenceItem], budget: int) -> tuple[list[EvidenceItem], Scope | None]:
+def widened(
+    services: Services, identity: Identity, evidence: Sequence[EvidenceItem], budget: int,
+) -> tuple[list[EvidenceItem], Scope | None]:
     """The evidence with its best passage's document read whole in place of its passages, or,
     when that is over ``budget``, the one section that passage lies in; the other documents'
     passages follow, as many as still fit (in rank order). Evidence that all comes from one

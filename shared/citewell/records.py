@@ -34,8 +34,9 @@ def update_document(
     raise Busy(f"the record of {document_id!r} kept changing under {ATTEMPTS} attempts; try again")
 
 
-def update_conversation(metadata: MetadataStore, conversation: Conversation, change: Callable[[Conversation], Conversation | None],
-            ) -> Conversation | None:
+def update_conversation(
+    metadata: MetadataStore, conversation: Conversation, change: Callable[[Conversation], Conversation | None],
+) -> Conversation | None:
     """``change`` applied to a conversation with a compare-and-set, read again and retried when another writer won."""
     current: Conversation | None = conversation
     for _ in range(ATTEMPTS):

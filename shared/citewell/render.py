@@ -197,13 +197,15 @@ def _answer(payload: dict[str, Any], command: str) -> None:
         _wrapped(f"{payload['created_at']}  question: {payload['question']}", 0, "dim")
     outcome = payload["outcome"]
     if payload.get("source_deleted"):
-        console.print("This answer was withdrawn: a source it rested on has been deleted or replaced by a newer revision; ask again.")
+        console.print("This answer was withdrawn: a source it rested on has been deleted or replaced by a newer revision; "
+                      "ask again.")
     elif outcome == "answered":
         _wrapped(payload["answer"], 0)
     elif outcome == "clarify":  # more conditions than an answer lists: which one, named in a follow-up
         _wrapped(payload["answer"], 0, "bold")
         if payload.get("conversation_id") and command == "ask":
-            _wrapped(f"Name one to get its answer: citewell ask --conversation {payload['conversation_id']} \"for ...\"", 0, "dim")
+            asking = f"citewell ask --conversation {payload['conversation_id']} \"for ...\""
+            _wrapped(f"Name one to get its answer: {asking}", 0, "dim")
     elif outcome == "not_found":
         console.print("Nothing in the documents you can read is about this.")
         _operator_note(payload)
@@ -239,7 +241,8 @@ def _feedback(payload: dict[str, Any]) -> None:
         _sources(item["citations"])
         _id_line(("answer id ", "dim"), item["answer_id"])
     if exported := payload.get("exported"):
-        console.print(f"\nwrote {exported['questions']} questions to {exported['file']}: label must_contain (or refuse), then run eval-answers")
+        console.print(f"\nwrote {exported['questions']} questions to {exported['file']}: "
+                      "label must_contain (or refuse), then run eval-answers")
 
 
 def _eval_answers(payload: dict[str, Any]) -> None:
@@ -253,7 +256,8 @@ def _eval_answers(payload: dict[str, Any]) -> None:
                      "not found", "fact shown", "must refuse: answered", "unconfirmed", "not found", title="outcomes")
     for name, s in [*payload["by_category"].items(), ("all", payload["overall"])]:
         a, r = s["answerable_outcomes"], s["must_refuse_outcomes"]
-        counts = [a["answered_right"], a["answered_wrong"], a["unconfirmed_with_fact"], a["unconfirmed_without_fact"], a["not_found"]]
+        counts = [a["answered_right"], a["answered_wrong"], a["unconfirmed_with_fact"], a["unconfirmed_without_fact"],
+                  a["not_found"]]
         shown = "-" if s["fact_shown"] is None else f"{s['fact_shown']:.3f}"
         outcomes.add_row(Text(name), *map(str, counts), shown, str(r["answered"]), str(r["unconfirmed"]), str(r["not_found"]))
     console.print(outcomes)

@@ -174,7 +174,8 @@ def _probe_lanes(
             degraded.append(f"the expansion's passage was not searched ({error.code})")
             return found
         try:
-            found["vector:passage"] = _lanes(lambda: services.index.lanes(None, passage, embedder, identity, depth, scope)).get("vector", [])
+            ranked = partial(services.index.lanes, None, passage, embedder, identity, depth, scope)
+            found["vector:passage"] = _lanes(ranked).get("vector", [])
         except EmbedderSwitched:
             pass  # the question's vector lane was refused alike, and degraded says so
     return found

@@ -72,8 +72,8 @@ class Settings(BaseSettings):
     generator: Literal["extractive", "openai", "bedrock"] = Field(
         "extractive", description="extractive, openai or bedrock")
     generator_timeout: float = Field(30.0, gt=0, le=600, description="a number of seconds above 0, at most 600")
-    conversation_days: float = Field(30.0, gt=0, le=3650,
-                                     description="a number of days above 0, at most 3650 (how long a conversation's turns are kept)")
+    conversation_days: float = Field(
+        30.0, gt=0, le=3650, description="a number of days above 0, at most 3650 (how long a conversation's turns are kept)")
     evidence_chars: int = Field(DEFAULT_BUDGET_CHARS, ge=500, le=1_000_000,
                                 description="a whole number of characters from 500")
     openai_base_url: str | None = Field(None, description="an http(s) URL")

@@ -33,7 +33,8 @@ _OPENS_WITH_CONDITION = re.compile(rf"^\s*(?:{_PREPOSITIONS})\b", re.I)
 _PER = re.compile(r"\s+per\s+[a-z]+\b", re.I)  # "95 pounds per night": the rate is the value
 _LABELLED = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])?\s*(?P<label>[^:;\n]{1,60}?)\s*[:–—]\s+(?P<rest>\S.*)$", re.S)
 # "outside London", "except in Lyon": the question names the case that London is not.
-_OTHER_THAN = re.compile(r"\b(?:outside|except|other than|not in|apart from|elsewhere than)\s+(?:of\s+)?(?:the\s+)?(?P<what>[\w'’-]+)", re.I)
+_OTHER_THAN = re.compile(r"\b(?:outside|except|other than|not in|apart from|elsewhere than)"
+                         r"\s+(?:of\s+)?(?:the\s+)?(?P<what>[\w'’-]+)", re.I)
 
 
 @dataclass(frozen=True)

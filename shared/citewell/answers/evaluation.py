@@ -262,7 +262,9 @@ def evaluate(cases: Iterable[AnswerCase], ask: Callable[[AnswerCase], Answer], g
 
 
 
-def asker(services: Services, cases: Sequence[AnswerCase], generator: Generator, budget_chars: int) -> Callable[[AnswerCase], Answer]:
+def asker(
+    services: Services, cases: Sequence[AnswerCase], generator: Generator, budget_chars: int,
+) -> Callable[[AnswerCase], Answer]:
     """How ``evaluate`` asks: a first question alone; a follow-up in a conversation begun with
     the question it follows, as its caller (their own subject per case, so no two share one)."""
     from citewell.answers.service import ask

@@ -62,8 +62,9 @@ def _stitch(services: Services, identity: Identity, current: list[tuple[Document
         frontier = [(c, r) for c, r in frontier if c.continues]
         if not frontier:
             break
-        found = services.metadata.get_chunks_by_id(identity.tenant, [(c.document_id, c.revision, _next_id(c)) for c, _ in frontier])
-        frontier = [(found[(c.document_id, c.revision, _next_id(c))], r) for c, r in frontier if (c.document_id, c.revision, _next_id(c)) in found]
+        wanted = [(c.document_id, c.revision, _next_id(c)) for c, _ in frontier]
+        found = services.metadata.get_chunks_by_id(identity.tenant, wanted)
+        frontier = [(found[key], r) for key, (_, r) in zip(wanted, frontier) if key in found]
         for chunk, rank in frontier:
             members_by_revision[(chunk.document_id, chunk.revision)].append((chunk, rank))
     stitched: list[_Group] = []

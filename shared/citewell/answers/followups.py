@@ -23,7 +23,8 @@ _LEAD = re.compile(r"^\s*(?:and|also)\b", re.I)
 _ABOUT = re.compile(r"^\s*(?:(?:and|but|also|so)\b[\s,]*)?(?:what|how)\s+about\s+", re.I)
 _PREPOSITION = re.compile(rf"^(?P<prep>{_PREPOSITIONS})\s+(?P<object>.+)$", re.I)
 _WORD = re.compile(r"[\w'’-]+")
-_ASKING = re.compile(r"^\s*(?:who|whom|whose|what|when|where|which|why|how|is|are|do|does|did|can|could|should|must|may|will)\b", re.I)
+_ASKING = re.compile(r"^\s*(?:who|whom|whose|what|when|where|which|why|how|"
+                     r"is|are|do|does|did|can|could|should|must|may|will)\b", re.I)
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _MAX_CONDITION_WORDS = 6  # longer than this, "and ..." is a question of its own
 

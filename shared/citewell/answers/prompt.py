@@ -49,8 +49,8 @@ def user_prompt(question: str, evidence: Sequence[EvidenceItem]) -> str:
 _QUOTE_THEN_REF = re.compile(r'["“]([^"“”\n]+)["”]\s*\[(S\d+)\]')
 
 
-_CONDITION_LINE = re.compile(r'^\s*[-*•]\s*(?P<condition>[^:\n"“\[]{1,80}?)\s*:\s*["“](?P<quote>[^"“”\n]+)["”]\s*\[(?P<ref>S\d+)\]\s*$',
-                             re.M)
+_CONDITION_LINE = re.compile(r'^\s*[-*•]\s*(?P<condition>[^:\n"“\[]{1,80}?)\s*:\s*'
+                             r'["“](?P<quote>[^"“”\n]+)["”]\s*\[(?P<ref>S\d+)\]\s*$', re.M)
 _ASKED_LINE = re.compile(r"^\s*[-*•]\s*(?P<condition>[^:\n\[]{1,80}?)\s*\[(?P<ref>S\d+)\]\s*$", re.M)
 
 

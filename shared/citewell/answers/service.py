@@ -126,7 +126,8 @@ def _attempt(
     degraded = list(result.degraded)
     evidence = gather_evidence(services, identity, result.hits, budget_chars=budget_chars, max_items=CANDIDATES)
     read = None
-    if evidence and generator.name != extractive.name:  # a model reads a whole document best; the extractive answerer scores sentences
+    # a model reads a whole document best; the extractive answerer scores sentences
+    if evidence and generator.name != extractive.name:
         evidence, read = widened(services, identity, evidence, budget_chars)
     verdict, used = _verdict(question, evidence, generator, extractive, degraded) if evidence else (Verdict(None), generator)
     text, citations = verdict.answer, verdict.citations

@@ -4,8 +4,8 @@ all-MiniLM-L6-v2 embeds what a text is about; the answerer needs the sentence th
 question among several about the same thing. ``unit_encoder.onnx`` is that model tuned for it
 (``python -m benchmarks.train_unit_encoder``: question and answering unit against the units
 ranked next to it, on SQuAD 2.0's fitting articles and the answer set's tune split; its weights
-int8 as the packaged MiniLM's are, the same tokenizer and pooling). It reads only the answerer's units and questions: the index keeps
-its own embedder. Where the file or onnxruntime is missing, units are scored with the index's
+int8 as the packaged MiniLM's are, the same tokenizer and pooling). It reads only the answerer's
+units and questions: the index keeps its own embedder. Where the file or onnxruntime is missing, units are scored with the index's
 embedder, as before.
 """
 

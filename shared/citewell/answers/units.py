@@ -93,7 +93,8 @@ _WANTS = {
     # "In which months are reviews done?" asks for a time as much as "when" does.
     # A "when" that sets up the ask ("When writing a custom function, what prefix ...?", "When gzip
     # is found, what command ...?") asks for no time.
-    Wants.DATE: re.compile(r"^\W*when\b(?!\s+\w+ing\b)(?![^,?]*,\s*(?:what|which|who|whom|how|where|why)\b)|,?\s+and\s+when\b|\b(?:date|deadline|expire|expires|due|until|what time)\b|"
+    Wants.DATE: re.compile(r"^\W*when\b(?!\s+\w+ing\b)(?![^,?]*,\s*(?:what|which|who|whom|how|where|why)\b)|,?\s+and\s+when\b|"
+                           r"\b(?:date|deadline|expire|expires|due|until|what time)\b|"
                            r"\b(?:which|what) (?:days?|weeks?|months?|years?)\b", re.I),
     # "contact" asks for a person as a noun ("the contact for", "whom to contact"), not as a
     # modifier: "contact centre call recordings" asks how long they are kept.
@@ -103,7 +104,8 @@ _WANTS = {
     # with a flag, a variable or a command: the sentence that names one.
     Wants.CODE: re.compile(r"\b(?:code|command|error|flags?|settings?|parameters?|key|options?|variables?|functions?|"
                            r"tool|prefix|exception|target|api|method|directive|how (?:do|can|should) (?:i|we|you)|how to|"
-                           r"(?:which|what) (?:\w+ )?call)\b", re.I),  # "Which libffi call allocates ...?", not "what they call it"
+                           # "Which libffi call allocates ...?", not "what they call it"
+                           r"(?:which|what) (?:\w+ )?call)\b", re.I),
     # "What is the default X?", "unless configured otherwise", "when NINJA_STATUS is not set":
     # the sentence that states a default, not one that shows an example's value.
     Wants.DEFAULT: re.compile(r"\bdefault(?:s|ed)?\b|\bunless (?:configured|set|specified|told)|"
@@ -117,7 +119,8 @@ DEFAULT = re.compile(r"\bdefaults? (?:to|is|was|are|value|setting|being)\b|\bdef
                      r"\bby default\b|\bif (?:not|un)(?: |-)?(?:specified|set|given)\b|\bfalls? back to\b", re.I)
 _PATTERNS = {Wants.NUMBER: NUMBER, Wants.MONEY: MONEY, Wants.DATE: DATE, Wants.PERSON: PERSON, Wants.CODE: WRITTEN_CODE,
              Wants.DEFAULT: DEFAULT}
-_ECHOED = frozenset({Wants.NUMBER, Wants.MONEY, Wants.DATE, Wants.PERSON, Wants.CODE})  # an answer of these is new to the question
+# an answer of these is new to the question
+_ECHOED = frozenset({Wants.NUMBER, Wants.MONEY, Wants.DATE, Wants.PERSON, Wants.CODE})
 
 
 def units_identity(embedder_identity: str, revision: str) -> str:
@@ -196,7 +199,9 @@ def parts(question: str) -> list[str]:
     words, so it can be matched on its own."""
     asks = [p.strip(" ,?") for p in _SECOND_ASK.split(question) if p.strip(" ,?")]
     subject = _subject(asks[0]) if asks else ""
-    return [asks[0] + "?", *(f"{a} ({subject})?" if _PRONOUN.search(a) and subject else f"{a}?" for a in asks[1:])] if asks else []
+    if not asks:
+        return []
+    return [asks[0] + "?", *(f"{a} ({subject})?" if _PRONOUN.search(a) and subject else f"{a}?" for a in asks[1:])]
 
 
 # A word-forming prefix before a code ("non-2xx", "pre-v2") is English, not part of the code.

@@ -3,11 +3,12 @@
 A draft is rejected whole (never patched) when it cites a source it was not given, cites
 nothing, quotes words that none of the sources it cites holds, states a number that
 none of them (nor the question) holds, or uses a rare word that only a source it does not
-cite holds (its facts came from there, and that source may be one other readers may not see): each is how a model that is not reading its sources
-shows itself, and one such sentence makes the rest untrustworthy. What verification cannot
-see is a real quote that does not answer the question; that is the refusal decision's job,
-and ``citewell eval-answers`` counts it (fabrications). A rejection's detail names refs and
-kinds only, never the draft's words: a draft is not evidence and may hold anything.
+cite holds (its facts came from there, and that source may be one other readers may not see):
+each is how a model that is not reading its sources shows itself, and one such sentence makes
+the rest untrustworthy. What verification cannot see is a real quote that does not answer the
+question; that is the refusal decision's job, and ``citewell eval-answers`` counts it
+(fabrications). A rejection's detail names refs and kinds only, never the draft's words: a draft
+is not evidence and may hold anything.
 
 An ``unconfirmed`` draft (the passage that came nearest, quoted and labelled not confirmed)
 passes the same checks, and each of its quotes must also stand verbatim in the source it

@@ -43,7 +43,8 @@ class NewDocument(Descriptive):
         if self.document_id is None and self.url is None:
             raise ValueError("name the document: document_id, or the url of a web page to fetch")
         if self.url is not None and (self.source or self.filename):
-            raise ValueError("a fetched page's source is its url and its type comes from its bytes: leave source and filename out")
+            raise ValueError("a fetched page's source is its url and its type comes from its bytes: "
+                             "leave source and filename out")
         return self
 
 

@@ -209,7 +209,8 @@ def read_section(services: Services, caller: Identity, document_id: str, section
     from citewell.reads import served_chunks, snapshot
 
     if not _SECTION.fullmatch(section):
-        raise BadRequestError("section must be a section id, as a search hit's or citation's section_id (such as 3-1f2e3d4c5b6a7988)")
+        raise BadRequestError("section must be a section id, as a search hit's or citation's section_id "
+                              "(such as 3-1f2e3d4c5b6a7988)")
     document, chunks = served_chunks(services, caller, document_id)
     return {"document": shown(document), **snapshot(document, chunks, evidence_budget(), section).model_dump(mode="json")}
 
@@ -290,7 +291,8 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
 
         found, who = caller()
         query = app.current_event.get_query_string_value
-        page = list_page(found.services.metadata, who.tenant, who, query("cursor"), page_size(query("limit"), LIST_PAGE, LIST_PAGE_MAX))
+        size = page_size(query("limit"), LIST_PAGE, LIST_PAGE_MAX)
+        page = list_page(found.services.metadata, who.tenant, who, query("cursor"), size)
         return {**page, "documents": [shown(d) for d in page["documents"]]}
 
     @app.get("/documents/<document_id>")
@@ -369,7 +371,8 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         """Who the token says the caller is, so a client can show it and hide what it may not do; a
         writer also learns the largest file an upload takes, to refuse a bigger one before sending it."""
         found, who = caller()
-        me: dict[str, Any] = {"tenant": who.tenant, "roles": sorted(who.roles), "can_write": found.settings.write_role in who.roles}
+        me: dict[str, Any] = {"tenant": who.tenant, "roles": sorted(who.roles),
+                              "can_write": found.settings.write_role in who.roles}
         if me["can_write"]:
             me["max_bytes"] = found.services.max_bytes
         return me

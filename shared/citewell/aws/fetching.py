@@ -36,7 +36,8 @@ def fetch_message(services: Services, body: str) -> str:
     if upload is None:
         return "gone"
     if upload.fetched is not None and services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id)):
-        return "done"  # a redelivery: the page was stored (its validators first) and parse has it; fetching again could only fail it
+        # a redelivery: the page was stored (its validators first) and parse has it; fetching again could only fail it
+        return "done"
     config = settings()
     with Fetcher.configured(config, services.max_bytes) as fetcher:
         return "fetched" if fetch_upload(services, fetcher, upload) is not None else "failed"

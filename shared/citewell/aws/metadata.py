@@ -19,8 +19,9 @@ Item layout, by partition:
   ``TAGINDEX`` says the tenant's records from before those entries were indexed.
 - ``C#tenant#doc#revision``: ``K#chunk_id`` chunk records.
 - ``H#content_hash``: ``REF#tenant#doc#revision#chunk_id`` (``REF##`` and its SHA-256 when that is over
-  1,024 bytes), one reference per chunk record using that text, written before the record and deleted before it, so a strongly consistent query of
-  the partition says whether a cached embedding is still used (an index could lag).
+  1,024 bytes), one reference per chunk record using that text, written before the record and
+  deleted before it, so a strongly consistent query of the partition says whether a cached
+  embedding is still used (an index could lag).
 - ``X#tenant#doc``: ``revision#answer`` entries: the answers that cite or considered a revision.
 - ``E#identity``: ``hash`` cached embeddings (float32 bytes).
 - ``TENANTS``: ``tenant``, and ``IDENTITIES``: ``identity``: registries, so the audit's inventories
@@ -305,7 +306,8 @@ class DynamoMetadataStore:
         })
 
     def get_upload(self, tenant: str, document_id: str, upload_id: str) -> Upload | None:
-        item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"U#{document_id}#{upload_id}"}, ConsistentRead=True).get("Item")
+        key = {"pk": f"T#{tenant}", "sk": f"U#{document_id}#{upload_id}"}
+        item = self.table.get_item(Key=key, ConsistentRead=True).get("Item")
         return Upload.model_validate_json(item["record"]) if item else None
 
     def claim_upload(self, tenant: str, document_id: str, upload_id: str, received: str) -> str | None:
@@ -374,7 +376,8 @@ class DynamoMetadataStore:
         return found
 
     def chunk_revisions(self, tenant: str, document_id: str) -> list[str]:
-        return sorted(i["revision"] for i in self._prefixed(f"T#{tenant}", f"R#{document_id}#") if i["document_id"] == document_id)
+        prefixed = self._prefixed(f"T#{tenant}", f"R#{document_id}#")
+        return sorted(i["revision"] for i in prefixed if i["document_id"] == document_id)
 
     @staticmethod
     def _reference(content_hash: str, tenant: str, document_id: str, revision: str, chunk_id: str) -> dict[str, str]:
@@ -422,7 +425,8 @@ class DynamoMetadataStore:
         self.table.put_item(Item={"pk": f"T#{record.tenant}", "sk": f"A#{record.answer_id}", "record": record.model_dump_json()})
         if previous is not None:  # a rewritten answer (a withdrawn citation) drops its old index entries
             self._delete_all(
-                (f"X#{record.tenant}#{document_id}", f"{revision}#{record.answer_id}") for document_id, revision in previous.rests_on()
+                (f"X#{record.tenant}#{document_id}", f"{revision}#{record.answer_id}")
+                for document_id, revision in previous.rests_on()
             )
         with self.table.batch_writer() as batch:
             for document_id, revision in sorted(record.rests_on()):
@@ -571,7 +575,8 @@ class DynamoMetadataStore:
         for tenant in self._tenants():
             entries = list(self._query(KeyConditionExpression=Key("pk").eq(f"T#{tenant}")
                                        & Key("sk").between("VU#", f"VU#{_stamp_of(before)}"), ConsistentRead=True))
-            found += self._current(tenant, entries, lambda c, e: c.updated_at < before and e["sk"] == f"VU#{_stamp(c)}#{c.conversation_id}")
+            found += self._current(
+                tenant, entries, lambda c, e: c.updated_at < before and e["sk"] == f"VU#{_stamp(c)}#{c.conversation_id}")
         return found
 
     def _current(self, tenant: str, entries: Sequence[dict[str, Any]],

@@ -259,7 +259,8 @@ class OpenSearchIndex:
         written, errors = helpers.bulk(self.client, actions, index=target, refresh=True, raise_on_error=False,
                                        raise_on_exception=False)
         if errors:
-            raise RetrievalUnavailable(f"{len(errors)} of {len(actions)} chunks were not indexed; first: {_bulk_error(errors[0])}")
+            raise RetrievalUnavailable(
+                f"{len(errors)} of {len(actions)} chunks were not indexed; first: {_bulk_error(errors[0])}")
         return written
 
     def _delete(self, query: dict[str, Any]) -> int:
@@ -286,7 +287,8 @@ class OpenSearchIndex:
         return self._composite({"match_all": {}})
 
     def _composite(self, query: dict[str, Any]) -> list[tuple[str, str, str, int]]:
-        return [(b["tenant"], b["document_id"], b["revision"], n) for b, n in self._buckets(query, ("tenant", "document_id", "revision"))]
+        buckets = self._buckets(query, ("tenant", "document_id", "revision"))
+        return [(b["tenant"], b["document_id"], b["revision"], n) for b, n in buckets]
 
     def _buckets(self, query: dict[str, Any], fields: tuple[str, ...]) -> list[tuple[dict[str, str], int]]:
         """Every composite bucket over ``fields``, page by page."""
@@ -298,7 +300,8 @@ class OpenSearchIndex:
             composite: dict[str, Any] = {"size": 1000, "sources": sources}
             if after:
                 composite["after"] = after
-            reply = self.client.search(index=self.alias, body={"size": 0, "query": query, "aggs": {"inv": {"composite": composite}}})
+            body = {"size": 0, "query": query, "aggs": {"inv": {"composite": composite}}}
+            reply = self.client.search(index=self.alias, body=body)
             buckets = reply["aggregations"]["inv"]["buckets"]
             found += [(b["key"], b["doc_count"]) for b in buckets]
             after = reply["aggregations"]["inv"].get("after_key")

@@ -21,7 +21,8 @@ class AwsSettings(ApiSettings):
     embedder: str = "bedrock"  # bedrock | openai | minilm
     bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
     max_bytes: int = DEFAULT_MAX_BYTES
-    ocr: Literal["none", "textract"] = "none"  # textract: scans read by Amazon Textract (the stack sets it where uploads are parsed)
+    # textract: scans read by Amazon Textract (the stack sets it where uploads are parsed)
+    ocr: Literal["none", "textract"] = "none"
 
     @classmethod
     def from_env(cls) -> AwsSettings:

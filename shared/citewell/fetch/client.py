@@ -5,10 +5,12 @@ Each hop (the URL, then every redirect's target) is parsed, its host vetted by t
 name in the Host header and in TLS's SNI, whose certificate is checked against the name: there
 is no second resolution a rebinding resolver could answer differently. Nothing but what a fetch
 needs is sent: no cookies (none are kept), no credentials, no proxy or netrc from the
-environment. The body is streamed, decoded a piece at a time (:mod:`citewell.fetch.encodings`: a stack of
-encodings cannot decode past the limit inside one read) and cut off past ``max_bytes``; a fetch has a time limit
-as a whole (on every socket operation, :mod:`citewell.fetch.deadline`) as well as per read. A certificate not valid for the name (or from an authority
-neither the system nor the operator's ``CITEWELL_FETCH_CA`` trusts) is ``certificate_refused``.
+environment. The body is streamed, decoded a piece at a time (:mod:`citewell.fetch.encodings`:
+a stack of encodings cannot decode past the limit inside one read) and cut off past
+``max_bytes``; a fetch has a time limit as a whole (on every socket operation,
+:mod:`citewell.fetch.deadline`) as well as per read. A certificate not valid for the name (or
+from an authority neither the system nor the operator's ``CITEWELL_FETCH_CA`` trusts) is
+``certificate_refused``.
 
 Connections are pooled by the address dialled, and a kept-alive TLS connection was checked for
 the name it was opened for only. So https goes through one pool per name: a request for
@@ -76,7 +78,8 @@ class Fetcher:
             try:
                 trusted.load_verify_locations(cafile=str(ca_file))
             except (OSError, ssl.SSLError) as error:
-                raise InvalidInput(f"CITEWELL_FETCH_CA: the certificate authorities in {ca_file} cannot be read: {error}") from None
+                raise InvalidInput(
+                    f"CITEWELL_FETCH_CA: the certificate authorities in {ca_file} cannot be read: {error}") from None
         self._trusted = trusted
         self.client = self._new_client()  # plain http, and the headers every request carries
         self._tls: OrderedDict[str, httpx.Client] = OrderedDict()

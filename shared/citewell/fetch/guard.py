@@ -62,7 +62,8 @@ def refused_because(address: Address) -> str | None:
     if inner is not None:
         why = refused_because(inner)
         return f"{why} (inside {address})" if why else None
-    for test, why in (("is_loopback", "a loopback address"), ("is_link_local", "a link-local address (the cloud metadata endpoint's range)"),
+    for test, why in (("is_loopback", "a loopback address"),
+                      ("is_link_local", "a link-local address (the cloud metadata endpoint's range)"),
                       ("is_multicast", "a multicast address"), ("is_unspecified", "the unspecified address"),
                       ("is_reserved", "a reserved address"), ("is_private", "a private address")):
         if getattr(address, test):

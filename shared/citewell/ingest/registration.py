@@ -51,11 +51,13 @@ def register_upload(
         if current is None:
             wanted = Document(
                 document_id=document_id, tenant=tenant, allowed_roles=allowed_roles, title=title or "", source=source,
-                filename=filename, **fields, generation=upload.generation, upload_seq=upload.seq, upload_id=upload_id, lease=lease,
+                filename=filename, **fields, generation=upload.generation, upload_seq=upload.seq, upload_id=upload_id,
+                lease=lease,
             )
         else:
             update: dict[str, object] = {
-                "upload_seq": upload.seq, "upload_id": upload_id, "status": DocumentStatus.PROCESSING, "error": None, "lease": lease,
+                "upload_seq": upload.seq, "upload_id": upload_id, "status": DocumentStatus.PROCESSING, "error": None,
+                "lease": lease,
             }
             if current.active_revision is None:  # nothing served yet: the record shows the latest upload
                 update.update(allowed_roles=allowed_roles, title=title or "", source=source, filename=filename, **fields)

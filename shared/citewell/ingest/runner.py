@@ -309,7 +309,9 @@ def resume_vectors(services: Services) -> list[Chunk]:
 class _Run:
     """One document at a time through register, parse, chunk and publish."""
 
-    def __init__(self, services: Services, report: Reporter, clock: StageClock, vectors: VectorBacklog, batch_documents: int) -> None:
+    def __init__(
+        self, services: Services, report: Reporter, clock: StageClock, vectors: VectorBacklog, batch_documents: int,
+    ) -> None:
         self.services, self.report, self.clock, self.vectors = services, report, clock, vectors
         self.staged = isinstance(services.index, StagedIndex)
         self.batch_documents = batch_documents
@@ -440,7 +442,8 @@ def _stop(services: Services, uploads: Iterable[Upload]) -> list[IngestOutcome]:
 def _superseded(document_id: str) -> IngestOutcome:
     return IngestOutcome(
         document_id=document_id, revision=None, status="superseded", chunks=0,
-        error=ErrorInfo(code="superseded", message="a newer upload or a delete of this document came first; nothing of this upload was kept"),
+        error=ErrorInfo(code="superseded",
+                        message="a newer upload or a delete of this document came first; nothing of this upload was kept"),
     )
 
 

@@ -239,10 +239,11 @@ def publish_stage(
 
     With ``vectors_follow`` (a :class:`~citewell.ports.StagedIndex` only) chunks the embedding
     cache lacks are published without vectors: the document is searchable by words and citeable
-    at once, and :func:`vector_stage` brings its vectors after. Returns the chunk count, or None when the upload was superseded. A crash before the switch
-    leaves the previous revision served; what this upload wrote is its own and goes when it
-    is superseded or by the audit. Only what was listed *before* a successful switch is
-    removed after it: at that moment no newer upload existed, so all of it is older.
+    at once, and :func:`vector_stage` brings its vectors after. Returns the chunk count, or None
+    when the upload was superseded. A crash before the switch leaves the previous revision
+    served; what this upload wrote is its own and goes when it is superseded or by the audit.
+    Only what was listed *before* a successful switch is removed after it: at that moment no
+    newer upload existed, so all of it is older.
     """
     tenant, document_id = upload.tenant, upload.document_id
     document = services.metadata.get_document(tenant, document_id)
@@ -261,7 +262,8 @@ def publish_stage(
         raise NotFound(f"{len(absent)} chunks have no embedding yet, first {absent[0]!r}")
     import numpy as np
 
-    older_revisions = (set(services.index.revisions(tenant, document_id)) | set(services.metadata.chunk_revisions(tenant, document_id))) - {revision}
+    listed = set(services.index.revisions(tenant, document_id)) | set(services.metadata.chunk_revisions(tenant, document_id))
+    older_revisions = listed - {revision}
     older_objects = [
         key for stage in STAGES for key in services.objects.list(document_prefix(stage, tenant, document_id))
         if _upload_of(key) not in (None, upload.upload_id)  # a key not of our making is left to the audit to report
@@ -286,8 +288,8 @@ def publish_stage(
         if not is_current(d, upload):
             return None
         return d.model_copy(update={
-            "active_revision": revision, "active_upload": upload.upload_id, "content_sha256": content_sha256, "encoding": encoding,
-            "chunk_count": len(chunks), "status": DocumentStatus.PUBLISHED, "error": None,
+            "active_revision": revision, "active_upload": upload.upload_id, "content_sha256": content_sha256,
+            "encoding": encoding, "chunk_count": len(chunks), "status": DocumentStatus.PUBLISHED, "error": None,
             "allowed_roles": upload.allowed_roles, "title": chunks[0].title, "source": upload.source,
             "filename": upload.filename, **descriptive(upload), "fetched": upload.fetched,
             "purging": sorted(set(d.purging) | older_revisions),  # an intent until the purge below is done (see finish_purges)

@@ -170,7 +170,9 @@ class WebRun:
         o = self.options
         if document.status is not DocumentStatus.PUBLISHED or not document.active_revision or document.fetched is None:
             return False
-        if document.allowed_roles != o.allowed_roles or descriptive(document) != descriptive(o.described) or (o.title and document.title != o.title):
+        if document.allowed_roles != o.allowed_roles or descriptive(document) != descriptive(o.described):
+            return False
+        if o.title and document.title != o.title:
             return False
         return page.status == "not_modified" or (page.fetched is not None and page.fetched.sha256 == document.fetched.sha256)
 

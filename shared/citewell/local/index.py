@@ -5,16 +5,17 @@ revision. The lexical lane ranks in a tantivy index derived from them (``lexical
 ``citewell.local.lexical``). A tantivy commit costs about 0.1 s (it syncs its files), so new
 rows wait in ``lexical_pending`` and go into the index together: when ``FLUSH_ROWS`` wait,
 when a delete runs, when an ingest batch ends (``flush``), when a server publishes an upload
-(before its record says so) or when a search finds some waiting and the write lock free. Each of those writes runs inside a write transaction of the table, so
-the index and the pending list agree after a crash. The vector lane scores
-the rows' vectors in memory, kept current from a log of the rows each write dropped and added
-(``citewell.local.vectors``). A revision may be published before its vectors: its rows wait
-in ``vector_pending``, searchable by words and out of the vector lane, until ``set_vectors``
-writes them (it only updates rows still there: a revision deleted meanwhile takes none). Both lanes select the caller's rows (tenant equal, one of the
-caller's roles allowed, status live) inside the ranking, and every returned row is checked
-against the table again. A query filter's scope (document ids) narrows the same way: the rowids
-of those documents are a required clause of tantivy's query and a mask of the vector lane's. A hybrid search runs the two lanes at once, the lexical one in a pool
-thread.
+(before its record says so) or when a search finds some waiting and the write lock free. Each
+of those writes runs inside a write transaction of the table, so the index and the pending list
+agree after a crash. The vector lane scores the rows' vectors in memory, kept current from a
+log of the rows each write dropped and added (``citewell.local.vectors``). A revision may be
+published before its vectors: its rows wait in ``vector_pending``, searchable by words and out
+of the vector lane, until ``set_vectors`` writes them (it only updates rows still there: a
+revision deleted meanwhile takes none). Both lanes select the caller's rows (tenant equal, one
+of the caller's roles allowed, status live) inside the ranking, and every returned row is
+checked against the table again. A query filter's scope (document ids) narrows the same way:
+the rowids of those documents are a required clause of tantivy's query and a mask of the vector
+lane's. A hybrid search runs the two lanes at once, the lexical one in a pool thread.
 """
 
 from __future__ import annotations
@@ -162,7 +163,8 @@ class SqliteSearchIndex:
                 if chunk.chunk_id in pending:
                     vector = np.zeros(len(vector), dtype=np.float32)
                 cursor = self.conn.execute(
-                    "INSERT INTO chunks (tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
+                    "INSERT INTO chunks "
+                    "(tenant, chunk_id, document_id, revision, status, title, section_path, context, body, vector) "
                     "VALUES (?, ?, ?, ?, 'live', ?, ?, ?, ?, ?)",
                     (
                         chunk.tenant, chunk.chunk_id, chunk.document_id, chunk.revision, chunk.title,
@@ -210,7 +212,8 @@ class SqliteSearchIndex:
     def vectorless(self) -> list[tuple[str, str, str, int]]:
         """``(tenant, document_id, revision, rows)`` of every revision with rows still waiting for vectors."""
         rows = self.conn.execute(
-            "SELECT c.tenant, c.document_id, c.revision, COUNT(*) FROM vector_pending p CROSS JOIN chunks c ON c.rowid = p.chunk_rowid "
+            "SELECT c.tenant, c.document_id, c.revision, COUNT(*) "
+            "FROM vector_pending p CROSS JOIN chunks c ON c.rowid = p.chunk_rowid "
             "GROUP BY c.tenant, c.document_id, c.revision ORDER BY c.tenant, c.document_id, c.revision"
         )
         return [(r[0], r[1], r[2], int(r[3])) for r in rows]
@@ -223,7 +226,8 @@ class SqliteSearchIndex:
         row = self.conn.execute(
             # CROSS JOIN keeps the waiting rows outermost: left to the planner, every search walked
             # the caller's rows by the tenant index to probe for waiting ones (4 s at 1M chunks).
-            f"SELECT COUNT(DISTINCT c.document_id) FROM vector_pending p CROSS JOIN chunks c ON c.rowid = p.chunk_rowid WHERE {where}",
+            "SELECT COUNT(DISTINCT c.document_id) "
+            f"FROM vector_pending p CROSS JOIN chunks c ON c.rowid = p.chunk_rowid WHERE {where}",
             params,
         ).fetchone()
         return int(row[0])
@@ -433,9 +437,11 @@ class SqliteSearchIndex:
         for start in range(0, len(rowids), 500):
             part = list(rowids[start : start + 500])
             marks = ", ".join("?" * len(part))
-            for role, rowid in self.conn.execute(f"SELECT role, chunk_rowid FROM chunk_roles WHERE chunk_rowid IN ({marks})", part):
+            listed = self.conn.execute(f"SELECT role, chunk_rowid FROM chunk_roles WHERE chunk_rowid IN ({marks})", part)
+            for role, rowid in listed:
                 roles.setdefault(rowid, set()).add(role)
-            found += self.conn.execute(f"SELECT rowid, tenant, status, context, body FROM chunks WHERE rowid IN ({marks})", part).fetchall()
+            rows = self.conn.execute(f"SELECT rowid, tenant, status, context, body FROM chunks WHERE rowid IN ({marks})", part)
+            found += rows.fetchall()
         return [LexicalRow(r[0], r[1], r[2], frozenset(roles.get(r[0], ())), r[3], r[4]) for r in found]
 
     # -- lanes ---------------------------------------------------------------------------

@@ -350,7 +350,8 @@ class TantivyLexicon:
         self._remove_unlisted_segments()
 
     def _remove_unlisted_segments(self) -> None:
-        listed = {segment["segment_id"].replace("-", "") for segment in json.loads((self.folder / "meta.json").read_text())["segments"]}
+        segments = json.loads((self.folder / "meta.json").read_text())["segments"]
+        listed = {segment["segment_id"].replace("-", "") for segment in segments}
         for path in self.folder.iterdir():
             found = _SEGMENT_FILE.fullmatch(path.name)
             if found and found.group(1) not in listed:

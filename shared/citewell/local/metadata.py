@@ -155,7 +155,8 @@ class SqliteMetadataStore:
             if not reader.can_see(tenant, reader.roles):
                 return DocumentPage([], None)
             roles = sorted(reader.roles)
-            where.append(f"EXISTS (SELECT 1 FROM json_each(record, '$.allowed_roles') WHERE value IN ({', '.join('?' * len(roles))}))")
+            marks = ", ".join("?" * len(roles))
+            where.append(f"EXISTS (SELECT 1 FROM json_each(record, '$.allowed_roles') WHERE value IN ({marks}))")
             params += roles
         rows = self.conn.execute(f"SELECT record FROM documents WHERE {' AND '.join(where)} ORDER BY document_id LIMIT ?",
                                  [*params, limit + 1]).fetchall()
@@ -168,7 +169,8 @@ class SqliteMetadataStore:
         from citewell.filters import MAX_SCOPE
 
         roles = sorted(identity.roles)
-        where = ["tenant = ?", f"EXISTS (SELECT 1 FROM json_each(record, '$.allowed_roles') WHERE value IN ({', '.join('?' * len(roles))}))"]
+        marks = ", ".join("?" * len(roles))
+        where = ["tenant = ?", f"EXISTS (SELECT 1 FROM json_each(record, '$.allowed_roles') WHERE value IN ({marks}))"]
         params: list[object] = [identity.tenant, *roles]
         if wanted.document_ids:
             where.append(f"document_id IN ({', '.join('?' * len(wanted.document_ids))})")
@@ -183,7 +185,8 @@ class SqliteMetadataStore:
             where.append("document_id IN (SELECT document_id FROM document_tags WHERE tenant = ? AND tag = ?)")
             params += [identity.tenant, tag]
         if wanted.locale:
-            where.append("(lower(json_extract(record, '$.locale')) = ? OR substr(lower(json_extract(record, '$.locale')), 1, ?) = ?)")
+            where.append("(lower(json_extract(record, '$.locale')) = ? "
+                         "OR substr(lower(json_extract(record, '$.locale')), 1, ?) = ?)")
             params += [wanted.locale.lower(), len(wanted.locale) + 1, wanted.locale.lower() + "-"]
         if wanted.effective_on:
             day = wanted.effective_on.isoformat()
@@ -192,7 +195,8 @@ class SqliteMetadataStore:
             where.append("(json_extract(record, '$.effective_until') IS NULL OR "
                          "julianday(json_extract(record, '$.effective_until')) > julianday(?))")
             params += [day, day]
-        rows = self.conn.execute(f"SELECT document_id FROM documents WHERE {' AND '.join(where)} LIMIT ?", [*params, MAX_SCOPE + 1])
+        rows = self.conn.execute(f"SELECT document_id FROM documents WHERE {' AND '.join(where)} LIMIT ?",
+                                 [*params, MAX_SCOPE + 1])
         return checked_scope(frozenset(r[0] for r in rows))
 
     def save_document(self, document: Document) -> Document | None:
@@ -211,7 +215,8 @@ class SqliteMetadataStore:
                     (*values, document.version),
                 )
             if cursor.rowcount == 1:  # the tags a filter looks up by key (records written before tags had none)
-                self.conn.execute("DELETE FROM document_tags WHERE tenant = ? AND document_id = ?", (document.tenant, document.document_id))
+                self.conn.execute("DELETE FROM document_tags WHERE tenant = ? AND document_id = ?",
+                                  (document.tenant, document.document_id))
                 self.conn.executemany("INSERT INTO document_tags (tenant, tag, document_id) VALUES (?, ?, ?)",
                                       [(document.tenant, tag, document.document_id) for tag in sorted(stored.tags)])
         return stored if cursor.rowcount == 1 else None
@@ -300,7 +305,8 @@ class SqliteMetadataStore:
         for offset in range(0, len(hashes), _BATCH):
             part = hashes[offset : offset + _BATCH]
             marks = ",".join("?" * len(part))
-            used.update(r[0] for r in self.conn.execute(f"SELECT DISTINCT content_hash FROM chunks WHERE content_hash IN ({marks})", part))
+            rows = self.conn.execute(f"SELECT DISTINCT content_hash FROM chunks WHERE content_hash IN ({marks})", part)
+            used.update(r[0] for r in rows)
         return used
 
     def delete_chunks(self, tenant: str, document_id: str, revision: str) -> int:
@@ -352,7 +358,8 @@ class SqliteMetadataStore:
         for offset in range(0, len(ids), _BATCH):
             part = ids[offset : offset + _BATCH]
             rows = self.conn.execute(
-                f"SELECT conversation_id FROM conversation_answers WHERE tenant = ? AND answer_id IN ({','.join('?' * len(part))})",
+                "SELECT conversation_id FROM conversation_answers "
+                f"WHERE tenant = ? AND answer_id IN ({','.join('?' * len(part))})",
                 (tenant, *part),
             )
             found.update((r[0], None) for r in rows)
@@ -472,7 +479,8 @@ class SqliteMetadataStore:
 
     def citation_inventory(self) -> list[tuple[str, str, str, str]]:
         """``(tenant, document_id, revision, answer_id)`` for every source an answer rests on."""
-        return [(r[0], r[1], r[2], r[3]) for r in self.conn.execute("SELECT tenant, document_id, revision, answer_id FROM citations")]
+        rows = self.conn.execute("SELECT tenant, document_id, revision, answer_id FROM citations")
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
 
     def cache_inventory(self) -> list[tuple[str, str]]:
         """``(tenant, answer_id)`` of every cached answer."""
@@ -511,7 +519,8 @@ class SqliteMetadataStore:
 
     def begin_removal(self, owner: Lease | None) -> str:
         removal = Removal(removal_id=new_token(), owner=owner)
-        self.conn.execute("INSERT INTO removals (removal_id, record) VALUES (?, ?)", (removal.removal_id, removal.model_dump_json()))
+        self.conn.execute("INSERT INTO removals (removal_id, record) VALUES (?, ?)",
+                          (removal.removal_id, removal.model_dump_json()))
         return removal.removal_id
 
     def end_removal(self, removal_id: str) -> None:

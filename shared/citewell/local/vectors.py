@@ -387,7 +387,8 @@ def _read_by_cluster(conn: sqlite3.Connection, codes: dict[str, int], centroids:
     starts = np.searchsorted(cluster_of[order], np.arange(clusters + 1))
     arrays = _Arrays(order.size)
     block_codes = ClusterCodes(centroids, np.diff(starts))
-    cursor = conn.execute(f"SELECT rowid, tenant, {_STATUS}, vector FROM chunks ORDER BY rowid")  # the same rows, in the same order
+    # the same rows, in the same order
+    cursor = conn.execute(f"SELECT rowid, tenant, {_STATUS}, vector FROM chunks ORDER BY rowid")
     start = 0
     while found := cursor.fetchmany(LOAD_SLICE):
         at = place[start : start + len(found)]

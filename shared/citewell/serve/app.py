@@ -73,7 +73,8 @@ _STATIC_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
     ".mjs": "text/javascript; charset=utf-8", ".json": "application/json", ".svg": "image/svg+xml",
-    ".png": "image/png", ".jpg": "image/jpeg", ".ico": "image/x-icon", ".woff2": "font/woff2", ".txt": "text/plain; charset=utf-8",
+    ".png": "image/png", ".jpg": "image/jpeg", ".ico": "image/x-icon", ".woff2": "font/woff2",
+    ".txt": "text/plain; charset=utf-8",
 }
 
 
@@ -311,8 +312,8 @@ class Server:
         except Unauthorized as refused:
             # a header holds Latin-1 only, and RFC 6750 allows printable ASCII without '"' or '\\'
             description = "".join(c if " " <= c <= "~" and c != "\\" else "?" for c in str(refused).replace('"', "'"))
-            status, data, headers = refusal(401, "Unauthorized", str(refused),
-                                            {"WWW-Authenticate": f'Bearer error="invalid_token", error_description="{description}"'})
+            challenge = f'Bearer error="invalid_token", error_description="{description}"'
+            status, data, headers = refusal(401, "Unauthorized", str(refused), {"WWW-Authenticate": challenge})
         except IssuerUnavailable as down:
             status, data, headers = refusal(503, "ServiceUnavailable", str(down))
         except Refused as refused:

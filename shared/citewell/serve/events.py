@@ -80,7 +80,8 @@ async def stream_query(respond: Respond, send: Send, headers: dict[str, str], li
                 if kind == "draft":
                     await start()
                     drafted = True
-                    await send({"type": "http.response.body", "body": _event("draft", json.dumps({"text": value})), "more_body": True})
+                    body = _event("draft", json.dumps({"text": value}))
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
                     continue
                 if kind == "retraction":
                     if drafted:  # only a draft shown is withdrawn

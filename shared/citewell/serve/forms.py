@@ -138,7 +138,8 @@ async def read_form(content_type: str, chunks: AsyncIterator[bytes], check: Call
     one that trickles its headers."""
     kind, options = parse_options_header(content_type)
     if kind != b"multipart/form-data":
-        raise NoFile(f"the form has no file: send the fields and then the file as multipart/form-data, the file as {FILE_FIELD!r}")
+        raise NoFile("the form has no file: send the fields and then the file as multipart/form-data, "
+                     f"the file as {FILE_FIELD!r}")
     if not options.get(b"boundary"):
         raise MalformedForm("the body is not a multipart form: its Content-Type has no boundary")
     form = _Form(check)

@@ -62,7 +62,8 @@ class BedrockGenerator:
         return self._converse(system, user)
 
     def _request(self, system: str, user: str) -> dict[str, Any]:
-        return {"modelId": self.model_id, "system": [{"text": system}], "messages": [{"role": "user", "content": [{"text": user}]}],
+        return {"modelId": self.model_id, "system": [{"text": system}],
+                "messages": [{"role": "user", "content": [{"text": user}]}],
                 "inferenceConfig": {"temperature": 0, "maxTokens": self.max_tokens}}
 
     def _streamed(self, system: str, user: str, listen: DraftListener) -> str:

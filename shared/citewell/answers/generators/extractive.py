@@ -92,7 +92,8 @@ class UnitEmbeddings:
         keys = [(u.item.revision, self._key(u.text)) for u in units]
         found: dict[tuple[str, str], np.ndarray] = {}
         for revision in sorted({r for r, _ in keys}):
-            cached = self.cache.get_embeddings(units_identity(self.embedder.identity, revision), {h for r, h in keys if r == revision})
+            hashes = {h for r, h in keys if r == revision}
+            cached = self.cache.get_embeddings(units_identity(self.embedder.identity, revision), hashes)
             found.update({(revision, h): v for h, v in cached.items()})
         return query, {i: found[k] for i, k in enumerate(keys) if k in found}
 
@@ -341,7 +342,8 @@ def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked
 # A record whose value opens by denying ("--no-ignore-case: Do not ignore case distinctions"),
 # and the words of a question that may be asking for such a one ("turns off", "cancel", "without").
 _DENIES = re.compile(r"^(?:do not|don't|does not|doesn't|never|not)\b", re.I)
-_UNDOES = re.compile(r"\b(?:off|disabl\w*|cancel\w*|stop\w*|prevent\w*|undo\w*|without|overrid\w*|revers\w*|opposite|default)\b", re.I)
+_UNDOES = re.compile(r"\b(?:off|disabl\w*|cancel\w*|stop\w*|prevent\w*|undo\w*|"
+                     r"without|overrid\w*|revers\w*|opposite|default)\b", re.I)
 
 
 def _reverses(unit: Unit, units: list[Unit], asked: frozenset[str], question: str) -> bool:
@@ -531,7 +533,9 @@ def _singles_out(question: str, row: Unit, rows: list[Unit]) -> bool:
     return any(sum(word in words for words in held) <= 2 for word in mine)
 
 
-def best_of_each(embed: UnitEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel) -> tuple[list[Unit], bool]:
+def best_of_each(
+    embed: UnitEmbeddings, asks: list[str], evidence: Sequence[EvidenceItem], model: RefusalModel,
+) -> tuple[list[Unit], bool]:
     """The best unit for each ask of a question, in the order asked, each once; and whether the
     answer model would answer every ask on its own."""
     chosen: list[Unit] = []
@@ -606,7 +610,8 @@ class ExtractiveGenerator:
                 if hop is not None:  # "People Operations" approves it; the directory says who that is
                     direct, chosen = hop[0], [*chosen, hop[1]]
         rank = runner_up_of(support.unit_features, support.probabilities, support.quoted, self.model) if len(asks) == 1 else None
-        second = [u for u in runner_up_quote(question, support, rank) if all(u is not c for c in chosen)] if rank is not None else []
+        runner_up = runner_up_quote(question, support, rank) if rank is not None else []
+        second = [u for u in runner_up if all(u is not c for c in chosen)]
         if direct and (_completes(question, best, second) if companion is None else _completes(question, companion, [best])):
             direct = None  # the value's sentence lacks what the question asks of, and another quoted holds it
         if direct and best.record and chosen == [best] and not second:  # the row is the quote beneath: its field once

@@ -90,7 +90,8 @@ class OpenAICompatibleGenerator:
                             try:
                                 piece = json.loads(data)["choices"][0].get("delta", {}).get("content") or ""
                             except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-                                raise GeneratorUnavailable("the model service streamed a chunk that is not a completion chunk") from None
+                                raise GeneratorUnavailable(
+                                    "the model service streamed a chunk that is not a completion chunk") from None
                             pieces.append(str(piece))
                             listen(str(piece))
                         if pieces:
