@@ -84,7 +84,8 @@ def main() -> None:
     if not args.no_models and "held_out" in (args.split or ("held_out",)):
         from benchmarks import model_generators
 
-        result["models"] = model_generators.run(args.home, answerset.QUESTIONS, answerset.questions(), "held_out", args.home.parent)
+        result["models"] = model_generators.run(args.home, answerset.QUESTIONS, answerset.questions(), "held_out",
+                                                args.home.parent)
     emit(result)
 
 

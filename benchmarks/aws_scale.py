@@ -3,10 +3,11 @@
 Runs the real :class:`DynamoMetadataStore` code paths against moto at a few sizes, counting
 every call, item and byte (botocore's ``after-call`` event), shows the counts grow linearly,
 then scales them to 1,000,000 chunk records (the audit), a 10,000-chunk document (the
-delete) and the pages of a 50 MB text (``GET /documents/{id}``) under DynamoDB's real limits: 1 MB read per Query page (counted before projection),
-25 keys per BatchWriteItem, 1,000 WCU/s per partition key, and typical in-region latencies.
-Wall time is each operation's calls times its latency over the store's concurrency
-(``PARALLEL``), and never below the partition's write floor.
+delete) and the pages of a 50 MB text (``GET /documents/{id}``) under DynamoDB's real limits:
+1 MB read per Query page (counted before projection), 25 keys per BatchWriteItem, 1,000 WCU/s
+per partition key, and typical in-region latencies. Wall time is each operation's calls times
+its latency over the store's concurrency (``PARALLEL``), and never below the partition's write
+floor.
 
     python -m benchmarks.aws_scale [--sizes 250 500 1000]
 """
@@ -54,9 +55,9 @@ class Calls:
 def _chunks(n: int, document_id: str) -> list[Any]:
     from citewell.models import Chunk
 
-    return [Chunk(chunk_id=f"{document_id}#0#{i}", document_id=document_id, tenant="northpier", allowed_roles=frozenset({"staff"}),
-                  revision="r1", title="Handbook", section_index=0, index=i, heading_path=["Leave"], start=0,
-                  end=len(TEXT) + 8, body_start=0, text=f"{i:08d}{TEXT}") for i in range(n)]
+    return [Chunk(chunk_id=f"{document_id}#0#{i}", document_id=document_id, tenant="northpier",
+                  allowed_roles=frozenset({"staff"}), revision="r1", title="Handbook", section_index=0, index=i,
+                  heading_path=["Leave"], start=0, end=len(TEXT) + 8, body_start=0, text=f"{i:08d}{TEXT}") for i in range(n)]
 
 
 def measure(n: int) -> dict[str, Any]:
@@ -74,7 +75,8 @@ def measure(n: int) -> dict[str, Any]:
         store.put_chunks(chunks)
         rng = np.random.default_rng(0)
         store.put_embeddings("minilm", {c.content_hash: rng.standard_normal(DIMENSIONS).astype(np.float32) for c in chunks})
-        record = resource.Table("citewell").get_item(Key={"pk": "C#northpier#handbook.md#r1", "sk": f"K#{chunks[0].chunk_id}"})["Item"]
+        key = {"pk": "C#northpier#handbook.md#r1", "sk": f"K#{chunks[0].chunk_id}"}
+        record = resource.Table("citewell").get_item(Key=key)["Item"]
         record_bytes = sum(len(str(k)) + len(str(v)) for k, v in record.items())
         vector_bytes = len("pk") + len("E#minilm") + len("sk") + 64 + len("vector") + DIMENSIONS * 4
         calls = Calls(store.client)

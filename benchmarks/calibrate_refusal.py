@@ -63,8 +63,8 @@ from citewell.search import search
 from citewell.services import Services
 
 # Before the first fit the unit model only needs to order units: cosine plus coverage.
-_NEUTRAL_UNIT = LogisticModel(features=UNIT_FEATURES, weights=[1.0 if f in ("cosine", "coverage") else 0.0 for f in UNIT_FEATURES],
-                              bias=0.0)
+_NEUTRAL_UNIT = LogisticModel(features=UNIT_FEATURES,
+                              weights=[1.0 if f in ("cosine", "coverage") else 0.0 for f in UNIT_FEATURES], bias=0.0)
 _ANSWER_ALWAYS = LogisticModel(features=ANSWER_FEATURES, weights=[0.0] * len(ANSWER_FEATURES), bias=1.0)
 
 
@@ -187,7 +187,8 @@ def fit(observed: list[Observed], weights: dict[str, float] | None = None, score
     unit_x = [[r[f] for f in UNIT_FEATURES] for o in train for r in o.unit_rows]
     unit_y = [label for o in train for label in o.unit_labels]
     unit_sources = [o.question.source for o in train for _ in o.unit_rows]
-    fitted = LogisticRegression(max_iter=2000).fit(np.array(unit_x), np.array(unit_y, dtype=int), sample_weight=_weights(unit_sources, weights))
+    fitted = LogisticRegression(max_iter=2000).fit(np.array(unit_x), np.array(unit_y, dtype=int),
+                                                   sample_weight=_weights(unit_sources, weights))
     unit = LogisticModel(features=UNIT_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
                          bias=round(float(fitted.intercept_[0]), 6))
     rerank = None
@@ -202,7 +203,8 @@ def fit(observed: list[Observed], weights: dict[str, float] | None = None, score
                 rerank_x.append([unit.logit(o.unit_rows[int(i)]), float(v)])
                 rerank_y.append(int(o.unit_labels[int(i)]))
                 rerank_sources.append(o.question.source)
-        fitted = LogisticRegression(max_iter=2000).fit(np.array(rerank_x), np.array(rerank_y), sample_weight=_weights(rerank_sources, weights))
+        fitted = LogisticRegression(max_iter=2000).fit(np.array(rerank_x), np.array(rerank_y),
+                                                       sample_weight=_weights(rerank_sources, weights))
         rerank = LogisticModel(features=RERANK_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],
                                bias=round(float(fitted.intercept_[0]), 6))
     ranking = RefusalModel(unit=unit, answer=_ANSWER_ALWAYS, rerank=rerank, runner_up=runner_up)
@@ -284,8 +286,8 @@ def discrimination(parts: Sequence[tuple[list[Observed], RefusalModel, Scores | 
     out: dict[str, float] = {"units": len(y), "holding": int(y.sum()), "auc_unit_model": round(float(roc_auc_score(y, unit)), 4),
                              "best_holds_unit_model": best["unit_model"]}
     if verifier:
-        out |= {"auc_verifier": round(float(roc_auc_score(y, verifier)), 4), "auc_rerank": round(float(roc_auc_score(y, blend)), 4),
-                "best_holds_reranked": best["reranked"]}
+        out |= {"auc_verifier": round(float(roc_auc_score(y, verifier)), 4),
+                "auc_rerank": round(float(roc_auc_score(y, blend)), 4), "best_holds_reranked": best["reranked"]}
     return out
 
 
@@ -401,14 +403,17 @@ def main() -> None:
     held_out = {source: measure([o for o in observed if o.question.source == source and not o.question.fit], model, scores)
                 for source in sources}
     fitted_on = {source: sum(o.question.fit for o in observed if o.question.source == source) for source in sources}
-    model.fitted_on = f"SQuAD 2.0 dev, even-numbered articles ({fitted_on['squad']} questions, weighing {args.squad_weight:g})" + (
+    model.fitted_on = (f"SQuAD 2.0 dev, even-numbered articles ({fitted_on['squad']} questions, "
+                       f"weighing {args.squad_weight:g})") + (
         f", the answer set's tune split ({fitted_on['answerset']} questions, weighing {args.answerset_weight:g})"
         if "answerset" in fitted_on else "") + (
-        f", realdocs-tune ({fitted_on['realdocs']} questions, weighing {args.realdocs_weight:g})" if "realdocs" in fitted_on else "") + (
+        f", realdocs-tune ({fitted_on['realdocs']} questions, weighing {args.realdocs_weight:g})"
+        if "realdocs" in fitted_on else "") + (
         f"; the first {VERIFIED} units reranked by the answer verifier {args.verifier.name}" if args.verifier else "")
     model.metrics = {f"{source}_{k}": v for source, figures in held_out.items() if figures["questions"]  # realdocs: all fitted
                      for k, v in figures.items()}
-    units = {source: discrimination([([o for o in observed if o.question.source == source and not o.question.fit], model, scores)])
+    units = {source: discrimination([([o for o in observed if o.question.source == source and not o.question.fit],
+                                       model, scores)])
              for source in sources if source != "realdocs"}
     on_fitted = {source: measure([o for o in observed if o.question.source == source and o.question.fit], model, scores)
                  for source in sources}
@@ -417,7 +422,8 @@ def main() -> None:
         held_out["realdocs"], units["realdocs"] = cross_validated(observed, weights, {f: by_fold.get(f, scores) for f in (0, 1)},
                                                                   args.runner_up, args.answer_threshold)
         model.metrics |= {f"realdocs_cv_{k}": v for k, v in held_out["realdocs"].items()}
-    print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out, "held_out_units": units}, indent=2))
+    print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out, "held_out_units": units},
+                     indent=2))
     if args.write:
         target = Path(str(resources.files("citewell.answers") / MODEL_FILE))
         target.write_text(model.model_dump_json(indent=2) + "\n")

@@ -2,9 +2,10 @@
 
 ``python -m benchmarks.honesty SQUAD_DIR --home DIR --cache FILE [--questions N]``
 ingests the paragraphs into a fresh home and asks the questions of the held-out articles (the
-half the models were not fitted on; or the first N of them) through ``ask``, as a user would. Unanswerable questions were written to look answerable from
-their paragraph, so refusing them is the test; on answerable ones the answer should cite the
-question's own paragraph and contain one of its gold answers.
+half the models were not fitted on; or the first N of them) through ``ask``, as a user would.
+Unanswerable questions were written to look answerable from their paragraph, so refusing them
+is the test; on answerable ones the answer should cite the question's own paragraph and
+contain one of its gold answers.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def main() -> None:
         answer = ask(services, EVAL_IDENTITY, question["text"])
         milliseconds.append((time.perf_counter() - started) * 1000)
         rows.append(judge(question, answer))
-    emit({"dataset": args.squad.name, "chunks": stats.chunks, **summarise(rows), "ask_cached_embeddings": percentiles(milliseconds)})
+    emit({"dataset": args.squad.name, "chunks": stats.chunks, **summarise(rows),
+          "ask_cached_embeddings": percentiles(milliseconds)})
 
 
 if __name__ == "__main__":

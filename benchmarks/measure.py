@@ -52,4 +52,5 @@ def hybrid_figures(services: Any, qrels: dict[str, dict[str, int]], queries: dic
     document_run(services, dict(list(queries.items())[:5]), ("bm25", "vector"))
     run = document_run(services, queries, ("bm25", "vector"))
     scores = score(qrels, run, "hybrid").model_dump()
-    return {"ndcg_at_10": scores["ndcg_at_10"], "recall_at_100": scores["recall_at_100"], "search_ms": percentiles(run.milliseconds)}
+    return {"ndcg_at_10": scores["ndcg_at_10"], "recall_at_100": scores["recall_at_100"],
+            "search_ms": percentiles(run.milliseconds)}

@@ -74,11 +74,14 @@ def eval_answers(home: Path, questions: Path, split: str, environment: dict[str,
     return json.loads(done.stdout)
 
 
-def fault_outcomes(replies: list[dict[str, Any]], cases: list[dict[str, Any]], report: dict[str, Any]) -> dict[str, dict[str, int]]:
+def fault_outcomes(
+    replies: list[dict[str, Any]], cases: list[dict[str, Any]], report: dict[str, Any],
+) -> dict[str, dict[str, int]]:
     """Per fault kind (``none``: a faithful reply), what became of the replies: rejected by
     verification, unusable, or reaching the answer (``wrong``: of those, scored wrong)."""
     judged = {j["id"]: j for j in report["judgements"]}
-    outcomes: defaultdict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(("replies", "rejected", "unusable", "reached", "wrong"), 0))
+    kinds = ("replies", "rejected", "unusable", "reached", "wrong")
+    outcomes: defaultdict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(kinds, 0))
     pending = iter(replies)
     reply = next(pending, None)
     for case in cases:  # asked in order, at most one reply each (none without evidence)
@@ -110,7 +113,8 @@ def run(home: Path, questions: Path, cases: list[dict[str, Any]], split: str, wo
         replies = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
         results.append({
             "generator": report["generator"], "configured_as": generator, "fault_rate": fault_rate, "seed": SEED,
-            "split": split, "overall": report["overall"], "by_category": report["by_category"], "rejections": report["rejections"],
+            "split": split, "overall": report["overall"], "by_category": report["by_category"],
+            "rejections": report["rejections"],
             "faults": fault_outcomes(replies, [c for c in cases if c["split"] == split], report),
             "wrong": [j for j in report["judgements"] if not j["correct"]][:20],
         })

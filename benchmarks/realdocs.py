@@ -136,7 +136,8 @@ def main() -> None:
             j = judge(case, answer)
             mark = "RIGHT" if j.correct else ("WRONG" if j.answered else ("refused" if not case.refuse else "ok-refused"))
             shown = answer.answer if answer.answer else (answer.closest[0].text[:300] if answer.closest else "")
-            print(f"--- {case.id} [{case.category}] {mark}: {case.question}\n    want {case.must_contain} in {case.expected_documents}"
+            print(f"--- {case.id} [{case.category}] {mark}: {case.question}"
+                  f"\n    want {case.must_contain} in {case.expected_documents}"
                   f"\n    {answer.outcome}: {' '.join(shown.split())[:400]}",
                   file=sys.stderr)
     if args.out:

@@ -128,7 +128,8 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
                         "not run", False))
             continue
         p50, p95 = at["hybrid"]["p50_ms"], at["hybrid"]["p95_ms"]
-        out.append((f"hybrid p50 <= {limit:.0f} ms and p95 <= {SCALE_P95_MULTIPLE:.0f}x p50 at {size:,} chunks, query embedding included",
+        out.append((f"hybrid p50 <= {limit:.0f} ms and p95 <= {SCALE_P95_MULTIPLE:.0f}x p50 at {size:,} chunks, "
+                    "query embedding included",
                     f"{p50:.1f} / {p95:.1f} ms", p50 <= limit and p95 <= SCALE_P95_MULTIPLE * p50))
     asked = [(row["chunks"], row["ask"]["p50_ms"]) for row in ours if row.get("ask")]
     if asked:
@@ -211,7 +212,8 @@ def _quality(results: dict[str, Any], data: Path) -> list[str]:
             for lane in ("bm25", "vector", "hybrid"):
                 s = q[key][lane]
                 bold = "**" if system == "citewell" and lane == "hybrid" else ""
-                lines.append(f"| {system} | {lane} | {bold}{s['ndcg_at_10']:.4f}{bold} | {s['recall_at_100']:.4f} | {s['mrr_at_10']:.4f} |")
+                lines.append(f"| {system} | {lane} | {bold}{s['ndcg_at_10']:.4f}{bold} | {s['recall_at_100']:.4f} "
+                             f"| {s['mrr_at_10']:.4f} |")
         if q["dataset"] == "scifact" and not q["sample"]:
             for name, ndcg, recall in references(data):
                 lines.append(f"| published | {name} | {ndcg:.3f} | {recall:.3f} | |")
@@ -248,7 +250,8 @@ def _answers(a: dict[str, Any]) -> list[str]:
         "through `ask` as their callers, scored as `citewell eval-answers` scores them. The `held_out` split was "
         "never used to fit or tune anything; `tune` was used to fit the answer models.",
         "",
-        "| split | category | questions | answer accuracy | refusal accuracy | citation precision | fabricated | forbidden text |",
+        "| split | category | questions | answer accuracy | refusal accuracy | citation precision | fabricated "
+        "| forbidden text |",
         "|---|---|---|---|---|---|---|---|",
     ]
 
@@ -258,7 +261,8 @@ def _answers(a: dict[str, Any]) -> list[str]:
     for split in ("held_out", "tune"):
         report = a["splits"][split]
         for name, s in [*report["by_category"].items(), ("**all**", report["overall"])]:
-            lines.append(f"| {split} | {name} | {s['questions']} | {cell(s['answer_accuracy'])} | {cell(s['refusal_accuracy'])} | "
+            lines.append(f"| {split} | {name} | {s['questions']} | {cell(s['answer_accuracy'])} "
+                         f"| {cell(s['refusal_accuracy'])} | "
                          f"{cell(s['citation_precision'])} | {s['fabrications']} | {s['forbidden_text']} |")
     lines += ["", f"`ask` p50 / p95 over both splits: {_ms(a['ask'])} ms.", ""]
     if a.get("models"):
@@ -334,7 +338,8 @@ def _latency(results: dict[str, Any]) -> list[str]:
         "lane applies the access filter), read-back included. Corpora are SciFact, Cranfield and "
         "SQuAD paragraphs, then copies of them under new ids (no invented text). p50 / p95 ms.",
         "",
-        "| chunks | queries | query embedding alone | BM25 lane | vector lane | vector, no embedding | vector recall@10 | hybrid | "
+        "| chunks | queries | query embedding alone | BM25 lane | vector lane | vector, no embedding "
+        "| vector recall@10 | hybrid | "
         "hybrid, no embedding | ask | peer hybrid | peer / citewell (p50) | peak RSS citewell / peer |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -344,7 +349,8 @@ def _latency(results: dict[str, Any]) -> list[str]:
         memory = f"{s['peak_rss_mb']:.0f} / {peer['peak_rss_mb']:.0f} MB" if peer else f"{s['peak_rss_mb']:.0f} MB / not run"
         lines.append(
             f"| {s['chunks']:,} | {s['hybrid']['n']} | {_ms(s['embed_query'])} | {_ms(s['bm25'])} | {_ms(s['vector'])} | "
-            f"{_ms(s['vector_no_embed'])} | {_recall(s)} | **{_ms(s['hybrid'])}** | {_ms(s['hybrid_no_embed'])} | {_ms(s.get('ask'))} | "
+            f"{_ms(s['vector_no_embed'])} | {_recall(s)} | **{_ms(s['hybrid'])}** | {_ms(s['hybrid_no_embed'])} "
+            f"| {_ms(s.get('ask'))} | "
             f"{_ms(peer['hybrid']) if peer else 'not run'} | {ratio} | {memory} |"
         )
     lines.append("")
@@ -406,9 +412,11 @@ def _serving(serve: dict[str, Any]) -> list[str]:
             "",
             "| path | p50 ms | p95 ms | p99 ms |",
             "|---|---|---|---|",
-            f"| in-process (`citewell.search.search`) | {found['in_process']['p50_ms']:.1f} | {found['in_process']['p95_ms']:.1f} | "
+            f"| in-process (`citewell.search.search`) | {found['in_process']['p50_ms']:.1f} "
+            f"| {found['in_process']['p95_ms']:.1f} | "
             f"{found['in_process']['p99_ms']:.1f} |",
-            f"| through `citewell serve` (HTTP, token, API) | {found['served']['p50_ms']:.1f} | {found['served']['p95_ms']:.1f} | "
+            f"| through `citewell serve` (HTTP, token, API) | {found['served']['p50_ms']:.1f} "
+            f"| {found['served']['p95_ms']:.1f} | "
             f"{found['served']['p99_ms']:.1f} |",
             "",
         ]
@@ -500,7 +508,8 @@ def _searchable(found: dict[str, Any]) -> list[str]:
         "| first small file searchable | all small files searchable | the large file then | Ctrl-C: exit, seconds to stop, "
         "documents still published |",
         "|---|---|---|---|",
-        f"| {found['first_searchable_s']} s | {found['all_searchable_s']} s | {found['big_file_status_when_all_found'] or 'not registered yet'} "
+        f"| {found['first_searchable_s']} s | {found['all_searchable_s']} s "
+        f"| {found['big_file_status_when_all_found'] or 'not registered yet'} "
         f"| {stop['exit']}, {stop['seconds_to_stop']} s, {stop['published_after']} |",
         "",
         f"On {found['cpus']} cores; load average (1, 5, 15 min) {', '.join(map(str, before))} before and "
@@ -586,7 +595,8 @@ def render(results: dict[str, Any], data: Path) -> str:
         "The peer is Haystack (`haystack-ai`) with its in-memory BM25 retriever (BM25L, its default), its "
         "in-memory embedding retriever and its `DocumentJoiner` in reciprocal-rank-fusion mode, run in the same "
         "process over the very same chunks and vectors (citewell's MiniLM wrapped as a Haystack component), "
-        "with the same tenant and role filter. Its vector lane is exact, and so is citewell's on these corpora (its clusters start at 100,000 chunks), so the two agree.",
+        "with the same tenant and role filter. Its vector lane is exact, and so is citewell's on these corpora "
+        "(its clusters start at 100,000 chunks), so the two agree.",
         "",
         *_quality(results, data),
         "## Answers: citewell's answer set",
@@ -651,7 +661,8 @@ def headline(results: dict[str, Any]) -> str:
         lines.append(f"| answer set, held out: right answers / right refusals | {held['answer_accuracy']:.3f} / "
                      f"{held['refusal_accuracy']:.3f} | n/a |")
     lines.append(f"| SQuAD 2.0 held-out half: unanswerable questions refused | {h['refusal_rate_unanswerable']:.3f} | n/a |")
-    lines.append(f"| ingestion, chunks/s (share of the raw embedder) | {i['chunks_per_second']:.1f} ({i['pipeline_share_of_embedder']:.0%}) | n/a |")
+    lines.append(f"| ingestion, chunks/s (share of the raw embedder) | {i['chunks_per_second']:.1f} "
+                 f"({i['pipeline_share_of_embedder']:.0%}) | n/a |")
     lines += ["", HEADLINE_END]
     return "\n".join(lines)
 

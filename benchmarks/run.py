@@ -43,8 +43,8 @@ class Plan:
 # not run at 1M chunks: it held 6.4 GB at 200k, so 1M would not fit this machine's memory.
 FULL = Plan(0, 0, 0, 600, ((5_000, 300, 100, 50), (50_000, 300, 100, 30), (200_000, 100, 50, 10),
                            (1_000_000, 100, 50, 0)), 5)
-QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1, large_megabytes=1, large_pages=30, searchable_small=30,
-             serve_seconds=20, serve_queries=60)
+QUICK = Plan(40, 40, 300, 80, ((5_000, 60, 20, 20), (50_000, 60, 20, 0)), 1, large_megabytes=1, large_pages=30,
+             searchable_small=30, serve_seconds=20, serve_queries=60)
 
 
 class Phases:

@@ -218,7 +218,8 @@ async def load(url: str, home: Path, clients: int, seconds: float, seed: int) ->
         "clients": clients, "seconds": round(elapsed, 1), "requests": len(every),
         "requests_per_second": round(len(every) / elapsed, 1),
         "latency_ms": {**{kind: tail(values) for kind, values in sorted(latencies.items())}, "all": tail(every)},
-        "statuses": dict(sorted(statuses.items())), "server_errors": len(server_errors), "server_error_samples": server_errors[:5],
+        "statuses": dict(sorted(statuses.items())), "server_errors": len(server_errors),
+        "server_error_samples": server_errors[:5],
         "leaks": len(leaks), "leak_samples": leaks[:5], "ingests_completed": len(ingests),
         "ingest_seconds": tail([s * 1000 for s in ingests]) if ingests else None,
     }

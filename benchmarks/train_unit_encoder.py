@@ -1,5 +1,6 @@
 """Fine-tune the sentence encoder that scores answer units, and export it as int8 ONNX:
-``python -m benchmarks.train_unit_encoder --pairs PAIRS.jsonl [--without-fold F | --without-realdocs] --out unit-encoder.onnx --log LOG``.
+``python -m benchmarks.train_unit_encoder --pairs PAIRS.jsonl [--without-fold F | --without-realdocs]
+--out unit-encoder.onnx --log LOG``.
 
 Runs in the venv of the ``train`` extra (see ``train_verifier``). The pairs are
 ``verifier_pairs``' (fitting questions only). Where the verifier learns a cross-encoder from
@@ -119,8 +120,9 @@ def main() -> None:
     for r in aside:
         aside_by_question[r["question"]].append(r)
     say(f"arguments {json.dumps({k: str(v) for k, v in vars(args).items()})}")
-    say(f"training on {len(set(training))} questions with a unit holding the fact ({len(training)} a round); validation {len(aside)} units "
-        f"({sum(r['label'] for r in aside)} holding) of {len({(r['source'], r['question']) for r in aside})} questions held aside")
+    say(f"training on {len(set(training))} questions with a unit holding the fact ({len(training)} a round); "
+        f"validation {len(aside)} units ({sum(r['label'] for r in aside)} holding) "
+        f"of {len({(r['source'], r['question']) for r in aside})} questions held aside")
 
     path = str(get_model_path())
     tokenizer = BertTokenizerFast.from_pretrained(path)

@@ -136,7 +136,8 @@ def main() -> None:
     parser = trainer_arguments(__doc__.split("\n")[0])
     parser.add_argument("--negatives", type=int, default=4, help="hardest negatives kept a question")
     parser.add_argument("--layers", type=int, default=3, help="MiniLM's first N layers: half of them costs half the time")
-    parser.add_argument("--train-layers", type=int, default=1, help="the top N of them learn; the ones below are frozen and cached")
+    parser.add_argument("--train-layers", type=int, default=1,
+                        help="the top N of them learn; the ones below are frozen and cached")
     parser.add_argument("--minutes", type=float, default=50.0, help="stop at the first evaluation past this much training")
     parser.add_argument("--steps", type=int, default=2400)
     parser.add_argument("--batch", type=int, default=16)
@@ -194,13 +195,15 @@ def main() -> None:
             self.head = torch.nn.Linear(self.bert.config.hidden_size, 1)
 
         def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
-            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+            output = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            hidden = output.last_hidden_state
             weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
             return self.head((hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9))
 
     model = PairScorer()
     frozen = args.layers - args.train_layers
-    for parameter in [*model.bert.embeddings.parameters(), *(p for layer in model.bert.encoder.layer[:frozen] for p in layer.parameters())]:
+    below = (p for layer in model.bert.encoder.layer[:frozen] for p in layer.parameters())
+    for parameter in [*model.bert.embeddings.parameters(), *below]:
         parameter.requires_grad_(False)
     learning = [p for p in model.bert.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW([{"params": learning, "lr": args.lr},
@@ -241,7 +244,8 @@ def main() -> None:
     started = time.monotonic()
     cache = [c for i in range(0, len(rows), 64) for c in lower(encoded(rows[i : i + 64]))]
     aside_cache = [c for i in range(0, len(aside), 64) for c in lower(encoded(aside[i : i + 64]))]
-    say(f"cached the frozen embeddings and {frozen} layers of {len(cache) + len(aside_cache)} pairs in {time.monotonic() - started:.0f}s")
+    say(f"cached the frozen embeddings and {frozen} layers of {len(cache) + len(aside_cache)} pairs "
+        f"in {time.monotonic() - started:.0f}s")
 
     def validation() -> dict[str, float]:
         """ROC AUC of the logits on the held-aside pairs, overall and by source."""

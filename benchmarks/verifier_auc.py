@@ -1,4 +1,5 @@
-"""A verifier's discrimination alone, cheaply: ``python -m benchmarks.verifier_auc --work DIR --verifier FILE [--squad-questions N]``.
+"""A verifier's discrimination alone, cheaply:
+``python -m benchmarks.verifier_auc --work DIR --verifier FILE [--squad-questions N]``.
 
 Reads the observations ``calibrate_refusal`` (or ``verifier_pairs``) saved in ``--work``, fits
 the unit model on the fitting questions as ``calibrate_refusal`` does, and on the held-out
@@ -41,7 +42,8 @@ def main() -> None:
     scores = Scores(args.verifier)
     report = {}
     for source in ("squad", "answerset", "realdocs"):
-        held = [o for o in observed if o.question.source == source and (source == "realdocs" or not o.question.fit) and o.unit_rows]
+        held = [o for o in observed
+                if o.question.source == source and (source == "realdocs" or not o.question.fit) and o.unit_rows]
         if source == "squad":
             random.Random(13).shuffle(held)
             held = held[: args.squad_questions]

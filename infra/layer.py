@@ -87,7 +87,8 @@ def _distributions(site: Path) -> dict[str, tuple[Path, list[tuple[str, set[str]
             if match := _REQUIREMENT.match(line):
                 name, extras, marker = match.groups()
                 wanted = {_name(e) for e in (extras or "").split(",") if e.strip()}
-                requires.append((_name(name), wanted, {_name(e) for e in re.findall(r"extra\s*==\s*[\"']([^\"']+)", marker or "")}))
+                under = {_name(e) for e in re.findall(r"extra\s*==\s*[\"']([^\"']+)", marker or "")}
+                requires.append((_name(name), wanted, under))
         found[_name(metadata["Name"])] = (info, requires)
     return found
 

@@ -28,7 +28,8 @@ class StackConfig:
     generator: str = "extractive"  # extractive | bedrock
     generator_model: str | None = None  # a Bedrock model or inference profile id, with generator=bedrock
     reranker: str = "none"  # none | bedrock (the Rerank API on rerank_model)
-    rerank_model: str | None = None  # a Bedrock reranking model id (amazon.rerank-v1:0, cohere.rerank-v3-5:0), with reranker=bedrock
+    # a Bedrock reranking model id (amazon.rerank-v1:0, cohere.rerank-v3-5:0), with reranker=bedrock
+    rerank_model: str | None = None
     tenant_claim: str = "custom:tenant"
     roles_claim: str = "cognito:groups"
     jwt_issuer: str | None = None
@@ -37,8 +38,10 @@ class StackConfig:
     log_retention_days: int = 90
     noncurrent_version_days: int = 7
     # per stage: the most concurrent invocations SQS starts (Lambda's floor is 2) and the batch size
-    max_concurrency: dict[str, int] = field(default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4, "fetch": 4})
-    batch_size: dict[str, int] = field(default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1, "fetch": 1})
+    max_concurrency: dict[str, int] = field(
+        default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4, "fetch": 4})
+    batch_size: dict[str, int] = field(
+        default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1, "fetch": 1})
     api_reserved_concurrency: int | None = None
     fetch_allow: tuple[str, ...] = ()  # CIDRs or host names the fetch function may reach although private (CITEWELL_FETCH_ALLOW)
     profile: str = "default"  # the search domain's nodes: default | production (stacks/search.py PROFILES)
@@ -79,7 +82,8 @@ class StackConfig:
         if self.reranker not in ("none", "bedrock"):
             raise ConfigError("context reranker must be 'none' or 'bedrock'")
         if self.reranker == "bedrock" and not self.rerank_model:
-            raise ConfigError("context reranker=bedrock needs rerank_model (a Bedrock reranking model id, such as amazon.rerank-v1:0)")
+            raise ConfigError(
+                "context reranker=bedrock needs rerank_model (a Bedrock reranking model id, such as amazon.rerank-v1:0)")
         if self.profile not in PROFILES:
             raise ConfigError(f"context profile must be one of {', '.join(sorted(PROFILES))}")
         if set(self.max_concurrency) != set(self.batch_size) or any(v < 2 for v in self.max_concurrency.values()):

@@ -66,9 +66,9 @@ class Alarms(Construct):
             return cloudwatch.Metric(namespace=NAMESPACE, metric_name=name, dimensions_map={"service": AUDIT_SERVICE},
                                      statistic="Sum", period=cdk.Duration.hours(1))
 
+        counts = {"findings": audit("AuditFindings"), "repairs": audit("AuditRepairs")}
         unrepaired = cloudwatch.MathExpression(expression="findings - repairs", label="unrepaired audit findings",
-                                               using_metrics={"findings": audit("AuditFindings"), "repairs": audit("AuditRepairs")},
-                                               period=cdk.Duration.hours(1))
+                                               using_metrics=counts, period=cdk.Duration.hours(1))
         self._alarm("AuditUnrepaired", unrepaired, 1, AT_LEAST,
                     "the audit found what it could not repair: see its 'audit finding' log lines")
         self._alarm("ExpungeFailed", audit("ExpungeFailed"), 1, AT_LEAST,
@@ -82,8 +82,9 @@ class Alarms(Construct):
                         f"{stage} refused to write for an index migrated to another embedder: redeploy with it "
                         "(the queue retries the uploads until then)")
 
-    def _alarm(self, name: str, metric: cloudwatch.Metric | cloudwatch.MathExpression, threshold: float, comparison: cloudwatch.ComparisonOperator,
-               description: str, periods: int = 1, missing: bool = True) -> cloudwatch.Alarm:
+    def _alarm(self, name: str, metric: cloudwatch.Metric | cloudwatch.MathExpression, threshold: float,
+               comparison: cloudwatch.ComparisonOperator, description: str, periods: int = 1,
+               missing: bool = True) -> cloudwatch.Alarm:
         """``missing``: no data is no event (a function that did not run, a metric only emitted on failure)."""
         alarm = metric.create_alarm(
             self, name, threshold=threshold, evaluation_periods=periods, comparison_operator=comparison,

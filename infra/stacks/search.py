@@ -54,7 +54,8 @@ class Search(Construct):
         super().__init__(scope, construct_id)
         capacity = PROFILES[profile]
         self.volume_gib = capacity.volume_gib
-        masters = {"master_nodes": capacity.masters, "master_node_instance_type": capacity.master_node_type} if capacity.masters else {}
+        masters = ({"master_nodes": capacity.masters, "master_node_instance_type": capacity.master_node_type}
+                   if capacity.masters else {})
         self.domain = opensearch.Domain(
             self, "Domain",
             version=opensearch.EngineVersion.OPENSEARCH_2_19,

@@ -21,7 +21,8 @@ class Storage(Construct):
             lifecycle_rules=[
                 # Our deletes remove every version; this bounds what anything else leaves behind
                 # (an overwrite, a delete marker from outside citewell, an unfinished multipart upload).
-                s3.LifecycleRule(id="noncurrent-versions", noncurrent_version_expiration=cdk.Duration.days(noncurrent_version_days),
+                s3.LifecycleRule(id="noncurrent-versions",
+                                 noncurrent_version_expiration=cdk.Duration.days(noncurrent_version_days),
                                  expired_object_delete_marker=True),
                 s3.LifecycleRule(id="unfinished-uploads", abort_incomplete_multipart_upload_after=cdk.Duration.days(1)),
             ],
