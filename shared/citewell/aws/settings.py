@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from citewell.api.settings import ApiSettings
 from citewell.services import Services
 from citewell.settings import DEFAULT_MAX_BYTES, settings
+
+if TYPE_CHECKING:
+    from citewell.ports import Embedder
 
 
 class AwsSettings(ApiSettings):
@@ -42,12 +45,14 @@ class AwsSettings(ApiSettings):
         )
 
 
-def _embedder(settings: AwsSettings):  # type: ignore[no-untyped-def]
-    if settings.embedder == "minilm":
+def _embedder(config: AwsSettings) -> Embedder:
+    """The embedder ``config`` names; ``openai`` reads its endpoint, model, dimensions and key from
+    the CITEWELL_OPENAI_* variables (through :func:`citewell.settings.settings`)."""
+    if config.embedder == "minilm":
         from citewell.embedders.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
-    if settings.embedder == "openai":
+    if config.embedder == "openai":
         from citewell.embedders.remote import OpenAICompatibleEmbedder
 
         found = settings()
@@ -57,7 +62,7 @@ def _embedder(settings: AwsSettings):  # type: ignore[no-untyped-def]
         )
     from citewell.embedders.remote import BedrockTitanEmbedder
 
-    return BedrockTitanEmbedder(model_id=settings.bedrock_embed_model, region=settings.region)
+    return BedrockTitanEmbedder(model_id=config.bedrock_embed_model, region=config.region)
 
 
 def open_aws(settings: AwsSettings) -> Services:
