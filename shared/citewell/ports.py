@@ -6,6 +6,7 @@ embedded adapter (``citewell.local``) and a cloud adapter.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,7 +55,7 @@ class ObjectStore(Protocol):
     def exists(self, key: str) -> bool: ...
     def delete(self, key: str) -> int: ...
     def list(self, prefix: str) -> Iterator[str]: ...
-    def temporaries(self, prefix: str = "") -> list[tuple[str, float]]:
+    def temporaries(self, prefix: str = "") -> builtins.list[tuple[str, float]]:
         """Unfinished writes under ``prefix`` (a killed process leaves them) and their age in
         seconds; ``delete`` removes one."""
         ...

@@ -9,6 +9,7 @@ SigV4 URL for the global endpoint breaks on the redirect to the region.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -151,7 +152,7 @@ class S3ObjectStore:
             for item in page.get("Contents", []):
                 yield item["Key"]
 
-    def temporaries(self, prefix: str = "") -> list[tuple[str, float]]:
+    def temporaries(self, prefix: str = "") -> builtins.list[tuple[str, float]]:
         """``(key?uploadId=id, age in seconds)`` of each multipart upload under ``prefix`` that was
         never completed or aborted: a young one may belong to a live writer."""
         now = datetime.now(UTC)

@@ -11,6 +11,7 @@ their one folder, so homes written before this rule read as they did.
 
 from __future__ import annotations
 
+import builtins
 import os
 import tempfile
 import time
@@ -127,7 +128,7 @@ class FolderObjectStore:
             if not path.name.startswith(TEMPORARY):
                 yield self._key(path)
 
-    def temporaries(self, prefix: str = "") -> list[tuple[str, float]]:
+    def temporaries(self, prefix: str = "") -> builtins.list[tuple[str, float]]:
         """``(key, age in seconds)`` of each unfinished put under ``prefix``: a young one may
         still be renamed by a live writer, an old one is a killed write's raw bytes."""
         now = time.time()
@@ -141,7 +142,7 @@ class FolderObjectStore:
                 found.append((self._key(path), age))
         return found
 
-    def _files(self, prefix: str) -> list[Path]:
+    def _files(self, prefix: str) -> builtins.list[Path]:
         """Every file under ``prefix``, sorted. ``os.walk`` skips a folder that is missing or
         is removed while it walks (a deletion beside an audit), where ``rglob`` raises."""
         base = self._path(prefix) if prefix else self.root
