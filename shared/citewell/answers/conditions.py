@@ -75,7 +75,7 @@ def answer(question: str, support: Support) -> Draft | None:
             return None
         case = chosen[0]
         text = " ".join(f"{u.text} [{u.item.ref}]" for u in case.units)
-        return Draft(text=f"{case.value}. {text}", refused=False, quotes=quotes_of(case.units))
+        return Draft(text=f"{case.value}. {text}", refused=False, outcome=Outcome.ANSWERED, quotes=quotes_of(case.units))
     return per_condition(found, chosen)
 
 

@@ -66,18 +66,18 @@ def draft_from_reply(content: str) -> Draft:
     ``- condition: "words" [Sn]`` are an answer per condition; a first line that asks, followed by
     two or more ``- condition [Sn]`` lines, asks which condition is meant (``clarify``)."""
     if REFUSAL_SENTINEL in content:
-        return Draft(text=None, refused=True)
+        return Draft(text=None, refused=True, outcome=Outcome.NOT_FOUND)
     quotes: dict[str, str] = {}
     for quote, ref in _QUOTE_THEN_REF.findall(content):
         quotes.setdefault(ref, quote)
     answered = [ConditionAnswer(condition=_named(m["condition"]), answer=m["quote"], refs=[m["ref"]])
                 for m in _CONDITION_LINE.finditer(content)]
     if len(answered) > 1:
-        return Draft(text=content, refused=False, quotes=quotes, conditions=answered)
+        return Draft(text=content, refused=False, outcome=Outcome.ANSWERED, quotes=quotes, conditions=answered)
     asked = [ConditionAnswer(condition=_named(m["condition"]), refs=[m["ref"]]) for m in _ASKED_LINE.finditer(content)]
     if len(asked) > 1 and content.strip().splitlines()[0].rstrip().endswith("?"):
         return Draft(text=content, refused=True, outcome=Outcome.CLARIFY, quotes=quotes, conditions=asked)
-    return Draft(text=content, refused=False, quotes=quotes)
+    return Draft(text=content, refused=False, outcome=Outcome.ANSWERED, quotes=quotes)
 
 
 REWRITE_PROMPT = """You rewrite the last question of a conversation so it can be understood on its own.

@@ -91,7 +91,7 @@ def ask(
     extractive = ExtractiveGenerator(services.embedder, services.metadata)
     generator = generator or extractive
     if identity.is_empty or not question.strip():
-        return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True)
+        return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, outcome=Outcome.NOT_FOUND)
     epoch = services.metadata.tenant_epoch(identity.tenant)
     answered_by = f"{generator.name}:{getattr(generator, 'fingerprint', '')}"
     key = cache_key(identity, question, epoch, answered_by, filters, mixed_locales)

@@ -582,7 +582,7 @@ class ExtractiveGenerator:
         except EmbedderUnavailable as error:
             raise GeneratorUnavailable(f"sentences cannot be scored: {error.message}") from error
         if support is None:
-            return Draft(text=None, refused=True)
+            return Draft(text=None, refused=True, outcome=Outcome.NOT_FOUND)
         asks = parts(question)
         each, every = best_of_each(self.embed, asks, evidence, self.model) if len(asks) > 1 else ([], False)
         if not (self.model.answers(support.features) or every):  # the whole question, or each of its asks
@@ -595,7 +595,8 @@ class ExtractiveGenerator:
             quote = best.item.text[(intro or run[0]).start : run[-1].end]
             listed = "\n".join(f"{n}. {_ORDINAL.sub('', u.text)}" for n, u in enumerate(run, start=1))
             lead = f"{intro.text}\n" if intro else ""
-            return Draft(text=f"{lead}{listed} [{best.item.ref}]", refused=False, quotes={best.item.ref: quote})
+            return Draft(text=f"{lead}{listed} [{best.item.ref}]", refused=False, outcome=Outcome.ANSWERED,
+                         quotes={best.item.ref: quote})
         companion = completion(support.in_order, best, set(support.wanted), question)
         if len(asks) > 1 and not companion:  # two asks: the best unit of each, quoted in the order asked
             chosen, direct = each[:MAX_UNITS] or [best], None
@@ -615,10 +616,10 @@ class ExtractiveGenerator:
         if direct and (_completes(question, best, second) if companion is None else _completes(question, companion, [best])):
             direct = None  # the value's sentence lacks what the question asks of, and another quoted holds it
         if direct and best.record and chosen == [best] and not second:  # the row is the quote beneath: its field once
-            return Draft(text=f"{direct} [{best.item.ref}]", refused=False, quotes=quotes_of(chosen))
+            return Draft(text=f"{direct} [{best.item.ref}]", refused=False, outcome=Outcome.ANSWERED, quotes=quotes_of(chosen))
         pieces = [direct if direct.endswith((".", "!", "?")) else f"{direct}."] if direct else []
         pieces += [f"{unit.text} [{unit.item.ref}]" for unit in [*chosen, *second]]
-        return Draft(text=" ".join(pieces), refused=False, quotes=quotes_of([*chosen, *second]))
+        return Draft(text=" ".join(pieces), refused=False, outcome=Outcome.ANSWERED, quotes=quotes_of([*chosen, *second]))
 
     def nearest(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         """What came nearest, never an answer: the draft a declined answer gives (``unconfirmed``
@@ -627,7 +628,9 @@ class ExtractiveGenerator:
             support = score_support(self.embed, question, evidence, self.model)
         except EmbedderUnavailable as error:
             raise GeneratorUnavailable(f"sentences cannot be scored: {error.message}") from error
-        return Draft(text=None, refused=True) if support is None else self._nearest(question, evidence, support)
+        if support is None:
+            return Draft(text=None, refused=True, outcome=Outcome.NOT_FOUND)
+        return self._nearest(question, evidence, support)
 
     def _nearest(self, question: str, evidence: Sequence[EvidenceItem], support: Support) -> Draft:
         """The best unit that is not a heading, with the companion its answer would quote,
@@ -635,12 +638,12 @@ class ExtractiveGenerator:
         operating point or it holds none of the question's words but its document's name, whatever
         the model says."""
         if not self.model.relates(support.features):
-            return Draft(text=None, refused=True)
+            return Draft(text=None, refused=True, outcome=Outcome.NOT_FOUND)
         if support.units[0].heading and not support.complete:  # the ranking below the first is settled only in part
             support = score_support(self.embed, question, evidence, self.model, every_unit=True) or support
         rank = next((r for r, u in enumerate(support.units) if not u.heading), None)
         if rank is None:
-            return Draft(text=None, refused=True)
+            return Draft(text=None, refused=True, outcome=Outcome.NOT_FOUND)
         best = support.units[rank]
         companion = completion(support.in_order, best, set(support.wanted), question) or lead_in(support.in_order, best)
         chosen = sorted([best, companion], key=lambda u: u.start) if companion else [best]
@@ -648,7 +651,7 @@ class ExtractiveGenerator:
         # the passage is about the document, not about what was asked.
         named = stems(" ".join(u.item.title for u in chosen))
         if not (stems(question) & stems(" ".join(u.text for u in chosen))) - named:
-            return Draft(text=None, refused=True)
+            return Draft(text=None, refused=True, outcome=Outcome.NOT_FOUND)
         text = " ".join(f"{unit.text} [{unit.item.ref}]" for unit in chosen)
         return Draft(text=text, refused=True, outcome=Outcome.UNCONFIRMED, quotes=quotes_of(chosen))
 
