@@ -98,9 +98,9 @@ def search(
         # Records are read for the next candidates only: most of the first k serve, and reading
         # every candidate's record (up to two lanes' depth) cost more than the fusion.
         batch = fused[start : start + 2 * k]
-        wanted = {by_key[key].document_id for key, _, _ in batch} - documents.keys()
-        found = services.metadata.get_documents(identity.tenant, wanted) if wanted else {}
-        documents.update({document_id: found.get(document_id) for document_id in wanted})
+        unread = {by_key[key].document_id for key, _, _ in batch} - documents.keys()
+        found = services.metadata.get_documents(identity.tenant, unread) if unread else {}
+        documents.update({document_id: found.get(document_id) for document_id in unread})
         for key, score, ranks in batch:
             hit = by_key[key]
             document = documents[hit.document_id]

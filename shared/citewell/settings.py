@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from citewell.errors import CitewellError
@@ -173,7 +174,7 @@ def public_url(raw: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _message(error: dict[str, Any], values: dict[str, str]) -> str:
+def _message(error: ErrorDetails, values: dict[str, str]) -> str:
     field = str(error["loc"][0]) if error["loc"] else ""
     name = f"{PREFIX}{field.upper()}"
     info = Settings.model_fields.get(field)

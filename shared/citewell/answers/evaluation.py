@@ -247,9 +247,9 @@ def evaluate(cases: Iterable[AnswerCase], ask: Callable[[AnswerCase], Answer], g
     for judgement in judgements:
         groups[judgement.category].append(judgement)
     rejections = Counter(kind for j in judgements for kind in j.rejected)
-    cases = {c.id: c for c in cases_seen}
-    follow = [j for j in judgements if cases[j.id].follows is not None and not j.refuse]
-    firsts = {cases[j.id].follows for j in follow}
+    by_id = {c.id: c for c in cases_seen}
+    follow = [j for j in judgements if by_id[j.id].follows is not None and not j.refuse]
+    firsts = {by_id[j.id].follows for j in follow}
     first = [j for j in judgements if j.id in firsts and not j.refuse]
     follow_ups = FollowUps(
         follow_ups=len(follow), follow_up_accuracy=_ratio(sum(j.correct for j in follow), len(follow)),

@@ -181,9 +181,10 @@ def gather_evidence(
             if len(parts := _hits_apart(group, hit)) > 1:
                 queue = sorted(queue + parts, key=lambda g: (g.rank, g.document.document_id, g.chunks[0].start))
                 continue
-            group = _within(group, hit, budget_chars - used)
-            if group is None:
+            within = _within(group, hit, budget_chars - used)
+            if within is None:
                 continue  # fewer candidates, never a truncated chunk
+            group = within
             text, spans = stitched_text(group.chunks)
         shingles = _shingles(text)
         if any(_near_duplicate(shingles, other) for other in seen):

@@ -21,6 +21,7 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from citewell.answers.drafts import retract
 from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
@@ -152,10 +153,10 @@ def _attempt(
         answer.closest = []
         for h in closest:
             chunk = places.get((h.document_id, h.revision, h.chunk_id))
+            place: dict[str, Any] = {"pages": chunk.pages, "sheet": chunk.sheet, "rows": chunk.rows} if chunk else {}
             answer.closest.append(Passage(
                 chunk_id=h.chunk_id, document_id=h.document_id, revision=h.revision, title=h.title,
-                section_path=h.section_path, text=h.text,
-                **({"pages": chunk.pages, "sheet": chunk.sheet, "rows": chunk.rows} if chunk else {}),
+                section_path=h.section_path, text=h.text, **place,
             ))
     return answer
 

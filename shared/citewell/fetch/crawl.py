@@ -176,7 +176,7 @@ class Crawl:
             if error.status >= 500:
                 raise FetchFailed(f"{origin}/robots.txt answered {error.status}: until it can be read no page is "
                                   "fetched, and none is called gone") from None
-            parser.allow_all = True
+            parser.allow_all = True  # type: ignore[attr-defined]  # as read() sets it; typeshed omits the attribute
         except UrlRefused:
             raise
         except CitewellError as error:  # no answer, or too large: nothing is known to be allowed

@@ -34,7 +34,9 @@ class ClusterCodes:
         self.index = faiss.IndexIVFScalarQuantizer(self._quantizer, width, centroids.shape[0],
                                                    faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT, False)
         self.index.is_trained = True  # float16 needs no trained range; the centroids are ours
-        self._lists = faiss.downcast_InvertedLists(self.index.invlists)
+        lists = self.index.invlists
+        assert lists is not None  # an IVF index is made with its lists
+        self._lists = faiss.downcast_InvertedLists(lists)
         for cluster, size in enumerate(sizes.tolist()):
             self._lists.resize(cluster, size)  # each list allocated once, at its final size
         self.index.ntotal = int(sizes.sum())

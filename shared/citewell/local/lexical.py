@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import tantivy
@@ -159,7 +159,9 @@ def term_counter(terms: Iterable[str]) -> Callable[[str], Counter[str]]:
     def found(text: str) -> Counter[str]:
         if not text.isascii():
             return everywhere(text)
-        lowered, started, counts = text.lower(), set(), Counter()
+        lowered = text.lower()
+        started: set[int] = set()  # where a counted word begins
+        counts: Counter[str] = Counter()
         for prefix in prefixes:
             at = lowered.find(prefix)
             while at != -1:
@@ -191,6 +193,12 @@ class Statistics:
 
     rows: int
     mean_length: float
+
+
+def _whole_numbers(searcher: tantivy.Searcher, field: str, addresses: list[tantivy.DocAddress]) -> list[int]:
+    """An unsigned fast field's values at ``addresses``: tantivy types them as any fast field's
+    (int, float, bool or None), but every row of this schema holds its rowid and length."""
+    return [int(cast(int, v)) for v in searcher.fast_field_values(field, addresses)]
 
 
 def _schema() -> tantivy.Schema:
@@ -289,8 +297,8 @@ class TantivyLexicon:
         if not hits:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         addresses = [address for _, address in hits]
-        rowids = [int(r) for r in searcher.fast_field_values("rowid", addresses)]
-        lengths = [int(n) for n in searcher.fast_field_values("length", addresses)]
+        rowids = _whole_numbers(searcher, "rowid", addresses)
+        lengths = _whole_numbers(searcher, "length", addresses)
         found = texts(rowids)
         kept = [i for i, rowid in enumerate(rowids) if rowid in found]  # gone from the table since: not a hit
         scores = _bm25(searcher, statistics, terms, [found[rowids[i]] for i in kept], [lengths[i] for i in kept])
@@ -331,7 +339,7 @@ class TantivyLexicon:
         searcher = self.index.searcher()
         hits = searcher.search(tantivy.Query.all_query(), limit=max(searcher.num_docs, 1), count=False).hits
         addresses = [address for _, address in hits if address.segment_ord in ordinals]
-        return [int(r) for r in searcher.fast_field_values("rowid", addresses)] if addresses else []
+        return _whole_numbers(searcher, "rowid", addresses) if addresses else []
 
     def collect_garbage(self) -> None:
         """Delete the files of segments no longer in the index (dropped or merged). The caller

@@ -76,7 +76,7 @@ class RapidOcr:
     def _read_image(self, image: np.ndarray) -> OcrPage:
         result = self._loaded()(image)
         height = float(image.shape[0]) or 1.0
-        lines = []
+        lines: list[OcrLine] = []
         if result.boxes is None or result.txts is None or result.scores is None:  # nothing read: a blank page
             return OcrPage(lines=lines)
         for box, text, score in zip(result.boxes, result.txts, result.scores):

@@ -128,7 +128,10 @@ def _lines(page: Any) -> list[_Line]:
     text = (page.extract_text(visitor_text=visit) or "").translate(_LIGATURES)
     if "".join(t for t, _, _ in runs) != text:
         return [_Line(line) for line in text.splitlines()]
-    lines, sizes, heights, current = [], [], [], ""
+    lines: list[_Line] = []
+    sizes: list[float] = []
+    heights: list[float] = []
+    current = ""
     for run, size, y in runs:
         for piece_number, piece in enumerate(run.split("\n")):
             if piece_number:
@@ -343,20 +346,20 @@ def parse_pdf(data: bytes, ocr: OcrEngine | None = None,
                         path.append(title)
                         builder.section(list(path))
                     if ocr is not None:
-                        for page in ocr.read(_one_page(reader, index)):
-                            emit_page(builder, page, index + 1)
+                        for read in ocr.read(_one_page(reader, index)):
+                            emit_page(builder, read, index + 1)
                         tell("ocr", scanned, to_read)
                     continue
                 _page(builder, lines, index + 1, marks.get(index, []), path, layout)
             declared = reader.metadata.title if reader.metadata else None
-            title = choose(declared, first_page_title(pages[0], layout.body) if pages else None)
+            document_title = choose(declared, first_page_title(pages[0], layout.body) if pages else None)
         for warning in caught:
             log.debug("pypdf: %s", warning.message)
     except (FileNotDecryptedError, NotImplementedError) as exc:
         raise EncryptedPdf(f"the PDF cannot be decrypted: {exc}") from exc
     except PdfReadError as exc:
         raise CorruptFile(f"the PDF cannot be read: {exc}") from exc
-    parsed = builder.build(MIME[Kind.PDF], title=title)
+    parsed = builder.build(MIME[Kind.PDF], title=document_title)
     if not parsed.text.strip() and skipped:
         raise EmptyText("the PDF holds only contents or index pages (dot leaders to page numbers)")
     if not parsed.text.strip() and scanned and ocr is None:

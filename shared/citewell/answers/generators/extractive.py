@@ -100,7 +100,7 @@ class UnitEmbeddings:
     def compute(self, question: str, query: np.ndarray | None, units: Sequence[Unit]) -> tuple[np.ndarray, np.ndarray]:
         """Embeds ``units`` (and the question, when ``query`` is None) in one call."""
         asked = [] if query is not None else [question]
-        if not asked and not units:
+        if query is not None and not units:
             return query, np.zeros((0, len(query)), dtype=np.float32)
         vectors = self.encoder.embed([*asked, *(u.text for u in units)])
         return (query if query is not None else vectors[0]), vectors[len(asked):]
@@ -149,7 +149,7 @@ def score_support(
     named = identifiers(question)
     named = {n for n in named if not any(n != other and n in other for other in named)}  # "4031" of "tf-4031" is that code
     wanted = wants(question)
-    contexts: dict[tuple[tuple[int, str], str], tuple[set[str], str]] = {}
+    contexts: dict[tuple[tuple[int, str], str, int], tuple[set[str], str]] = {}  # (chunk, asked, companion)
     specific = specific_terms(question)
     negated = asks_what_is_not(question)
     rows, arounds = [], []
@@ -221,10 +221,10 @@ def score_support(
     rank_of = {i: r for r, i in enumerate(order)}
     quoted_ranks = [frozenset(rank_of[j] for j in quoting[i] if j in rank_of) for i in order]
     everything = set().union(*terms, *(t for t, _ in contexts.values()))
-    evidence = {"evidence_coverage": coverage(weights, set().union(*terms)), "absent_terms": 1.0 - coverage(weights, everything)}
+    covered = {"evidence_coverage": coverage(weights, set().union(*terms)), "absent_terms": 1.0 - coverage(weights, everything)}
     ranked_rows = [rows[i] for i in order]
     ranked_probabilities = probabilities[ranking]
-    features = answer_features(ranked_rows, ranked_probabilities, evidence, quoted_ranks)
+    features = answer_features(ranked_rows, ranked_probabilities, covered, quoted_ranks)
     return Support(
         in_order=units, units=[units[i] for i in order], probabilities=ranked_probabilities,
         unit_features=ranked_rows, features=features, wanted=frozenset(wanted), quoted=quoted_ranks,
@@ -547,7 +547,7 @@ def best_of_each(
         every = every and model.answers(support.features)
         fresh = [u for u in support.units[: len(chosen) + 1] if all(u.text != c.text for c in chosen)]
         if not fresh and not support.complete:  # the first units repeat what is chosen: rank them all
-            support = score_support(embed, ask, evidence, model, every_unit=True)
+            support = score_support(embed, ask, evidence, model, every_unit=True) or support
             fresh = [u for u in support.units if all(u.text != c.text for c in chosen)]
         chosen.extend(fresh[:1])
     return chosen, every
@@ -594,8 +594,8 @@ class ExtractiveGenerator:
         if len(run) > 1:
             quote = best.item.text[(intro or run[0]).start : run[-1].end]
             listed = "\n".join(f"{n}. {_ORDINAL.sub('', u.text)}" for n, u in enumerate(run, start=1))
-            lead = f"{intro.text}\n" if intro else ""
-            return Draft(text=f"{lead}{listed} [{best.item.ref}]", refused=False, outcome=Outcome.ANSWERED,
+            opening = f"{intro.text}\n" if intro else ""
+            return Draft(text=f"{opening}{listed} [{best.item.ref}]", refused=False, outcome=Outcome.ANSWERED,
                          quotes={best.item.ref: quote})
         companion = completion(support.in_order, best, set(support.wanted), question)
         if len(asks) > 1 and not companion:  # two asks: the best unit of each, quoted in the order asked
