@@ -50,7 +50,7 @@ from citewell.ingest.stages import (
     vector_stage,
 )
 from citewell.keys import STAGES, parse_key, raw_key
-from citewell.models import Document, DocumentStatus, ErrorInfo, Upload, descriptive, utcnow
+from citewell.models import Chunk, Document, DocumentStatus, ErrorInfo, Upload, descriptive, utcnow
 from citewell.ports import StagedIndex
 from citewell.records import is_current, update_document
 from citewell.services import Services
@@ -205,7 +205,7 @@ class _Audit:
         if getattr(self.now(document.tenant, document.document_id), "active_revision", None) != document.active_revision:
             purge_revision(self.services, document.tenant, document.document_id, document.active_revision, Counter())
 
-    def _index(self, chunks: list) -> None:  # type: ignore[type-arg]
+    def _index(self, chunks: list[Chunk]) -> None:
         if not chunks:  # purged since the audit looked: nothing to index again
             return
         services = self.services
@@ -484,11 +484,11 @@ class _Audit:
 
             self.found("vectors_pending", tenant, document_id,
                        f"{rows} chunks of served revision {revision[:12]} are found by words only: their vectors were never set",
-                       partial(self._finish_vectors, tenant, document_id, revision), waiting)
+                       partial(self._finish_vectors, index, tenant, document_id, revision), waiting)
 
-    def _finish_vectors(self, tenant: str, document_id: str, revision: str) -> None:
+    def _finish_vectors(self, index: StagedIndex, tenant: str, document_id: str, revision: str) -> None:
         vector_stage(self.services, self.services.metadata.get_chunks(tenant, document_id, revision))
-        if any(w[:3] == (tenant, document_id, revision) for w in self.services.index.vectorless()) \
+        if any(w[:3] == (tenant, document_id, revision) for w in index.vectorless()) \
                 and getattr(self.now(tenant, document_id), "active_revision", None) == revision:
             raise CitewellError(f"rows of revision {revision[:12]} still wait for vectors")
 

@@ -580,7 +580,7 @@ def cmd_feedback(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.services import open_local
 
     found = unhelpful(open_local(args.home, existing=True), args.since, args.tenant)
-    items = [{
+    items: list[dict[str, Any]] = [{
         "answer_id": record.answer_id, "conversation_id": conversation.conversation_id, "tenant": conversation.tenant,
         "subject": conversation.subject, "roles": conversation.roles, "asked": turn.asked, "question": turn.question,
         "answer": record.answer, "outcome": record.outcome.value, "comment": turn.feedback.comment if turn.feedback else None,
@@ -805,21 +805,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (error.name or "").partition(".")[0] == "citewell":
             raise  # our own module missing is a broken install or a bug, not a missing extra
         extra = "aws" if (error.name or "").partition(".")[0] in _AWS_MODULES else "local"
-        return _error(args, {"code": "missing_extra", "message": (
+        return _error(_as_json(argv, args), {"code": "missing_extra", "message": (
             f"a package this command needs is not installed (no module {error.name!r}): pip install 'citewell[{extra}]'")})
     except (CitewellError, ValueError) as error:
         info = error.as_dict() if isinstance(error, CitewellError) else {"code": "invalid_input", "message": _message(error)}
-        return _error(args, info)
+        return _error(_as_json(argv, args), info)
     except Exception as error:
-        if (interrupt := interrupt_behind(error)) is None:
+        if (behind := interrupt_behind(error)) is None:
             raise
-        return interrupted(argv, interrupt, args)
+        return interrupted(argv, behind, args)
     return code
 
 
-def _error(args: argparse.Namespace, info: dict[str, str]) -> int:
+def _as_json(argv: Sequence[str], args: argparse.Namespace | None) -> bool:
+    """Whether errors go out as JSON too: ``--json``, read from ``argv`` when the command line was
+    not read yet (``args`` None)."""
+    return args.json if args is not None else "--json" in argv
+
+
+def _error(as_json: bool, info: dict[str, str]) -> int:
     """One line on stderr, and the error as JSON on stdout with --json."""
-    if args.json:
+    if as_json:
         print(json.dumps({"error": info}))
     from citewell.terminal import printable
 
@@ -832,7 +838,7 @@ def interrupted(argv: Sequence[str], interrupt: KeyboardInterrupt | None = None,
 
     Without ``args`` the command line was not read yet, and ``--json`` is looked for in ``argv``.
     """
-    as_json = args.json if args is not None else "--json" in argv
+    as_json = _as_json(argv, args)
     message = "interrupted"
     outcomes = getattr(interrupt, "outcomes", None)
     if outcomes is not None:

@@ -13,7 +13,7 @@ import base64
 import binascii
 import re
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,11 +50,19 @@ class _ListCursor(BaseModel):
     after: str = Field(min_length=1, max_length=512)
 
 
+_Cursor = TypeVar("_Cursor", _TextCursor, _ListCursor)
+
+
+class ListPage(TypedDict):
+    documents: list[Document]
+    next: str | None
+
+
 def _encode(cursor: BaseModel) -> str:
     return base64.urlsafe_b64encode(cursor.model_dump_json().encode()).decode().rstrip("=")
 
 
-def _decode(value: str, model: type[_TextCursor | _ListCursor]) -> _TextCursor | _ListCursor:
+def _decode(value: str, model: type[_Cursor]) -> _Cursor:
     try:
         data = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
         return model.model_validate_json(data)
@@ -71,10 +79,10 @@ def page_size(value: str | None, default: int, maximum: int) -> int:
     return int(value)
 
 
-def list_page(metadata: MetadataStore, tenant: str, reader: Identity | None, cursor: str | None, limit: int) -> dict[str, object]:
+def list_page(metadata: MetadataStore, tenant: str, reader: Identity | None, cursor: str | None, limit: int) -> ListPage:
     """One page of the tenant's records ``reader`` may read (all of them for the operator, None),
     and the cursor of the next (None: the last page)."""
-    after = _decode(cursor, _ListCursor).after if cursor else None  # type: ignore[union-attr]
+    after = _decode(cursor, _ListCursor).after if cursor else None
     page = metadata.page_documents(tenant, limit, after, reader=reader)
     return {"documents": page.documents, "next": _encode(_ListCursor(after=page.after)) if page.after else None}
 
@@ -83,7 +91,7 @@ def pinned_chunks(metadata: MetadataStore, reader: Identity, document_id: str, c
                   visible: Callable[[Document | None], Document]) -> tuple[Document, list[Chunk]]:
     """The record (as ``visible`` lets the reader see it) and the chunks of the revision a read
     serves: the cursor's, or on a first page the active one, read again while it is replaced."""
-    pinned = _decode(cursor, _TextCursor).revision if cursor else None  # type: ignore[union-attr]
+    pinned = _decode(cursor, _TextCursor).revision if cursor else None
     for _ in range(REREADS):
         document = visible(metadata.get_document(reader.tenant, document_id))
         revision = pinned or document.active_revision
@@ -101,7 +109,7 @@ def pinned_chunks(metadata: MetadataStore, reader: Identity, document_id: str, c
 
 def text_page(text: str, revision: str | None, cursor: str | None, limit: int) -> dict[str, object]:
     """``limit`` characters of ``text`` (the pinned revision's) from the cursor's offset on."""
-    offset = _decode(cursor, _TextCursor).offset if cursor else 0  # type: ignore[union-attr]
+    offset = _decode(cursor, _TextCursor).offset if cursor else 0
     if offset > len(text):
         raise InvalidInput(f"the cursor points past the end of the text ({len(text):,} characters)")
     end = min(len(text), offset + limit)

@@ -81,7 +81,7 @@ class IsolatedHttpResolver(APIGatewayHttpResolver):
     _resolving: APIGatewayProxyEventV2 | None = None
     _resolving_context: Any = None
 
-    @property  # type: ignore[override]
+    @property  # type: ignore[override]  # Powertools declares a plain attribute; a property keeps it per instance
     def current_event(self) -> APIGatewayProxyEventV2:
         assert self._resolving is not None, "no event is being resolved"
         return self._resolving
@@ -90,7 +90,7 @@ class IsolatedHttpResolver(APIGatewayHttpResolver):
     def current_event(self, value: APIGatewayProxyEventV2) -> None:
         self._resolving = value
 
-    @property  # type: ignore[override]
+    @property
     def lambda_context(self) -> Any:
         return self._resolving_context
 
@@ -99,7 +99,9 @@ class IsolatedHttpResolver(APIGatewayHttpResolver):
         self._resolving_context = value
 
     def resolve(self, event: Any, context: Any) -> dict[str, Any]:
-        self._resolving, self._resolving_context = self._to_proxy_event(dict(event)), context
+        proxied = self._to_proxy_event(dict(event))
+        assert isinstance(proxied, APIGatewayProxyEventV2)  # an HTTP API resolver's proxy type
+        self._resolving, self._resolving_context = proxied, context
         try:
             return super().resolve(event, context)
         finally:

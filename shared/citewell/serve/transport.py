@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote
@@ -26,7 +27,7 @@ class LocalContext:
     invoked_function_arn: str = "local"
 
 
-def build_event(scope: dict[str, Any], body: bytes, claims: dict[str, Any], request_id: str, host: str) -> dict[str, Any]:
+def build_event(scope: Mapping[str, Any], body: bytes, claims: dict[str, Any], request_id: str, host: str) -> dict[str, Any]:
     """``host`` is the server's configured name (API Gateway's domain), never the client's Host header."""
     headers: dict[str, str] = {}
     for raw_name, raw_value in scope.get("headers") or []:
