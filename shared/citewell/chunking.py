@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from citewell.models import Block, BlockKind, Chunk, Document, ParsedDocument
 from citewell.ports import TokenCounter
@@ -52,7 +53,7 @@ class _Span:
 
 
 @lru_cache(maxsize=1)
-def _segmenter():  # type: ignore[no-untyped-def]
+def _segmenter() -> Any:  # pysbd's Segmenter (the package ships no types)
     import pysbd
 
     return pysbd.Segmenter(language="en", clean=False)

@@ -469,7 +469,7 @@ class SearchHit(BaseModel):
     rerank: float | None = None  # the reranker's score, when one reordered the hits
     locale: str = "en"  # its document's language
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy allows no decorator above @property; pydantic's own advice
     @property
     def section_id(self) -> str:
         """Its section's stable id: ``citewell read --section`` and ``GET /documents/{id}?section=`` take it."""
@@ -531,7 +531,7 @@ class Citation(Place):
     quote: str = ""
     deleted: bool = False
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy allows no decorator above @property; pydantic's own advice
     @property
     def section_id(self) -> str:
         """Its chunk's section's stable id ("" once deleted)."""
@@ -549,7 +549,7 @@ class Passage(Place):
     section_path: list[str]
     text: str
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy allows no decorator above @property; pydantic's own advice
     @property
     def section_id(self) -> str:
         return chunk_section_id(self.chunk_id, self.revision, self.section_path)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -130,7 +131,7 @@ def units_identity(embedder_identity: str, revision: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _stemmer():  # type: ignore[no-untyped-def]
+def _stemmer() -> Any:  # snowballstemmer's English stemmer (the package ships no types)
     import snowballstemmer
 
     return snowballstemmer.stemmer("english")

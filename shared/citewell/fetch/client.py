@@ -62,7 +62,7 @@ class Page:
 
 
 class _NoCookies(http.cookiejar.DefaultCookiePolicy):
-    def set_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:  # type: ignore[override]
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
         return False
 
 

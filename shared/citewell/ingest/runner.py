@@ -52,6 +52,9 @@ FLUSH_SECONDS = 1.0  # or this long: a search from another process finds a new d
 VECTOR_LAG_SECONDS = 30.0  # between documents, a slice is embedded once the oldest waiting vector has waited this long
 
 
+OutcomeStatus = Literal["published", "unchanged", "failed", "superseded", "skipped"]
+
+
 class IngestOutcome(BaseModel):
     """``superseded``: a newer upload of the document, or its delete, came first; nothing of
     this one was published or kept. ``skipped``: a path the walk left out, with the reason
@@ -61,7 +64,7 @@ class IngestOutcome(BaseModel):
 
     document_id: str
     revision: str | None
-    status: Literal["published", "unchanged", "failed", "superseded", "skipped"]
+    status: OutcomeStatus
     chunks: int
     error: ErrorInfo | None = None
     vectors_pending: int = 0

@@ -22,7 +22,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from citewell.ingest.runner import IngestOutcome
+from citewell.ingest.runner import IngestOutcome, OutcomeStatus
 from citewell.models import ErrorInfo, validate_document_id
 
 _NOT_IN_ID = re.compile(r"[#\\\x00-\x1f\x7f]")
@@ -48,8 +48,8 @@ class Found:
     outcome: IngestOutcome | None = None
 
 
-def _left_out(document_id: str, status: str, code: str, message: str) -> IngestOutcome:
-    return IngestOutcome(document_id=document_id, revision=None, status=status, chunks=0,  # type: ignore[arg-type]
+def _left_out(document_id: str, status: OutcomeStatus, code: str, message: str) -> IngestOutcome:
+    return IngestOutcome(document_id=document_id, revision=None, status=status, chunks=0,
                          error=ErrorInfo(code=code, message=message))
 
 

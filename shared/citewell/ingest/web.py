@@ -28,7 +28,7 @@ from citewell.fetch.client import GONE, Fetcher, Page
 from citewell.fetch.crawl import MAX_CRAWL_DELAY, Crawl, Visit
 from citewell.fetch.urls import Scope, filename_of, normalise
 from citewell.ingest.registration import register_upload
-from citewell.ingest.runner import IngestOutcome
+from citewell.ingest.runner import IngestOutcome, OutcomeStatus
 from citewell.ingest.stages import IngestRequest, record_failure
 from citewell.interrupts import deferred
 from citewell.keys import raw_key
@@ -219,7 +219,7 @@ class WebRun:
                           "deleted": pruned})
 
 
-def _outcome(url: str, status: str, error: CitewellError | None, code: str | None = None,
+def _outcome(url: str, status: OutcomeStatus, error: CitewellError | None, code: str | None = None,
              message: str | None = None) -> IngestOutcome:
     info = ErrorInfo(code=code or (error.code if error else "error"), message=message or (error.message if error else ""))
-    return IngestOutcome(document_id=url, revision=None, status=status, chunks=0, error=info)  # type: ignore[arg-type]
+    return IngestOutcome(document_id=url, revision=None, status=status, chunks=0, error=info)

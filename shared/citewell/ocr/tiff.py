@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 from citewell.errors import CorruptFile
 from citewell.ocr import ScanLimits
@@ -27,7 +28,7 @@ _INLINE = {3: 2, 4: 4, 16: 8}  # SHORT, LONG, LONG8: the types a size is written
 
 @dataclass(frozen=True)
 class _Layout:
-    order: str  # "little" or "big"
+    order: Literal["little", "big"]
     first_at: int  # where the header keeps the first IFD's offset
     offset_size: int  # 4, or 8 in a BigTIFF
     count_size: int  # an IFD's entry count: 2, or 8 in a BigTIFF
@@ -46,10 +47,10 @@ def _layout(data: bytes) -> _Layout:
     raise CorruptFile("the file is not a TIFF")
 
 
-def _number(data: bytes, at: int, size: int, order: str) -> int:
+def _number(data: bytes, at: int, size: int, order: Literal["little", "big"]) -> int:
     if at < 0 or at + size > len(data):
         raise CorruptFile(f"the TIFF points outside itself (offset {at:,} of {len(data):,} bytes)")
-    return int.from_bytes(data[at:at + size], order)  # type: ignore[arg-type]
+    return int.from_bytes(data[at:at + size], order)
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ class SinglePages:
         for directory in self.directories:
             at, link = directory.at, directory.link
             page = bytearray(self.data)
-            page[self.layout.first_at:self.layout.first_at + size] = at.to_bytes(size, order)  # type: ignore[arg-type]
+            page[self.layout.first_at:self.layout.first_at + size] = at.to_bytes(size, order)
             page[link:link + size] = bytes(size)
             yield bytes(page)
 

@@ -66,13 +66,13 @@ _TEXT = {
 
 def _parse_kind(kind: str, data: bytes, ocr: OcrEngine | None, progress: PageProgress | None) -> ParsedDocument:
     from citewell.parsers.encoding import decode
-    from citewell.parsers.sniff import IMAGE_KINDS, MIME
+    from citewell.parsers.sniff import IMAGE_KINDS, MIME, Kind
 
     encoding = None
     if kind in IMAGE_KINDS:
         from citewell.parsers.scan import parse_image
 
-        parsed = parse_image(data, MIME[kind], ocr, progress)  # type: ignore[index]
+        parsed = parse_image(data, MIME[Kind(kind)], ocr, progress)
     elif kind == "pdf":
         from citewell.parsers.pdf import parse_pdf
 

@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import re
+from typing import TypedDict, Unpack
 
 from citewell.models import Block, BlockKind, ParsedDocument, Section
+
+
+class Where(TypedDict, total=False):
+    """Where a block came from, as :class:`~citewell.models.Block` keeps it."""
+
+    page: int | None
+    sheet: str | None
+    row: int | None
+    ocr_confidence: float | None
+
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
 SEPARATOR = "\n\n"
@@ -53,7 +64,7 @@ class TextBuilder:
         """No block yet: a heading now opens the document."""
         return not self._blocks
 
-    def heading(self, level: int, text: str, **where: object) -> None:
+    def heading(self, level: int, text: str, **where: Unpack[Where]) -> None:
         text = clean_inline(text)
         if not text:
             return
@@ -72,19 +83,19 @@ class TextBuilder:
         start = self._pos + (len(SEPARATOR) if self._parts else 0)
         self._open_section(start, list(path))
 
-    def block(self, kind: BlockKind, text: str, **where: object) -> None:
+    def block(self, kind: BlockKind, text: str, **where: Unpack[Where]) -> None:
         text = clean_lines(text) if kind is BlockKind.CODE else clean_inline(text)
         if text:
             self._emit(kind, text, where)
 
-    def _emit(self, kind: BlockKind, text: str, where: dict[str, object]) -> int:
+    def _emit(self, kind: BlockKind, text: str, where: Where) -> int:
         if self._parts:
             self._parts.append(SEPARATOR)
             self._pos += len(SEPARATOR)
         start = self._pos
         self._parts.append(text)
         self._pos += len(text)
-        self._blocks.append(Block(kind=kind, start=start, end=self._pos, **where))  # type: ignore[arg-type]
+        self._blocks.append(Block(kind=kind, start=start, end=self._pos, **where))
         self._section_has_body = self._section_has_body or kind is not BlockKind.HEADING
         return start
 

@@ -210,7 +210,7 @@ class GuardedProtocol(HttpToolsProtocol):
 
     # -- uvicorn's callbacks ---------------------------------------------------------------------
 
-    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+    def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self.address = self.client[0] if self.client else ""
         self.holding.add(self)

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from citewell.errors import CitewellError
+
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
 
 FILE_FIELD = "file"
 MAX_FIELDS = 16  # before the file
@@ -68,7 +72,7 @@ class _Form:
         self._value = bytearray()
         self._in_file = False
 
-    def callbacks(self) -> dict[str, Callable[..., None]]:
+    def callbacks(self) -> MultipartCallbacks:
         return {"on_part_begin": self.part_begin, "on_header_field": self.header_field, "on_header_value": self.header_value,
                 "on_header_end": self.header_end, "on_headers_finished": self.headers_finished,
                 "on_part_data": self.part_data, "on_part_end": self.part_end}
@@ -143,7 +147,7 @@ async def read_form(content_type: str, chunks: AsyncIterator[bytes], check: Call
     if not options.get(b"boundary"):
         raise MalformedForm("the body is not a multipart form: its Content-Type has no boundary")
     form = _Form(check)
-    parser = MultipartParser(options[b"boundary"], form.callbacks())  # type: ignore[arg-type]
+    parser = MultipartParser(options[b"boundary"], form.callbacks())
     started = anyio.current_time()
     try:
         with anyio.fail_after(fields_seconds) as deadline:
