@@ -89,7 +89,8 @@ class Fetcher:
         return httpx.Client(
             transport=Transport(self._trusted, httpx.Limits(max_connections=16, max_keepalive_connections=8)),
             follow_redirects=False, trust_env=False, cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
-            timeout=httpx.Timeout(min(self.seconds, 10.0)), headers={"User-Agent": USER_AGENT, "Accept": "*/*", "Accept-Encoding": ACCEPTED},
+            timeout=httpx.Timeout(min(self.seconds, 10.0)),
+            headers={"User-Agent": USER_AGENT, "Accept": "*/*", "Accept-Encoding": ACCEPTED},
         )
 
     def _client_for(self, url: httpx.URL) -> httpx.Client:
