@@ -43,6 +43,7 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks.report import write_block as replace_block
 from citewell.audit import audit
 from citewell.deletion import delete_document
 from citewell.errors import CitewellError, NotFound
@@ -53,8 +54,6 @@ from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.ingest.web import WebOptions, WebRun
 from citewell.services import Services
-
-from benchmarks.report import write_block as replace_block
 
 TENANT = "northpier"
 ROLES = frozenset({"staff"})
@@ -386,7 +385,6 @@ def seeded_runs(target: int, first_seed: int, steps: int) -> tuple[int, int, lis
     import tempfile
 
     from citewell.embedders.minilm import MiniLMEmbedder
-
     from tests.conftest import make_services
 
     embedder = MiniLMEmbedder()

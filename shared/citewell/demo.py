@@ -36,7 +36,8 @@ def steps(samples: Path, home: Path) -> list[Step]:
     return [
         Step(f"ingest a sample corpus of two organisations into {home}, each folder readable by its roles",
              ("ingest", folder("northpier", "staff"), "--tenant", "northpier", "--allow-roles", "staff")),
-        Step(None, ("ingest", folder("northpier", "engineering"), "--tenant", "northpier", "--allow-roles", "engineering,support")),
+        Step(None, ("ingest", folder("northpier", "engineering"), "--tenant", "northpier",
+                    "--allow-roles", "engineering,support")),
         Step(None, ("ingest", folder("northpier", "hr"), "--tenant", "northpier", "--allow-roles", "hr")),
         Step(None, ("ingest", folder("bluefen", "staff"), "--tenant", "bluefen", "--allow-roles", "staff")),
         Step("two files that cannot be used (a blank scan, a text file named .pdf): each fails with its reason, "

@@ -68,7 +68,7 @@ def _pixels(data: bytes, at: int, entries: int, layout: _Layout, page: int) -> i
     size: dict[int, int] = {}
     for tag, kind, count, value in struct.iter_unpack(form, memoryview(data)[start:start + entries * layout.entry_size]):
         if tag in (_WIDTH, _LENGTH) and kind in _INLINE and count == 1:
-            size[tag] = int.from_bytes(value[:_INLINE[kind]], layout.order)  # type: ignore[arg-type]
+            size[tag] = int.from_bytes(value[:_INLINE[kind]], layout.order)
             if len(size) == 2:
                 return size[_WIDTH] * size[_LENGTH]
     raise CorruptFile(f"page {page} of the TIFF declares no width and height")

@@ -6,14 +6,14 @@ import io
 import re
 import zipfile
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from citewell.samples import texts
 
 # Every sample file's date. The libraries stamp files with the time of writing, and a sample whose
 # bytes changed each time the corpus is written would be a new revision on every `make demo`.
-SAMPLE_DATE = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
+SAMPLE_DATE = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 _CORE_DATE = re.compile(rb"(<dcterms:(?:created|modified)\b[^>]*>)[^<]*(</dcterms:)")
 
 
