@@ -58,7 +58,6 @@ from benchmarks.report import FUZZ_END, FUZZ_START
 from benchmarks.report import write_block as replace_block
 from citewell.answers.generators.extractive import ExtractiveGenerator
 from citewell.answers.service import ask, recorded_citations
-from citewell.answers.units import units_identity
 from citewell.audit import audit
 from citewell.conversations import ask_in_conversation, give_feedback
 from citewell.deletion import delete_document
@@ -76,7 +75,7 @@ from citewell.ingest.stages import (
     release_embeddings,
     vector_stage,
 )
-from citewell.keys import STAGES, document_prefix, raw_key
+from citewell.keys import STAGES, document_prefix, raw_key, units_identity
 from citewell.leases import Lease, current
 from citewell.models import Document, DocumentStatus, Draft, EvidenceItem, Identity, Upload
 from citewell.ports import Generator

@@ -28,7 +28,6 @@ import numpy as np
 from pydantic import BaseModel
 
 from citewell import leases
-from citewell.answers.units import units_identity
 from citewell.deletion import (
     compact,
     delete_document,
@@ -49,7 +48,7 @@ from citewell.ingest.stages import (
     register,
     vector_stage,
 )
-from citewell.keys import STAGES, parse_key, raw_key
+from citewell.keys import STAGES, parse_key, raw_key, units_identity
 from citewell.models import Chunk, Document, DocumentStatus, ErrorInfo, Upload, descriptive, utcnow
 from citewell.ports import StagedIndex
 from citewell.records import is_current, update_document

@@ -23,10 +23,9 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, Field
 
 from citewell import leases
-from citewell.answers.units import units_identity
 from citewell.errors import NotFound
 from citewell.interrupts import deferred
-from citewell.keys import STAGES, document_prefix, upload_keys
+from citewell.keys import STAGES, document_prefix, units_identity, upload_keys
 from citewell.models import AnswerRecord, Citation, Conversation, Document, DocumentStatus, Upload, utcnow
 from citewell.ports import MetadataStore
 from citewell.records import update_conversation, update_document

@@ -1,9 +1,13 @@
-"""Object keys of raw uploads and stage artifacts. One place, so every store agrees.
+"""Object keys of raw uploads and stage artifacts, and the cache's namespaces. One place, so
+every store, and every deletion and audit of them, agrees.
 
 A key is ``STAGE/TENANT/DOCUMENT/UPLOAD``: the tenant and document id are validated here
 (whatever the caller passed, no key leaves its tenant's prefix) and the document id is
 percent-encoded into one path segment, so ``guide`` and ``guide/intro.md`` never share a
 prefix. Everything is keyed by upload: each upload owns its objects and nobody else's.
+
+The embedding cache keys a revision's unit vectors (the extractive answerer's) by
+:func:`units_identity`, which deletion and the audit use too.
 """
 
 from __future__ import annotations
@@ -82,3 +86,8 @@ def parse_key(key: str) -> ObjectKey:
     if object_key(*found) != key:  # validates every part, and refuses a second spelling of one key
         raise InvalidInput(f"not a citewell object key: {key!r}")
     return found
+
+def units_identity(embedder_identity: str, revision: str) -> str:
+    """Where a revision's unit vectors are cached: a namespace per revision, so purging a
+    revision drops exactly them, whatever units its passages were cut into."""
+    return f"{embedder_identity}#units:{revision}"

@@ -199,7 +199,7 @@ def _verdict(
 def _forget(services: Services, tenant: str, evidence: Sequence[EvidenceItem]) -> None:
     """The answerer cached unit vectors of the revisions it read; those a delete or replacement
     has purged since go too, bytes and all (the purge may have run before they were written)."""
-    from citewell.answers.units import units_identity
+    from citewell.keys import units_identity
     from citewell.deletion import compact, removing
 
     documents = services.metadata.get_documents(tenant, {e.document_id for e in evidence})

@@ -124,11 +124,6 @@ _PATTERNS = {Wants.NUMBER: NUMBER, Wants.MONEY: MONEY, Wants.DATE: DATE, Wants.P
 _ECHOED = frozenset({Wants.NUMBER, Wants.MONEY, Wants.DATE, Wants.PERSON, Wants.CODE})
 
 
-def units_identity(embedder_identity: str, revision: str) -> str:
-    """Where a revision's unit vectors are cached: a namespace per revision, so purging a
-    revision drops exactly them, whatever units its passages were cut into."""
-    return f"{embedder_identity}#units:{revision}"
-
 
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:  # snowballstemmer's English stemmer (the package ships no types)

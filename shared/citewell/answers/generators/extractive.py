@@ -51,12 +51,12 @@ from citewell.answers.units import (
     run_around,
     specific_terms,
     stems,
-    units_identity,
     units_of,
     wants,
 )
 from citewell.answers.verifier import shipped_verifier, unit_passage
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
+from citewell.keys import units_identity
 from citewell.models import Draft, EvidenceItem, Outcome, sha256_text
 from citewell.ports import Embedder, MetadataStore
 from citewell.terms import FUNCTION_WORDS
