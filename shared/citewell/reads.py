@@ -11,7 +11,8 @@ The answerer uses the same reads (:func:`widened`): a model is given the documen
 passage whole (or, when that is over the evidence budget, the section the passage lies in) in
 place of that document's passages, one source whose spans are still the chunks, so every quote
 is still bound to a chunk id of the revision the caller may read; evidence that all comes from
-one document that fits is that document alone.
+one document that fits is that document alone. Neighbouring chunks are joined by
+:func:`stitched_text`, here because every read, the answerer's evidence included, joins them one way.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from citewell.answers.evidence import stitched_text
 from citewell.errors import NotFound, OverBudget
-from citewell.models import Chunk, Document, EvidenceItem, Identity, section_id
+from citewell.models import Chunk, Document, EvidenceItem, EvidenceSpan, Identity, section_id
 from citewell.services import Services
 
 REREADS = 3  # a document replaced (and purged) between reading its record and its chunks is read again
@@ -143,3 +143,28 @@ def widened(
                 used += len(item.text)
         return kept, scope
     return list(evidence), None
+
+def stitched_text(chunks: list[Chunk]) -> tuple[str, list[EvidenceSpan]]:
+    """Concatenate neighbouring chunks without repeating their overlap."""
+    text, spans, end = "", [], chunks[0].start
+    for chunk in chunks:
+        skip = max(0, end - chunk.start)
+        fresh = chunk.text[skip:]
+        spans.append(EvidenceSpan(chunk_id=chunk.chunk_id, section_path=chunk.heading_path, start=len(text),
+                                  end=len(text) + len(fresh), pages=chunk.pages, sheet=chunk.sheet, rows=chunk.rows,
+                                  page_starts=_moved(chunk.page_starts, skip, len(text)),
+                                  row_starts=_moved(chunk.row_starts, skip, len(text))))
+        text += fresh
+        end = chunk.end
+    return text, [s for s in spans if s.end > s.start]
+
+
+def _moved(starts: list[tuple[int, int]], skip: int, at: int) -> list[tuple[int, int]]:
+    """A chunk's page or row starts as offsets into the evidence text, where the chunk's text from
+    ``skip`` on begins at ``at``: what begins in the left-out overlap begins at ``at`` instead."""
+    moved: list[tuple[int, int]] = []
+    for offset, value in starts:
+        if offset <= skip and moved:
+            moved.pop()  # a later start before the fresh text supersedes it
+        moved.append((at + max(0, offset - skip), value))
+    return moved

@@ -10,7 +10,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from citewell.models import Chunk, Document, EvidenceItem, EvidenceSpan, Identity, SearchHit
+from citewell.models import Chunk, Document, EvidenceItem, Identity, SearchHit
+from citewell.reads import stitched_text
 from citewell.services import Services
 from citewell.settings import DEFAULT_BUDGET_CHARS
 
@@ -87,30 +88,6 @@ def _stitch(services: Services, identity: Identity, current: list[tuple[Document
     return stitched
 
 
-def _moved(starts: list[tuple[int, int]], skip: int, at: int) -> list[tuple[int, int]]:
-    """A chunk's page or row starts as offsets into the evidence text, where the chunk's text from
-    ``skip`` on begins at ``at``: what begins in the left-out overlap begins at ``at`` instead."""
-    moved: list[tuple[int, int]] = []
-    for offset, value in starts:
-        if offset <= skip and moved:
-            moved.pop()  # a later start before the fresh text supersedes it
-        moved.append((at + max(0, offset - skip), value))
-    return moved
-
-
-def stitched_text(chunks: list[Chunk]) -> tuple[str, list[EvidenceSpan]]:
-    """Concatenate neighbouring chunks without repeating their overlap."""
-    text, spans, end = "", [], chunks[0].start
-    for chunk in chunks:
-        skip = max(0, end - chunk.start)
-        fresh = chunk.text[skip:]
-        spans.append(EvidenceSpan(chunk_id=chunk.chunk_id, section_path=chunk.heading_path, start=len(text),
-                                  end=len(text) + len(fresh), pages=chunk.pages, sheet=chunk.sheet, rows=chunk.rows,
-                                  page_starts=_moved(chunk.page_starts, skip, len(text)),
-                                  row_starts=_moved(chunk.row_starts, skip, len(text))))
-        text += fresh
-        end = chunk.end
-    return text, [s for s in spans if s.end > s.start]
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:

@@ -199,8 +199,8 @@ def _verdict(
 def _forget(services: Services, tenant: str, evidence: Sequence[EvidenceItem]) -> None:
     """The answerer cached unit vectors of the revisions it read; those a delete or replacement
     has purged since go too, bytes and all (the purge may have run before they were written)."""
-    from citewell.keys import units_identity
     from citewell.deletion import compact, removing
+    from citewell.keys import units_identity
 
     documents = services.metadata.get_documents(tenant, {e.document_id for e in evidence})
     gone = {e.revision for e in evidence if getattr(documents.get(e.document_id), "active_revision", None) != e.revision}
