@@ -19,7 +19,7 @@ import sys
 
 from benchmarks.cache import CachedEmbedder
 from benchmarks.measure import emit, hybrid_figures, judged_arguments
-from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
+from citewell.llm.openai_compatible import OpenAICompatibleModel
 from citewell.evaluation import load_qrels, load_queries
 from citewell.services import open_local
 
@@ -35,7 +35,7 @@ def main() -> None:
     try:
         first = server.stdout.readline() if server.stdout else ""
         url = first.split(" at ", 1)[1].split(" ", 1)[0]  # "serving NAME at http://HOST:PORT/v1 (OpenAI-compatible) ..."
-        model = OpenAICompatibleGenerator(base_url=url, model="citewell-stand-in", timeout=30, retries=0)
+        model = OpenAICompatibleModel(base_url=url, model="citewell-stand-in", timeout=30, retries=0)
         report: dict[str, object] = {"dataset": args.dataset.name, "queries": len(queries)}
         for name, expander in (("none", None), ("standin_expansion", model)):
             services.expander = expander

@@ -17,6 +17,7 @@ from citewell.errors import ExpansionUnavailable
 from citewell.filters import SearchFilter
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
+from citewell.llm.openai_compatible import OpenAICompatibleModel
 from citewell.models import Identity
 from citewell.search import search
 from tests import fake_model_service
@@ -173,7 +174,7 @@ def test_expansion_follows_the_settings(monkeypatch):
     monkeypatch.setenv("CITEWELL_GENERATOR", "openai")
     monkeypatch.setenv("CITEWELL_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("CITEWELL_OPENAI_MODEL", "m")
-    assert isinstance(expansion.expander_from_env(), OpenAICompatibleGenerator)
+    assert type(expansion.expander_from_env()) is OpenAICompatibleModel  # the model, not the answerer over it
     monkeypatch.setenv("CITEWELL_QUERY_EXPANSION", "off")
     assert expansion.expander_from_env() is None
 

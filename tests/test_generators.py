@@ -154,7 +154,7 @@ def test_bedrock_timeout_and_malformed_reply_over_real_http(service):
 
 
 def test_the_bedrock_client_is_shared_and_gives_up_inside_the_api_functions_30_seconds(monkeypatch):
-    from citewell.answers.generators import bedrock
+    from citewell.llm import bedrock
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")

@@ -13,11 +13,11 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.answers.service import ask
 from citewell.errors import RerankerUnavailable
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
+from citewell.llm.openai_compatible import OpenAICompatibleModel
 from citewell.models import Identity, LaneRanks, SearchHit
 from citewell.rerankers.bedrock import BedrockReranker
 from citewell.rerankers.http import HttpReranker
@@ -241,7 +241,7 @@ def llm(service, content: str | None = None, **reply) -> LlmReranker:
         service.replies.append(service.chat(content))
     elif reply:
         service.replies.append(Reply(**reply))
-    return LlmReranker(OpenAICompatibleGenerator(service.url, "m", retries=0, timeout=0.5), window=2)
+    return LlmReranker(OpenAICompatibleModel(service.url, "m", retries=0, timeout=0.5), window=2)
 
 
 def test_the_llm_reranker_blends_seventy_thirty_and_keeps_a_prior_without_a_verdict(service):

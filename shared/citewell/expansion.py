@@ -97,6 +97,6 @@ def expander_from_env() -> Completer | None:
 def _built(found: Settings) -> Completer | None:
     if found.query_expansion == "off" or found.generator == "extractive":
         return None
-    from citewell.answers.config import model_generator
+    from citewell.llm import model_from_settings
 
-    return model_generator()
+    return model_from_settings()

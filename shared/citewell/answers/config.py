@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from citewell.llm import configured
 from citewell.ports import Generator
 from citewell.services import Services
-from citewell.settings import InvalidSetting, settings
+from citewell.settings import settings
 
 if TYPE_CHECKING:
     from citewell.answers.generators.bedrock import BedrockGenerator
@@ -29,21 +30,11 @@ def generator_from_env(services: Services) -> Generator:
 
 
 def model_generator() -> OpenAICompatibleGenerator | BedrockGenerator:
-    """The configured model generator (an LLM reranker asks through it too); the extractive
-    answerer is not a model."""
-    found = settings()
-    if found.generator == "extractive":
-        raise InvalidSetting("CITEWELL_RERANKER=llm needs a model: set CITEWELL_GENERATOR to openai or bedrock")
-    if found.generator == "openai":
-        from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
-
-        return OpenAICompatibleGenerator(
-            base_url=found.required("openai_base_url"), model=found.required("openai_model"),
-            api_key=found.openai_api_key, timeout=found.generator_timeout,
-        )
+    """The configured model answering (the extractive answerer is not a model)."""
     from citewell.answers.generators.bedrock import BedrockGenerator
+    from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 
-    return BedrockGenerator(model_id=found.required("bedrock_model_id"))
+    return configured(OpenAICompatibleGenerator, BedrockGenerator)
 
 
 def evidence_budget() -> int:

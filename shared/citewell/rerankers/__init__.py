@@ -31,7 +31,7 @@ def _built(found: Settings) -> Reranker | None:
         from citewell.rerankers.bedrock import BedrockReranker
 
         return BedrockReranker(found.required("bedrock_rerank_model_arn"), timeout=found.rerank_timeout)
-    from citewell.answers.config import model_generator
+    from citewell.llm import model_from_settings
     from citewell.rerankers.llm import LlmReranker
 
-    return LlmReranker(model_generator())
+    return LlmReranker(model_from_settings())

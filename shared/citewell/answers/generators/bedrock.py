@@ -1,13 +1,12 @@
-"""Amazon Bedrock's Converse API through boto3 (any Converse-capable text model); ConverseStream
-when a listener wants the draft as it is written (the streaming server's)."""
+"""Answers and follow-up rewrites from Amazon Bedrock: the answer prompts over
+:class:`citewell.llm.bedrock.BedrockModel` (ConverseStream when a listener wants the draft as it
+is written, the streaming server's)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
-from typing import Any
 
-from citewell.answers.drafts import DraftListener, listener
+from citewell.answers.drafts import listener
 from citewell.answers.prompt import (
     REWRITE_PROMPT,
     SYSTEM_PROMPT,
@@ -16,94 +15,17 @@ from citewell.answers.prompt import (
     rewritten_from_reply,
     user_prompt,
 )
-from citewell.errors import GeneratorUnavailable
+from citewell.llm.bedrock import BedrockModel
 from citewell.models import Draft, EvidenceItem
 
-READ_TIMEOUT_S, CONNECT_TIMEOUT_S = 20, 3  # one attempt ends by 23 s, inside the API function's 30 s
 
-
-@lru_cache(maxsize=8)
-def shared_client(region: str | None) -> Any:
-    """One client per region for the container's life: a client costs tens of milliseconds and
-    its connection pool is what keeps the TLS session to Bedrock warm across requests. A single
-    attempt, since a retry after a 20 s read would outlive the request."""
-    import boto3
-    from botocore.config import Config
-
-    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=READ_TIMEOUT_S,
-                    connect_timeout=CONNECT_TIMEOUT_S)
-    return boto3.client("bedrock-runtime", region_name=region, config=config)
-
-
-class BedrockGenerator:
-    def __init__(self, model_id: str, client: Any = None, region: str | None = None, max_tokens: int = 800) -> None:
-        self.client = client if client is not None else shared_client(region)
-        self.model_id = model_id
-        # Cached answers are keyed by it: another endpoint under the same model id gets its own.
-        self.fingerprint = str(self.client.meta.endpoint_url)
-        self.max_tokens = max_tokens
-
-    @property
-    def name(self) -> str:
-        return f"bedrock:{self.model_id}"
-
+class BedrockGenerator(BedrockModel):
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         listen = listener()
         if listen is not None:
-            return draft_from_reply(self._streamed(SYSTEM_PROMPT, user_prompt(question, evidence), listen))
-        return draft_from_reply(self._converse(SYSTEM_PROMPT, user_prompt(question, evidence)))
+            return draft_from_reply(self.stream(SYSTEM_PROMPT, user_prompt(question, evidence), listen))
+        return draft_from_reply(self.complete(SYSTEM_PROMPT, user_prompt(question, evidence)))
 
     def rewrite(self, previous: Sequence[str], asked: str) -> str:
         """A follow-up made standalone by the model (see :data:`REWRITE_PROMPT`)."""
-        return rewritten_from_reply(self._converse(REWRITE_PROMPT, rewrite_prompt(previous, asked)), asked)
-
-    def complete(self, system: str, user: str) -> str:
-        """One plain completion: what an LLM reranker asks through."""
-        return self._converse(system, user)
-
-    def _request(self, system: str, user: str) -> dict[str, Any]:
-        return {"modelId": self.model_id, "system": [{"text": system}],
-                "messages": [{"role": "user", "content": [{"text": user}]}],
-                "inferenceConfig": {"temperature": 0, "maxTokens": self.max_tokens}}
-
-    def _streamed(self, system: str, user: str, listen: DraftListener) -> str:
-        """The reply as the model writes it (ConverseStream's ``contentBlockDelta`` events), each
-        piece handed to ``listen``. Not retried: the client makes one attempt, as for Converse."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        pieces: list[str] = []
-        try:
-            response = self.client.converse_stream(**self._request(system, user))
-            for event in response["stream"]:  # an exception event raises EventStreamError, a ClientError
-                text = event.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
-                if text:
-                    pieces.append(text)
-                    listen(text)
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "ClientError")
-            raise GeneratorUnavailable(f"Bedrock refused the request or broke off its stream ({code})") from exc
-        except BotoCoreError as exc:
-            raise GeneratorUnavailable(f"Bedrock could not be reached ({exc.__class__.__name__})") from exc
-        content = "".join(pieces)
-        if not content.strip():
-            raise GeneratorUnavailable("the Bedrock stream is empty")
-        return content
-
-    def _converse(self, system: str, user: str) -> str:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            response = self.client.converse(**self._request(system, user))
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "ClientError")
-            raise GeneratorUnavailable(f"Bedrock refused the request ({code})") from exc
-        except BotoCoreError as exc:
-            raise GeneratorUnavailable(f"Bedrock could not be reached ({exc.__class__.__name__})") from exc
-        try:
-            blocks = response["output"]["message"]["content"]
-            content = "".join(block["text"] for block in blocks if "text" in block)
-        except (KeyError, TypeError):
-            raise GeneratorUnavailable("the Bedrock reply has no output.message.content") from None
-        if not content.strip():
-            raise GeneratorUnavailable("the Bedrock reply is empty")
-        return content
+        return rewritten_from_reply(self.complete(REWRITE_PROMPT, rewrite_prompt(previous, asked)), asked)
