@@ -10,8 +10,9 @@ import pytest
 from benchmarks.loopback_site import Site, page, serving
 from citewell.errors import FetchFailed, HttpStatus, TooLarge, UrlRefused
 from citewell.fetch.client import Fetcher
-from citewell.fetch.guard import Guard, allow_entry
+from citewell.fetch.guard import Guard
 from citewell.fetch.urls import Scope, looks_like_url, normalise
+from citewell.settings import allow_entry
 
 LOOPBACK = ["127.0.0.1/32"]
 

@@ -188,7 +188,7 @@ def _seconds(value: str) -> float:
 
 
 def _allowed(value: str) -> str:
-    from citewell.fetch.guard import allow_entry
+    from citewell.settings import allow_entry
 
     try:
         return allow_entry(value)

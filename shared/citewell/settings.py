@@ -9,6 +9,7 @@ changes a variable gets the new value.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -36,6 +37,22 @@ DEFAULT_OCR_MAX_PIXELS = 2_000_000_000
 
 _DAY = 24 * 3600.0
 Seconds = Annotated[float, Field(gt=0, lt=_DAY, description="a number of seconds above 0 and under a day")]
+
+
+def allow_entry(value: str) -> str:
+    """One entry of the fetch allow-list (``CITEWELL_FETCH_ALLOW``, ``--allow-host``), checked: a
+    CIDR or address, or a host name (lower-cased). Here beside the settings that read it; the
+    fetch guard holds the addresses it names."""
+    text = value.strip().lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError:
+        pass
+    labels = text.split(".")
+    if not text or len(text) > 253 or not all(label and len(label) <= 63 and label.replace("-", "").isalnum()
+                                              and label.isascii() for label in labels):
+        raise ValueError(f"an allowed host is a CIDR (10.0.0.0/8), an address or a host name, not {value!r}")
+    return text
 
 
 class InvalidSetting(CitewellError):
@@ -135,8 +152,6 @@ class Settings(BaseSettings):
     @field_validator("fetch_allow", mode="before")
     @classmethod
     def _allow_list(cls, value: Any) -> Any:
-        from citewell.fetch.guard import allow_entry
-
         items = [x.strip() for x in value.split(",") if x.strip()] if isinstance(value, str) else value
         return tuple(allow_entry(x) for x in items)
 

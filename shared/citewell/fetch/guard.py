@@ -23,25 +23,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from citewell.errors import FetchFailed, UrlRefused
+from citewell.settings import allow_entry
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], list[str]]
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
-
-def allow_entry(value: str) -> str:
-    """One allow-list entry, checked: a CIDR or address, or a host name (lower-cased)."""
-    text = value.strip().lower().rstrip(".")
-    try:
-        return str(ipaddress.ip_network(text, strict=False))
-    except ValueError:
-        pass
-    labels = text.split(".")
-    if not text or len(text) > 253 or not all(label and len(label) <= 63 and label.replace("-", "").isalnum()
-                                              and label.isascii() for label in labels):
-        raise ValueError(f"an allowed host is a CIDR (10.0.0.0/8), an address or a host name, not {value!r}")
-    return text
 
 
 def _embedded(address: Address) -> Address | None:
