@@ -70,7 +70,7 @@ class ApiBackend:
     services: Services
     upload_form: UploadForms
     lease: Lease | None = None  # the process that runs the stages of the uploads it registers, when that is this one
-    fetch_page: Callable[[Upload], None] | None = None  # starts the fetch step of a URL's upload (citewell.fetch.store)
+    fetch_page: Callable[[Upload], None] | None = None  # starts the fetch step of a URL's upload (citewell.ingest.fetch_stage)
 
 
 class IsolatedHttpResolver(APIGatewayHttpResolver):

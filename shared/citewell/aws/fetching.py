@@ -1,7 +1,7 @@
 """The fetch function: a URL's upload, registered by the API, fetched into the upload bucket.
 
 The API queues ``{"tenant", "document_id", "upload_id"}``; this step loads that upload intent and
-runs :func:`citewell.fetch.store.fetch_upload` against S3 and DynamoDB, through the same guard
+runs :func:`citewell.ingest.fetch_stage.fetch_upload` against S3 and DynamoDB, through the same guard
 as the CLI with the operator's ``CITEWELL_FETCH_ALLOW`` (the stack's, never the caller's). The
 bytes land under the upload's ``raw/`` key, whose notification starts parse, as an upload form's
 file does. A message for an upload no longer there (a newer upload or a delete came first) is done,
@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from citewell.fetch.client import Fetcher
-from citewell.fetch.store import fetch_upload
+from citewell.ingest.fetch_stage import fetch_upload
 from citewell.keys import raw_key
 from citewell.services import Services
 from citewell.settings import settings

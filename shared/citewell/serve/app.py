@@ -185,7 +185,7 @@ class Server:
 
     def _fetch(self, upload: Upload) -> None:
         from citewell.fetch.client import Fetcher
-        from citewell.fetch.store import fetch_upload
+        from citewell.ingest.fetch_stage import fetch_upload
         from citewell.settings import settings
 
         config = settings()

@@ -1,4 +1,4 @@
-"""The fetch step of a URL registered through the API: its bytes become the upload's raw object.
+"""The fetch stage of a URL registered through the API: its bytes become the upload's raw object.
 
 ``POST /documents`` with ``{"url": ...}`` registers an upload whose source is the URL, as a file's
 upload is registered before its bytes arrive; this step stands where the upload form stands.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from citewell.errors import CitewellError, NotFound, UploadMissing
 from citewell.fetch.client import Fetcher
+from citewell.ingest.stages import record_failure
 from citewell.keys import raw_key
 from citewell.models import Upload
 from citewell.services import Services
@@ -21,8 +22,6 @@ from citewell.services import Services
 def fetch_upload(services: Services, fetcher: Fetcher, upload: Upload) -> Upload | None:
     """Store the page's bytes for ``upload``: the intent with its validators, whose stages run next;
     None when the fetch failed (recorded on the document) and no stage follows."""
-    from citewell.ingest.stages import record_failure
-
     document = services.metadata.get_document(upload.tenant, upload.document_id)
     served = document if document is not None and document.active_revision and document.active_upload else None
     try:
