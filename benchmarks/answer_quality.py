@@ -20,9 +20,9 @@ from pathlib import Path
 
 from benchmarks.homes import fresh_home
 from benchmarks.measure import emit, percentiles
-from citewell.answers.evaluation import AnswerCase, asker, evaluate
 from citewell.answers.evidence import DEFAULT_BUDGET_CHARS
 from citewell.answers.generators.extractive import ExtractiveGenerator
+from citewell.evaluation.answers import AnswerCase, asker, evaluate
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Answer

@@ -18,7 +18,7 @@ import random
 from benchmarks.cache import CachedEmbedder
 from benchmarks.homes import fresh_home
 from benchmarks.measure import emit, hybrid_figures, judged_arguments
-from citewell.evaluation import EVAL_TENANT, ingest_corpus, load_qrels, load_queries
+from citewell.evaluation.retrieval import EVAL_TENANT, ingest_corpus, load_qrels, load_queries
 from citewell.services import Services, open_local
 
 

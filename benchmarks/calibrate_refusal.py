@@ -292,7 +292,7 @@ def discrimination(parts: Sequence[tuple[list[Observed], RefusalModel, Scores | 
 
 
 def squad_questions(services: Services, squad: Path) -> list[Question]:
-    from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
+    from citewell.evaluation.retrieval import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
 
     ingest_corpus(services, squad)
     rows = load_squad_questions(squad)
@@ -321,7 +321,7 @@ def realdocs_questions(services: Services, folder: Path) -> list[Question]:
     every one fitted on: the held-out real documents are kept outside the project. Each is in
     one of two folds by the document it is about, so figures can be cross-validated."""
     from benchmarks.realdocs import ingest_realdocs
-    from citewell.answers.evaluation import load_cases
+    from citewell.evaluation.answers import load_cases
 
     failed = ingest_realdocs(services, folder)
     if failed:

@@ -19,8 +19,8 @@ import sys
 
 from benchmarks.cache import CachedEmbedder
 from benchmarks.measure import emit, hybrid_figures, judged_arguments
+from citewell.evaluation.retrieval import load_qrels, load_queries
 from citewell.llm.openai_compatible import OpenAICompatibleModel
-from citewell.evaluation import load_qrels, load_queries
 from citewell.services import open_local
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from benchmarks.cache import CachedEmbedder
 from benchmarks.measure import emit
 from benchmarks.speed import timed
-from citewell.evaluation import EVAL_IDENTITY, EVAL_TENANT, load_qrels, load_queries
+from citewell.evaluation.retrieval import EVAL_IDENTITY, EVAL_TENANT, load_qrels, load_queries
 from citewell.filters import SearchFilter
 from citewell.search import resolve_scope, search
 from citewell.services import open_local

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.cache import CachedEmbedder
-from citewell.evaluation import EVAL_TENANT
+from citewell.evaluation.retrieval import EVAL_TENANT
 from citewell.models import Chunk, Document
 from citewell.services import Services, open_local
 

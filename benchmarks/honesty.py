@@ -17,7 +17,7 @@ from pathlib import Path
 from benchmarks.homes import fresh_home
 from benchmarks.measure import emit, percentiles
 from citewell.answers.service import ask
-from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
+from citewell.evaluation.retrieval import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
 from citewell.models import Answer
 
 

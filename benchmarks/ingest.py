@@ -16,7 +16,7 @@ from pathlib import Path
 
 from benchmarks.homes import fresh_home, published
 from benchmarks.measure import emit
-from citewell.evaluation import ingest_corpus, load_corpus
+from citewell.evaluation.retrieval import ingest_corpus, load_corpus
 
 
 def main() -> None:

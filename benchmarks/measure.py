@@ -47,7 +47,7 @@ def judged_arguments(description: str) -> argparse.ArgumentParser:
 def hybrid_figures(services: Any, qrels: dict[str, dict[str, int]], queries: dict[str, str]) -> dict[str, object]:
     """Hybrid search over the judged queries after a five-query warm-up, scored as
     ``benchmarks.quality`` scores it: nDCG@10, Recall@100 and the searches' latency."""
-    from citewell.evaluation import document_run, score
+    from citewell.evaluation.retrieval import document_run, score
 
     document_run(services, dict(list(queries.items())[:5]), ("bm25", "vector"))
     run = document_run(services, queries, ("bm25", "vector"))

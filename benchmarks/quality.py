@@ -18,7 +18,7 @@ from pathlib import Path
 from benchmarks import peer
 from benchmarks.homes import fresh_home
 from benchmarks.measure import emit, percentiles
-from citewell.evaluation import (
+from citewell.evaluation.retrieval import (
     EVAL_IDENTITY,
     RUN_DEPTH,
     DocumentRun,

@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from citewell.answers.evaluation import AnswerCase, Report, evaluate, judge, load_cases
 from citewell.answers.service import ask
+from citewell.evaluation.answers import AnswerCase, Report, evaluate, judge, load_cases
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Answer

@@ -18,7 +18,7 @@ import sys
 
 from benchmarks.cache import CachedEmbedder
 from benchmarks.measure import emit, hybrid_figures, judged_arguments
-from citewell.evaluation import load_qrels, load_queries
+from citewell.evaluation.retrieval import load_qrels, load_queries
 from citewell.rerankers.http import HttpReranker
 from citewell.services import open_local
 

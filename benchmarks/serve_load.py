@@ -236,7 +236,7 @@ def tail(milliseconds: list[float]) -> dict[str, float]:
 def search_at_scale(home: Path, dataset: Path, limit: int, log: Path) -> dict[str, object]:
     """Each query in this process and through a server on the same home, alternately (which goes
     first alternates too), so both see the same machine: the difference is the server's cost."""
-    from citewell.evaluation import EVAL_IDENTITY, load_qrels, load_queries
+    from citewell.evaluation.retrieval import EVAL_IDENTITY, load_qrels, load_queries
     from citewell.search import search
     from citewell.services import open_local
 

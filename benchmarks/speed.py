@@ -27,7 +27,7 @@ import numpy as np
 
 from benchmarks.cache import CachedEmbedder
 from benchmarks.measure import emit, percentiles
-from citewell.evaluation import EVAL_IDENTITY, load_qrels, load_queries
+from citewell.evaluation.retrieval import EVAL_IDENTITY, load_qrels, load_queries
 from citewell.search import search
 from citewell.services import Services, open_local
 

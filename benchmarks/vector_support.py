@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.evaluation import EVAL_IDENTITY, load_qrels, load_queries
+from citewell.evaluation.retrieval import EVAL_IDENTITY, load_qrels, load_queries
 from citewell.search import search
 from citewell.services import open_local
 

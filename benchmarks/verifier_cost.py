@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--unit-encoder", action="store_true", help="the unit encoder's cost instead of the verifier's")
     args = parser.parse_args()
     from benchmarks.realdocs import ingest_realdocs
-    from citewell.answers.evaluation import load_cases
+    from citewell.evaluation.answers import load_cases
     from citewell.services import open_local
 
     out: dict[str, object] = {}
@@ -77,7 +77,7 @@ def main() -> None:
     cases = load_cases(args.realdocs / "questions.jsonl")
     out["realdocs"] = side_by_side(services, [(c.identity, c.question) for c in cases], args.unit_encoder)
     if args.squad:
-        from citewell.evaluation import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
+        from citewell.evaluation.retrieval import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
 
         services = open_local(args.work / "squad")
         ingest_corpus(services, args.squad)

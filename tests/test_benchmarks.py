@@ -16,7 +16,7 @@ from benchmarks import ROOT
 from benchmarks.cache import CachedEmbedder
 from benchmarks.grow import grow
 from benchmarks.homes import fresh_home
-from citewell.evaluation import EVAL_IDENTITY, EVAL_ROLE, ingest_corpus
+from citewell.evaluation.retrieval import EVAL_IDENTITY, EVAL_ROLE, ingest_corpus
 from citewell.models import Identity
 from citewell.search import search
 from citewell.services import open_local
@@ -237,7 +237,7 @@ def test_the_ocr_benchmark_scans_a_text_pdf_into_images_and_keeps_each_pages_tex
 
 def test_the_authority_benchmark_measures_each_marking_and_leaves_the_home_unmarked(embedder, tmp_path, monkeypatch, capsys):
     from benchmarks import authority_cost
-    from citewell.evaluation import EVAL_TENANT
+    from citewell.evaluation.retrieval import EVAL_TENANT
 
     data = beir_folder(tmp_path, "tiny")
     monkeypatch.setattr(sys, "argv", ["authority_cost", str(data), "--home", str(tmp_path / "home"), "--cache",

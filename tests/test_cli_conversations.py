@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from citewell.answers.evaluation import load_cases
 from citewell.cli import main
 from citewell.conversations import give_feedback
+from citewell.evaluation.answers import load_cases
 from citewell.models import Identity
 from citewell.services import open_local
 

@@ -9,13 +9,13 @@ import re
 import pytest
 
 from citewell.answers.conditions import MAX_LISTED
-from citewell.answers.evaluation import AnswerCase, judge
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.answers.prompt import draft_from_reply
 from citewell.answers.service import ask, recorded_citations
 from citewell.answers.verify import Rejection, verify
 from citewell.conversations import ask_in_conversation
 from citewell.deletion import delete_document
+from citewell.evaluation.answers import AnswerCase, judge
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Answer, ConditionAnswer, Draft, EvidenceItem, EvidenceSpan, Identity, Outcome

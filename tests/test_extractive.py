@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from citewell.answers.evaluation import AnswerCase, judge, score
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.generators.extractive import (
     CANDIDATES,
@@ -43,6 +42,7 @@ from citewell.answers.units import (
     wants,
 )
 from citewell.cli import main as cli
+from citewell.evaluation.answers import AnswerCase, judge, score
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.metadata import SqliteMetadataStore

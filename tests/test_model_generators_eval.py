@@ -15,13 +15,13 @@ from benchmarks import ROOT
 from benchmarks.model_generators import fault_outcomes
 from benchmarks.model_server import MODEL_NAME, serve
 from benchmarks.standin_model import Fault, StandInModel
-from citewell.answers.evaluation import AnswerCase, evaluate
 from citewell.answers.generators.bedrock import BedrockGenerator
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.answers.prompt import REFUSAL_SENTINEL, SYSTEM_PROMPT, user_prompt
 from citewell.answers.service import ask
 from citewell.answers.verify import Rejection
 from citewell.cli import main
+from citewell.evaluation.answers import AnswerCase, evaluate
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import EvidenceItem, EvidenceSpan, Identity

@@ -565,7 +565,7 @@ def operator_note(services: Services, identity: Identity) -> str | None:
 
 def cmd_eval_answers(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.config import evidence_budget, generator_from_env
-    from citewell.answers.evaluation import asker, evaluate, load_cases
+    from citewell.evaluation.answers import asker, evaluate, load_cases
     from citewell.services import open_local
 
     cases = load_cases(args.questions, args.split)
@@ -658,7 +658,7 @@ def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 
 def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    from citewell.evaluation import document_run, ingest_corpus, load_qrels, load_queries, score
+    from citewell.evaluation.retrieval import document_run, ingest_corpus, load_qrels, load_queries, score
     from citewell.progress import IngestDisplay
     from citewell.search import LANE_CHOICES
     from citewell.services import default_home, open_local
