@@ -1,6 +1,9 @@
 """No import circle, lazy imports included: a module that imports one that imports it back
 (even inside a function) cannot be read, moved or tested alone, and its load order decides
-what works. Both halves are checked: the package and the CDK app."""
+what works. Both halves are checked: the package and the CDK app. The package is checked twice:
+module by module, and floor by floor, each subpackage and each top-level module one unit, so
+that ``a/x.py -> b/y.py -> a/z.py`` (no module circle, but two packages that need each other)
+fails too."""
 
 from __future__ import annotations
 
@@ -83,6 +86,27 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_package_has_no_import_circle():
     assert circles(imports(modules(ROOT / "shared" / "citewell", "citewell"))) == []
+
+
+def units(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between units: ``citewell.answers.units`` belongs to ``citewell.answers``, a
+    top-level module is its own unit; imports inside a unit are left out."""
+    def unit(name: str) -> str:
+        return ".".join(name.split(".")[:2])
+
+    joined: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        joined.setdefault(unit(name), set()).update(unit(t) for t in targets if unit(t) != unit(name))
+    return joined
+
+
+def test_no_two_packages_of_the_package_import_each_other():
+    assert circles(units(imports(modules(ROOT / "shared" / "citewell", "citewell")))) == []
+
+
+def test_a_package_circle_is_found_where_modules_make_none():
+    graph = {"citewell.a.x": {"citewell.b.y"}, "citewell.b.y": {"citewell.a.z"}, "citewell.a.z": set()}
+    assert circles(graph) == [] and circles(units(graph)) == [["citewell.a", "citewell.b"]]
 
 
 def test_the_cdk_app_has_no_import_circle():
