@@ -9,6 +9,7 @@ from typing import Any
 
 from constructs import Node
 
+from citewell.settings import DEFAULT_BEDROCK_EMBED_MODEL
 from stacks.search import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ class StackConfig:
     layer_path: str = "build/layer"
     synth_only: bool = False  # check the template without a built layer; never deploy such a synthesis
     embedder: str = "bedrock"  # bedrock | minilm (a packaged model, no Bedrock grant)
-    embedding_model: str = "amazon.titan-embed-text-v2:0"
+    embedding_model: str = DEFAULT_BEDROCK_EMBED_MODEL
     ocr: str = "textract"  # textract (scans read by Amazon Textract, billed per page) | none (scans are empty_text)
     generator: str = "extractive"  # extractive | bedrock
     generator_model: str | None = None  # a Bedrock model or inference profile id, with generator=bedrock

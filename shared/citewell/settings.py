@@ -26,6 +26,7 @@ DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_TOKENS = 200
 DEFAULT_OVERLAP_TOKENS = 40
 DEFAULT_BUDGET_CHARS = 6000
+DEFAULT_BEDROCK_EMBED_MODEL = "amazon.titan-embed-text-v2:0"  # Titan Text Embeddings v2: the stack's default too
 DEFAULT_STUCK_MINUTES = 60.0
 DEFAULT_BUSY_SECONDS = 30.0
 # What OCR reads of one file, counted from its headers before a page is decoded: a page takes
@@ -100,7 +101,7 @@ class Settings(BaseSettings):
     openai_embed_model: str | None = None
     openai_embed_dims: int | None = Field(None, ge=1, le=65536, description="a whole number of dimensions from 1")
     bedrock_model_id: str | None = None
-    bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
+    bedrock_embed_model: str = DEFAULT_BEDROCK_EMBED_MODEL
 
     # Query expansion (citewell.expansion): auto runs it through a model generator, never the extractive one.
     query_expansion: Literal["auto", "off"] = Field("auto", description="auto or off")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from citewell.api.settings import ApiSettings
 from citewell.services import Services
-from citewell.settings import DEFAULT_MAX_BYTES, settings
+from citewell.settings import DEFAULT_BEDROCK_EMBED_MODEL, DEFAULT_MAX_BYTES, settings
 
 if TYPE_CHECKING:
     from citewell.ports import Embedder
@@ -22,7 +22,7 @@ class AwsSettings(ApiSettings):
     region: str | None = None
     index_alias: str = "citewell-chunks"
     embedder: str = "bedrock"  # bedrock | openai | minilm
-    bedrock_embed_model: str = "amazon.titan-embed-text-v2:0"
+    bedrock_embed_model: str = DEFAULT_BEDROCK_EMBED_MODEL
     max_bytes: int = DEFAULT_MAX_BYTES
     # textract: scans read by Amazon Textract (the stack sets it where uploads are parsed)
     ocr: Literal["none", "textract"] = "none"

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from citewell.errors import EmbedderUnavailable
+from citewell.settings import DEFAULT_BEDROCK_EMBED_MODEL
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 THROTTLING = {"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException", "ModelNotReadyException"}
@@ -25,7 +26,7 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 class BedrockTitanEmbedder:
     """``amazon.titan-embed-text-v2:0``: one text per call, calls in parallel, throttling retried with backoff."""
 
-    def __init__(self, model_id: str = "amazon.titan-embed-text-v2:0", dims: int = 1024, client: Any = None,
+    def __init__(self, model_id: str = DEFAULT_BEDROCK_EMBED_MODEL, dims: int = 1024, client: Any = None,
                  region: str | None = None, workers: int = 8, retries: int = 4, backoff: float = 0.5) -> None:
         if client is None:
             import boto3
