@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import boto3
@@ -19,7 +20,7 @@ from citewell.local.index import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.objects import FolderObjectStore
 from citewell.ports import Embedder
-from citewell.services import Services
+from citewell.services import Services, records
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +32,7 @@ def make_services(home: Path, model: MiniLMEmbedder, embedder: Embedder | None =
     """Real stores under ``home``; chunks are counted in ``model``'s tokens, vectors come from ``embedder``."""
     return Services(
         objects=FolderObjectStore(home / "objects"),
-        metadata=SqliteMetadataStore(home / "metadata.db"),
+        **records(SqliteMetadataStore(home / "metadata.db")),
         index=SqliteSearchIndex(home / "index.db"),
         embedder=embedder or model,
         chunker=Chunker(model.count_tokens),
@@ -70,8 +71,7 @@ def services(
         yield services
         return
     with moto_dynamodb(monkeypatch) as store:
-        services.metadata = store
-        yield services
+        yield replace(services, **records(store))
 
 
 @pytest.fixture(scope="session")

@@ -49,7 +49,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,7 @@ from citewell.models import Document, DocumentStatus, Draft, EvidenceItem, Ident
 from citewell.ports import Generator
 from citewell.records import current_upload, is_current
 from citewell.search import search
-from citewell.services import Services
+from citewell.services import Services, records
 from tests.residue import file_residue, sqlite_rows, tantivy_residue
 
 TENANTS = ("northpier", "bluefen")
@@ -255,7 +255,7 @@ class Interleaver:
         self.crashes = crashes
         self.real = services
         self.services = Services(
-            objects=Boundary(services.objects, "objects", self), metadata=Boundary(services.metadata, "metadata", self),
+            objects=Boundary(services.objects, "objects", self), **records(Boundary(services.metadata, "metadata", self)),
             index=Boundary(services.index, "index", self), embedder=services.embedder, chunker=services.chunker,
             max_bytes=services.max_bytes,
         )
@@ -1087,9 +1087,8 @@ def cloud_stores(services: Services) -> Iterator[Services]:
         s3 = boto3.client("s3", **credentials)
         s3.create_bucket(Bucket="citewell-interleavings", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
         s3.put_bucket_versioning(Bucket="citewell-interleavings", VersioningConfiguration={"Status": "Enabled"})
-        services.metadata = DynamoMetadataStore("citewell-metadata", dynamodb)
-        services.objects = S3ObjectStore("citewell-interleavings", s3)
-        yield services
+        yield replace(services, objects=S3ObjectStore("citewell-interleavings", s3),
+                      **records(DynamoMetadataStore("citewell-metadata", dynamodb)))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ fetch function (tests/test_aws_iam.py replays its calls against it)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from urllib.parse import quote
 
 import pytest
@@ -14,6 +15,7 @@ from benchmarks.loopback_site import Site, page, serving
 from citewell.aws.fetching import fetch_message
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
+from citewell.services import records
 from tests.aws_roles import granted_actions
 from tests.conftest import make_services, moto_bucket, moto_dynamodb
 from tests.test_aws_chain import api, aws, fetch_queued, knn_proxy, pump  # noqa: F401
@@ -23,8 +25,7 @@ from tests.test_aws_chain import api, aws, fetch_queued, knn_proxy, pump  # noqa
 def aws_services(tmp_path, embedder, monkeypatch):
     services = make_services(tmp_path, embedder)
     with moto_bucket(monkeypatch) as objects, moto_dynamodb(monkeypatch) as metadata:
-        services.objects, services.metadata = objects, metadata
-        yield services
+        yield replace(services, objects=objects, **records(metadata))
 
 
 def queued(services, url: str) -> tuple[object, str]:

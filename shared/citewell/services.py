@@ -4,16 +4,61 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, cast
 
 from citewell.chunking import Chunker, ChunkingConfig
-from citewell.ports import Completer, Embedder, MetadataStore, ObjectStore, OcrEngine, Reranker, SearchIndex
+from citewell.ports import (
+    AnswerRecords,
+    ChunkRecords,
+    Completer,
+    ConversationRecords,
+    DocumentRecords,
+    Embedder,
+    EmbeddingCache,
+    MetadataStore,
+    ObjectStore,
+    OcrEngine,
+    Removals,
+    Reranker,
+    SearchIndex,
+    UploadRecords,
+)
 from citewell.settings import DEFAULT_MAX_BYTES, settings
+
+
+class Records(TypedDict):
+    """The record roles of :class:`Services`, each by its port."""
+
+    documents: DocumentRecords
+    uploads: UploadRecords
+    chunks: ChunkRecords
+    embeddings: EmbeddingCache
+    answers: AnswerRecords
+    conversations: ConversationRecords
+    removals: Removals
+
+
+def records(store: MetadataStore) -> Records:
+    """Every record role served by ``store``. The adapters keep all the records in one database
+    (one table on AWS) and some of their writes span roles in one transaction, so one store
+    serves them all: ``Services(objects=..., **records(store), index=..., ...)`` builds the
+    services, and ``replace(services, **records(other))`` puts another store in its place."""
+    return Records(documents=store, uploads=store, chunks=store, embeddings=store, answers=store,
+                   conversations=store, removals=store)
 
 
 @dataclass
 class Services:
+    """The ports a stage or a query works through; each record role is held by its own port."""
+
     objects: ObjectStore
-    metadata: MetadataStore
+    documents: DocumentRecords
+    uploads: UploadRecords
+    chunks: ChunkRecords
+    embeddings: EmbeddingCache  # cached vectors (the model that computes them is ``embedder``)
+    answers: AnswerRecords
+    conversations: ConversationRecords
+    removals: Removals
     index: SearchIndex
     embedder: Embedder
     chunker: Chunker
@@ -21,6 +66,11 @@ class Services:
     reranker: Reranker | None = None  # None: the one CITEWELL_RERANKER configures (none: the fused order)
     expander: Completer | None = None  # expands questions; None: the one the settings name (none for extractive)
     ocr: OcrEngine | None = None  # reads scans; None: images and PDF pages without text are empty_text
+
+    @property
+    def metadata(self) -> MetadataStore:
+        """The one store behind every record role, for the callers that do not yet name their role."""
+        return cast("MetadataStore", self.documents)
 
 
 def default_home() -> Path:
@@ -69,7 +119,7 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
     chunking = chunking or ChunkingConfig(max_tokens=found.chunk_tokens, overlap_tokens=found.chunk_overlap)
     return Services(
         objects=FolderObjectStore(home / "objects"),
-        metadata=SqliteMetadataStore(home / "metadata.db"),
+        **records(SqliteMetadataStore(home / "metadata.db")),
         index=SqliteSearchIndex(home / "index.db"),
         embedder=embedder,
         chunker=Chunker(embedder.count_tokens, chunking),

@@ -7,7 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from citewell.api.settings import ApiSettings
-from citewell.services import Services
+from citewell.services import Services, records
 from citewell.settings import DEFAULT_BEDROCK_EMBED_MODEL, DEFAULT_MAX_BYTES, settings
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def open_aws(settings: AwsSettings) -> Services:
         ocr = TextractOcr(boto3.client("textract", region_name=settings.region))
     return Services(
         objects=S3ObjectStore(settings.bucket, regional_client(settings.region)),
-        metadata=DynamoMetadataStore(settings.table, boto3.resource("dynamodb", region_name=settings.region)),
+        **records(DynamoMetadataStore(settings.table, boto3.resource("dynamodb", region_name=settings.region))),
         index=index,
         embedder=embedder,
         # Chunk budgets are counted in MiniLM word pieces whatever the embedder: a tokenizer

@@ -1,0 +1,31 @@
+"""Ports: the small interfaces behind which every stateful or networked part sits.
+
+The ingestion stages and the query path are written once against these; each has an
+embedded adapter (``citewell.local``) and a cloud adapter. By kind: the records, one port per
+role (:mod:`citewell.ports.records`), the search index (:mod:`citewell.ports.index`), the object
+store (:mod:`citewell.ports.objects`), and the models and engines (:mod:`citewell.ports.models`).
+Every name is taken from here: ``from citewell.ports import DocumentRecords``.
+"""
+
+from __future__ import annotations
+
+from citewell.ports.index import LaneHit, QueryVector, SearchIndex, StagedIndex, query_vector
+from citewell.ports.models import Completer, Embedder, Generator, OcrEngine, Reranked, Reranker, TokenCounter
+from citewell.ports.objects import ObjectStore
+from citewell.ports.records import (
+    AnswerRecords,
+    ChunkRecords,
+    ConversationRecords,
+    DocumentPage,
+    DocumentRecords,
+    EmbeddingCache,
+    MetadataStore,
+    Removals,
+    UploadRecords,
+)
+
+__all__ = [
+    "AnswerRecords", "ChunkRecords", "Completer", "ConversationRecords", "DocumentPage", "DocumentRecords", "Embedder",
+    "EmbeddingCache", "Generator", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "QueryVector", "Removals",
+    "Reranked", "Reranker", "SearchIndex", "StagedIndex", "TokenCounter", "UploadRecords", "query_vector",
+]

@@ -1,0 +1,21 @@
+"""The object store port: raw uploads and stage artifacts, by key."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+from typing import Protocol
+
+
+class ObjectStore(Protocol):
+    """Raw uploads and stage artifacts, by key."""
+
+    def put(self, key: str, data: bytes) -> None: ...
+    def get(self, key: str) -> bytes: ...
+    def exists(self, key: str) -> bool: ...
+    def delete(self, key: str) -> int: ...
+    def list(self, prefix: str) -> Iterator[str]: ...
+    def temporaries(self, prefix: str = "") -> builtins.list[tuple[str, float]]:
+        """Unfinished writes under ``prefix`` (a killed process leaves them) and their age in
+        seconds; ``delete`` removes one."""
+        ...

@@ -1,0 +1,293 @@
+"""The record ports: the authoritative records, one small port per role.
+
+Each adapter (``citewell.local.metadata``, ``citewell.aws.metadata``) keeps every role in one
+database, so one object serves them all (:class:`MetadataStore`) and a write may span roles in one
+transaction (an answer is recorded only while its sources are served). Callers hold each role by
+its port (``services.documents``, ``services.chunks``, ...) and so say what they touch.
+
+Every read returns what is stored now: a record that is not there is None (or left out of a
+mapping or a list), never an error. A write that lost a race returns None or False, never raises;
+deletes return how many items went (0: nothing was there). The SQLite adapter raises
+:class:`~citewell.errors.Busy` when another process holds the write lock past its timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+
+from citewell.filters import SearchFilter
+from citewell.leases import Lease
+from citewell.models import AnswerRecord, Chunk, Conversation, Document, Identity, Removal, Upload
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of a listing: the records the reader may read, by id, and the id to continue
+    after (None: the listing is done). A page may hold fewer than asked and still go on: a
+    store stops after reading a bounded number of records (see ``DocumentRecords.page_documents``)."""
+
+    documents: list[Document]
+    after: str | None
+
+
+class DocumentRecords(Protocol):
+    """Document records by ``(tenant, document_id)``: access fields, status, the active revision
+    and upload, the generation (one per life of the record). Every write is a compare-and-set on
+    ``version``."""
+
+    def get_document(self, tenant: str, document_id: str) -> Document | None:
+        """The record, read strongly consistent; None when there is none."""
+        ...
+
+    def get_documents(self, tenant: str, document_ids: Iterable[str]) -> dict[str, Document]:
+        """The records by id; ids without one are left out."""
+        ...
+
+    def list_documents(self, tenant: str) -> list[Document]:
+        """Every record of the tenant, whatever its roles (the operator's view)."""
+        ...
+
+    def page_documents(self, tenant: str, limit: int, after: str | None = None, reader: Identity | None = None) -> DocumentPage:
+        """At most ``limit`` of the tenant's records with ids after ``after``, in id order, read by
+        key. With a ``reader`` only the records it may read are taken, before the page is cut, so
+        a page never holds or counts another's; without one (the operator) all are."""
+        ...
+
+    def find_documents(self, identity: Identity, wanted: SearchFilter) -> frozenset[str]:
+        """The ids of the records ``identity`` may read that ``wanted`` admits (as
+        :meth:`SearchFilter.admits` decides); InvalidInput when more than ``MAX_SCOPE``."""
+        ...
+
+    def save_document(self, document: Document) -> Document | None:
+        """Compare-and-set: write only if the stored version is still ``document.version`` (0:
+        no record yet). Returns the stored record (version + 1), or None if someone else wrote."""
+        ...
+
+    def delete_document(self, tenant: str, document_id: str, generation: str | None = None) -> int:
+        """Remove the record (1) or find none (0); with ``generation``, only while it is still that
+        life of the record. Conflict when other writes keep winning the race (DynamoDB)."""
+        ...
+
+    def all_documents(self) -> list[Document]:
+        """Every record of every tenant: what a restart, a sweep and the audit go through."""
+        ...
+
+
+class UploadRecords(Protocol):
+    """Upload intents by ``(tenant, document_id, upload_id)``: each upload's immutable record,
+    written at register, that every stage works from (sequence number, roles, title, source)."""
+
+    def put_upload(self, upload: Upload) -> None:
+        """Store the intent, replacing one with the same key."""
+        ...
+
+    def get_upload(self, tenant: str, document_id: str, upload_id: str) -> Upload | None:
+        """The intent; None when there is none."""
+        ...
+
+    def list_uploads(self, tenant: str, document_id: str) -> list[Upload]:
+        """The document's intents, oldest first (by ``seq``)."""
+        ...
+
+    def delete_upload(self, tenant: str, document_id: str, upload_id: str) -> int:
+        """Remove the intent; 1 if it was there, else 0."""
+        ...
+
+    def upload_inventory(self) -> list[Upload]:
+        """Every intent of every tenant (for the audit)."""
+        ...
+
+
+
+class ChunkRecords(Protocol):
+    """Chunk records by ``(tenant, document_id, revision, chunk_id)``: the evidence text of each
+    revision, in order, with its content hash (which the embedding cache is keyed by)."""
+
+    def put_chunks(self, chunks: Sequence[Chunk]) -> None:
+        """Replace every (document, revision) present in ``chunks`` with exactly these records."""
+        ...
+
+    def get_chunks(self, tenant: str, document_id: str, revision: str) -> list[Chunk]:
+        """The revision's records in their order; empty when it has none."""
+        ...
+
+    def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:
+        """Chunk records by ``(document_id, revision, chunk_id)``; absent keys are left out."""
+        ...
+
+    def chunk_revisions(self, tenant: str, document_id: str) -> list[str]:
+        """The revisions of the document that have records, sorted."""
+        ...
+
+    def hashes_in_use(self, content_hashes: Iterable[str]) -> set[str]:
+        """Which of these content hashes some chunk record still has."""
+        ...
+
+    def delete_chunks(self, tenant: str, document_id: str, revision: str) -> int:
+        """Remove the revision's records; returns how many went."""
+        ...
+
+    def chunk_inventory(self) -> list[tuple[str, str, str, int]]:
+        """``(tenant, document_id, revision, records)`` for every revision with records."""
+        ...
+
+
+class EmbeddingCache(Protocol):
+    """Cached vectors by ``(embedder identity, content hash)``: a text is embedded once per model,
+    and vectors of different identities never mix."""
+
+    def get_embeddings(self, identity: str, content_hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """The cached vectors by hash; hashes not cached are left out."""
+        ...
+
+    def put_embeddings(self, identity: str, vectors: dict[str, np.ndarray]) -> None:
+        """Cache these vectors (by hash), replacing any under the same key."""
+        ...
+
+    def delete_embeddings(self, identity: str, content_hashes: Iterable[str]) -> int:
+        """Drop these cached vectors, used or not; returns how many went."""
+        ...
+
+    def delete_unused_embeddings(self, identity: str, content_hashes: Iterable[str]) -> int:
+        """Drop those of these cached embeddings that no chunk record uses, judged at the delete:
+        a chunk stage that wrote its records first keeps its vectors. Returns how many went."""
+        ...
+
+    def embedding_hashes(self, identity: str) -> set[str]:
+        """Every hash cached under ``identity``."""
+        ...
+
+    def embedding_identities(self) -> dict[str, int]:
+        """Each identity with cached vectors, and how many it has."""
+        ...
+
+    def delete_identity(self, identity: str) -> int:
+        """Drop every vector cached under ``identity`` (a model gone); returns how many went."""
+        ...
+
+
+class AnswerRecords(Protocol):
+    """Answer records by ``(tenant, answer_id)`` with the sources each rests on (its citations),
+    the answer cache by ``(cache key, tenant, epoch)``, and each tenant's corpus epoch, which a
+    publish or a delete moves so no cached answer outlives the corpus it was given."""
+
+    def put_answer(self, record: AnswerRecord) -> None:
+        """Store (or rewrite, as a withdrawal does) a record whatever its sources are now."""
+        ...
+
+    def record_answer(self, record: AnswerRecord, cache: tuple[str, int] | None = None) -> bool:
+        """Store a new answer (and its cache entry ``(cache_key, epoch)``) only while every source
+        it rests on still serves the revision it read, atomically with that check; False when one
+        changed (a delete or replacement won the race: nothing was written)."""
+        ...
+
+    def get_answer(self, tenant: str, answer_id: str) -> AnswerRecord | None:
+        """The record; None when there is none."""
+        ...
+
+    def answers_citing(self, tenant: str, document_id: str, revision: str | None = None) -> list[AnswerRecord]:
+        """The answers resting on the document (on that revision of it, given one), each once."""
+        ...
+
+    def citation_inventory(self) -> list[tuple[str, str, str, str]]:
+        """``(tenant, document_id, revision, answer_id)`` for every source an answer rests on."""
+        ...
+
+    def tenant_epoch(self, tenant: str) -> int:
+        """The tenant's corpus epoch (0 before the first move)."""
+        ...
+
+    def bump_epoch(self, tenant: str) -> int:
+        """Move the tenant's corpus epoch and drop its cached answers; returns how many were dropped."""
+        ...
+
+    def get_cached_answer(self, cache_key: str, tenant: str, epoch: int) -> str | None:
+        """The answer id cached under the key at that epoch; None when there is none."""
+        ...
+
+    def put_cached_answer(self, cache_key: str, tenant: str, epoch: int, answer_id: str) -> None:
+        """Cache ``answer_id`` under the key at that epoch, replacing what was there."""
+        ...
+
+    def drop_cached_answers(self, tenant: str, answer_ids: Iterable[str]) -> int:
+        """Drop the cache entries that give these answers; returns how many went."""
+        ...
+
+    def cache_inventory(self) -> list[tuple[str, str]]:
+        """``(tenant, answer_id)`` of every cached answer."""
+        ...
+
+
+class ConversationRecords(Protocol):
+    """Conversations by ``(tenant, conversation_id)``: a subject's turns, each naming the answer it
+    got. Every write is a compare-and-set on ``version``."""
+
+    def save_conversation(self, conversation: Conversation) -> Conversation | None:
+        """Store over the version read (0: new) and return what was stored; None when another writer won."""
+        ...
+
+    def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None:
+        """The conversation; None when there is none."""
+        ...
+
+    def conversations_of(self, tenant: str, subject: str, limit: int = 50) -> list[Conversation]:
+        """The subject's conversations, the latest first, at most ``limit``."""
+        ...
+
+    def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
+        """Every conversation with a turn that got one of these answers (a withdrawal's turns)."""
+        ...
+
+    def conversations_idle_since(self, before: datetime) -> list[Conversation]:
+        """Every conversation whose last question is older than ``before`` (what expiry removes),
+        read without reading the others."""
+        ...
+
+    def delete_conversation(self, tenant: str, conversation_id: str) -> int:
+        """Remove the conversation; 1 if it was there, else 0."""
+        ...
+
+    def conversation_inventory(self) -> list[Conversation]:
+        """Every conversation of every tenant (for the audit and the operator's feedback report)."""
+        ...
+
+
+class Removals(Protocol):
+    """The journal of removals of stored text, and the compaction that makes them physical:
+    a removal is noted before anything goes and cleared once a compaction has seen it through."""
+
+    def begin_removal(self, owner: Lease | None) -> str:
+        """Note, durably and before anything goes, that stored text is being removed; returns its id."""
+        ...
+
+    def end_removal(self, removal_id: str) -> None:
+        """Mark the removal's deletes done (it still waits for its compaction); an unknown id is ignored.
+        A store whose deletes leave no bytes behind (DynamoDB) keeps no journal: ``removals`` is empty."""
+        ...
+
+    def removals(self) -> list[Removal]:
+        """Removals whose compaction has not been seen through (see :func:`citewell.deletion.compact`)."""
+        ...
+
+    def clear_removals(self, removal_ids: Iterable[str]) -> None:
+        """Forget these removals: a compaction saw them through."""
+        ...
+
+    def compact(self, removed: bool) -> bool:
+        """Make deletions physical: nothing removed may remain in logs, free space or the unused
+        space of live pages; ``removed`` says text was removed since the last compaction that
+        finished (a store may then rewrite its files). False when that could not finish now
+        (another reader pins the log): the bytes are pending."""
+        ...
+
+
+class MetadataStore(
+    DocumentRecords, UploadRecords, ChunkRecords, EmbeddingCache, AnswerRecords, ConversationRecords, Removals, Protocol
+):
+    """Every record role in one store: what each adapter implements, and what
+    :func:`citewell.services.records` hands to every role of :class:`~citewell.services.Services`."""
