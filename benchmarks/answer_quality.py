@@ -64,7 +64,7 @@ def main() -> None:
     cases = [AnswerCase.model_validate(q) for q in answerset.questions()]
     milliseconds: list[float] = []
 
-    extractive = ExtractiveGenerator(services.embedder, services.metadata)
+    extractive = ExtractiveGenerator(services.embedder, services.embeddings)
     reports = {}
     for split in args.split or ("tune", "held_out"):
         chosen = [c for c in cases if c.split == split]

@@ -26,10 +26,10 @@ def mark(services: Services, chosen: set[str]) -> int:
     """Authority on the documents whose source id is in ``chosen``, off on every other; returns
     how many are marked."""
     marked = 0
-    for document in services.metadata.list_documents(EVAL_TENANT):
+    for document in services.documents.list_documents(EVAL_TENANT):
         wanted = document.document_id in chosen
         if document.authority != wanted:
-            assert services.metadata.save_document(document.model_copy(update={"authority": wanted}))
+            assert services.documents.save_document(document.model_copy(update={"authority": wanted}))
         marked += wanted
     return marked
 
@@ -45,7 +45,7 @@ def main() -> None:
         ingest_corpus(fresh_home(args.home, args.cache), args.dataset)
     services = open_local(args.home, existing=True)
     services.embedder = CachedEmbedder(services.embedder, args.cache)  # the question's vector without the model
-    ids = sorted(d.document_id for d in services.metadata.list_documents(EVAL_TENANT))
+    ids = sorted(d.document_id for d in services.documents.list_documents(EVAL_TENANT))
     relevant = {doc for judged in qrels.values() for doc, grade in judged.items() if grade > 0}
     markings = {"none": set(), f"random_{args.share:g}": set(random.Random(29).sample(ids, round(len(ids) * args.share))),
                 "judged_relevant": relevant & set(ids)}

@@ -94,7 +94,7 @@ class Observed:
 
 
 def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
-    embed = UnitEmbeddings(services.embedder, services.metadata)
+    embed = UnitEmbeddings(services.embedder, services.embeddings)
     neutral = RefusalModel(unit=_NEUTRAL_UNIT, answer=_ANSWER_ALWAYS)
     observed = []
     for number, question in enumerate(questions, start=1):

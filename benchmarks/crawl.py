@@ -30,10 +30,10 @@ TENANT = "bench"
 
 
 def _writes(services: Services) -> dict[str, int]:
-    documents = services.metadata.list_documents(TENANT)
+    documents = services.documents.list_documents(TENANT)
     return {
         "record_versions": sum(d.version for d in documents),
-        "uploads": sum(len(services.metadata.list_uploads(TENANT, d.document_id)) for d in documents),
+        "uploads": sum(len(services.uploads.list_uploads(TENANT, d.document_id)) for d in documents),
         "objects": sum(1 for _ in services.objects.list("")),
     }
 

@@ -33,13 +33,13 @@ SAMPLE = SearchFilter(tags=frozenset({"sample"}))
 
 def tag_share(services, share: float) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """Tag every (1/share)-th document ``sample``; returns the documents and chunks tagged."""
-    documents = sorted(services.metadata.list_documents(EVAL_TENANT), key=lambda d: d.document_id)
+    documents = sorted(services.documents.list_documents(EVAL_TENANT), key=lambda d: d.document_id)
     step = max(1, round(1 / share))
     tagged = chunks = 0
     for n, document in enumerate(documents):
         wanted = frozenset({"sample"}) if n % step == 0 else frozenset()
         if document.tags != wanted or wanted:  # written again: the record's tags and the store's tag rows
-            services.metadata.save_document(document.model_copy(update={"tags": wanted}))
+            services.documents.save_document(document.model_copy(update={"tags": wanted}))
         if wanted:
             tagged += 1
             chunks += document.chunk_count

@@ -30,7 +30,7 @@ def grow(target: Path, sources: Sequence[Path], chunks: int) -> dict[str, int]:
     if not any(pairs for _, pairs, _ in loaded):
         raise ValueError("the source homes hold no published documents")
     for _, _, vectors in loaded:  # the cached vectors too, as the embed stage would have left them
-        services.metadata.put_embeddings(identity, vectors)
+        services.embeddings.put_embeddings(identity, vectors)
     written, documents, copy, pending = 0, 0, 0, []
 
     def flush() -> None:
@@ -51,8 +51,8 @@ def grow(target: Path, sources: Sequence[Path], chunks: int) -> dict[str, int]:
                     c.model_copy(update={"document_id": new_id, "chunk_id": c.chunk_id.replace(document.document_id, new_id, 1)})
                     for c in originals
                 ]
-                services.metadata.save_document(document.model_copy(update={"document_id": new_id, "version": 0}))
-                services.metadata.put_chunks(renamed)
+                services.documents.save_document(document.model_copy(update={"document_id": new_id, "version": 0}))
+                services.chunks.put_chunks(renamed)
                 pending += [(c, vectors[c.content_hash]) for c in renamed]
                 documents += 1
                 if len(pending) >= BATCH:

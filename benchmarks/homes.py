@@ -24,7 +24,7 @@ def fresh_home(home: Path, cache: Path | None = None) -> Services:
 
 def published(services: Services) -> tuple[list[tuple[Document, list[Chunk]]], dict[str, np.ndarray]]:
     """Every published evaluation document with its chunks, and their vectors by content hash."""
-    documents = [d for d in services.metadata.list_documents(EVAL_TENANT) if d.active_revision]
-    pairs = [(d, services.metadata.get_chunks(EVAL_TENANT, d.document_id, d.active_revision or "")) for d in documents]
+    documents = [d for d in services.documents.list_documents(EVAL_TENANT) if d.active_revision]
+    pairs = [(d, services.chunks.get_chunks(EVAL_TENANT, d.document_id, d.active_revision or "")) for d in documents]
     hashes = {c.content_hash for _, chunks in pairs for c in chunks}
-    return pairs, services.metadata.get_embeddings(services.embedder.identity, hashes)
+    return pairs, services.embeddings.get_embeddings(services.embedder.identity, hashes)

@@ -105,13 +105,13 @@ def main() -> None:
         time.sleep(0.05)
     all_found = time.monotonic() - started
     load_after = os.getloadavg()
-    big = services.metadata.get_document(TENANT, f"{folder.name}/big.txt") if services else None
+    big = services.documents.get_document(TENANT, f"{folder.name}/big.txt") if services else None
     process.send_signal(signal.SIGINT)
     out, _ = process.communicate(timeout=600)
     stopped = time.monotonic() - started
     outcomes = json.loads(out)["documents"] if out.strip() else []
     after = open_local(home, existing=True)
-    published = [d for d in after.metadata.list_documents(TENANT) if d.status is DocumentStatus.PUBLISHED]
+    published = [d for d in after.documents.list_documents(TENANT) if d.status is DocumentStatus.PUBLISHED]
     report = {
         "small_files": len(words), "big_megabytes": args.megabytes,
         "first_searchable_s": round(min(found.values()), 1) if found else None,

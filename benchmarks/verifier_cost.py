@@ -30,7 +30,7 @@ def generators(services: Services, unit_encoder: bool) -> tuple[list[ExtractiveG
     """The warm-up generators, and the two timed ones, the shipped configuration first."""
     shipped = shipped_model()
     warm = shipped.model_copy(update={"fitted_on": shipped.fitted_on + " (warm-up)"})
-    embedder, cache = services.embedder, services.metadata
+    embedder, cache = services.embedder, services.embeddings
     if unit_encoder:
         return ([ExtractiveGenerator(embedder, cache, warm), ExtractiveGenerator(embedder, cache, warm, encoder=embedder)],
                 {"with unit encoder": ExtractiveGenerator(embedder, cache, shipped),

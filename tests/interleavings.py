@@ -81,7 +81,7 @@ from citewell.models import Document, DocumentStatus, Draft, EvidenceItem, Ident
 from citewell.ports import Generator
 from citewell.records import current_upload, is_current
 from citewell.search import search
-from citewell.services import Services, records
+from citewell.services import Records, Services, records
 from tests.residue import file_residue, sqlite_rows, tantivy_residue
 
 TENANTS = ("northpier", "bluefen")
@@ -92,14 +92,23 @@ SUBJECTS = ("anna", "ben")  # whose conversations (a token's sub)
 SYLLABLES = ("zan", "quo", "rif", "tel", "mok", "vasp", "dru", "kel", "poth", "yim")
 IDENTITY_ROLES = [frozenset(c) for c in (("staff",), ("hr",), ("engineering",), ("staff", "hr"),
                                          ("staff", "engineering"), ("hr", "engineering"), ROLES)]
-WRITES = {
+WRITES = {  # by the Services attribute a store is reached through: the object store, each record role, the index
     "objects": {"put", "delete"},
-    "metadata": {"save_document", "delete_document", "put_upload", "delete_upload", "put_chunks", "delete_chunks",
-                 "put_embeddings", "delete_embeddings", "delete_unused_embeddings", "put_answer", "record_answer",
-                 "drop_cached_answers", "bump_epoch", "put_cached_answer", "compact", "delete_identity",
-                 "begin_removal", "end_removal", "clear_removals", "save_conversation", "delete_conversation"},
+    "documents": {"save_document", "delete_document"},
+    "uploads": {"put_upload", "delete_upload"},
+    "chunks": {"put_chunks", "delete_chunks"},
+    "embeddings": {"put_embeddings", "delete_embeddings", "delete_unused_embeddings", "delete_identity"},
+    "answers": {"put_answer", "record_answer", "drop_cached_answers", "bump_epoch", "put_cached_answer"},
+    "conversations": {"save_conversation", "delete_conversation"},
+    "removals": {"begin_removal", "end_removal", "clear_removals", "compact"},
     "index": {"upsert", "set_vectors", "flush", "delete_revision", "delete_document", "compact"},
 }
+RECORDS = tuple(Records.__annotations__)  # the record roles, one store behind them all
+# The writes a process may be drawn to die at: the record roles' in one run ordered by method, as
+# one store's, so each seed keeps drawing the points its runs were checked with.
+KILL_POINTS = [*(f"objects.{m}" for m in sorted(WRITES["objects"])),
+               *sorted((f"{r}.{m}" for r in RECORDS for m in WRITES[r]), key=lambda point: point.partition(".")[2]),
+               *(f"index.{m}" for m in sorted(WRITES["index"]))]
 INJECT = 0.03  # the chance that another operation runs whole at one store call of an operation
 INJECT_GENERATE = 0.35  # ... at the generator's call, between an ask's retrieval and its recording
 CRASH = 0.12  # the chance that an operation is drawn to die at one of its writes
@@ -255,7 +264,8 @@ class Interleaver:
         self.crashes = crashes
         self.real = services
         self.services = Services(
-            objects=Boundary(services.objects, "objects", self), **records(Boundary(services.metadata, "metadata", self)),
+            objects=Boundary(services.objects, "objects", self),
+            **{role: Boundary(getattr(services, role), role, self) for role in RECORDS},
             index=Boundary(services.index, "index", self), embedder=services.embedder, chunker=services.chunker,
             max_bytes=services.max_bytes,
         )
@@ -347,7 +357,7 @@ class Interleaver:
             if self.rng.random() < 0.5:
                 self.kill_at = self.rng.randrange(1, 30)
             else:
-                method = self.rng.choice([f"{s}.{m}" for s in WRITES for m in sorted(WRITES[s])])
+                method = self.rng.choice(KILL_POINTS)
                 self.kill_at = (method, self.rng.randint(1, 2))
         try:
             yield
@@ -382,7 +392,7 @@ class Interleaver:
         self.registering.discard(upload.upload_id)
         # A register's moment is its record write: an operation run inside it (a delete, a whole
         # replacement) may come before or after that write, so the record says which happened.
-        record = self.real.metadata.get_document(*key)
+        record = self.real.documents.get_document(*key)
         if record is not None and is_current(record, upload):
             self.model.latest[key] = upload.upload_id
         flight = InFlight(upload, word, staged=self.rng.random() < 0.5)
@@ -408,15 +418,15 @@ class Interleaver:
         chunks = self.vectorless.pop(self.rng.randrange(len(self.vectorless)))
         tenant, document_id, revision = chunks[0].tenant, chunks[0].document_id, chunks[0].revision
         vector_stage(self.services, chunks)
-        document = self.real.metadata.get_document(tenant, document_id)
+        document = self.real.documents.get_document(tenant, document_id)
         waiting = {(t, d, r) for t, d, r, _ in self.real.index.vectorless()}
         if document is not None and document.active_revision == revision and (tenant, document_id, revision) in waiting:
             self.violation("vectors-lost", f"{(tenant, document_id)}: its vector stage ended with revision {revision[:8]} "
                                            "still served and rows of it still waiting for vectors")
         rows = self.real.index.inventory()
         if (tenant, document_id, revision) not in {(t, d, r) for t, d, r, _ in rows}:
-            left = self.real.metadata.embedding_hashes(self.real.embedder.identity) & {c.content_hash for c in chunks}
-            left -= self.real.metadata.hashes_in_use(left)
+            left = self.real.embeddings.embedding_hashes(self.real.embedder.identity) & {c.content_hash for c in chunks}
+            left -= self.real.chunks.hashes_in_use(left)
             if left:
                 self.violation("recorded-after-delete", f"{(tenant, document_id)}: vectors were made for revision {revision[:8]} "
                                                         f"after it was deleted or replaced, and {len(left)} stay cached")
@@ -494,7 +504,7 @@ class Interleaver:
         if superseded and self.model.latest.get(key) == flight.upload.upload_id:
             # The model learns of a newer upload when its register returns; an operation run inside
             # that register (after its record write) already meets the newer sequence number.
-            record = self.real.metadata.get_document(*key)
+            record = self.real.documents.get_document(*key)
             newer = record is not None and (record.generation != flight.upload.generation or record.upload_seq > flight.upload.seq)
             if not newer:
                 self.violation("order", f"the latest upload {flight.upload.upload_id[:8]} of {key} was called superseded")
@@ -513,7 +523,7 @@ class Interleaver:
             pass
         # A delete's moment is its tombstone: a replacement run inside it before that write was
         # published and then deleted with the rest; one run after the record went is a new life.
-        record = self.real.metadata.get_document(tenant, document_id)
+        record = self.real.documents.get_document(tenant, document_id)
         if record is None or record.status is DocumentStatus.DELETING:
             self.model.latest.pop(key, None)
             served = self.model.active.pop(key, None)
@@ -535,7 +545,7 @@ class Interleaver:
 
             inner = OpenAICompatibleGenerator(base_url=self.model_url, model="scripted", api_key=None, timeout=10)
         else:
-            inner = ExtractiveGenerator(self.services.embedder, self.services.metadata)
+            inner = ExtractiveGenerator(self.services.embedder, self.services.embeddings)
         generator = Recording(inner, self)
         readable = self._readable(identity)
         answer = ask(self.services, identity, question, generator=generator)
@@ -561,7 +571,7 @@ class Interleaver:
         self.markers.add(quoted)
         topic = self.rng.choice(TOPICS)
         asked = f"and the {topic} procedure of {quoted}?" if follow else f"What is the {topic} procedure of {quoted}?"
-        generator = Recording(ExtractiveGenerator(self.services.embedder, self.services.metadata), self)
+        generator = Recording(ExtractiveGenerator(self.services.embedder, self.services.embeddings), self)
         try:
             answer = ask_in_conversation(self.services, identity, asked, conversation_id,
                                          lambda question: self._recorded(ask(self.services, identity, question, generator=generator),
@@ -574,7 +584,7 @@ class Interleaver:
     def _recorded(self, answer: Any, identity: Identity, generator: Recording) -> Any:
         """Between an answer's record and its turn's: another operation may run here (a delete of
         its source). The answer is checked as every ask's is from here on, kept turn or not."""
-        record = self.real.metadata.get_answer(identity.tenant, answer.answer_id)
+        record = self.real.answers.get_answer(identity.tenant, answer.answer_id)
         rested = set(generator.given) | (record.rests_on() if record is not None else set())
         self.asked.append(Asked(identity.tenant, answer.answer_id, identity, rested))
         self.maybe_inject("answer recorded, turn not yet kept", INJECT_GENERATE)
@@ -596,7 +606,7 @@ class Interleaver:
 
     def _readable(self, identity: Identity) -> set[str]:
         """The markers of the active uploads ``identity`` may read now."""
-        return {self.marker_of.get(d.active_upload or "", "") for d in self.real.metadata.list_documents(identity.tenant)
+        return {self.marker_of.get(d.active_upload or "", "") for d in self.real.documents.list_documents(identity.tenant)
                 if d.active_revision and identity.can_see(d.tenant, d.allowed_roles)} - {""}
 
     def _markers_in(self, text: str) -> set[str]:
@@ -656,9 +666,9 @@ class Interleaver:
         """After a crash or an audit the model follows the records: who is latest, what is served."""
         self.model.latest.clear()
         self.model.active.clear()
-        for document in self.real.metadata.all_documents():
+        for document in self.real.documents.all_documents():
             key = (document.tenant, document.document_id)
-            upload = current_upload(self.real.metadata, document)
+            upload = current_upload(self.real.uploads, document)
             if upload is not None:
                 self.model.latest[key] = upload.upload_id
             if document.active_revision and document.status is not DocumentStatus.DELETING and document.active_upload:
@@ -668,7 +678,7 @@ class Interleaver:
 
     def _live_markers(self) -> set[str]:
         """Markers that may still be served or be on their way: active uploads', current uploads in flight'."""
-        documents = {(d.tenant, d.document_id): d for d in self.real.metadata.all_documents()}
+        documents = {(d.tenant, d.document_id): d for d in self.real.documents.all_documents()}
         live = {self.marker_of.get(d.active_upload or "", "") for d in documents.values() if d.active_revision}
         live |= {f.marker for f in self.in_flight if is_current(documents.get((f.upload.tenant, f.upload.document_id)), f.upload)}
         live |= {self.marker_of.get(u, "") for u in self.abandoned}  # a restart or the audit decides
@@ -677,7 +687,7 @@ class Interleaver:
     def check(self) -> None:
         self.probes += 1
         services = self.real
-        documents = {(d.tenant, d.document_id): d for d in services.metadata.all_documents()}
+        documents = {(d.tenant, d.document_id): d for d in services.documents.all_documents()}
         deleting = any(d.status is DocumentStatus.DELETING for d in documents.values())
         for key, document in documents.items():
             if document.active_revision and document.status is not DocumentStatus.DELETING:
@@ -694,8 +704,8 @@ class Interleaver:
             self._check_conversations(gone)
         if not deleting:
             prefix = units_identity(services.embedder.identity, "")
-            revisions = {r for _, _, r, _ in services.metadata.chunk_inventory()}
-            stale = [i for i in services.metadata.embedding_identities() if i.startswith(prefix) and i.removeprefix(prefix) not in revisions]
+            revisions = {r for _, _, r, _ in services.chunks.chunk_inventory()}
+            stale = [i for i in services.embeddings.embedding_identities() if i.startswith(prefix) and i.removeprefix(prefix) not in revisions]
             if stale:
                 self.violation("recorded-after-delete", f"unit vectors of revision {stale[0].removeprefix(prefix)[:8]} are cached though no chunk of it is left")
 
@@ -705,16 +715,15 @@ class Interleaver:
     def _check_conversations(self, gone: set[str]) -> None:
         """A turn keeps its words and feedback exactly while its answer stands (asks killed before
         their turn read its answer back are left to the audit)."""
-        metadata = self.real.metadata
         kept: dict[str, list[Any]] = {}
-        for conversation in metadata.conversation_inventory():
+        for conversation in self.real.conversations.conversation_inventory():
             for turn in conversation.turns:
                 kept.setdefault(turn.answer_id, []).append(turn)
                 if turn.withdrawn:
                     if turn.asked or turn.question or turn.feedback is not None:
                         self.violation("turn-after-withdraw", f"withdrawn turn {turn.seq} of {conversation.conversation_id[:8]} keeps words")
                     continue
-                record = metadata.get_answer(conversation.tenant, turn.answer_id)
+                record = self.real.answers.get_answer(conversation.tenant, turn.answer_id)
                 said = self.said.get(turn.answer_id)
                 if said is not None and (record is None or record.source_deleted):
                     self.violation("turn-after-withdraw", f"turn {turn.seq} of {conversation.conversation_id[:8]} keeps its words "
@@ -726,7 +735,7 @@ class Interleaver:
                     self.violation("turn-after-delete", f"turn {turn.seq} of {conversation.conversation_id[:8]} holds words of a gone "
                                    f"source its answer rested on: {sorted(left)} in {words!r}")
         for answer_id, said in self.said.items():
-            record = metadata.get_answer(said.asker.tenant, answer_id)
+            record = self.real.answers.get_answer(said.asker.tenant, answer_id)
             if record is None or record.source_deleted:
                 continue
             standing = [t for t in kept.get(answer_id, []) if not t.withdrawn]
@@ -739,14 +748,14 @@ class Interleaver:
     def _asker_words(self) -> set[str]:
         """Markers held, as they may be, by what askers typed into questions that read no source
         they quote, and kept with answers that stand (a delete cannot know of them)."""
-        metadata, words = self.real.metadata, set()
-        for conversation in metadata.conversation_inventory():
+        words = set()
+        for conversation in self.real.conversations.conversation_inventory():
             for turn in conversation.turns:
-                record = None if turn.withdrawn else metadata.get_answer(conversation.tenant, turn.answer_id)
+                record = None if turn.withdrawn else self.real.answers.get_answer(conversation.tenant, turn.answer_id)
                 if record is not None and not record.source_deleted:
                     words |= self._markers_in(f"{turn.asked} {turn.question} {turn.feedback.comment or '' if turn.feedback else ''}")
         for asked in self.asked:  # a conversation's answer whose turn was never kept (its ask killed) too
-            record = metadata.get_answer(asked.tenant, asked.answer_id)
+            record = self.real.answers.get_answer(asked.tenant, asked.answer_id)
             if record is not None and not record.source_deleted:
                 words |= self._markers_in(record.question)
         return words
@@ -757,7 +766,7 @@ class Interleaver:
             caller = Identity(tenant=tenant, roles=self.rng.choice(IDENTITY_ROLES))
             lanes = ("bm25", "vector") if self.probes % 5 == 0 else ("bm25",)
             for hit in search(self.real, caller, f"{word} procedure", k=10, lanes=lanes).hits:
-                document = self.real.metadata.get_document(tenant, hit.document_id)
+                document = self.real.documents.get_document(tenant, hit.document_id)
                 if document is None or not document.serves(hit.revision, caller):
                     self.violation("served", f"{caller} was served {hit.document_id} at {hit.revision[:8]}, which the record does not serve them")
                 expected = self.marker_of.get(document.active_upload or "")
@@ -765,9 +774,8 @@ class Interleaver:
                     self.violation("served", f"{caller} was served text of {hit.document_id} that is not its active upload's: {hit.text!r}")
 
     def _check_answers(self, documents: dict[tuple[str, str], Document], gone: set[str]) -> None:
-        metadata = self.real.metadata
         for asked in self.asked:
-            record = metadata.get_answer(asked.tenant, asked.answer_id)
+            record = self.real.answers.get_answer(asked.tenant, asked.answer_id)
             if record is None:
                 continue
             # Its words come from its sources; its question is the asker's, and quotes a gone source only when it read it.
@@ -791,8 +799,8 @@ class Interleaver:
                 foreign = self._markers_in(record.answer) - self._readable(reader)
                 if foreign:
                     self.violation("uncited-source", f"answer {asked.answer_id[:8]} shows {sorted(roles)} words of text they may not read: {sorted(foreign)}")
-        for tenant, answer_id in metadata.cache_inventory():
-            record = metadata.get_answer(tenant, answer_id)
+        for tenant, answer_id in self.real.answers.cache_inventory():
+            record = self.real.answers.get_answer(tenant, answer_id)
             left = self._markers_in(record.answer or "") & gone if record else set()
             if left:
                 self.violation("recorded-after-delete", f"a cache entry serves answer {answer_id[:8]} holding text that is gone: {sorted(left)}")
@@ -810,7 +818,7 @@ class Interleaver:
                 if (t, d, r) == (tenant, document_id, revision) and roles != document.allowed_roles:
                     self.violation("roles", f"{key}: index rows carry roles {set(roles)}, the record {set(document.allowed_roles)}")
             # Nothing current was removed.
-            indexed, records = services.index.count(tenant, document_id, revision), len(services.metadata.get_chunks(tenant, document_id, revision))
+            indexed, records = services.index.count(tenant, document_id, revision), len(services.chunks.get_chunks(tenant, document_id, revision))
             if indexed != document.chunk_count or records != document.chunk_count:
                 self.violation("current-removed", f"{key}: its active revision {revision[:8]} has {indexed} index rows and {records} chunk "
                                 f"records, the record says {document.chunk_count}: current data was removed")
@@ -829,13 +837,13 @@ class Interleaver:
         serving = {document.active_revision} if document is not None and document.active_revision else set()
         pending = {f.revision for f in self.in_flight} | self.abandoned_revisions
         retired = self.model.ever_active.get(key, set()) - serving - pending
-        left = [f"chunk records of {r[:8]}" for r in set(services.metadata.chunk_revisions(tenant, document_id)) & retired]
+        left = [f"chunk records of {r[:8]}" for r in set(services.chunks.chunk_revisions(tenant, document_id)) & retired]
         left += [f"index rows of {r[:8]}" for r in set(services.index.revisions(tenant, document_id)) & retired]
         replaced = self.model.ever_served.get(key, set()) - {document.active_upload if document else None}
         replaced -= {f.upload.upload_id for f in self.in_flight} | self.abandoned
         left += [k for stage in STAGES for k in services.objects.list(document_prefix(stage, tenant, document_id))
                  if any(u in k for u in replaced)]
-        left += [f"upload {u.upload_id[:8]}" for u in services.metadata.list_uploads(tenant, document_id) if u.upload_id in replaced]
+        left += [f"upload {u.upload_id[:8]}" for u in services.uploads.list_uploads(tenant, document_id) if u.upload_id in replaced]
         if left:
             self.violation("replaced-left", f"{key}: a revision it served before and replaced is still stored: {left[:3]}")
         if any((f.upload.tenant, f.upload.document_id) == key for f in self.in_flight):
@@ -845,9 +853,9 @@ class Interleaver:
         keep = {served} | self.abandoned | replaced  # a replaced upload's leftovers are reported above
         objects = [k for stage in STAGES for k in services.objects.list(document_prefix(stage, tenant, document_id))]
         stray = [k for k in objects if not any(u and u in k for u in keep)]
-        stray += [f"upload {u.upload_id}" for u in services.metadata.list_uploads(tenant, document_id) if u.upload_id not in keep]
+        stray += [f"upload {u.upload_id}" for u in services.uploads.list_uploads(tenant, document_id) if u.upload_id not in keep]
         allowed = serving | self.abandoned_revisions
-        stray += [f"chunk records of {r[:8]}" for r in set(services.metadata.chunk_revisions(tenant, document_id)) - allowed]
+        stray += [f"chunk records of {r[:8]}" for r in set(services.chunks.chunk_revisions(tenant, document_id)) - allowed]
         stray += [f"index rows of {r[:8]}" for r in set(services.index.revisions(tenant, document_id)) - allowed]
         if stray:
             state = "is deleted" if document is None else "has no upload in flight"
@@ -918,19 +926,19 @@ class Interleaver:
         if report.findings:
             self.violation("end-audit", f"after every upload finished, every document was deleted and audit --repair ran, the audit finds: {report.findings}")
         self.check()
-        for conversation in self.real.metadata.conversation_inventory():
+        for conversation in self.real.conversations.conversation_inventory():
             for turn in conversation.turns:
-                record = None if turn.withdrawn else self.real.metadata.get_answer(conversation.tenant, turn.answer_id)
+                record = None if turn.withdrawn else self.real.answers.get_answer(conversation.tenant, turn.answer_id)
                 if not turn.withdrawn and (record is None or record.source_deleted or record.rests_on()):
                     self.violation("end-turn", f"after every document was deleted and audit --repair ran, turn {turn.seq} of "
                                    f"{conversation.conversation_id[:8]} keeps its words {turn.asked!r} (answer {turn.answer_id[:8]})")
         for asked in self.asked:
-            record = self.real.metadata.get_answer(asked.tenant, asked.answer_id)
+            record = self.real.answers.get_answer(asked.tenant, asked.answer_id)
             if record is not None and (record.rests_on() or record.answer and self._markers_in(record.answer)):
                 self.violation("end-answer", f"after every document was deleted and audit --repair ran, answer {asked.answer_id[:8]} "
                                f"still rests on {sorted(record.rests_on())[:2]}: {record.answer!r}")
         self.ops["turns kept at the end (rested on nothing)"] += sum(
-            not t.withdrawn for c in self.real.metadata.conversation_inventory() for t in c.turns)
+            not t.withdrawn for c in self.real.conversations.conversation_inventory() for t in c.turns)
         if self.home is not None:
             words = self.markers - self._asker_words()
             left = file_residue(self.home, words)

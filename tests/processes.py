@@ -72,12 +72,12 @@ def _restart(home: Path) -> None:
 def _check(home: Path, marker_of_text: dict[str, str]) -> None:
     """Served text is the active upload's, for callers it lets read; nothing current was removed."""
     services = open_local(home)
-    for document in services.metadata.all_documents():
+    for document in services.documents.all_documents():
         if document.active_revision is None or document.status is DocumentStatus.DELETING:
             continue
         revision = document.active_revision
         indexed = services.index.count(TENANT, document.document_id, revision)
-        records = len(services.metadata.get_chunks(TENANT, document.document_id, revision))
+        records = len(services.chunks.get_chunks(TENANT, document.document_id, revision))
         if indexed != document.chunk_count or records != document.chunk_count:
             raise ProcessViolation(f"{document.document_id}: active revision {revision[:8]} has {indexed} index rows and "
                                    f"{records} chunk records, the record says {document.chunk_count}")
@@ -86,7 +86,7 @@ def _check(home: Path, marker_of_text: dict[str, str]) -> None:
     for roles in IDENTITY_ROLES:
         caller = Identity(tenant=TENANT, roles=roles)
         for hit in search(services, caller, " ".join(TOPICS) + " procedure", k=10, lanes=("bm25",)).hits:
-            document = services.metadata.get_document(TENANT, hit.document_id)
+            document = services.documents.get_document(TENANT, hit.document_id)
             if document is None or not document.serves(hit.revision, caller):
                 raise ProcessViolation(f"{sorted(roles)} were served {hit.document_id} at {hit.revision[:8]}, which its record does not serve them")
             words = {m for m in marker_of_text.values() if m in hit.text}

@@ -52,9 +52,9 @@ def test_read_back_drops_superseded_expired_deleted_and_no_longer_visible(servic
 
     add(services, HANDBOOK.replace(b"27 days", b"30 days"), "handbook.md")  # superseded revision
     add(services, b"# Travel\n\nHotels are reimbursed up to 140 euros per night of annual travel.\n", "travel.md", roles=("hr",))
-    services.metadata.delete_document("northpier", "canteen.md")  # the record is gone
-    parking = services.metadata.get_document("northpier", "parking.md")
-    assert services.metadata.save_document(parking.model_copy(update={"effective_until": utcnow() - timedelta(days=1)}))
+    services.documents.delete_document("northpier", "canteen.md")  # the record is gone
+    parking = services.documents.get_document("northpier", "parking.md")
+    assert services.documents.save_document(parking.model_copy(update={"effective_until": utcnow() - timedelta(days=1)}))
 
     assert read_back(services, STAFF, hits) == []
     evidence = gather_evidence(services, STAFF, search(services, STAFF, "annual").hits)
@@ -67,8 +67,8 @@ def test_stitching_brings_a_list_that_crosses_a_chunk_boundary_whole(services, e
     doc = f"# Restart\n\nBefore restarting a crane controller, do the following:\n\n{items}\n".encode()
     add(services, doc, "runbook.md", roles=("engineering",))
     engineer = Identity(tenant="northpier", roles=frozenset({"engineering"}))
-    revision = services.metadata.get_document("northpier", "runbook.md").active_revision
-    chunks = services.metadata.get_chunks("northpier", "runbook.md", revision)
+    revision = services.documents.get_document("northpier", "runbook.md").active_revision
+    chunks = services.chunks.get_chunks("northpier", "runbook.md", revision)
     intro = next(c for c in chunks if "do the following:" in c.text)
     assert intro.continues and "Step 5" not in intro.text  # the list runs on into later chunks
     hits = [h for h in search(services, engineer, "before restarting a crane controller do the following").hits
@@ -287,8 +287,8 @@ def test_hits_chained_by_the_rows_stitched_after_them_are_read_apart_so_a_later_
     rows = ["code,component,action"] + [f"E{1000 + i},unit {i},Reset breaker {i} and log the reading" for i in range(300)]
     (outcome,) = ingest(services, [IngestRequest(document_id="codes.csv", tenant="northpier", allowed_roles=frozenset({"staff"}),
                                                  data="\n".join(rows).encode(), filename="codes.csv")])
-    document = services.metadata.get_documents("northpier", {"codes.csv"})["codes.csv"]
-    chunks = services.metadata.get_chunks("northpier", "codes.csv", document.active_revision)
+    document = services.documents.get_documents("northpier", {"codes.csv"})["codes.csv"]
+    chunks = services.chunks.get_chunks("northpier", "codes.csv", document.active_revision)
     assert len(chunks) > 12 and all(c.continues for c in chunks[:-1])
     picked = chunks[0:12:2]  # every other chunk: each one's followers touch the next
     hits = [SearchHit(rank=rank, chunk_id=c.chunk_id, document_id=c.document_id, revision=c.revision, title="codes",
@@ -336,11 +336,11 @@ def never_answers(unconfirmed_threshold: float) -> RefusalModel:
 def test_not_found_when_nothing_shares_a_word_of_the_question_whatever_the_threshold(services):
     add(services, HOURS, "hours.md")
     evidence = gather_evidence(services, STAFF, search(services, STAFF, "working week hours Monday").hits)
-    generator = ExtractiveGenerator(services.embedder, services.metadata, never_answers(0.0))
+    generator = ExtractiveGenerator(services.embedder, services.embeddings, never_answers(0.0))
     assert generator.generate("What is the working week?", evidence).outcome is Outcome.UNCONFIRMED
     unrelated = generator.generate("Which football club won the cup?", evidence)
     assert (unrelated.outcome, unrelated.text) == (Outcome.NOT_FOUND, None)
-    strict = ExtractiveGenerator(services.embedder, services.metadata, never_answers(1.0))
+    strict = ExtractiveGenerator(services.embedder, services.embeddings, never_answers(1.0))
     assert strict.generate("What is the working week?", evidence).outcome is Outcome.NOT_FOUND
 
 
@@ -365,13 +365,13 @@ def test_no_caller_gets_an_unconfirmed_quote_from_a_document_it_may_not_read(ser
     question = "How much does a shift lead earn per year?"
     eager = never_answers(0.0)  # quotes whatever comes nearest
     both = Identity(tenant="northpier", roles=frozenset({"staff", "hr"}))
-    privileged = ask(services, both, question, ExtractiveGenerator(services.embedder, services.metadata, eager))
+    privileged = ask(services, both, question, ExtractiveGenerator(services.embedder, services.embeddings, eager))
     assert privileged.outcome is Outcome.UNCONFIRMED and privileged.citations[0].document_id == "salaries.md"
     attackers = [STAFF, Identity(tenant="northpier", roles=frozenset({"engineering"})),
                  Identity(tenant="bluefen", roles=frozenset({"hr", "engineering"})),
                  Identity(tenant="otherco", roles=frozenset({"staff", "hr"}))]
     for attacker in attackers:
-        for generator in (None, ExtractiveGenerator(services.embedder, services.metadata, eager)):
+        for generator in (None, ExtractiveGenerator(services.embedder, services.embeddings, eager)):
             shown = ask(services, attacker, question, generator).model_dump_json()
             assert all(secret not in shown for secret in ("44000", "47000", "54000", "salaries.md")), shown
         with pytest.raises(NotFound):

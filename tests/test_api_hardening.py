@@ -138,7 +138,7 @@ def test_malformed_and_unsupported_bodies_have_the_error_shape(aws):
 def test_an_unexpected_failure_is_a_json_500_that_is_logged(aws, caplog):
     logging.getLogger("citewell-api").addHandler(caplog.handler)
     api("GET", "/documents")  # the services are built
-    services_from_env()[1].metadata.table.delete()  # the table is gone: nothing the caller did
+    services_from_env()[1].documents.table.delete()  # the table is gone: nothing the caller did
     try:
         message = refused(call("GET", "/documents"), 500)
     finally:

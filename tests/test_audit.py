@@ -40,7 +40,7 @@ def test_a_consistent_home_is_ok(services):
 
 def test_orphan_and_missing_index_chunks(services):
     outcome = add(services)
-    chunks = services.metadata.get_chunks("northpier", "handbook.md", outcome.revision)
+    chunks = services.chunks.get_chunks("northpier", "handbook.md", outcome.revision)
     stale = [c.model_copy(update={"revision": "0" * 64}) for c in chunks]
     services.index.upsert(stale, np.zeros((len(stale), 384), dtype=np.float32), services.embedder.identity)
     assert kinds(audit(services)) == ["orphan_index_chunks"]
@@ -61,34 +61,34 @@ def test_stuck_documents_are_marked_failed(services):
     assert audit(services).findings == []  # in flight, not yet stuck
     report = audit(services, repair=True, stuck=timedelta(0))
     assert kinds(report) == ["stuck"] and report.ok
-    record = services.metadata.get_document("northpier", "half.md")
+    record = services.documents.get_document("northpier", "half.md")
     assert record.status is DocumentStatus.FAILED and record.error.code == "stuck"
 
 
 def test_orphan_records_objects_and_foreign_embeddings(services):
     outcome = add(services)
-    chunks = services.metadata.get_chunks("northpier", "handbook.md", outcome.revision)
-    services.metadata.put_chunks([c.model_copy(update={"revision": "1" * 64}) for c in chunks])
+    chunks = services.chunks.get_chunks("northpier", "handbook.md", outcome.revision)
+    services.chunks.put_chunks([c.model_copy(update={"revision": "1" * 64}) for c in chunks])
     ghost = raw_key("northpier", "ghost.md", "3" * 32)
     services.objects.put(ghost, b"no record")
     services.objects.put(parsed_key("northpier", "handbook.md", "2" * 32), b"{}")
-    services.metadata.put_embeddings("another-model@3:384", {"abc": np.zeros(384, dtype=np.float32)})
+    services.embeddings.put_embeddings("another-model@3:384", {"abc": np.zeros(384, dtype=np.float32)})
     report = audit(services)
     assert not report.ok
     assert kinds(report) == ["foreign_embeddings", "orphan_chunk_records", "orphan_object", "orphan_object"]
     assert audit(services, repair=True).ok
     assert audit(services).findings == []
-    assert services.metadata.get_chunks("northpier", "handbook.md", "1" * 64) == []
+    assert services.chunks.get_chunks("northpier", "handbook.md", "1" * 64) == []
     assert not services.objects.exists(ghost)
-    assert services.metadata.get_chunks("northpier", "handbook.md", outcome.revision)  # the served one stays
+    assert services.chunks.get_chunks("northpier", "handbook.md", outcome.revision)  # the served one stays
 
 
 def test_dangling_citations_and_cache_entries(services):
     add(services)
     answer = ask(services, STAFF, "How many days of paid annual leave do full-time staff receive?")
     assert not answer.refused
-    services.metadata.delete_document("northpier", "handbook.md")  # a record lost without its cascade
-    services.metadata.put_cached_answer(cache_key(STAFF, "other", 0, "extractive"), "northpier", 0, "no-such-answer")
+    services.documents.delete_document("northpier", "handbook.md")  # a record lost without its cascade
+    services.answers.put_cached_answer(cache_key(STAFF, "other", 0, "extractive"), "northpier", 0, "no-such-answer")
     # An intent without a record is a register in progress until the time limit: judged past it.
     assert {"dangling_citation", "dangling_cache", "orphan_index_chunks", "orphan_chunk_records"} <= set(kinds(audit(services)))
     report = audit(services, stuck=timedelta(0))
@@ -96,14 +96,14 @@ def test_dangling_citations_and_cache_entries(services):
             "orphan_upload"} <= set(kinds(report))
     assert audit(services, repair=True, stuck=timedelta(0)).ok
     assert audit(services).findings == []
-    assert services.metadata.get_answer("northpier", answer.answer_id).source_deleted
+    assert services.answers.get_answer("northpier", answer.answer_id).source_deleted
 
 
 @pytest.mark.parametrize(
     ("store", "method"),
-    [("metadata", "bump_epoch"), ("index", "delete_revision"), ("metadata", "delete_chunks"), ("objects", "delete"),
-     ("metadata", "delete_unused_embeddings"), ("index", "delete_document"), ("index", "compact"),
-     ("metadata", "delete_document"), ("metadata", "compact")],
+    [("answers", "bump_epoch"), ("index", "delete_revision"), ("chunks", "delete_chunks"), ("objects", "delete"),
+     ("embeddings", "delete_unused_embeddings"), ("index", "delete_document"), ("index", "compact"),
+     ("documents", "delete_document"), ("removals", "compact")],
 )
 def test_an_interrupted_deletion_is_finished_by_the_audit(services, tmp_path, monkeypatch, store, method):
     add(services, SECRET, "quokka-memo.md")

@@ -223,10 +223,10 @@ def api(method: str, path: str, body: dict | None = None, tenant: str | None = "
 def assert_no_residue(aws, answer_id: str) -> None:
     """What both deletion paths must leave: nothing of the document in any store."""
     services = services_from_env()[1]
-    assert services.metadata.get_document("northpier", "handbook.md") is None
-    assert services.index.inventory() == [] and services.metadata.chunk_inventory() == []
-    assert services.metadata.citation_inventory() == [] and services.metadata.cache_inventory() == []
-    assert services.metadata.embedding_identities() == {}  # chunk and sentence embeddings of its text
+    assert services.documents.get_document("northpier", "handbook.md") is None
+    assert services.index.inventory() == [] and services.chunks.chunk_inventory() == []
+    assert services.answers.citation_inventory() == [] and services.answers.cache_inventory() == []
+    assert services.embeddings.embedding_identities() == {}  # chunk and sentence embeddings of its text
     versions = aws["s3"].list_object_versions(Bucket="citewell-documents")
     assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
     assert api("POST", "/search", {"question": "annual leave days"})[1]["hits"] == []
@@ -288,12 +288,12 @@ def test_upload_to_publish_to_search_answer_and_delete(aws):
 
     # S3 delivers at least once: the same notifications again change nothing.
     services = services_from_env()[1]
-    revision = services.metadata.get_document("northpier", "handbook.md").active_revision
+    revision = services.documents.get_document("northpier", "handbook.md").active_revision
     for prefix, event in delivered[:3]:
         assert aws["handlers"][prefix](event, LambdaContext()) == {"batchItemFailures": []}
     pump(aws)
     assert services.index.count("northpier", "handbook.md", revision) == 2
-    assert services.metadata.get_document("northpier", "handbook.md").active_revision == revision
+    assert services.documents.get_document("northpier", "handbook.md").active_revision == revision
 
     aws["proxy"].calls.clear()
     status, removed = api("DELETE", "/documents/handbook.md")
@@ -349,8 +349,8 @@ def test_the_longest_document_id_is_published_found_answered_and_deleted(aws):
     assert "28 days" in api("POST", "/search", {"question": "annual leave days"}, tenant=tenant)[1]["hits"][0]["text"]
     assert api("DELETE", f"/documents/{quote(document_id, safe='')}", tenant=tenant)[0] == 200
     services = services_from_env()[1]
-    assert services.index.inventory() == [] and services.metadata.chunk_inventory() == []
-    assert services.metadata.embedding_identities() == {}  # no reference to its chunks was left to keep a vector
+    assert services.index.inventory() == [] and services.chunks.chunk_inventory() == []
+    assert services.embeddings.embedding_identities() == {}  # no reference to its chunks was left to keep a vector
 
 
 def removal_event(key: str) -> dict:
@@ -385,11 +385,11 @@ def test_a_delete_s3_does_not_finish_is_not_reported_done(aws):
     services = services_from_env()[1]
     KeptVersions(services.objects.client, times=3, code="AccessDenied")  # every try of the first object
     assert api("DELETE", "/documents/handbook.md")[0] == 500
-    assert services.metadata.get_document("northpier", "handbook.md").status.value == "deleting"
+    assert services.documents.get_document("northpier", "handbook.md").status.value == "deleting"
     assert api("POST", "/search", {"question": "annual leave days"})[1]["hits"] == []
     assert aws["s3"].list_object_versions(Bucket="citewell-documents").get("Versions", [])
     assert api("DELETE", "/documents/handbook.md")[0] == 200
-    assert services.metadata.get_document("northpier", "handbook.md") is None
+    assert services.documents.get_document("northpier", "handbook.md") is None
     assert aws["s3"].list_object_versions(Bucket="citewell-documents").get("Versions", []) == []
 
 

@@ -40,7 +40,7 @@ def test_a_queued_url_is_fetched_into_the_upload_bucket_with_its_validators(aws_
         assert fetch_message(aws_services, body) == "fetched"
     stored = aws_services.objects.get(raw_key("northpier", upload.document_id, upload.upload_id))
     assert b"27 days" in stored
-    intent = aws_services.metadata.get_upload("northpier", upload.document_id, upload.upload_id)
+    intent = aws_services.uploads.get_upload("northpier", upload.document_id, upload.upload_id)
     assert intent.fetched.etag == site.etag("/leave.html")
 
 
@@ -48,7 +48,7 @@ def test_a_refused_address_fails_the_document_and_stores_nothing(aws_services, m
     monkeypatch.setenv("CITEWELL_FETCH_ALLOW", "127.0.0.1/32")  # the operator's range: the metadata endpoint is not in it
     upload, body = queued(aws_services, "http://169.254.169.254/latest/meta-data/")
     assert fetch_message(aws_services, body) == "failed"
-    document = aws_services.metadata.get_document("northpier", upload.document_id)
+    document = aws_services.documents.get_document("northpier", upload.document_id)
     assert document.status.value == "failed" and document.error.code == "url_refused"
     assert list(aws_services.objects.list("raw/")) == []
 

@@ -56,14 +56,14 @@ def test_a_replayed_form_does_not_replace_a_published_document(aws):
     key = upload(aws, "notice.md", NOTICE)
     pump(aws)
     services = services_from_env()[1]
-    before = services.metadata.get_document("northpier", "notice.md")
+    before = services.documents.get_document("northpier", "notice.md")
     assert before.status.value == "published" and served() == ["Notice\n\nThe east gate closes at nine."]
 
     resend(aws, key, FORGED)  # no token needed: the form is all it takes
     delivered = pump(aws)
     assert served("east gate badge night") == ["Notice\n\nThe east gate closes at nine."]
     assert [prefix for prefix, _ in delivered] == ["raw/"]  # refused at parse: nothing went further
-    after = services.metadata.get_document("northpier", "notice.md")
+    after = services.documents.get_document("northpier", "notice.md")
     kept = ("active_revision", "active_upload", "status", "content_sha256")
     assert [getattr(after, f) for f in kept] == [getattr(before, f) for f in kept]
     assert versions(aws, key) == ([etag(NOTICE)], [])  # the replay's bytes are gone, the upload's stay
@@ -105,12 +105,12 @@ def test_a_redelivered_notification_of_the_upload_is_not_a_replay(aws):
     key = upload(aws, "notice.md", NOTICE)
     delivered = pump(aws)
     services = services_from_env()[1]
-    revision = services.metadata.get_document("northpier", "notice.md").active_revision
+    revision = services.documents.get_document("northpier", "notice.md").active_revision
     raw_event = next(event for prefix, event in delivered if prefix == "raw/")
     for _ in range(2):  # S3 delivers at least once
         assert aws["handlers"]["raw/"](raw_event, LambdaContext()) == {"batchItemFailures": []}
     pump(aws)
-    document = services.metadata.get_document("northpier", "notice.md")
+    document = services.documents.get_document("northpier", "notice.md")
     assert document.status.value == "published" and document.active_revision == revision
     assert versions(aws, key) == ([etag(NOTICE)], [])  # admitted again, not removed as a replay
     assert served() == ["Notice\n\nThe east gate closes at nine."]
@@ -120,11 +120,11 @@ def test_an_intent_records_the_object_that_used_its_form_once(aws):
     from citewell.ingest.registration import register_upload
 
     services = services_from_env()[1]
-    metadata = services.metadata
+    uploads = services.uploads
     upload = register_upload(services, document_id="notice.md", tenant="northpier", allowed_roles=frozenset({"staff"}))
-    claim = lambda received: metadata.claim_upload("northpier", "notice.md", upload.upload_id, received)  # noqa: E731
+    claim = lambda received: uploads.claim_upload("northpier", "notice.md", upload.upload_id, received)  # noqa: E731
     assert claim("v1/aa") == "v1/aa" and claim("v1/aa") == "v1/aa"  # first, then its redelivery
     assert claim("v2/bb") == "v1/aa"  # a second object: the first one stays the upload's
-    assert metadata.get_upload("northpier", "notice.md", upload.upload_id) == upload
-    metadata.delete_upload("northpier", "notice.md", upload.upload_id)
-    assert claim("v1/aa") is None and metadata.get_upload("northpier", "notice.md", upload.upload_id) is None  # never re-created
+    assert uploads.get_upload("northpier", "notice.md", upload.upload_id) == upload
+    uploads.delete_upload("northpier", "notice.md", upload.upload_id)
+    assert claim("v1/aa") is None and uploads.get_upload("northpier", "notice.md", upload.upload_id) is None  # never re-created

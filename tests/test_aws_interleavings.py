@@ -73,7 +73,7 @@ def test_a_late_message_of_an_older_upload_changes_nothing(aws):
     deliver(aws, *held[0])  # v1's publish arrives late: acknowledged, and v2 stays
     deliver(aws, *first_parse)  # and v2's own parse, delivered twice
     assert [h["text"] for h in hits("quorvalent gate")] == ["Notice\n\nThe quorvalent gate now closes at ten."]
-    record = services_from_env()[1].metadata.get_document("northpier", "notice.md")
+    record = services_from_env()[1].documents.get_document("northpier", "notice.md")
     assert record.status.value == "published" and record.chunk_count == 1
 
 
@@ -110,7 +110,7 @@ def test_random_delivery_orders_uploads_and_deletes(aws, seed):
         check(words)
     services = services_from_env()[1]
     for tenant, document_id in documents:
-        record = services.metadata.get_document(tenant, document_id)
+        record = services.documents.get_document(tenant, document_id)
         assert record is None or record.status.value in ("published", "failed"), record
         if record is not None:
             api("DELETE", f"/documents/{document_id.replace('/', '%2F')}", tenant=tenant, groups=WRITER)
@@ -118,8 +118,8 @@ def test_random_delivery_orders_uploads_and_deletes(aws, seed):
     assert all(prefix == "raw/" for prefix, _ in pool) is True or pool == []
     for message in pool:
         deliver(aws, *message)
-    assert services.index.inventory() == [] and services.metadata.chunk_inventory() == []
-    assert services.metadata.upload_inventory() == [] and services.metadata.all_documents() == []
+    assert services.index.inventory() == [] and services.chunks.chunk_inventory() == []
+    assert services.uploads.upload_inventory() == [] and services.documents.all_documents() == []
     versions = aws["s3"].list_object_versions(Bucket="citewell-documents")
     assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
     from tests.test_aws_chain import EVENTS, load_handler
@@ -135,9 +135,9 @@ def check(words: list[str]) -> None:
     for tenant in ("northpier", "bluefen"):
         for groups in ("[staff]", "[hr]"):
             for hit in hits(f"{word} gate", tenant=tenant, groups=groups):
-                record = services.metadata.get_document(tenant, hit["document_id"])
+                record = services.documents.get_document(tenant, hit["document_id"])
                 roles = set(groups.strip("[]").split())
                 assert record is not None and record.active_revision == hit["revision"], hit
                 assert roles & record.allowed_roles, (hit, record.allowed_roles)
-                chunks = services.metadata.get_chunks(tenant, hit["document_id"], hit["revision"])
+                chunks = services.chunks.get_chunks(tenant, hit["document_id"], hit["revision"])
                 assert hit["text"] in [c.text for c in chunks] and all(c.allowed_roles == record.allowed_roles for c in chunks)

@@ -52,8 +52,8 @@ def test_a_new_model_gets_a_new_index_switched_in_one_step(aws):
     assert new != old and not client.indices.exists(index=old)
     found = services.index.lanes("annual leave", model.embed(["paid annual leave per calendar year"])[0], model.identity, caller, 5)
     assert "27 days of paid annual leave" in found["vector"][0].text and found["bm25"]
-    assert services.metadata.get_embeddings(model.identity, [c.content_hash for c in services.metadata.get_chunks(
-        "northpier", "handbook.md", services.metadata.get_document("northpier", "handbook.md").active_revision)])
+    assert services.embeddings.get_embeddings(model.identity, [c.content_hash for c in services.chunks.get_chunks(
+        "northpier", "handbook.md", services.documents.get_document("northpier", "handbook.md").active_revision)])
     assert migrate(services, model)["switched"] is False  # already there: nothing to do
 
 
@@ -97,9 +97,9 @@ def test_a_container_from_before_the_switch_writes_no_old_vectors_and_searches_l
     refused, sent = deliver(aws, "chunks/")  # rota.md's embed, asked of minilm after the switch
     assert refused == {"batchItemFailures": [{"itemIdentifier": m} for m in sent]}
     assert {(d, n) for _, d, _, n in warm.index.inventory()} == {("handbook.md", 2)}  # no minilm vector reached the new index
-    assert warm.metadata.get_embeddings(model.identity, [c.content_hash for c in warm.metadata.get_chunks(
-        "northpier", "handbook.md", warm.metadata.get_document("northpier", "handbook.md").active_revision)])
-    assert warm.metadata.get_document("northpier", "sick.md").status.value == "processing"
+    assert warm.embeddings.get_embeddings(model.identity, [c.content_hash for c in warm.chunks.get_chunks(
+        "northpier", "handbook.md", warm.documents.get_document("northpier", "handbook.md").active_revision)])
+    assert warm.documents.get_document("northpier", "sick.md").status.value == "processing"
 
     monkeypatch.setattr(search_index, "MAPPING_SECONDS", 0.0)  # the container's trust in what it read has run out
     status, during = api("POST", "/search", {"question": "annual leave days"})

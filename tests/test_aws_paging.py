@@ -41,8 +41,8 @@ def seed_long_document(document_id: str, text: str, part: int = 50_000) -> str:
                     revision=revision, title="Long", section_index=0, index=n, heading_path=[], start=start,
                     end=start + len(text[start:start + part]), body_start=start, text=text[start:start + part])
               for n, start in enumerate(range(0, len(text), part))]
-    services.metadata.put_chunks(chunks)
-    stored = services.metadata.save_document(Document(
+    services.chunks.put_chunks(chunks)
+    stored = services.documents.save_document(Document(
         document_id=document_id, tenant="northpier", allowed_roles=frozenset({"staff"}), title="Long", source="test",
         status=DocumentStatus.PUBLISHED, active_revision=revision, chunk_count=len(chunks), generation="a" * 32))
     assert stored is not None
@@ -109,9 +109,9 @@ def test_the_listing_pages_hold_and_count_only_what_the_reader_may_read(aws):
     services = services_from_env()[1]
     for n in range(7):
         roles = frozenset({"hr"}) if n % 2 else frozenset({"staff"})
-        services.metadata.save_document(Document(document_id=f"policies/p{n}.md", tenant="northpier", allowed_roles=roles,
+        services.documents.save_document(Document(document_id=f"policies/p{n}.md", tenant="northpier", allowed_roles=roles,
                                                  title=f"Policy {n}", source="test"))
-    services.metadata.save_document(Document(document_id="guide.md", tenant="bluefen", allowed_roles=frozenset({"staff"}),
+    services.documents.save_document(Document(document_id="guide.md", tenant="bluefen", allowed_roles=frozenset({"staff"}),
                                              title="Guide", source="test"))
     pages, cursor = [], None
     while True:

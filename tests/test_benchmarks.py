@@ -246,7 +246,7 @@ def test_the_authority_benchmark_measures_each_marking_and_leaves_the_home_unmar
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [report[m]["marked"] for m in ("none", "random_0.5", "judged_relevant")] == [0, 2, 2]
     assert report["none"]["ndcg_at_10"] <= report["judged_relevant"]["ndcg_at_10"]
-    assert not [d for d in open_local(tmp_path / "home").metadata.list_documents(EVAL_TENANT) if d.authority]
+    assert not [d for d in open_local(tmp_path / "home").documents.list_documents(EVAL_TENANT) if d.authority]
 
 
 def test_the_targets_table_bounds_ask_itself_and_keeps_the_answer_floors_issue_26_set():

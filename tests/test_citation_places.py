@@ -94,8 +94,8 @@ def records(count: int) -> list[list[object]]:
 
 
 def only_chunk(services, doc_id: str):
-    document = services.metadata.get_document("northpier", doc_id)
-    (chunk,) = services.metadata.get_chunks("northpier", doc_id, document.active_revision)
+    document = services.documents.get_document("northpier", doc_id)
+    (chunk,) = services.chunks.get_chunks("northpier", doc_id, document.active_revision)
     return chunk
 
 
@@ -122,7 +122,7 @@ def test_a_csv_citation_names_the_row_of_its_record(services):
     answer = ask(services, STAFF, "What is the action for code E1137?")
     (citation,) = answer.citations
     assert "E1137" in citation.quote
-    chunk = services.metadata.get_chunks_by_id("northpier", [(citation.document_id, citation.revision, citation.chunk_id)])
+    chunk = services.chunks.get_chunks_by_id("northpier", [(citation.document_id, citation.revision, citation.chunk_id)])
     assert len(next(iter(chunk.values())).rows) > 1  # the chunk holds other records too
     assert citation.rows == [139] and citation.sheet is None  # header row 1, E1000 row 2
 
@@ -144,7 +144,7 @@ def test_chunk_records_written_before_the_map_still_load_and_cite_their_chunks_r
     chunk = only_chunk(services, "office.pdf")
     assert chunk.page_starts  # what a record of this version keeps
     old = Chunk.model_validate_json(chunk.model_dump_json(exclude={"page_starts", "row_starts"}))
-    services.metadata.put_chunks([old])  # as an earlier version wrote it
+    services.chunks.put_chunks([old])  # as an earlier version wrote it
     assert only_chunk(services, "office.pdf").page_starts == []
     (citation,) = ask(services, STAFF, "Where do visitors collect a day badge?").citations
     assert "gate house" in citation.quote and citation.pages == [1, 2, 3]

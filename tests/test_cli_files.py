@@ -28,9 +28,9 @@ def ingest(capsys, home: Path, *argv: str, roles: str = "staff") -> tuple[int, d
 
 def served(home: Path, document_id: str) -> tuple[frozenset[str], str]:
     """The roles and text a document is served with."""
-    metadata = open_local(home).metadata
-    record = metadata.get_document("northpier", document_id)
-    chunks = metadata.get_chunks("northpier", document_id, record.active_revision)
+    services = open_local(home)
+    record = services.documents.get_document("northpier", document_id)
+    chunks = services.chunks.get_chunks("northpier", document_id, record.active_revision)
     return record.allowed_roles, " ".join(c.text for c in chunks)
 
 
@@ -62,7 +62,7 @@ def test_a_same_named_folder_elsewhere_is_refused_and_replaces_only_with_replace
     message = refused["error"]["message"]
     assert "'docs/README.md' already exists" in message and "--replace" in message
     assert (tmp_path / "teamA" / "docs" / "README.md").as_uri() in message and "team-a" in message
-    record = open_local(home).metadata.get_document("northpier", "docs/README.md")
+    record = open_local(home).documents.get_document("northpier", "docs/README.md")
     assert record.status == "published" and record.error is None  # left as it was, not marked failed
     assert served(home, "docs/README.md") == ({"team-a"}, "Deploys\n\nWe deploy on Tuesdays.")
 
@@ -173,7 +173,7 @@ def test_files_renamed_or_removed_from_a_folder_are_said_gone_and_pruned_on_requ
     code, out = run(capsys, "--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff",
                     "--prune", "--json")
     assert code == 0 and [(g["document_id"], g["deleted"]) for g in out["gone"]] == [("handbook/policies/parking.md", True)]
-    listed = {d.document_id for d in open_local(home).metadata.list_documents("northpier")}
+    listed = {d.document_id for d in open_local(home).documents.list_documents("northpier")}
     assert listed == {"handbook/leave.md", "handbook/policies/car-park.md", "elsewhere.md"}  # a file ingested alone stays
 
 
@@ -228,15 +228,15 @@ def test_a_man_page_and_an_rst_readme_are_served_with_their_records_sections_and
     (folder / "README.rst").write_bytes(RST_README)
     code, out = ingest(capsys, tmp_path / "home", str(folder))
     assert code == 0 and {d: r["status"] for d, r in out.items()} == {"docs/widget.1.txt": "published", "docs/README.rst": "published"}
-    metadata = open_local(tmp_path / "home").metadata
-    titles = {d: metadata.get_document("northpier", d).title for d in out}
+    services = open_local(tmp_path / "home")
+    titles = {d: services.documents.get_document("northpier", d).title for d in out}
     assert titles == {"docs/widget.1.txt": "widget - frobnicate widgets in a working directory", "docs/README.rst": "Widgetry"}
     for document_id, record, path in (
         ("docs/widget.1.txt", "option: -q, --quiet; description: Quiet mode.", ["OPTIONS", "General"]),
         ("docs/README.rst", "Code: 130; Meaning: Interrupted by the user (Ctrl-C).", ["Widgetry", "Exit codes"]),
     ):
-        active = metadata.get_document("northpier", document_id).active_revision
-        holding = [c for c in metadata.get_chunks("northpier", document_id, active) if record in c.text]
+        active = services.documents.get_document("northpier", document_id).active_revision
+        holding = [c for c in services.chunks.get_chunks("northpier", document_id, active) if record in c.text]
         assert holding and all(c.heading_path == path for c in holding)
 
 

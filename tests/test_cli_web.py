@@ -52,7 +52,7 @@ def test_a_crawl_stays_in_its_site_and_depth_and_takes_titles_and_sources(capsys
     docs = by_id(out)
     assert code == 0 and set(docs) == {f"{site.url}/docs/{p}" for p in ("", "leave.html", "cranes/", "cranes/deep.html")}
     assert all(d["status"] == "published" for d in docs.values())
-    record = open_local(tmp_path).metadata.get_document("northpier", f"{site.url}/docs/leave.html")
+    record = open_local(tmp_path).documents.get_document("northpier", f"{site.url}/docs/leave.html")
     assert record.title == "Annual leave" and record.source == f"{site.url}/docs/leave.html"
     assert "/private/" not in [p for p, _ in site.requests]
     assert [p for p, _ in site.requests].count("/docs/leave.html") == 1  # a fragment is the same page
@@ -88,7 +88,7 @@ def test_a_304_under_other_roles_republishes_the_stored_bytes(capsys, tmp_path):
         code, out = ingest(capsys, tmp_path, site.url + url_path, "--replace", roles="staff,hr")
     assert code == 0 and by_id(out)[site.url + url_path]["status"] == "published"
     assert site.requests[-1][1].get("if-none-match")  # the server said 304: the stored bytes were used
-    record = open_local(tmp_path).metadata.get_document("northpier", site.url + url_path)
+    record = open_local(tmp_path).documents.get_document("northpier", site.url + url_path)
     assert record.allowed_roles == {"staff", "hr"} and record.chunk_count == 1
 
 
@@ -104,11 +104,11 @@ def test_changed_pages_republish_and_gone_pages_are_listed_then_pruned(capsys, t
         assert code == 0 and docs[f"{site.url}/docs/leave.html"]["status"] == "published"
         assert set(gone) == {f"{site.url}/docs/cranes/deep.html", f"{site.url}/docs/cranes/deeper.html"}
         assert not any(g["deleted"] for g in gone.values())
-        assert open_local(tmp_path).metadata.get_document("northpier", f"{site.url}/docs/cranes/deep.html").active_revision
+        assert open_local(tmp_path).documents.get_document("northpier", f"{site.url}/docs/cranes/deep.html").active_revision
         del pages["/docs/cranes/deep.html"]
         code, out = ingest(capsys, tmp_path, f"{site.url}/docs/", "--crawl", "--prune")
     assert {g["document_id"] for g in out["gone"] if g["deleted"]} == set(gone)
-    assert all(open_local(tmp_path).metadata.get_document("northpier", d) is None for d in gone)
+    assert all(open_local(tmp_path).documents.get_document("northpier", d) is None for d in gone)
 
 
 def test_a_page_that_answers_410_is_gone_and_pruned(capsys, tmp_path):
@@ -123,9 +123,9 @@ def test_a_page_that_answers_410_is_gone_and_pruned(capsys, tmp_path):
         site.routes["/docs/leave.html"] = withdrawn
         code, out = ingest(capsys, tmp_path, url)
         assert code == 0 and out["gone"] == [{"document_id": url, "source": url, "reason": "answers 410", "deleted": False}]
-        assert open_local(tmp_path).metadata.get_document("northpier", url).active_revision  # listed, still served
+        assert open_local(tmp_path).documents.get_document("northpier", url).active_revision  # listed, still served
         code, out = ingest(capsys, tmp_path, url, "--prune")
-    assert code == 0 and out["gone"][0]["deleted"] and open_local(tmp_path).metadata.get_document("northpier", url) is None
+    assert code == 0 and out["gone"][0]["deleted"] and open_local(tmp_path).documents.get_document("northpier", url) is None
 
 
 def test_a_crawl_cut_short_by_its_page_limit_calls_no_page_gone(capsys, tmp_path):
@@ -159,7 +159,7 @@ def test_a_failing_page_is_recorded_with_its_reason_and_the_crawl_goes_on(capsys
     docs = by_id(out)
     assert code == 1 and docs[f"{site.url}/docs/leave.html"]["error"]["code"] == "http_status"
     assert docs[f"{site.url}/docs/cranes/"]["status"] == "published"
-    record = open_local(tmp_path).metadata.get_document("northpier", f"{site.url}/docs/leave.html")
+    record = open_local(tmp_path).documents.get_document("northpier", f"{site.url}/docs/leave.html")
     assert record.status.value == "failed" and "500" in record.error.message
 
 
@@ -185,11 +185,11 @@ def test_pdf_and_markdown_are_sniffed_from_the_bytes(capsys, tmp_path):
     with serving(Site(pages=pages)) as site:  # served as text/html whatever they are: the bytes decide
         code, out = ingest(capsys, tmp_path, f"{site.url}/docs/safety", f"{site.url}/docs/notes.md")
     assert code == 0
-    metadata = open_local(tmp_path).metadata
-    safety = metadata.get_document("northpier", f"{site.url}/docs/safety")
-    chunks = metadata.get_chunks("northpier", safety.document_id, safety.active_revision)
+    services = open_local(tmp_path)
+    safety = services.documents.get_document("northpier", f"{site.url}/docs/safety")
+    chunks = services.chunks.get_chunks("northpier", safety.document_id, safety.active_revision)
     assert "hard hats" in " ".join(c.text for c in chunks) and chunks[0].pages == [1]
-    assert metadata.get_document("northpier", f"{site.url}/docs/notes.md").title == "Notes"
+    assert services.documents.get_document("northpier", f"{site.url}/docs/notes.md").title == "Notes"
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -138,7 +138,7 @@ def test_more_conditions_than_an_answer_lists_are_asked_back_then_a_follow_up_na
 
     from citewell.answers.generators.extractive import ExtractiveGenerator
 
-    extractive = ExtractiveGenerator(services.embedder, services.metadata)
+    extractive = ExtractiveGenerator(services.embedder, services.embeddings)
     first = ask_in_conversation(services, STAFF, "What is the coworking allowance per day?", None, answering, extractive)
     assert first.outcome is Outcome.CLARIFY and first.refused and first.closest == []
     assert len(first.conditions) == 8 > MAX_LISTED and all(c.answer is None and c.refs == ["S1"] for c in first.conditions)
@@ -162,7 +162,7 @@ def test_deleting_the_source_withdraws_the_conditions_with_the_answer(tmp_path, 
     answer = ask(services, STAFF, "What is the field allowance per shift?")
     assert answer.conditions
     delete_document(services, "harbour", "depots.csv")
-    record = services.metadata.get_answer("harbour", answer.answer_id)
+    record = services.answers.get_answer("harbour", answer.answer_id)
     assert record.source_deleted and record.answer is None and record.conditions == []
     assert "Doveridge" not in record.model_dump_json()
 

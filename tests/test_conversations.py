@@ -40,7 +40,7 @@ def add(services, data: bytes, doc_id: str, roles=("staff",)) -> None:
 def turn(services, identity, asked, conversation_id=None, generator=None):
     from citewell.answers.generators.extractive import ExtractiveGenerator
 
-    generator = generator or ExtractiveGenerator(services.embedder, services.metadata)
+    generator = generator or ExtractiveGenerator(services.embedder, services.embeddings)
     return ask_in_conversation(services, identity, asked, conversation_id,
                                lambda question: ask(services, identity, question, generator), generator)
 
@@ -120,7 +120,7 @@ def test_deleting_a_cited_document_withdraws_the_turns_words_and_feedback(servic
     shown = thread(services, ANNA, first.conversation_id).turns
     assert shown[1].withdrawn and shown[1].asked == shown[1].question == "" and shown[1].feedback is None
     assert not shown[0].withdrawn and "27 days" in shown[0].answer and kept.answer_id == shown[0].answer_id
-    stored = services.metadata.get_conversation("northpier", first.conversation_id)
+    stored = services.conversations.get_conversation("northpier", first.conversation_id)
     assert "Manchester" not in stored.model_dump_json()
     assert unhelpful(services) == []
     assert [h.question for h in history(services, ANNA)] == ["How many days of annual leave do full-time staff get?"]
@@ -135,7 +135,7 @@ def test_a_delete_landing_between_the_answer_and_its_turn_takes_the_turns_words(
     from citewell.answers.generators.extractive import ExtractiveGenerator
 
     add(services, MEALS, "meals.md")
-    generator = ExtractiveGenerator(services.embedder, services.metadata)
+    generator = ExtractiveGenerator(services.embedder, services.embeddings)
 
     def answered_then_deleted(question):
         answer = ask(services, ANNA, question, generator)
@@ -144,8 +144,8 @@ def test_a_delete_landing_between_the_answer_and_its_turn_takes_the_turns_words(
 
     first = ask_in_conversation(services, ANNA, "How much is the meal allowance in Manchester?", None,
                                 answered_then_deleted, generator)
-    assert services.metadata.get_answer("northpier", first.answer_id).source_deleted
-    stored = services.metadata.get_conversation("northpier", first.conversation_id)
+    assert services.answers.get_answer("northpier", first.answer_id).source_deleted
+    stored = services.conversations.get_conversation("northpier", first.conversation_id)
     assert [t.withdrawn for t in stored.turns] == [True] and "Manchester" not in stored.model_dump_json()
     assert [f.kind for f in audit(services).findings if f.kind == "withdrawn_turn"] == []
 
@@ -163,13 +163,13 @@ def test_a_delete_killed_after_withdrawing_the_answer_takes_the_turns_words_on_i
     def killed(*args, **kwargs):  # the answer records are withdrawn; their cache entries and turns come next
         raise Killed
 
-    monkeypatch.setattr(services.metadata, "drop_cached_answers", killed)
+    monkeypatch.setattr(services.answers, "drop_cached_answers", killed)
     with pytest.raises(Killed):
         delete_document(services, "northpier", "meals.md")
     monkeypatch.undo()
-    assert services.metadata.get_answer("northpier", first.answer_id).source_deleted
+    assert services.answers.get_answer("northpier", first.answer_id).source_deleted
     delete_document(services, "northpier", "meals.md")  # the rerun (a restart, the next delete or the audit)
-    stored = services.metadata.get_conversation("northpier", first.conversation_id)
+    stored = services.conversations.get_conversation("northpier", first.conversation_id)
     assert [t.withdrawn for t in stored.turns] == [True] and "Manchester" not in stored.model_dump_json()
     assert [f.kind for f in audit(services).findings if f.kind == "withdrawn_turn"] == []
 
@@ -188,12 +188,12 @@ def test_a_narrowed_document_hides_the_turn_from_its_owner(services):
 def test_the_audit_withdraws_a_turn_a_withdrawal_missed(services):
     add(services, MEALS, "meals.md")
     first = turn(services, ANNA, "How much is the meal allowance in Manchester?")
-    record = services.metadata.get_answer("northpier", first.answer_id)
-    services.metadata.put_answer(record.model_copy(update={"answer": None, "question": "", "source_deleted": True}))
+    record = services.answers.get_answer("northpier", first.answer_id)
+    services.answers.put_answer(record.model_copy(update={"answer": None, "question": "", "source_deleted": True}))
     found = [f for f in audit(services).findings if f.kind == "withdrawn_turn"]
     assert len(found) == 1 and not found[0].repaired
     assert [f.repaired for f in audit(services, repair=True).findings if f.kind == "withdrawn_turn"] == [True]
-    assert "Manchester" not in services.metadata.get_conversation("northpier", first.conversation_id).model_dump_json()
+    assert "Manchester" not in services.conversations.get_conversation("northpier", first.conversation_id).model_dump_json()
 
 
 def test_conversations_expire_after_their_days(services, monkeypatch):
@@ -209,7 +209,7 @@ def test_conversations_expire_after_their_days(services, monkeypatch):
         thread(services, ANNA, first.conversation_id)
     assert [f.kind for f in audit(services).findings if f.kind == "expired_conversations"] == ["expired_conversations"]
     assert expire_conversations(services, now=later) == 1
-    assert services.metadata.get_conversation("northpier", first.conversation_id) is None
+    assert services.conversations.get_conversation("northpier", first.conversation_id) is None
 
 
 def test_a_model_generator_rewrites_the_follow_up_and_rules_stand_in_when_it_fails(services):
@@ -271,19 +271,19 @@ def test_history_and_the_expiry_sweep_read_only_what_they_ask_for(services):
         turn(services, BEN, "How much is the meal allowance in Leeds?")
     turn(services, ANNA, "what about Leeds?", anna[0].conversation_id)  # anna's first is now her latest
     scanned: list[int] = []
-    table = getattr(services.metadata, "table", None)
+    table = getattr(services.conversations, "table", None)
     if table is not None:
         table.meta.client.meta.events.register("after-call.dynamodb.Query",
                                                lambda parsed, **_: scanned.append(parsed.get("ScannedCount", 0)))
-    latest = services.metadata.conversations_of("northpier", "anna")
+    latest = services.conversations.conversations_of("northpier", "anna")
     assert [c.conversation_id for c in latest] == [anna[0].conversation_id, anna[1].conversation_id]
-    assert [c.conversation_id for c in services.metadata.conversations_of("northpier", "anna", limit=1)] == [anna[0].conversation_id]
-    assert services.metadata.conversations_idle_since(utcnow() - timedelta(days=1)) == []
-    assert len(services.metadata.conversations_idle_since(utcnow() + timedelta(seconds=1))) == 5
+    assert [c.conversation_id for c in services.conversations.conversations_of("northpier", "anna", limit=1)] == [anna[0].conversation_id]
+    assert services.conversations.conversations_idle_since(utcnow() - timedelta(days=1)) == []
+    assert len(services.conversations.conversations_idle_since(utcnow() + timedelta(seconds=1))) == 5
     if table is not None:  # anna's 2 entries, then 1 of them; the tenant registry, then no idle entry or the 5
         assert scanned == [2, 1, 1, 0, 1, 5], scanned
     assert expire_conversations(services, now=utcnow() + timedelta(days=31)) == 5
-    assert services.metadata.conversations_of("northpier", "anna") == []
+    assert services.conversations.conversations_of("northpier", "anna") == []
     if table is not None:  # nothing of a conversation is left: its entries went with it
         left = table.query(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": "T#northpier"})["Items"]
         assert not [i["sk"] for i in left if i["sk"].startswith(("V#", "VS#", "VU#", "VA#"))]
@@ -292,15 +292,15 @@ def test_history_and_the_expiry_sweep_read_only_what_they_ask_for(services):
 def test_the_audit_lists_again_a_conversation_stored_without_its_lookup_keys(services):
     add(services, MEALS, "meals.md")
     first = turn(services, ANNA, "How much is the meal allowance in Manchester?")
-    table = getattr(services.metadata, "table", None)
+    table = getattr(services.conversations, "table", None)
     if table is None:
         pytest.skip("SQLite finds conversations by its own indexes")
     keys = [i["sk"] for i in table.query(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": "T#northpier"})["Items"]
             if i["sk"].startswith(("VS#", "VU#"))]
     for sk in keys:  # as a conversation written before the keys were kept
         table.delete_item(Key={"pk": "T#northpier", "sk": sk})
-    assert services.metadata.conversations_of("northpier", "anna") == []
+    assert services.conversations.conversations_of("northpier", "anna") == []
     (found,) = [f for f in audit(services, repair=True).findings if f.kind == "unlisted_conversation"]
     assert found.repaired and first.conversation_id in found.detail
-    assert [c.conversation_id for c in services.metadata.conversations_of("northpier", "anna")] == [first.conversation_id]
+    assert [c.conversation_id for c in services.conversations.conversations_of("northpier", "anna")] == [first.conversation_id]
     assert not [f for f in audit(services).findings if f.kind == "unlisted_conversation"]

@@ -33,7 +33,7 @@ def crawl(capsys, home: Path, url: str, *flags: str) -> tuple[int, dict]:
 
 
 def stored(home: Path) -> set[str]:
-    return {d.document_id.split("/docs/", 1)[1] for d in open_local(home).metadata.list_documents("northpier")}
+    return {d.document_id.split("/docs/", 1)[1] for d in open_local(home).documents.list_documents("northpier")}
 
 
 def answer(status: int):
@@ -177,7 +177,7 @@ def test_a_first_page_that_redirects_out_of_its_scope_fails_with_the_reason(caps
     with serving(site):
         code, out = crawl(capsys, tmp_path, f"{site.url}/docs/")
     assert code == 1 and out["documents"][0]["error"]["code"] == "out_of_scope"
-    assert open_local(tmp_path).metadata.list_documents("northpier")[0].status.value == "failed"
+    assert open_local(tmp_path).documents.list_documents("northpier")[0].status.value == "failed"
 
 
 def test_the_report_says_why_nothing_was_pruned_in_words(capsys, tmp_path):

@@ -62,11 +62,11 @@ def test_delete_after_ingest_search_answer_and_citation_leaves_no_trace(services
     kept = ask(services, STAFF, "How many days of paid annual leave do full-time staff receive?")
     assert traces(tmp_path, NEEDLES)  # the test can see the text while it is there
 
-    secret_revision = services.metadata.get_document("northpier", SECRET_ID).active_revision
-    given_secret = SECRET_ID in {s.document_id for s in services.metadata.get_answer("northpier", kept.answer_id).considered}
-    assert any(secret_revision in i for i in services.metadata.embedding_identities())  # its unit vectors, cached by ask
+    secret_revision = services.documents.get_document("northpier", SECRET_ID).active_revision
+    given_secret = SECRET_ID in {s.document_id for s in services.answers.get_answer("northpier", kept.answer_id).considered}
+    assert any(secret_revision in i for i in services.embeddings.embedding_identities())  # its unit vectors, cached by ask
     report = delete_document(services, "northpier", SECRET_ID)
-    assert not any(secret_revision in i for i in services.metadata.embedding_identities())
+    assert not any(secret_revision in i for i in services.embeddings.embedding_identities())
 
     assert set(report.removed) == set(STORES)
     assert report.removed["documents"] == 1 and report.removed["raw_objects"] == 1
@@ -100,15 +100,15 @@ def test_deleting_an_unknown_document_is_a_clear_error_and_other_tenants_are_out
         delete_document(services, "northpier", "no-such.md")
     with pytest.raises(NotFound):
         delete_document(services, "bluefen", SECRET_ID)
-    assert services.metadata.get_document("northpier", SECRET_ID) is not None
+    assert services.documents.get_document("northpier", SECRET_ID) is not None
 
 
 def test_deletion_is_idempotent_and_finishes_after_a_crash_between_any_two_steps(services, tmp_path, monkeypatch):
     """A crash is injected after each step of the cascade in turn; a rerun always ends with zero residue."""
     steps = [
-        ("metadata", "save_document"), ("metadata", "bump_epoch"), ("index", "delete_revision"),
-        ("metadata", "delete_chunks"), ("objects", "delete"), ("metadata", "delete_unused_embeddings"),
-        ("index", "delete_document"), ("index", "compact"), ("metadata", "delete_document"), ("metadata", "compact"),
+        ("documents", "save_document"), ("answers", "bump_epoch"), ("index", "delete_revision"),
+        ("chunks", "delete_chunks"), ("objects", "delete"), ("embeddings", "delete_unused_embeddings"),
+        ("index", "delete_document"), ("index", "compact"), ("documents", "delete_document"), ("removals", "compact"),
     ]
     for number, (store, method) in enumerate(steps):
         doc_id = f"memo-{number}.md"
@@ -124,7 +124,7 @@ def test_deletion_is_idempotent_and_finishes_after_a_crash_between_any_two_steps
         with pytest.raises(RuntimeError):
             delete_document(services, "northpier", doc_id)
         monkeypatch.setattr(target, method, original)
-        record = services.metadata.get_document("northpier", doc_id)
+        record = services.documents.get_document("northpier", doc_id)
         assert record is None or record.status is DocumentStatus.DELETING or method == "save_document"
         assert all(h.document_id != doc_id for h in search(services, STAFF, "zanzibarquokka reefer").hits) or method == "save_document"
         try:
@@ -139,8 +139,8 @@ def test_deletion_is_idempotent_and_finishes_after_a_crash_between_any_two_steps
 def test_embeddings_shared_with_a_live_chunk_stay(services):
     add(services, SECRET, SECRET_ID)
     add(services, SECRET, "copy.md")  # same text, same content hash... but another title
-    shared = {c.content_hash for c in services.metadata.get_chunks("northpier", "copy.md", services.metadata.get_document("northpier", "copy.md").active_revision)}
+    shared = {c.content_hash for c in services.chunks.get_chunks("northpier", "copy.md", services.documents.get_document("northpier", "copy.md").active_revision)}
     removed: Counter[str] = Counter()
-    revision = services.metadata.get_document("northpier", SECRET_ID).active_revision
+    revision = services.documents.get_document("northpier", SECRET_ID).active_revision
     purge_revision(services, "northpier", SECRET_ID, revision, removed)
-    assert services.metadata.get_embeddings(services.embedder.identity, shared).keys() == shared
+    assert services.embeddings.get_embeddings(services.embedder.identity, shared).keys() == shared

@@ -225,7 +225,7 @@ def test_once_it_answers_a_question_for_steps_gets_the_whole_list(services):
     evidence = gather_evidence(services, SUPPORT, search(services, SUPPORT, question).hits)
     answering = RefusalModel(unit=shipped_model().unit,
                              answer=LogisticModel(features=("best_unit",), weights=[0.0], bias=10.0))  # always answers
-    draft = ExtractiveGenerator(services.embedder, services.metadata, answering).generate(question, evidence)
+    draft = ExtractiveGenerator(services.embedder, services.embeddings, answering).generate(question, evidence)
     steps = ("Acknowledge the page", "Open the incident channel", "Check the health dashboard")
     assert all(step in draft.text for step in steps) and "Restart it" not in draft.text, draft.text
     assert draft.text.startswith("1. Acknowledge") and draft.text.endswith("[S1]")
@@ -683,7 +683,7 @@ def test_an_option_that_denies_what_is_asked_does_not_answer_it_beside_one_that_
             b"              already use -i, to cancel its effects because the two options override each other.\n\n"
             b"       -v, --invert-match\n              Invert the sense of matching, to select non-matching lines.\n")
     add(services, page, "grep.1.txt")
-    generator = ExtractiveGenerator(services.embedder, services.metadata)
+    generator = ExtractiveGenerator(services.embedder, services.embeddings)
     answer = ask(services, SUPPORT, "Which grep option ignores case distinctions?", generator)
     assert answer.outcome == Outcome.ANSWERED and "--ignore-case" in answer.answer and "--no-ignore" not in answer.answer, answer
     opposite = ask(services, SUPPORT, "Which grep option turns off ignoring case?", generator)
@@ -711,7 +711,7 @@ def test_one_item_of_a_list_is_quoted_with_the_sentence_that_says_what_the_list_
     """bash's RBASH: "* Changing directories with the 'cd' builtin." alone reads as allowed; the
     list is of what is disallowed. A question about the lead-in gets the list with it."""
     add(services, RESTRICTED, "RBASH")
-    generator = ExtractiveGenerator(services.embedder, services.metadata)
+    generator = ExtractiveGenerator(services.embedder, services.embeddings)
     lead = "the following are disallowed or not performed:"
     for question, item in (("Can I redirect output in a restricted shell?", "Redirecting output"),
                            ("In restricted bash, is changing directories with cd allowed?", "Changing directories")):
@@ -727,7 +727,7 @@ def test_a_value_leads_the_answer_only_from_a_sentence_about_what_was_asked(serv
     full-time sentence beside the part-time one: the sentences answer it, not full-time's figure."""
     add(services, b"# Handbook\n\n## Annual leave\n\nFull-time staff receive 27 days of paid annual leave per calendar "
                   b"year, plus public holidays. Part-time staff receive leave pro rata to their contracted hours.\n", "handbook.md")
-    generator = ExtractiveGenerator(services.embedder, services.metadata)
+    generator = ExtractiveGenerator(services.embedder, services.embeddings)
     part = ask(services, SUPPORT, "How many days of annual leave do part-time staff get?", generator)
     assert part.outcome == Outcome.ANSWERED and "pro rata" in part.answer and not part.answer.startswith("27 days"), part
     full = ask(services, SUPPORT, "How many days of annual leave do full-time staff get?", generator)
@@ -737,7 +737,7 @@ def test_a_value_leads_the_answer_only_from_a_sentence_about_what_was_asked(serv
 def test_a_time_of_day_written_out_answers_what_time(services):
     """"nine o'clock" is a time as "7:30" is: the sentence stating it answers "What time ...?"."""
     add(services, "# Café notes\n\nThe café opens at nine o’clock.\n\nThe bakery next door opens at 7:30.\n".encode(), "cafe.md")
-    generator = ExtractiveGenerator(services.embedder, services.metadata)
+    generator = ExtractiveGenerator(services.embedder, services.embeddings)
     answer = ask(services, SUPPORT, "What time does the café open?", generator)
     assert answer.outcome == Outcome.ANSWERED and "nine o’clock" in answer.answer and "7:30" not in answer.answer, answer
     assert [m.group(0) for m in DATE.finditer("at 9 am, 9.30 p.m., noon or twelve o'clock; I am here")] == [

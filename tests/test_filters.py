@@ -165,7 +165,7 @@ def test_a_filtered_answer_is_not_an_unfiltered_answer_from_the_cache(corpus):
 
 
 def test_the_descriptive_fields_reach_the_record(corpus):
-    (document,) = [d for d in corpus.metadata.list_documents("northpier") if d.document_id == "policies/leave.md"]
+    (document,) = [d for d in corpus.documents.list_documents("northpier") if d.document_id == "policies/leave.md"]
     assert (document.tags, document.locale, document.effective_from) == (frozenset({"hr"}), "en-GB", JAN)
     assert json.loads(document.model_dump_json())["tags"] == ["hr"]
 
@@ -213,7 +213,7 @@ def test_an_answer_reads_one_languages_evidence_unless_asked_otherwise(services)
     assert {h.locale for h in search(services, STAFF, question, k=5).hits} == {"en-GB", "fr"}
 
     def considered(answer) -> set[str]:
-        return {s.document_id for s in services.metadata.get_answer("northpier", answer.answer_id).considered}
+        return {s.document_id for s in services.answers.get_answer("northpier", answer.answer_id).considered}
 
     assert considered(ask(services, STAFF, question)) == {"leave-en.md"}
     assert considered(ask(services, STAFF, question, mixed_locales=True)) == {"leave-en.md", "conges-fr.md"}

@@ -130,8 +130,8 @@ def test_installed_docs_are_ingested_searched_and_cited_and_bad_gzips_fail_alone
         "share/doc/widget/bomb.gz": ("failed", "too_large"),
         "share/doc/widget/NEWS.gz": ("failed", "corrupt_file"),
     }
-    metadata = open_local(Path(home)).metadata
-    titles = {d: metadata.get_document("northpier", d).title for d in outcomes if outcomes[d][0] == "published"}
+    documents = open_local(Path(home)).documents
+    titles = {d: documents.get_document("northpier", d).title for d in outcomes if outcomes[d][0] == "published"}
     assert titles == {"share/man/man1/widget.1.gz": "widget - frobnicate widgets in a working tree",
                       "share/doc/widget/README.md.gz": "Widgetry"}
 

@@ -54,10 +54,10 @@ def test_changed_content_switches_revision_and_leaves_nothing_of_the_old(service
     (old,) = ingest(services, [request(V1)])
     (new,) = ingest(services, [request(V2)])
     assert new.status == "published" and new.revision != old.revision
-    document = services.metadata.get_document("northpier", "handbook.md")
+    document = services.documents.get_document("northpier", "handbook.md")
     assert document.active_revision == new.revision and document.status is DocumentStatus.PUBLISHED
     assert services.index.count("northpier", "handbook.md", old.revision) == 0
-    assert services.metadata.get_chunks("northpier", "handbook.md", old.revision) == []
+    assert services.chunks.get_chunks("northpier", "handbook.md", old.revision) == []
     assert [key.rsplit("/", 1)[1].removesuffix(".json") for key in services.objects.list("")] == [document.active_upload] * 3
     texts = [h.text for h in search(services, STAFF, "how many days of annual leave").hits]
     assert any("30 days" in t for t in texts) and not any("27 days" in t for t in texts)
@@ -75,7 +75,7 @@ def test_a_failing_file_is_recorded_and_the_batch_goes_on(services):
     outcomes = ingest(services, [request(doc_id="a.md"), request(b"not a pdf", doc_id="b.pdf"), request(doc_id="c.md")])
     assert [o.status for o in outcomes] == ["published", "failed", "published"]
     assert outcomes[1].error.code == "type_mismatch"
-    record = services.metadata.get_document("northpier", "b.pdf")
+    record = services.documents.get_document("northpier", "b.pdf")
     assert record.status is DocumentStatus.FAILED and record.error.code == "type_mismatch"
     assert record.active_revision is None
 
@@ -84,7 +84,7 @@ def test_a_failed_update_keeps_serving_the_previous_revision(services):
     (good,) = ingest(services, [request(V1, doc_id="handbook.txt")])
     (bad,) = ingest(services, [request(b"\x00\x01binary\x00" * 50, doc_id="handbook.txt")])
     assert bad.status == "failed" and bad.error.code == "unsupported_type"
-    record = services.metadata.get_document("northpier", "handbook.txt")
+    record = services.documents.get_document("northpier", "handbook.txt")
     assert record.active_revision == good.revision and record.status is DocumentStatus.FAILED
     assert search(services, STAFF, "annual leave").hits
 
@@ -104,7 +104,7 @@ def stages_until_indexed(services, data=V1, **extra):
     parsed = parse_stage(services, upload)
     chunked = chunk_stage(services, upload)
     embed_stage(services, chunked.chunks)
-    vectors = services.metadata.get_embeddings(services.embedder.identity, [c.content_hash for c in chunked.chunks])
+    vectors = services.embeddings.get_embeddings(services.embedder.identity, [c.content_hash for c in chunked.chunks])
     services.index.upsert(chunked.chunks, np.stack([vectors[c.content_hash] for c in chunked.chunks]), services.embedder.identity)
     return upload, parsed
 
@@ -146,7 +146,7 @@ def test_an_id_no_record_can_hold_fails_alone(services):
     outcomes = ingest(services, [request(doc_id="bad#id.md"), request(doc_id="../escape.md"), request(doc_id="fine.md")])
     assert [o.status for o in outcomes] == ["failed", "failed", "published"]
     assert {o.error.code for o in outcomes[:2]} == {"invalid_input"}
-    assert services.metadata.get_document("northpier", "bad#id.md") is None
+    assert services.documents.get_document("northpier", "bad#id.md") is None
     (key,) = services.objects.list("raw")
     assert key.startswith("raw/northpier/fine.md/")
 
@@ -155,7 +155,7 @@ def test_the_record_names_the_encoding_its_text_was_read_in(services):
     text = "# Menu\n\nLa crème brûlée costs €5 at the “harbour” café.\n".encode("cp1252")
     (outcome,) = ingest(services, [request(text, doc_id="menu.txt")])
     assert outcome.status == "published"
-    record = services.metadata.get_document("northpier", "menu.txt")
+    record = services.documents.get_document("northpier", "menu.txt")
     assert record.encoding == "cp1252"
     assert search(services, STAFF, "crème brûlée").hits[0].text.count("€5") == 1
 
@@ -190,5 +190,5 @@ def test_a_document_deleted_while_it_is_embedded_stops_costing_the_model(tmp_pat
     [outcome] = ingest(services, [request(text.encode(), "big.md")], progress=DeleteAfterTheFirstSlice())
     assert outcome.status == "published" and deleted  # published by words first, deleted while its vectors were made
     assert planned[0] > 2 * EMBED_SLICE and counting.texts == EMBED_SLICE and planned[-1] == EMBED_SLICE
-    assert services.metadata.get_document("northpier", "big.md") is None
-    assert not services.index.inventory() and not services.metadata.embedding_hashes(embedder.identity)
+    assert services.documents.get_document("northpier", "big.md") is None
+    assert not services.index.inventory() and not services.embeddings.embedding_hashes(embedder.identity)

@@ -106,7 +106,7 @@ def test_small_files_are_found_while_the_large_one_is_still_embedding(tmp_path, 
         # The large file is published by words too, and citeable; the vector lane does not hold it yet.
         assert search(reader, STAFF, "twistlock crew", k=3, lanes=("bm25",)).hits[0].document_id == "shift-reports.txt"
         assert all(h.document_id != "shift-reports.txt" for h in search(reader, STAFF, "twistlock crew", k=10, lanes=("vector",)).hits)
-        record = reader.metadata.get_document("northpier", "shift-reports.txt")
+        record = reader.documents.get_document("northpier", "shift-reports.txt")
         assert record.status is DocumentStatus.PUBLISHED and record.chunk_count > 128
         # Who may not read the documents is told nothing about them, not even that they wait.
         outsider = search(reader, Identity(tenant="northpier", roles=frozenset({"hr"})), "quillaby")
@@ -207,7 +207,7 @@ def test_ctrl_c_keeps_every_document_already_published(tmp_path, folder):
         time.sleep(0.05)  # polling the home, as an operator's second shell would
         if (home / "metadata.db").exists():
             try:
-                documents = open_local(home, existing=True).metadata.list_documents("northpier")
+                documents = open_local(home, existing=True).documents.list_documents("northpier")
             except (CitewellError, sqlite3.Error):  # the home is still being created by the ingest
                 continue
             published = {d.document_id.removeprefix("handbook/") for d in documents
@@ -220,7 +220,7 @@ def test_ctrl_c_keeps_every_document_already_published(tmp_path, folder):
     statuses = {d["document_id"]: d for d in payload["documents"]}
     assert all(statuses[f"handbook/{name}"]["status"] == "published" for name in SMALL)
     services = open_local(home, existing=True)
-    big = services.metadata.get_document("northpier", "handbook/shift-reports.txt")
+    big = services.documents.get_document("northpier", "handbook/shift-reports.txt")
     assert big is not None
     if big.status is DocumentStatus.FAILED:
         assert big.error.code == "interrupted" and statuses["handbook/shift-reports.txt"]["error"]["code"] == "interrupted"

@@ -104,7 +104,7 @@ def test_interleaved_uploads_never_publish_one_uploads_text_with_anothers_roles(
     assert run(services, upload_a) == 1
     assert publish_stage(services, upload_b, parsed_b.revision, parsed_b.content_sha256) is None
     assert texts(services, STAFF) == [] and any("band seven" in t for t in texts(services, HR))
-    record = services.metadata.get_document("northpier", "pay.md")
+    record = services.documents.get_document("northpier", "pay.md")
     rows = [a for a in services.index.access_inventory() if a[1] == "pay.md"]
     assert record.allowed_roles == {"hr"} and [a[3] for a in rows] == [frozenset({"hr"})]
     assert audit(services).findings == []
@@ -115,7 +115,7 @@ def test_an_older_upload_never_replaces_a_newer_one(services):
     second = register(services, request(PUBLIC, roles=("staff",)))
     assert run(services, second) == 1
     assert run(services, first) == "superseded"  # its late stages are acknowledged, not retried
-    assert texts(services, HR) == [] and services.metadata.get_document("northpier", "pay.md").allowed_roles == {"staff"}
+    assert texts(services, HR) == [] and services.documents.get_document("northpier", "pay.md").allowed_roles == {"staff"}
     assert audit(services).findings == []
 
 
@@ -129,7 +129,7 @@ def test_no_key_leaves_its_tenants_prefix(services, tenant, document_id):
         raw_key(tenant, document_id, "0" * 32)
     (outcome,) = ingest(services, [request(PUBLIC, tenant=tenant, doc_id=document_id)])
     assert outcome.status == "failed" and outcome.error.code == "invalid_input"
-    assert services.metadata.get_document("northpier", "pay.md").status is DocumentStatus.PUBLISHED
+    assert services.documents.get_document("northpier", "pay.md").status is DocumentStatus.PUBLISHED
     assert any("band seven" in t for t in texts(services, STAFF))
 
 
@@ -179,10 +179,10 @@ def test_a_delete_during_an_ingest_is_never_undone(services, tmp_path, deleted_a
         assert chunk_stage(services, upload) is None
     else:
         assert publish_stage(services, upload, parsed.revision, parsed.content_sha256) is None
-    assert services.metadata.get_document("northpier", "pay.md") is None
+    assert services.documents.get_document("northpier", "pay.md") is None
     assert texts(services, STAFF) == [] and list(services.objects.list("")) == []
-    assert services.metadata.embedding_hashes(services.embedder.identity) == set()  # no embedding of the deleted text
-    local = services.metadata.__class__.__name__ == "SqliteMetadataStore"
+    assert services.embeddings.embedding_hashes(services.embedder.identity) == set()  # no embedding of the deleted text
+    local = services.documents.__class__.__name__ == "SqliteMetadataStore"
     # What the superseded stage removed awaits a compaction (the runner's, at the end), and says so past the time limit.
     waits = local and deleted_after in ("chunk", "embed")
     assert [f.kind for f in audit(services, stuck=timedelta(0)).findings] == (["pending_compaction"] if waits else [])
@@ -202,7 +202,7 @@ def test_an_upload_is_refused_while_its_document_is_being_deleted(services, monk
     with pytest.raises(RuntimeError):
         delete_document(services, "northpier", "pay.md")
     monkeypatch.undo()
-    assert services.metadata.get_document("northpier", "pay.md").status is DocumentStatus.DELETING
+    assert services.documents.get_document("northpier", "pay.md").status is DocumentStatus.DELETING
     with pytest.raises(Conflict):
         register(services, request(PUBLIC))
     (outcome,) = ingest(services, [request(PUBLIC)])
@@ -230,8 +230,8 @@ def test_two_processes_ingesting_one_document_with_different_roles_agree(tmp_pat
         statuses = [json.loads(p.communicate(timeout=300)[0])["documents"][0]["status"] for p in processes]
         assert "published" in statuses or "unchanged" in statuses, statuses
         services = open_local(home)
-        record = services.metadata.get_document("northpier", "pay.md")
-        chunks = services.metadata.get_chunks("northpier", "pay.md", record.active_revision)
+        record = services.documents.get_document("northpier", "pay.md")
+        chunks = services.chunks.get_chunks("northpier", "pay.md", record.active_revision)
         rows = {a[3] for a in services.index.access_inventory() if a[2] == record.active_revision}
         assert {c.allowed_roles for c in chunks} == rows == {record.allowed_roles}
         secret_served = any("band seven" in c.text for c in chunks)
@@ -243,7 +243,7 @@ def test_two_processes_ingesting_one_document_with_different_roles_agree(tmp_pat
 
 
 def test_a_delete_behind_a_reader_says_the_removal_is_pending_and_the_audit_finishes_it(services, tmp_path):
-    if services.metadata.__class__.__name__ != "SqliteMetadataStore":
+    if services.documents.__class__.__name__ != "SqliteMetadataStore":
         pytest.skip("write-ahead logs are a property of the embedded stores")
     ingest(services, [request(SECRET)])
     readers = [sqlite3.connect(tmp_path / name) for name in ("metadata.db", "index.db")]
@@ -266,7 +266,7 @@ def test_a_deleted_documents_refusals_lose_their_question(services, tmp_path):
     delete_document(services, "northpier", "pay.md")
     record = recorded_citations(services, STAFF, refusal.answer_id)
     assert record.question == "" and record.source_deleted
-    if services.metadata.__class__.__name__ == "SqliteMetadataStore":
+    if services.documents.__class__.__name__ == "SqliteMetadataStore":
         assert traces(tmp_path, [b"vorpaltrine"]) == []
 
 
@@ -274,7 +274,7 @@ def test_an_unfinished_write_is_found_and_removed(services, tmp_path):
     if services.objects.__class__.__name__ != "FolderObjectStore":
         pytest.skip("a folder store's temporary files")
     ingest(services, [request(SECRET)])
-    record = services.metadata.get_document("northpier", "pay.md")
+    record = services.documents.get_document("northpier", "pay.md")
     folder = tmp_path / "objects" / raw_key("northpier", "pay.md", record.active_upload).rsplit("/", 1)[0]
     (folder / ".tmp-killed").write_bytes(SECRET)  # what a write killed before its rename leaves
     assert [f.kind for f in audit(services, stuck=timedelta(0)).findings] == ["leftover_temporary"]
@@ -288,11 +288,11 @@ def test_an_unfinished_write_is_found_and_removed(services, tmp_path):
 
 def test_the_audit_finds_a_missing_raw_upload_and_access_that_disagrees(services):
     ingest(services, [request(SECRET, roles=("hr",))])
-    record = services.metadata.get_document("northpier", "pay.md")
+    record = services.documents.get_document("northpier", "pay.md")
     services.objects.delete(raw_key("northpier", "pay.md", record.active_upload))
-    chunks = services.metadata.get_chunks("northpier", "pay.md", record.active_revision)
+    chunks = services.chunks.get_chunks("northpier", "pay.md", record.active_revision)
     widened = [c.model_copy(update={"allowed_roles": frozenset({"staff"})}) for c in chunks]
-    vectors = services.metadata.get_embeddings(services.embedder.identity, [c.content_hash for c in chunks])
+    vectors = services.embeddings.get_embeddings(services.embedder.identity, [c.content_hash for c in chunks])
     services.index.upsert(widened, np.stack([vectors[c.content_hash] for c in chunks]), services.embedder.identity)
     report = audit(services, repair=True)
     assert sorted(f.kind for f in report.findings) == ["access_mismatch", "missing_raw_upload"]
@@ -307,22 +307,22 @@ def test_the_audit_finishes_an_upload_that_was_indexed_but_never_switched(servic
     parsed = parse_stage(services, upload)
     chunked = chunk_stage(services, upload)
     embed_stage(services, chunked.chunks)
-    vectors = services.metadata.get_embeddings(services.embedder.identity, [c.content_hash for c in chunked.chunks])
+    vectors = services.embeddings.get_embeddings(services.embedder.identity, [c.content_hash for c in chunked.chunks])
     services.index.upsert(chunked.chunks, np.stack([vectors[c.content_hash] for c in chunked.chunks]), services.embedder.identity)
     # the process dies here, before its switch
     assert audit(services).findings == []  # not yet: it may still be running
     report = audit(services, repair=True, stuck=timedelta(0))
     assert [f.kind for f in report.findings] == ["unswitched_upload"] and report.ok
-    assert services.metadata.get_document("northpier", "pay.md").active_revision == parsed.revision
+    assert services.documents.get_document("northpier", "pay.md").active_revision == parsed.revision
     assert audit(services).findings == []
 
 
 def test_the_audit_removes_embeddings_no_chunk_uses(services):
     ingest(services, [request(SECRET)])
-    services.metadata.put_embeddings(services.embedder.identity, {"f" * 64: np.ones(384, dtype=np.float32)})
+    services.embeddings.put_embeddings(services.embedder.identity, {"f" * 64: np.ones(384, dtype=np.float32)})
     report = audit(services, repair=True)
     assert [f.kind for f in report.findings] == ["unused_embeddings"] and report.ok
-    assert "f" * 64 not in services.metadata.embedding_hashes(services.embedder.identity)
+    assert "f" * 64 not in services.embeddings.embedding_hashes(services.embedder.identity)
     assert search(services, STAFF, "vorpaltrine").hits
 
 
@@ -358,12 +358,12 @@ def test_kill_9_during_ingest_then_the_audit_leaves_every_document_whole(tmp_pat
         report = json.loads(subprocess.run(audit_cmd, capture_output=True, env=env, check=False).stdout)
         assert report == {"ok": True, "findings": []}, (delay, report)
         services = open_local(home)
-        for document in services.metadata.list_documents("northpier"):
+        for document in services.documents.list_documents("northpier"):
             assert document.status in (DocumentStatus.PUBLISHED, DocumentStatus.FAILED), document
             if document.active_revision:
-                chunks = services.metadata.get_chunks("northpier", document.document_id, document.active_revision)
+                chunks = services.chunks.get_chunks("northpier", document.document_id, document.active_revision)
                 assert services.index.count("northpier", document.document_id, document.active_revision) == len(chunks) > 0
     assert killed >= 4  # most rounds died mid-way, at moments spread over a whole run's length
-    for document in open_local(home).metadata.list_documents("northpier"):
+    for document in open_local(home).documents.list_documents("northpier"):
         delete_document(open_local(home), "northpier", document.document_id)
     assert traces(home, [b"vorpaltrine", b"memo-"]) == []

@@ -51,10 +51,10 @@ def add(services, doc_id: str, text: str, roles=("staff",)):
 
 def served_whole(services, doc_id: str) -> None:
     """The document's active revision is indexed in full, its chunk records and raw upload are there."""
-    document = services.metadata.get_document("northpier", doc_id)
+    document = services.documents.get_document("northpier", doc_id)
     assert document is not None and document.active_revision is not None, doc_id
     assert services.index.count("northpier", doc_id, document.active_revision) == document.chunk_count > 0
-    assert len(services.metadata.get_chunks("northpier", doc_id, document.active_revision)) == document.chunk_count
+    assert len(services.chunks.get_chunks("northpier", doc_id, document.active_revision)) == document.chunk_count
     assert services.objects.exists(raw_key("northpier", doc_id, document.active_upload))
 
 
@@ -85,7 +85,8 @@ def test_audit_repair_never_removes_uploads_that_registered_or_published_after_i
         return [add(services, "policy.md", "# Policy\n\nThe new rule: gates close at ten, and badges are checked.\n").status,
                 add(services, "new.md", "# Berths\n\nBerth twelve takes reefer ships only.\n").status]
 
-    store = services.objects if after == "list" else services.index if after == "inventory" else services.metadata
+    store = {"list": services.objects, "inventory": services.index, "upload_inventory": services.uploads,
+             "chunk_inventory": services.chunks}[after]
     ran = first_call_runs(monkeypatch, store, after, concurrent_ingest)
     audit(services, repair=True)
     monkeypatch.undo()
@@ -99,16 +100,16 @@ def test_audit_repair_never_removes_uploads_that_registered_or_published_after_i
 
 def test_the_audit_finishes_a_stuck_delete_only_for_the_life_of_the_record_it_saw(services, monkeypatch):
     add(services, "memo.md", "# Memo\n\nThe first memo about berth nine.\n")
-    monkeypatch.setattr(services.metadata, "delete_document", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("power cut")))
+    monkeypatch.setattr(services.documents, "delete_document", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("power cut")))
     with pytest.raises(RuntimeError):
         delete_document(services, "northpier", "memo.md")
     monkeypatch.undo()
-    stuck = services.metadata.get_document("northpier", "memo.md")
+    stuck = services.documents.get_document("northpier", "memo.md")
     assert stuck.status.value == "deleting"
     with pytest.raises(NotFound):  # another life of the record is left alone
         delete_document(services, "northpier", "memo.md", generation="another-life")
     delete_document(services, "northpier", "memo.md", generation=stuck.generation)
-    assert services.metadata.get_document("northpier", "memo.md") is None
+    assert services.documents.get_document("northpier", "memo.md") is None
 
 
 def test_an_intent_left_by_a_register_killed_before_its_record_write_never_becomes_current(services, monkeypatch):
@@ -116,22 +117,22 @@ def test_an_intent_left_by_a_register_killed_before_its_record_write_never_becom
     from citewell.records import current_upload, is_current
 
     add(services, "memo.md", "# Memo\n\nThe first memo about berth nine.\n")
-    monkeypatch.setattr(services.metadata, "save_document", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("power cut")))
+    monkeypatch.setattr(services.documents, "save_document", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("power cut")))
     with pytest.raises(RuntimeError):
         register(services, IngestRequest(document_id="memo.md", tenant="northpier", allowed_roles=frozenset({"staff"}),
                                          data=b"# Memo\n\nA memo that never registered.\n", filename="memo.md"))
     monkeypatch.undo()
-    (dead,) = [u for u in services.metadata.list_uploads("northpier", "memo.md") if u.seq == 2]
+    (dead,) = [u for u in services.uploads.list_uploads("northpier", "memo.md") if u.seq == 2]
     live = register(services, IngestRequest(document_id="memo.md", tenant="northpier", allowed_roles=frozenset({"staff"}),
                                             data=b"# Memo\n\nThe second memo: berth nine opens at six.\n", filename="memo.md"))
     assert live.seq == dead.seq and live.generation == dead.generation
-    record = services.metadata.get_document("northpier", "memo.md")
+    record = services.documents.get_document("northpier", "memo.md")
     assert not is_current(record, dead) and is_current(record, live)
-    assert current_upload(services.metadata, record).upload_id == live.upload_id
+    assert current_upload(services.uploads, record).upload_id == live.upload_id
     report = audit(services, repair=True)  # the live upload is fresh: not stuck
     assert [f.kind for f in report.findings] == ["orphan_upload"]  # the dead intent, never the live one
-    assert {u.upload_id for u in services.metadata.list_uploads("northpier", "memo.md")} >= {live.upload_id}
-    assert dead.upload_id not in {u.upload_id for u in services.metadata.list_uploads("northpier", "memo.md")}
+    assert {u.upload_id for u in services.uploads.list_uploads("northpier", "memo.md")} >= {live.upload_id}
+    assert dead.upload_id not in {u.upload_id for u in services.uploads.list_uploads("northpier", "memo.md")}
 
 
 # -- an ask beside a delete ----------------------------------------------------------------
@@ -146,13 +147,13 @@ def test_an_ask_racing_a_delete_records_nothing_of_the_deleted_text(services, tm
     add(services, "handbook.md", "# Leave\n\nFull-time staff receive 27 days of paid annual leave per calendar year.\n")
     add(services, "secret.md", SECRET)
     # The delete lands after retrieval and read-back, while the answer is written (the answerer reads its unit cache).
-    ran = first_call_runs(monkeypatch, services.metadata, "get_embeddings",
+    ran = first_call_runs(monkeypatch, services.embeddings, "get_embeddings",
                           lambda: delete_document(services, "northpier", "secret.md"))
     answer = ask(services, STAFF, "How often are reefer plugs checked at the zorbflax berth?")
     monkeypatch.undo()
     assert ran and ran[0].pending == []
     assert answer.refused  # asked again, on what is there now
-    record = services.metadata.get_answer("northpier", answer.answer_id)
+    record = services.answers.get_answer("northpier", answer.answer_id)
     assert answer.degraded != [SOURCES_CHANGED] and {s.document_id for s in record.considered} <= {"handbook.md"}
     assert traces(tmp_path, NEEDLES) == []
     assert tantivy_residue(tmp_path, {"Quillamonte"}) == {}
@@ -174,13 +175,13 @@ def test_a_model_answer_borrowing_words_from_an_uncited_source_is_rejected_and_r
             'Margot Vellacourt had hers refused pending a disciplinary review.'))
         borrowed = ask(services, BOTH, "How much annual leave do staff get, and was anyone refused leave?", generator=generator)
         assert any("uncited_evidence" in d for d in borrowed.degraded)  # the extractive fallback answered instead
-        record = services.metadata.get_answer("northpier", borrowed.answer_id)
+        record = services.answers.get_answer("northpier", borrowed.answer_id)
         assert {s.document_id for s in record.considered} == {"handbook.md", "hr/leave-cases.md"}
         with pytest.raises(NotFound):  # it was given an hr-only source: a staff-only reader may not see it
             recorded_citations(services, STAFF, borrowed.answer_id)
         assert recorded_citations(services, BOTH, borrowed.answer_id).answer_id == borrowed.answer_id
         delete_document(services, "northpier", "hr/leave-cases.md")  # uncited, yet it withdraws the answer
-        withdrawn = services.metadata.get_answer("northpier", borrowed.answer_id)
+        withdrawn = services.answers.get_answer("northpier", borrowed.answer_id)
         assert withdrawn.source_deleted and withdrawn.answer is None and withdrawn.question == ""
     finally:
         server.shutdown()
@@ -218,7 +219,7 @@ def test_a_delete_killed_before_its_compaction_is_reported_and_finished_by_the_n
     code = killed_at(home, "index", "SqliteSearchIndex", "compact", "delete", "docs/secret.md", "--tenant", "northpier")
     assert code == -9
     services = open_local(home)
-    assert services.metadata.get_document("northpier", "docs/secret.md") is None
+    assert services.documents.get_document("northpier", "docs/secret.md") is None
     assert unfinished_removals(services)
     report = audit(services)  # read-only: it says so
     assert not report.ok and [f.kind for f in report.findings] == ["pending_compaction"]
@@ -238,9 +239,9 @@ def test_a_delete_killed_between_its_chunk_records_and_their_vectors_leaves_no_v
     assert cli(["--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json"]) == 0
     services = open_local(home)
     identity = services.embedder.identity
-    document = services.metadata.get_document("northpier", "docs/secret.md")
-    secret = {c.content_hash for c in services.metadata.get_chunks("northpier", "docs/secret.md", document.active_revision)}
-    assert secret <= services.metadata.embedding_hashes(identity)
+    document = services.documents.get_document("northpier", "docs/secret.md")
+    secret = {c.content_hash for c in services.chunks.get_chunks("northpier", "docs/secret.md", document.active_revision)}
+    assert secret <= services.embeddings.embedding_hashes(identity)
     code = killed_at(home, "metadata", "SqliteMetadataStore", "delete_unused_embeddings",
                      "delete", "docs/secret.md", "--tenant", "northpier")
     assert code == -9
@@ -248,8 +249,8 @@ def test_a_delete_killed_between_its_chunk_records_and_their_vectors_leaves_no_v
     adopted = adopt_orphans(services, leases.current())  # what a restarted server runs first, then the deletions it took
     for taken in adopted.deleting:
         delete_document(services, taken.tenant, taken.document_id)
-    assert services.metadata.get_document("northpier", "docs/secret.md") is None
-    assert services.metadata.embedding_hashes(identity) & secret == set()
+    assert services.documents.get_document("northpier", "docs/secret.md") is None
+    assert services.embeddings.embedding_hashes(identity) & secret == set()
     assert audit(services).ok
 
 
@@ -264,12 +265,12 @@ def test_a_replacement_killed_between_its_switch_and_its_purge_is_finished_by_th
                      "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
     assert code == -9
     services = open_local(home)
-    document = services.metadata.get_document("northpier", "docs/notes.md")
+    document = services.documents.get_document("northpier", "docs/notes.md")
     assert document.purging and "Nothing to see" in search(services, STAFF, "nothing to see").hits[0].text
     assert not audit(services).ok
     adopted = adopt_orphans(services, leases.current())
     assert [d.document_id for d in adopted.purged] == ["docs/notes.md"]
-    assert services.metadata.get_document("northpier", "docs/notes.md").purging == []
+    assert services.documents.get_document("northpier", "docs/notes.md").purging == []
     assert tantivy_residue(home, {"gribbleworth", "vorpalicious"}) == {}
     assert traces(home, [b"gribbleworth", b"vorpalicious"]) == []
     # Published by words, killed before its vectors: the next ingest, or audit --repair, embeds them.
@@ -332,7 +333,7 @@ def test_the_audit_gives_vectors_only_to_a_revision_still_served(services, monke
     assert ran == ["published"]
     assert [f.kind for f in report.findings] == ["vectors_pending"]
     assert services.index.vectorless() == [] and services.index.revisions("northpier", "berths.md") == [
-        services.metadata.get_document("northpier", "berths.md").active_revision]
+        services.documents.get_document("northpier", "berths.md").active_revision]
     served_whole(services, "berths.md")
     assert "zelquarin" in search(services, STAFF, "crane berth twelve", lanes=("vector",)).hits[0].text
     assert audit(services, stuck=timedelta(0)).ok
@@ -366,17 +367,16 @@ def test_a_replacement_beside_another_process_s_reader_says_what_is_pending_and_
 
 def test_removals_are_seen_through_only_by_a_compaction_that_started_after_they_ended(tmp_path, embedder):
     services = make_services(tmp_path, embedder)
-    metadata = services.metadata
-    ended, running = metadata.begin_removal(leases.current()), metadata.begin_removal(leases.current())
-    metadata.end_removal(ended)
+    ended, running = services.removals.begin_removal(leases.current()), services.removals.begin_removal(leases.current())
+    services.removals.end_removal(ended)
     from citewell.deletion import compact
 
     assert unfinished_removals(services) == [ended]
     compact(services)
-    assert [r.removal_id for r in metadata.removals()] == [running]  # still running: not the compaction's to clear
-    metadata.end_removal(running)
+    assert [r.removal_id for r in services.removals.removals()] == [running]  # still running: not the compaction's to clear
+    services.removals.end_removal(running)
     compact(services)
-    assert metadata.removals() == []
+    assert services.removals.removals() == []
 
 
 def test_an_upload_killed_between_its_rows_by_words_and_the_switch_is_published_whole_by_the_audit(services, monkeypatch):
@@ -398,10 +398,10 @@ def test_an_upload_killed_between_its_rows_by_words_and_the_switch_is_published_
     monkeypatch.undo()
     from citewell.models import DocumentStatus
 
-    assert services.metadata.get_document("northpier", "berths.md").status is DocumentStatus.PROCESSING
+    assert services.documents.get_document("northpier", "berths.md").status is DocumentStatus.PROCESSING
     report = audit(services, repair=True, stuck=timedelta(0))
     assert [(f.kind, f.repaired) for f in report.findings] == [("unswitched_upload", True)], report
-    assert services.metadata.get_document("northpier", "berths.md").status is DocumentStatus.PUBLISHED
+    assert services.documents.get_document("northpier", "berths.md").status is DocumentStatus.PUBLISHED
     served_whole(services, "berths.md")
     assert search(services, STAFF, "quaybrindle crane", lanes=("vector",)).hits[0].document_id == "berths.md"
     assert audit(services, stuck=timedelta(0)).ok

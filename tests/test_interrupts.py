@@ -60,9 +60,9 @@ def state(home: Path) -> dict[str, tuple[DocumentStatus, str | None, str | None]
     """Each document's status, served revision and error code; every served revision is whole."""
     services = open_local(home)
     found = {}
-    for document in services.metadata.list_documents("northpier"):
+    for document in services.documents.list_documents("northpier"):
         if document.active_revision:
-            chunks = services.metadata.get_chunks("northpier", document.document_id, document.active_revision)
+            chunks = services.chunks.get_chunks("northpier", document.document_id, document.active_revision)
             assert services.index.count("northpier", document.document_id, document.active_revision) == len(chunks) > 0
         found[document.document_id] = (document.status, document.active_revision, document.error and document.error.code)
     return found
@@ -237,15 +237,15 @@ def test_a_delete_whose_process_died_is_found_at_once_and_finished(services):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     lease = leases.current().model_copy(update={"pid": dead.pid})
-    update_document(services.metadata, "northpier", "pay.md",  # what delete_document's first step leaves
+    update_document(services.documents, "northpier", "pay.md",  # what delete_document's first step leaves
                     lambda d: d.model_copy(update={"status": DocumentStatus.DELETING, "active_revision": None, "lease": lease}))
     assert [f.kind for f in audit(services).findings if f.document_id == "pay.md"] == ["stuck"]
     alive = leases.current()
-    update_document(services.metadata, "northpier", "pay.md", lambda d: d.model_copy(update={"lease": alive}))
+    update_document(services.documents, "northpier", "pay.md", lambda d: d.model_copy(update={"lease": alive}))
     assert audit(services).findings == []  # its process still runs: a delete under way, not stuck
-    update_document(services.metadata, "northpier", "pay.md", lambda d: d.model_copy(update={"lease": lease}))
+    update_document(services.documents, "northpier", "pay.md", lambda d: d.model_copy(update={"lease": lease}))
     audit(services, repair=True)
-    assert services.metadata.get_document("northpier", "pay.md") is None and audit(services).ok
+    assert services.documents.get_document("northpier", "pay.md") is None and audit(services).ok
 
 
 @contextmanager
@@ -282,8 +282,8 @@ def test_ctrl_c_right_after_a_removal_is_noted_still_ends_it_so_its_compaction_c
     with pytest.raises(KeyboardInterrupt), ctrl_c_at(SqliteMetadataStore.begin_removal.__code__, "return"):
         with removing(services):
             pass
-    assert [r.done for r in services.metadata.removals()] == [True]
-    assert compact(services) == [] and services.metadata.removals() == []
+    assert [r.done for r in services.removals.removals()] == [True]
+    assert compact(services) == [] and services.removals.removals() == []
 
 
 def _memo(text: str) -> IngestRequest:
@@ -295,10 +295,10 @@ def stopped_whole(stopped: BaseException, services) -> None:
     """An ingest replacing memo.txt was stopped after publishing: it says so, its removal of the
     old revision was compacted, and the new revision is served."""
     assert isinstance(stopped, IngestInterrupted)
-    assert services.metadata.removals() == []
-    document = services.metadata.get_document("northpier", "memo.txt")
+    assert services.removals.removals() == []
+    document = services.documents.get_document("northpier", "memo.txt")
     assert document.status is DocumentStatus.PUBLISHED
-    assert "band five" in services.metadata.get_chunks("northpier", "memo.txt", document.active_revision)[0].text
+    assert "band five" in services.chunks.get_chunks("northpier", "memo.txt", document.active_revision)[0].text
 
 
 def test_ctrl_c_during_the_compaction_that_ends_an_ingest_still_compacts_before_it_stops(tmp_path, embedder):
@@ -319,12 +319,12 @@ def test_ctrl_c_leaves_no_cached_embedding_that_no_chunk_uses(tmp_path, embedder
     ingest(services, [_memo("The quillaby review moves shift lead two to band four.")])
     identity = services.embedder.identity
     left = {"0" * 64: embedder.embed(["a sentence of a revision purged elsewhere"])[0]}
-    services.metadata.put_embeddings(identity, left)
+    services.embeddings.put_embeddings(identity, left)
     with pytest.raises(KeyboardInterrupt) as stopped, ctrl_c_at(compact_file.__code__, "call"):
         ingest(services, [_memo("The quillaby review moves shift lead three to band five.")])
     stopped_whole(stopped.value, services)
-    cached = services.metadata.embedding_hashes(identity)
-    assert cached and cached == services.metadata.hashes_in_use(cached)
+    cached = services.embeddings.embedding_hashes(identity)
+    assert cached and cached == services.chunks.hashes_in_use(cached)
 
 
 class _LoadsOnnxruntimeWhenCtrlCComes:

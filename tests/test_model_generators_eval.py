@@ -221,7 +221,7 @@ def test_a_rejected_or_refused_draft_never_shows_text_the_caller_cannot_read(hom
     finally:
         server.shutdown()
     assert "44000" not in service.requests[0]["json"]["messages"][1]["content"]  # the model never saw it
-    record = home.metadata.get_answer("northpier", answer.answer_id)
+    record = home.answers.get_answer("northpier", answer.answer_id)
     for shown in (answer.model_dump_json(), record.model_dump_json()):
         assert not any(secret in shown for secret in SECRET)
     assert answer.degraded or answer.refused  # said so, or refused

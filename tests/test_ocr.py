@@ -252,7 +252,7 @@ def test_a_multi_page_tiff_is_ingested_with_its_page_numbers_kept_on_chunks(ocr,
     [outcome] = ingest(services, [IngestRequest(document_id="ops/fax.tiff", tenant="northpier", data=tiff,
                                                 allowed_roles=frozenset({"staff"}), filename="fax.tiff")])
     assert outcome.status == "published", outcome
-    chunks = services.metadata.get_chunks("northpier", "ops/fax.tiff", outcome.revision)
+    chunks = services.chunks.get_chunks("northpier", "ops/fax.tiff", outcome.revision)
     assert sorted({number for c in chunks for number in c.pages}) == [1, 2, 3]
     assert all(c.ocr_confidence is not None and c.ocr_confidence >= CONFIDENCE_FLOOR for c in chunks)
     text = "".join(c.text for c in chunks)

@@ -50,10 +50,10 @@ def corpus(services):
 
 def test_a_whole_read_is_the_served_revisions_text_and_its_sections(corpus):
     snapshot = read(corpus, STAFF, "handbook.md", budget=6000)
-    document = corpus.metadata.get_document("northpier", "handbook.md")
+    document = corpus.documents.get_document("northpier", "handbook.md")
     assert snapshot.revision == document.active_revision and snapshot.section is None
     assert "27 days" in snapshot.text and "Report sickness" in snapshot.text and snapshot.chars == len(snapshot.text)
-    chunks = corpus.metadata.get_chunks("northpier", "handbook.md", document.active_revision)
+    chunks = corpus.chunks.get_chunks("northpier", "handbook.md", document.active_revision)
     assert [s.section_id for s in snapshot.sections] == list(dict.fromkeys(
         section_id(c.revision, c.section_index, c.heading_path) for c in sorted(chunks, key=lambda c: c.start)))
     assert read(corpus, STAFF, "handbook.md", budget=6000) == snapshot  # the same ids on every read
@@ -99,7 +99,7 @@ def test_what_the_caller_may_not_read_is_not_found_alike(corpus, who, document_i
     with pytest.raises(NotFound) as refused:
         read(corpus, who, document_id, budget=6000)
     assert refused.value.message == f"no such document {document_id!r} for this caller"
-    hr = corpus.metadata.get_document("northpier", "hr/salaries.md")
+    hr = corpus.documents.get_document("northpier", "hr/salaries.md")
     sid = section_id(hr.active_revision, 0, ["Salary bands"])
     with pytest.raises(NotFound):
         read(corpus, who, document_id, budget=6000, section=sid)
@@ -162,8 +162,8 @@ def test_a_model_is_given_the_whole_document_its_evidence_comes_from(corpus, mod
     assert "27 days" in first and "Leave is booked" in first and "Report sickness" in first
     assert answer.read == "document" and answer.outcome == "answered"
     (citation,) = answer.citations
-    document = corpus.metadata.get_document("northpier", "handbook.md")
-    chunks = {c.chunk_id: c for c in corpus.metadata.get_chunks("northpier", "handbook.md", document.active_revision)}
+    document = corpus.documents.get_document("northpier", "handbook.md")
+    chunks = {c.chunk_id: c for c in corpus.chunks.get_chunks("northpier", "handbook.md", document.active_revision)}
     assert citation.revision == document.active_revision and "Report sickness" in chunks[citation.chunk_id].text
 
 

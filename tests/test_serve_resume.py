@@ -139,7 +139,7 @@ def ended_process_lease() -> Lease:
 
 def test_only_uploads_of_ended_processes_are_taken_and_each_once(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
     services = make_services(tmp_path, embedder)
-    metadata, objects = services.metadata, services.objects
+    documents, objects = services.documents, services.objects
     dead, alive = ended_process_lease(), leases.current()
     assert leases.is_dead(dead) and not leases.is_dead(alive)
     owners = {"stored.md": dead, "never-sent.md": dead, "running.md": alive,
@@ -151,19 +151,19 @@ def test_only_uploads_of_ended_processes_are_taken_and_each_once(tmp_path: Path,
         if document_id != "never-sent.md":
             objects.put(raw_key("northpier", document_id, upload.upload_id), MOORINGS)
         uploads[document_id] = upload
-    before = {document_id: metadata.get_document("northpier", document_id) for document_id in owners}
+    before = {document_id: documents.get_document("northpier", document_id) for document_id in owners}
     other_adopter = before["stored.md"]  # what a second server read before the first took the upload over
 
     adopted = adopt_orphans(services, alive)
     assert [u.document_id for u in adopted.resumed] == ["stored.md"]
     assert [u.document_id for u in adopted.failed] == ["never-sent.md"]
-    taken = metadata.get_document("northpier", "stored.md")
+    taken = documents.get_document("northpier", "stored.md")
     assert taken is not None and taken.lease == alive and taken.status is DocumentStatus.PROCESSING
-    failed = metadata.get_document("northpier", "never-sent.md")
+    failed = documents.get_document("northpier", "never-sent.md")
     assert failed is not None and failed.status is DocumentStatus.FAILED and failed.error is not None
     assert failed.error.code == "upload_missing" and "ended" in failed.error.message
     for document_id in ("running.md", "elsewhere.md"):  # their owners may still finish them
-        assert metadata.get_document("northpier", document_id) == before[document_id]
+        assert documents.get_document("northpier", document_id) == before[document_id]
 
     assert not _take(services, other_adopter, uploads["stored.md"], ended_process_lease())  # a second taker loses
     again = adopt_orphans(services, alive)
@@ -174,7 +174,7 @@ def test_only_uploads_of_ended_processes_are_taken_and_each_once(tmp_path: Path,
     worker.submit(adopted.resumed[0])
     worker.stop(120)
     assert [(o.document_id, o.status) for o in worker.outcomes] == [("stored.md", "published")]
-    published = metadata.get_document("northpier", "stored.md")
+    published = documents.get_document("northpier", "stored.md")
     assert published is not None and published.status is DocumentStatus.PUBLISHED
     assert adopt_orphans(services, alive).resumed == []  # finished: never run again
 
@@ -271,18 +271,18 @@ def test_a_deletion_of_an_ended_process_is_taken_once_and_a_live_ones_never(tmp_
     for document_id, owner in (("ended.md", dead), ("running.md", alive)):
         register_upload(services, document_id=document_id, tenant="northpier", allowed_roles=frozenset({"staff"}),
                         filename=document_id, lease=owner)
-        assert update_document(services.metadata, "northpier", document_id, lambda d, owner=owner: d.model_copy(
+        assert update_document(services.documents, "northpier", document_id, lambda d, owner=owner: d.model_copy(
             update={"status": DocumentStatus.DELETING, "lease": owner})) is not None
-    seen = services.metadata.get_document("northpier", "ended.md")  # what a second server read before the first took it
-    running = services.metadata.get_document("northpier", "running.md")
+    seen = services.documents.get_document("northpier", "ended.md")  # what a second server read before the first took it
+    running = services.documents.get_document("northpier", "running.md")
 
     adopted = adopt_orphans(services, alive)
     assert [d.document_id for d in adopted.deleting] == ["ended.md"] and adopted.resumed == adopted.failed == []
-    taken = services.metadata.get_document("northpier", "ended.md")
+    taken = services.documents.get_document("northpier", "ended.md")
     assert taken is not None and taken.lease == alive and taken.status is DocumentStatus.DELETING
     assert seen is not None and not _take_deletion(services, seen, ended_process_lease())  # a second taker loses
     assert adopt_orphans(services, alive).deleting == []
-    assert services.metadata.get_document("northpier", "running.md") == running
+    assert services.documents.get_document("northpier", "running.md") == running
 
 
 def test_an_upload_whose_form_expired_unused_fails_while_the_server_idles(
@@ -303,12 +303,12 @@ def test_an_upload_whose_form_expired_unused_fails_while_the_server_idles(
     worker.start()
     try:
         deadline = time.monotonic() + 30
-        while services.metadata.get_document("northpier", "never-sent.md").status is DocumentStatus.PROCESSING:
+        while services.documents.get_document("northpier", "never-sent.md").status is DocumentStatus.PROCESSING:
             assert time.monotonic() < deadline, "the expired upload was not failed"
             time.sleep(0.05)
     finally:
         worker.stop(5)
-    failed = services.metadata.get_document("northpier", "never-sent.md")
+    failed = services.documents.get_document("northpier", "never-sent.md")
     assert failed.status is DocumentStatus.FAILED and failed.error.code == "upload_missing" and "expired" in failed.error.message
     for document_id in ("sent.md", "elsewhere.md"):
-        assert services.metadata.get_document("northpier", document_id).status is DocumentStatus.PROCESSING
+        assert services.documents.get_document("northpier", document_id).status is DocumentStatus.PROCESSING

@@ -74,7 +74,7 @@ def test_a_small_upload_is_found_while_a_large_one_embeds_and_a_replacement_take
         submit(worker, services, BIG, large_text().encode())
         assert gated.reached.wait(300), "the worker never reached the large file's vectors"
         reader = make_services(home, embedder)  # a request's view of the home
-        first = reader.metadata.get_document("northpier", BIG)
+        first = reader.documents.get_document("northpier", BIG)
         assert first.status is DocumentStatus.PUBLISHED and first.chunk_count > 128  # by words, before its vectors
         for name, text in SMALL.items():
             submit(worker, services, name, text.encode())
@@ -83,7 +83,7 @@ def test_a_small_upload_is_found_while_a_large_one_embeds_and_a_replacement_take
         submit(worker, services, BIG, large_text(1600).replace("twistlock", "bollard").encode())
         gated.release.set()
         deadline = time.monotonic() + 300
-        while any(reader.metadata.get_document("northpier", name).status is not DocumentStatus.PUBLISHED for name in SMALL):
+        while any(reader.documents.get_document("northpier", name).status is not DocumentStatus.PUBLISHED for name in SMALL):
             assert time.monotonic() < deadline, "the small files were not published"
             time.sleep(0.05)
         waiting = {document_id for _, document_id, _, _ in reader.index.vectorless()}
@@ -101,7 +101,7 @@ def test_a_small_upload_is_found_while_a_large_one_embeds_and_a_replacement_take
         worker.stop(300)
     statuses = [(o.document_id, o.status) for o in worker.outcomes]
     assert statuses == [(BIG, "published"), *[(name, "published") for name in SMALL], (BIG, "published")]
-    served = reader.metadata.get_document("northpier", BIG)
+    served = reader.documents.get_document("northpier", BIG)
     assert served.active_revision != first.active_revision
     revisions, wrong = own_vectors(home, BIG)
     assert revisions == {served.active_revision} and wrong == 0  # the old revision is gone, not one row has its vector
@@ -123,7 +123,7 @@ def test_an_upload_said_published_is_found_by_words_while_another_process_writes
         submit(worker, services, "canteen.md", SMALL["canteen.md"].encode())
         assert gated.reached.wait(120), "the worker never reached the upload's vectors"
         reader = make_services(home, embedder)
-        assert reader.metadata.get_document("northpier", "canteen.md").status is DocumentStatus.PUBLISHED
+        assert reader.documents.get_document("northpier", "canteen.md").status is DocumentStatus.PUBLISHED
         with index_write_lock(home / "index.db"):
             found = search(reader, STAFF, "quillaby soup", k=3, lanes=("bm25",))
         assert [h.document_id for h in found.hits] == ["canteen.md"]
@@ -206,7 +206,7 @@ def test_a_model_outage_leaves_the_upload_found_by_words_and_the_idle_worker_tri
         with caplog.at_level("WARNING", logger="citewell.serve"):
             submit(worker, services, "canteen.md", SMALL["canteen.md"].encode())
             deadline = time.monotonic() + 120
-            while services.metadata.get_document("northpier", "canteen.md").status is DocumentStatus.PROCESSING:
+            while services.documents.get_document("northpier", "canteen.md").status is DocumentStatus.PROCESSING:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
             assert search(services, STAFF, "quillaby", k=3, lanes=("bm25",)).hits[0].document_id == "canteen.md"

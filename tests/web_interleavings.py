@@ -269,7 +269,7 @@ class WebInterleaver:
         self.ops["upload a file"] += 1
 
     def delete(self) -> None:
-        pages = [d.document_id for d in self.services.metadata.list_documents(TENANT) if d.document_id.startswith("http")]
+        pages = [d.document_id for d in self.services.documents.list_documents(TENANT) if d.document_id.startswith("http")]
         if not pages:
             return
         page = self.rng.choice(pages)
@@ -296,7 +296,7 @@ class WebInterleaver:
         depth = self.rng.choice([1, 2, 3, 5, 5])
         max_pages = self.rng.choice([3, 50, 50, 50])
         self.ops["crawl --prune" if prune else "crawl"] += 1
-        before = {d.document_id for d in self.services.metadata.list_documents(TENANT)}
+        before = {d.document_id for d in self.services.documents.list_documents(TENANT)}
         served_before = self.site.reachable() if not self.site.down else set()
         self.deleted = set()
         options = {"tenant": TENANT, "allowed_roles": ROLES, "crawl": True, "depth": depth, "max_pages": max_pages,
@@ -314,7 +314,7 @@ class WebInterleaver:
             except Exception as error:
                 raise Violation("crash", f"the crawl raised {type(error).__name__}: {error}") from error
         served_after = self.site.reachable() if not self.site.down else set()
-        kept = {d.document_id for d in self.services.metadata.list_documents(TENANT)}
+        kept = {d.document_id for d in self.services.documents.list_documents(TENANT)}
         lost = (before & served_before & served_after) - self.deleted - kept
         if lost:
             reports = getattr(run, "crawls", [])
@@ -334,13 +334,13 @@ class WebInterleaver:
 
     def check(self) -> None:
         scope = Scope.of(self.site.root)
-        documents = self.services.metadata.list_documents(TENANT)
+        documents = self.services.documents.list_documents(TENANT)
         for document in documents:
             if document.document_id.startswith("http") and not (scope.holds(normalise(document.document_id))
                                                                   and scope.holds(normalise(document.source))):
                 raise Violation("out of scope", f"{document.document_id} (source {document.source}) is stored")
             if document.active_revision:
-                chunks = self.services.metadata.get_chunks(TENANT, document.document_id, document.active_revision)
+                chunks = self.services.chunks.get_chunks(TENANT, document.document_id, document.active_revision)
                 if any(SECRET in chunk.text for chunk in chunks):
                     raise Violation("out of scope", f"{document.document_id} holds the private page's text")
         missing = self.notes - {d.document_id for d in documents}

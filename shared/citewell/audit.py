@@ -83,8 +83,8 @@ class _Audit:
         self.repair = repair
         self.stuck = stuck
         self.findings: list[Finding] = []
-        self.documents = {(d.tenant, d.document_id): d for d in services.metadata.all_documents()}
-        self.uploads = {(u.tenant, u.document_id, u.upload_id): u for u in services.metadata.upload_inventory()}
+        self.documents = {(d.tenant, d.document_id): d for d in services.documents.all_documents()}
+        self.uploads = {(u.tenant, u.document_id, u.upload_id): u for u in services.uploads.upload_inventory()}
 
     def found(self, kind: str, tenant: str, document_id: str, detail: str, fix: Callable[[], object] | None = None,
               holds: Callable[..., bool] | None = None) -> None:
@@ -108,7 +108,7 @@ class _Audit:
 
     def now(self, tenant: str, document_id: str) -> Document | None:
         """The record as it is now, not as the audit's snapshot had it."""
-        return self.services.metadata.get_document(tenant, document_id)
+        return self.services.documents.get_document(tenant, document_id)
 
     @staticmethod
     def _expected(document: Document | None, revision: str) -> bool:
@@ -177,7 +177,7 @@ class _Audit:
                         s() and self.services.index.count(d.tenant, d.document_id, r) != d.chunk_count,
                 )
                 continue
-            chunks = self.services.metadata.get_chunks(tenant, document_id, revision)
+            chunks = self.services.chunks.get_chunks(tenant, document_id, revision)
             wrong_records = [c for c in chunks if c.allowed_roles != document.allowed_roles or c.title != document.title]
             key = (tenant, document_id, revision)
             wrong_index = rows_by_revision[key] != 1 or access.get(key) != (document.allowed_roles, document.title)
@@ -192,8 +192,8 @@ class _Audit:
         services, revision = self.services, document.active_revision
         assert revision is not None
         chunks = [c.model_copy(update={"allowed_roles": document.allowed_roles, "title": document.title})
-                  for c in services.metadata.get_chunks(document.tenant, document.document_id, revision)]
-        services.metadata.put_chunks(chunks)
+                  for c in services.chunks.get_chunks(document.tenant, document.document_id, revision)]
+        services.chunks.put_chunks(chunks)
         self._index(chunks)
         self._unless_replaced(document)
 
@@ -209,14 +209,14 @@ class _Audit:
             return
         services = self.services
         embed_stage(services, chunks)
-        cached = services.metadata.get_embeddings(services.embedder.identity, (c.content_hash for c in chunks))
+        cached = services.embeddings.get_embeddings(services.embedder.identity, (c.content_hash for c in chunks))
         services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), services.embedder.identity)
 
     def _republish(self, document: Document) -> None:
         """Index the active revision again from its chunk records, or re-ingest the served upload's bytes."""
         services, tenant, document_id = self.services, document.tenant, document.document_id
         assert document.active_revision is not None
-        chunks = services.metadata.get_chunks(tenant, document_id, document.active_revision)
+        chunks = services.chunks.get_chunks(tenant, document_id, document.active_revision)
         if chunks:
             self._index(chunks)
             self._unless_replaced(document)
@@ -268,7 +268,7 @@ class _Audit:
         """Publish an upload indexed in full whose process died before the switch. Its rows may
         have been written by words alone (two-step publication: the kill came before their
         vectors), so its chunks are embedded first; publish_stage refuses chunks without one."""
-        embed_stage(self.services, self.services.metadata.get_chunks(upload.tenant, upload.document_id, revision))
+        embed_stage(self.services, self.services.chunks.get_chunks(upload.tenant, upload.document_id, revision))
         publish_stage(self.services, upload, revision, content_sha256, encoding)
 
     def _finishable(self, upload: Upload) -> tuple[str, str, str | None] | None:
@@ -278,7 +278,7 @@ class _Audit:
         if artifact is None:
             return None
         revision = artifact.revision
-        records = services.metadata.get_chunks(upload.tenant, upload.document_id, revision)
+        records = services.chunks.get_chunks(upload.tenant, upload.document_id, revision)
         if not records or services.index.count(upload.tenant, upload.document_id, revision) != len(records):
             return None
         return revision, artifact.content_sha256, artifact.parsed.encoding
@@ -292,7 +292,7 @@ class _Audit:
                 return None
             return d.model_copy(update={"status": DocumentStatus.FAILED, "error": info})
 
-        if update_document(self.services.metadata, document.tenant, document.document_id, fail) is None:
+        if update_document(self.services.documents, document.tenant, document.document_id, fail) is None:
             raise CitewellError(f"{document.document_id!r} moved on while the audit ran; the next audit looks again")
         if upload is not None:
             abandon(self.services, upload)
@@ -319,7 +319,7 @@ class _Audit:
                        lambda u=upload: self.dead_upload(self.now(u.tenant, u.document_id), u))
 
     def chunk_records(self) -> None:
-        for tenant, document_id, revision, count in sorted(self.services.metadata.chunk_inventory()):
+        for tenant, document_id, revision, count in sorted(self.services.chunks.chunk_inventory()):
             if not self.expected(tenant, document_id, revision):
                 self.found(
                     "orphan_chunk_records", tenant, document_id,
@@ -344,7 +344,7 @@ class _Audit:
                 self.found("orphan_object", tenant, document_id, f"{key} belongs to no served or current upload",
                            partial(objects.delete, key),
                            lambda t=tenant, d=document_id, u=upload_id: not self.kept(
-                               self.now(t, d), self.services.metadata.get_upload(t, d, u), u))
+                               self.now(t, d), self.services.uploads.get_upload(t, d, u), u))
         for key, age in objects.temporaries(""):
             if age >= self.stuck.total_seconds():
                 self.found("leftover_temporary", "", "", f"{key}: an unfinished write {int(age // 60)} minutes old",
@@ -357,58 +357,57 @@ class _Audit:
         return upload is not None and ((document is not None and is_current(document, upload)) or not self.old(upload))
 
     def answers(self) -> None:
-        metadata = self.services.metadata
-        for tenant, document_id, revision, answer_id in sorted(metadata.citation_inventory()):
+        for tenant, document_id, revision, answer_id in sorted(self.services.answers.citation_inventory()):
             document = self.documents.get((tenant, document_id))
             if document is not None and document.active_revision == revision:
                 continue
             moved = lambda t=tenant, d=document_id, r=revision: getattr(self.now(t, d), "active_revision", None) != r  # noqa: E731
 
             def fix(t: str = tenant, d: str = document_id, r: str = revision, a: str = answer_id) -> None:
-                record = metadata.get_answer(t, a)
+                record = self.services.answers.get_answer(t, a)
                 if record is not None:
-                    metadata.put_answer(withdraw_citations(record, d, r)[0])
-                metadata.drop_cached_answers(t, [a])
+                    self.services.answers.put_answer(withdraw_citations(record, d, r)[0])
+                self.services.answers.drop_cached_answers(t, [a])
 
             self.found("dangling_citation", tenant, document_id,
                        f"answer {answer_id} rests on revision {revision[:12]}, which is no longer served", fix, moved)
-        for tenant, answer_id in sorted(metadata.cache_inventory()):
+        for tenant, answer_id in sorted(self.services.answers.cache_inventory()):
             state = self._cached_state(tenant, answer_id)
             if state is not None:
                 self.found("dangling_cache", tenant, "", f"a cached answer points at {state} answer {answer_id}",
-                           partial(metadata.drop_cached_answers, tenant, [answer_id]),
+                           partial(self.services.answers.drop_cached_answers, tenant, [answer_id]),
                            lambda t=tenant, a=answer_id: self._cached_state(t, a) is not None)
 
     def _cached_state(self, tenant: str, answer_id: str) -> str | None:
         """What is wrong with the answer a cache entry points at, as the records are now; None if nothing."""
-        record = self.services.metadata.get_answer(tenant, answer_id)
+        record = self.services.answers.get_answer(tenant, answer_id)
         if record is None:
             return "a missing"
         if record.source_deleted:
             return "a withdrawn"
-        documents = self.services.metadata.get_documents(tenant, {d for d, _ in record.rests_on()})
+        documents = self.services.documents.get_documents(tenant, {d for d, _ in record.rests_on()})
         stale = [r for d, r in record.rests_on() if getattr(documents.get(d), "active_revision", None) != r]
         return "an outdated" if stale else None
 
     def embeddings(self) -> None:
-        metadata, identity = self.services.metadata, self.services.embedder.identity
+        identity = self.services.embedder.identity
         units = units_identity(identity, "")
-        revisions = {r for _, _, r, _ in metadata.chunk_inventory()}
-        for other, count in sorted(metadata.embedding_identities().items()):
+        revisions = {r for _, _, r, _ in self.services.chunks.chunk_inventory()}
+        for other, count in sorted(self.services.embeddings.embedding_identities().items()):
             if other.startswith(units):
                 revision = other.removeprefix(units)
                 if revision not in revisions:
                     self.found("unused_embeddings", "", "", f"{count} cached unit embeddings of a revision no chunk has",
-                               partial(metadata.delete_identity, other),
-                               lambda r=revision: r not in {v for _, _, v, _ in metadata.chunk_inventory()})
+                               partial(self.services.embeddings.delete_identity, other),
+                               lambda r=revision: r not in {v for _, _, v, _ in self.services.chunks.chunk_inventory()})
             elif other != identity:
                 self.found("foreign_embeddings", "", "", f"{count} cached embeddings under {other}",
-                           partial(metadata.delete_identity, other))
-        cached = metadata.embedding_hashes(identity)
-        unused = cached - metadata.hashes_in_use(cached)
+                           partial(self.services.embeddings.delete_identity, other))
+        cached = self.services.embeddings.embedding_hashes(identity)
+        unused = cached - self.services.chunks.hashes_in_use(cached)
         if unused:  # the delete itself spares a hash a chunk record took up since
             self.found("unused_embeddings", "", "", f"{len(unused)} cached chunk embeddings are used by no chunk",
-                       partial(metadata.delete_unused_embeddings, identity, unused))
+                       partial(self.services.embeddings.delete_unused_embeddings, identity, unused))
 
     def purges(self) -> None:
         """A replacement whose purge of the old revisions never finished (its process ended)."""
@@ -431,31 +430,30 @@ class _Audit:
         from citewell.deletion import expire_conversations, withdraw_turns
         from citewell.records import update_conversation
 
-        metadata = self.services.metadata
         old = 0
         listed: dict[tuple[str, str], set[str]] = {}
-        for conversation in metadata.conversation_inventory():
+        for conversation in self.services.conversations.conversation_inventory():
             if expired(conversation):
                 old += 1
                 continue
             owner = (conversation.tenant, conversation.subject)
             if owner not in listed:
-                listed[owner] = {c.conversation_id for c in metadata.conversations_of(*owner, limit=1_000_000)}
+                listed[owner] = {c.conversation_id for c in self.services.conversations.conversations_of(*owner, limit=1_000_000)}
             if conversation.conversation_id not in listed[owner]:  # written before its lookup keys were kept
                 self.found("unlisted_conversation", conversation.tenant, "",
                            f"conversation {conversation.conversation_id} is missing from its owner's history "
                            "and the expiry sweep",
-                           partial(update_conversation, metadata, conversation, lambda c: c))
+                           partial(update_conversation, self.services.conversations, conversation, lambda c: c))
             for turn in conversation.turns:
                 if turn.withdrawn:
                     continue
-                record = metadata.get_answer(conversation.tenant, turn.answer_id)
+                record = self.services.answers.get_answer(conversation.tenant, turn.answer_id)
                 if record is None or record.source_deleted:
                     state = "a missing" if record is None else "a withdrawn"
                     self.found("withdrawn_turn", conversation.tenant, "",
                                f"conversation {conversation.conversation_id} keeps the words of turn {turn.seq}, "
                                f"which got {state} answer {turn.answer_id}",
-                               partial(withdraw_turns, metadata, conversation.tenant, [turn.answer_id]))
+                               partial(withdraw_turns, self.services.conversations, conversation.tenant, [turn.answer_id]))
         if old:
             self.found("expired_conversations", "", "", f"{old} conversations are past CITEWELL_CONVERSATION_DAYS",
                        partial(expire_conversations, self.services))
@@ -486,7 +484,7 @@ class _Audit:
                        partial(self._finish_vectors, index, tenant, document_id, revision), waiting)
 
     def _finish_vectors(self, index: StagedIndex, tenant: str, document_id: str, revision: str) -> None:
-        vector_stage(self.services, self.services.metadata.get_chunks(tenant, document_id, revision))
+        vector_stage(self.services, self.services.chunks.get_chunks(tenant, document_id, revision))
         if any(w[:3] == (tenant, document_id, revision) for w in index.vectorless()) \
                 and getattr(self.now(tenant, document_id), "active_revision", None) == revision:
             raise CitewellError(f"rows of revision {revision[:12]} still wait for vectors")
@@ -497,7 +495,7 @@ class _Audit:
         if self.repair:
             return
         now = utcnow()
-        left = [r for r in self.services.metadata.removals()  # a live process compacts its own at the end
+        left = [r for r in self.services.removals.removals()  # a live process compacts its own at the end
                 if (r.owner is not None and leases.is_dead(r.owner)) or (r.done and now - r.started_at >= self.stuck)]
         if count := len(left):
             self.found("pending_compaction", "", "",

@@ -481,7 +481,7 @@ def _gone(services: Services, args: argparse.Namespace, seen: set[str]) -> tuple
     if not folders:
         return [], []
     gone, unchecked = [], []
-    for document in services.metadata.list_documents(args.tenant):
+    for document in services.documents.list_documents(args.tenant):
         if document.document_id in seen or not any(document.source.startswith(folder) for folder in folders):
             continue
         try:
@@ -551,9 +551,9 @@ def operator_note(services: Services, identity: Identity) -> str | None:
     """Why nothing was found, when the cause is the caller's scope: a tenant with no documents
     (a mistyped ``--tenant``) or roles no document allows. For the operator's CLI only: the API
     never says it, as it would tell a caller what exists beyond what they may read."""
-    served = [d for d in services.metadata.list_documents(identity.tenant) if d.active_revision]
+    served = [d for d in services.documents.list_documents(identity.tenant) if d.active_revision]
     if not served:
-        tenants = sorted({d.tenant for d in services.metadata.all_documents() if d.active_revision})
+        tenants = sorted({d.tenant for d in services.documents.all_documents() if d.active_revision})
         known = f"; tenants with documents here: {', '.join(tenants)}" if tenants else "; this home has no documents"
         return f"tenant {identity.tenant!r} has no documents{known}"
     in_use = sorted(set().union(*(d.allowed_roles for d in served)))
@@ -647,11 +647,11 @@ DOCS_PAGE = 500
 def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.services import open_local
 
-    metadata = open_local(args.home, existing=True).metadata
+    records = open_local(args.home, existing=True).documents
     documents: list[dict[str, Any]] = []
     after: str | None = None
     while True:  # page by page, by key, as the API lists: a tenant of 100,000 records is never one read
-        page = metadata.page_documents(args.tenant, DOCS_PAGE, after)
+        page = records.page_documents(args.tenant, DOCS_PAGE, after)
         documents += [d.model_dump(mode="json") for d in page.documents]
         if (after := page.after) is None:
             return {"documents": documents}, EXIT_OK

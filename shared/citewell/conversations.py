@@ -25,7 +25,7 @@ from citewell.answers.followups import standalone
 from citewell.deletion import compact, removing, withdraw_turns
 from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.models import Answer, AnswerRecord, Conversation, Feedback, Identity, Outcome, Turn, utcnow
-from citewell.ports import Generator, MetadataStore
+from citewell.ports import ConversationRecords, Generator
 from citewell.records import update_conversation
 from citewell.services import Services
 from citewell.settings import settings
@@ -69,9 +69,9 @@ def expired(conversation: Conversation, now: datetime | None = None) -> bool:
     return conversation.expired(settings().conversation_days, now)
 
 
-def owned(metadata: MetadataStore, identity: Identity, conversation_id: str) -> Conversation:
+def owned(conversations: ConversationRecords, identity: Identity, conversation_id: str) -> Conversation:
     """The caller's live conversation of this id; NotFound for anyone else's, an expired one, or none."""
-    found = metadata.get_conversation(identity.tenant, conversation_id) if not identity.is_empty else None
+    found = conversations.get_conversation(identity.tenant, conversation_id) if not identity.is_empty else None
     if found is None or not found.owned_by(identity) or expired(found):
         raise NotFound(f"no conversation {conversation_id!r} for this caller")
     return found
@@ -140,7 +140,7 @@ def ask_in_conversation(
 ) -> Answer:
     """Rewrite a follow-up, answer it with ``answer`` (the standalone question in, an answer out)
     and keep the turn. A new conversation is started when none is named."""
-    conversation = (owned(services.metadata, identity, conversation_id) if conversation_id is not None
+    conversation = (owned(services.conversations, identity, conversation_id) if conversation_id is not None
                     else Conversation(conversation_id=uuid.uuid4().hex, tenant=identity.tenant, subject=identity.subject,
                                       roles=sorted(identity.roles)))
     degraded: list[str] = []
@@ -159,19 +159,19 @@ def ask_in_conversation(
         return current.model_copy(update={
             "turns": [*current.turns, turn.model_copy(update={"seq": len(current.turns) + 1, "at": at})], "updated_at": at})
 
-    update_conversation(services.metadata, conversation, joined)
+    update_conversation(services.conversations, conversation, joined)
     # A delete that withdrew the answer before the turn was kept found no turn to withdraw: the
     # turn, kept, reads its answer back (an answer never kept, as after sources kept changing, too).
-    record = services.metadata.get_answer(identity.tenant, result.answer_id)
+    record = services.answers.get_answer(identity.tenant, result.answer_id)
     if record is None or record.source_deleted:
         with removing(services):  # as every removal of words: seen through by a compaction
-            withdraw_turns(services.metadata, identity.tenant, [result.answer_id])
+            withdraw_turns(services.conversations, identity.tenant, [result.answer_id])
         compact(services)
     return result
 
 
 def thread(services: Services, identity: Identity, conversation_id: str) -> Thread:
-    conversation = owned(services.metadata, identity, conversation_id)
+    conversation = owned(services.conversations, identity, conversation_id)
     turns = []
     for turn in conversation.turns:
         record = None if turn.withdrawn else _visible(services, identity, turn.answer_id)
@@ -192,7 +192,7 @@ def history(services: Services, identity: Identity, limit: int = HISTORY) -> lis
         return []
     items = [
         HistoryItem(conversation_id=c.conversation_id, seq=t.seq, answer_id=t.answer_id, question=t.asked, at=t.at)
-        for c in services.metadata.conversations_of(identity.tenant, identity.subject)
+        for c in services.conversations.conversations_of(identity.tenant, identity.subject)
         if c.owned_by(identity) and not expired(c)
         for t in c.turns if not t.withdrawn and t.asked
     ]
@@ -206,7 +206,7 @@ def give_feedback(services: Services, identity: Identity, answer_id: str, helpfu
     missing = NotFound(f"no answer {answer_id!r} for this caller")
     if identity.is_empty or _visible(services, identity, answer_id) is None:
         raise missing
-    mine = [c for c in services.metadata.conversations_answering(identity.tenant, [answer_id])
+    mine = [c for c in services.conversations.conversations_answering(identity.tenant, [answer_id])
             if c.owned_by(identity) and not expired(c)]
     mine = [c for c in mine if any(t.answer_id == answer_id and not t.withdrawn for t in c.turns)]
     if not mine:
@@ -224,7 +224,7 @@ def give_feedback(services: Services, identity: Identity, answer_id: str, helpfu
         given[:] = [turns[index]]
         return current.model_copy(update={"turns": turns})
 
-    if update_conversation(services.metadata, conversation, noted) is None or not given:
+    if update_conversation(services.conversations, conversation, noted) is None or not given:
         raise missing
     return given[0]
 
@@ -234,7 +234,7 @@ def unhelpful(services: Services, since: datetime | None = None,
     """For the operator: every unhelpful feedback still held (of ``tenant`` alone, when named),
     with its answer record, oldest first."""
     found = []
-    for conversation in services.metadata.conversation_inventory():
+    for conversation in services.conversations.conversation_inventory():
         if tenant is not None and conversation.tenant != tenant:
             continue
         for turn in conversation.turns:
@@ -242,7 +242,7 @@ def unhelpful(services: Services, since: datetime | None = None,
                 continue
             if since is not None and turn.feedback.at < since:
                 continue
-            record = services.metadata.get_answer(conversation.tenant, turn.answer_id)
+            record = services.answers.get_answer(conversation.tenant, turn.answer_id)
             if record is not None and not record.source_deleted:
                 found.append((conversation, turn, record))
     found.sort(key=lambda f: f[1].feedback.at if f[1].feedback else f[1].at)

@@ -27,7 +27,7 @@ from citewell.errors import NotFound
 from citewell.interrupts import deferred
 from citewell.keys import STAGES, document_prefix, units_identity, upload_keys
 from citewell.models import AnswerRecord, Citation, Conversation, Document, DocumentStatus, Upload, utcnow
-from citewell.ports import MetadataStore
+from citewell.ports import ConversationRecords
 from citewell.records import update_conversation, update_document
 from citewell.services import Services
 from citewell.settings import settings
@@ -53,17 +53,17 @@ def removing(services: Services) -> Iterator[None]:
     removal = None
     try:
         with deferred():  # delivered at the block's end, inside the ``try``
-            removal = services.metadata.begin_removal(leases.current())
+            removal = services.removals.begin_removal(leases.current())
         yield
     finally:
         if removal is not None:
             with deferred():
-                services.metadata.end_removal(removal)
+                services.removals.end_removal(removal)
 
 
 def unfinished_removals(services: Services) -> list[str]:
     """Removals whose compaction is still to be seen through: ended, or whose process is gone."""
-    return [r.removal_id for r in services.metadata.removals()
+    return [r.removal_id for r in services.removals.removals()
             if r.done or (r.owner is not None and leases.is_dead(r.owner))]
 
 
@@ -89,14 +89,14 @@ def withdraw_citations(record: AnswerRecord, document_id: str, revision: str | N
     return record.model_copy(update=withdrawn), hit
 
 
-def withdraw_turns(metadata: MetadataStore, tenant: str, answer_ids: Iterable[str]) -> int:
+def withdraw_turns(conversations: ConversationRecords, tenant: str, answer_ids: Iterable[str]) -> int:
     """The turns that got these (withdrawn) answers lose their words and feedback; returns how
     many conversations changed."""
     ids = set(answer_ids)
     if not ids:
         return 0
     changed = 0
-    for conversation in metadata.conversations_answering(tenant, ids):
+    for conversation in conversations.conversations_answering(tenant, ids):
         def emptied(current: Conversation) -> Conversation | None:
             if not any(t.answer_id in ids and not t.withdrawn for t in current.turns):
                 return None
@@ -104,7 +104,7 @@ def withdraw_turns(metadata: MetadataStore, tenant: str, answer_ids: Iterable[st
                 t.model_copy(update={"asked": "", "question": "", "feedback": None, "withdrawn": True})
                 if t.answer_id in ids else t for t in current.turns]})
 
-        if update_conversation(metadata, conversation, emptied) is not None:
+        if update_conversation(conversations, conversation, emptied) is not None:
             changed += 1
     return changed
 
@@ -114,26 +114,26 @@ def _withdraw_answers(services: Services, tenant: str, document_id: str, revisio
     source, so a rerun after a kill between the two would not find its turns; and a turn kept
     meanwhile (its ask recorded the answer first) is found by the second pass, or sees the
     withdrawn answer itself (:func:`citewell.conversations.ask_in_conversation`)."""
-    answers = services.metadata.answers_citing(tenant, document_id, revision)
+    answers = services.answers.answers_citing(tenant, document_id, revision)
     ids = [a.answer_id for a in answers]
-    withdrawn = withdraw_turns(services.metadata, tenant, ids)
+    withdrawn = withdraw_turns(services.conversations, tenant, ids)
     for record in answers:
         updated, count = withdraw_citations(record, document_id, revision)
-        services.metadata.put_answer(updated)
+        services.answers.put_answer(updated)
         removed["citations"] += count
-    removed["cached_answers"] += services.metadata.drop_cached_answers(tenant, ids)
-    removed["conversations"] += withdrawn + withdraw_turns(services.metadata, tenant, ids)
+    removed["cached_answers"] += services.answers.drop_cached_answers(tenant, ids)
+    removed["conversations"] += withdrawn + withdraw_turns(services.conversations, tenant, ids)
 
 
 def purge_revision(services: Services, tenant: str, document_id: str, revision: str, removed: Counter[str]) -> None:
     """Remove one revision's index rows, chunk records, unused embeddings, and the answers resting on it."""
     with removing(services):
-        chunks = services.metadata.get_chunks(tenant, document_id, revision)
+        chunks = services.chunks.get_chunks(tenant, document_id, revision)
         removed["index_chunks"] += services.index.delete_revision(tenant, document_id, revision)
-        removed["chunk_records"] += services.metadata.delete_chunks(tenant, document_id, revision)
+        removed["chunk_records"] += services.chunks.delete_chunks(tenant, document_id, revision)
         identity = services.embedder.identity
-        removed["embeddings"] += services.metadata.delete_unused_embeddings(identity, {c.content_hash for c in chunks})
-        removed["embeddings"] += services.metadata.delete_identity(units_identity(identity, revision))
+        removed["embeddings"] += services.embeddings.delete_unused_embeddings(identity, {c.content_hash for c in chunks})
+        removed["embeddings"] += services.embeddings.delete_identity(units_identity(identity, revision))
         _withdraw_answers(services, tenant, document_id, revision, removed)
 
 
@@ -143,7 +143,7 @@ def finish_purges(services: Services, tenant: str, document_id: str, revisions: 
     objects and intents of the uploads before it), then take the note off. Run by the
     publishing process right after its switch, with what it listed before it; and by whoever
     finds the note left behind, with every upload older than the served one."""
-    document = services.metadata.get_document(tenant, document_id)
+    document = services.documents.get_document(tenant, document_id)
     if older is None:
         older = _older_than_served(services, document) if document is not None else ([], [])
     objects, uploads = older
@@ -153,23 +153,23 @@ def finish_purges(services: Services, tenant: str, document_id: str, revisions: 
     for key in objects:
         removed["artifacts"] += services.objects.delete(key)
     for upload in uploads:
-        removed["uploads"] += services.metadata.delete_upload(tenant, document_id, upload.upload_id)
+        removed["uploads"] += services.uploads.delete_upload(tenant, document_id, upload.upload_id)
 
     def noted_off(d: Document) -> Document | None:
         left = [r for r in d.purging if r not in revisions]
         return d.model_copy(update={"purging": left}) if left != d.purging else None
 
-    update_document(services.metadata, tenant, document_id, noted_off)
+    update_document(services.documents, tenant, document_id, noted_off)
 
 
 def _older_than_served(services: Services, document: Document) -> tuple[list[str], list[Upload]]:
     """The objects and intents of uploads registered before the served one: none can be current again."""
     if not document.active_upload:
         return [], []
-    served = services.metadata.get_upload(document.tenant, document.document_id, document.active_upload)
+    served = services.uploads.get_upload(document.tenant, document.document_id, document.active_upload)
     if not served:
         return [], []
-    uploads = [u for u in services.metadata.list_uploads(document.tenant, document.document_id) if u.seq < served.seq]
+    uploads = [u for u in services.uploads.list_uploads(document.tenant, document.document_id) if u.seq < served.seq]
     keys = [k for u in uploads for k in upload_keys(document.tenant, document.document_id, u.upload_id)]
     return keys, uploads
 
@@ -180,30 +180,31 @@ def forget_vectors_left(services: Services) -> int:
     record, after a purge of what it read), and chunk embeddings no chunk record uses (a purge
     killed between removing its chunk records and their embeddings: its rerun no longer knows
     their hashes). Chunk records come before their embeddings, so nothing in flight loses one."""
-    metadata, identity = services.metadata, services.embedder.identity
+    identity = services.embedder.identity
     prefix = units_identity(identity, "")
-    cached = [i for i in metadata.embedding_identities() if i.startswith(prefix)]  # first: see below
+    cached = [i for i in services.embeddings.embedding_identities() if i.startswith(prefix)]  # first: see below
     # A revision is chunked before it is served and its units are cached only once served, so
     # one cached before the inventory below is read has its chunk records in it, unless purged.
-    revisions = {r for _, _, r, _ in metadata.chunk_inventory()}
+    revisions = {r for _, _, r, _ in services.chunks.chunk_inventory()}
     left = [i for i in cached if i.removeprefix(prefix) not in revisions]
-    hashes = metadata.embedding_hashes(identity)
-    unused = hashes - metadata.hashes_in_use(hashes)
+    hashes = services.embeddings.embedding_hashes(identity)
+    unused = hashes - services.chunks.hashes_in_use(hashes)
     if not left and not unused:
         return 0
     with removing(services):  # the delete itself spares a hash a chunk record took up since
-        return sum(metadata.delete_identity(i) for i in left) + metadata.delete_unused_embeddings(identity, unused)
+        embeddings = services.embeddings
+        return sum(embeddings.delete_identity(i) for i in left) + embeddings.delete_unused_embeddings(identity, unused)
 
 
 def expire_conversations(services: Services, now: datetime | None = None) -> int:
     """Remove the conversations past ``CITEWELL_CONVERSATION_DAYS``, bytes and all; how many went."""
     days = settings().conversation_days
-    idle = services.metadata.conversations_idle_since((now or utcnow()) - timedelta(days=days))
+    idle = services.conversations.conversations_idle_since((now or utcnow()) - timedelta(days=days))
     old = [c for c in idle if c.expired(days, now)]
     if not old:
         return 0
     with removing(services):
-        removed = sum(services.metadata.delete_conversation(c.tenant, c.conversation_id) for c in old)
+        removed = sum(services.conversations.delete_conversation(c.tenant, c.conversation_id) for c in old)
     compact(services)
     return removed
 
@@ -216,10 +217,10 @@ def compact(services: Services) -> list[str]:
     removed = bool(settled)  # every removal of text runs under an intent: none, nothing to rewrite
     if not services.index.compact(removed):
         pending.append(f"index: removed rows remain in its files until the next compaction ({PENDING_HINT})")
-    if not services.metadata.compact(removed):
+    if not services.removals.compact(removed):
         pending.append(f"metadata: removed records remain in its log until the next compaction ({PENDING_HINT})")
     if not pending and settled:
-        services.metadata.clear_removals(settled)
+        services.removals.clear_removals(settled)
     return pending
 
 
@@ -229,7 +230,7 @@ def delete_document(services: Services, tenant: str, document_id: str, generatio
     a document deleted and uploaded again since is left alone."""
     prefixes = [document_prefix(stage, tenant, document_id) for stage in STAGES]  # validates tenant and id
     if generation is not None:
-        seen = services.metadata.get_document(tenant, document_id)
+        seen = services.documents.get_document(tenant, document_id)
         if seen is None or seen.generation != generation:
             raise NotFound(f"{document_id!r} in tenant {tenant!r} is no longer the record that was being deleted")
 
@@ -241,11 +242,11 @@ def delete_document(services: Services, tenant: str, document_id: str, generatio
             "status": DocumentStatus.DELETING, "active_revision": None, "error": None, "lease": leases.current(),
         })
 
-    marked = update_document(services.metadata, tenant, document_id, tombstone)
+    marked = update_document(services.documents, tenant, document_id, tombstone)
     if marked is None and generation is not None:
         raise NotFound(f"{document_id!r} in tenant {tenant!r} is no longer the record that was being deleted")
-    revisions = set(services.metadata.chunk_revisions(tenant, document_id)) | set(services.index.revisions(tenant, document_id))
-    uploads = services.metadata.list_uploads(tenant, document_id)
+    revisions = set(services.chunks.chunk_revisions(tenant, document_id)) | set(services.index.revisions(tenant, document_id))
+    uploads = services.uploads.list_uploads(tenant, document_id)
     # Listed, and named: a key whose current version is a delete marker is not listed, yet holds versions.
     known = {u.upload_id for u in uploads} | ({marked.active_upload} if marked and marked.active_upload else set())
     objects = sorted({key for prefix in prefixes for key in services.objects.list(prefix)}
@@ -260,10 +261,10 @@ def delete_document(services: Services, tenant: str, document_id: str, generatio
         """Under our tombstone no upload can register. Without one (the record was already gone)
         the id may begin a new life at any moment, whose rows and objects are not ours: what the
         old life left goes only while no record exists (a new life's are written after its record)."""
-        return marked is not None or services.metadata.get_document(tenant, document_id) is None
+        return marked is not None or services.documents.get_document(tenant, document_id) is None
 
     with removing(services):
-        removed["cached_answers"] += services.metadata.bump_epoch(tenant)
+        removed["cached_answers"] += services.answers.bump_epoch(tenant)
         for revision in sorted(revisions):
             if still_ours():
                 purge_revision(services, tenant, document_id, revision, removed)
@@ -276,8 +277,8 @@ def delete_document(services: Services, tenant: str, document_id: str, generatio
         if marked is not None:
             _withdraw_answers(services, tenant, document_id, None, removed)
         for upload in uploads if marked is not None else []:  # an intent comes before its record: without one, the audit's
-            removed["uploads"] += services.metadata.delete_upload(tenant, document_id, upload.upload_id)
+            removed["uploads"] += services.uploads.delete_upload(tenant, document_id, upload.upload_id)
         if marked is not None:
-            removed["documents"] += services.metadata.delete_document(tenant, document_id, marked.generation)
+            removed["documents"] += services.documents.delete_document(tenant, document_id, marked.generation)
     pending = compact(services)
     return DeletionReport(document_id=document_id, removed={k: removed[k] for k in STORES}, pending=pending)

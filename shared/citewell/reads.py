@@ -55,10 +55,10 @@ def served_chunks(services: Services, identity: Identity, document_id: str) -> t
     caller's roles or is not served (processing, outside its effective window)."""
     if not identity.is_empty:
         for _ in range(REREADS):
-            document = services.metadata.get_document(identity.tenant, document_id)
+            document = services.documents.get_document(identity.tenant, document_id)
             if document is None or document.active_revision is None or not document.serves(document.active_revision, identity):
                 break
-            chunks = services.metadata.get_chunks(identity.tenant, document_id, document.active_revision)
+            chunks = services.chunks.get_chunks(identity.tenant, document_id, document.active_revision)
             if chunks:  # a served revision always has chunks: none means it was replaced since the record was read
                 return document, sorted(chunks, key=lambda c: (c.start, c.section_index, c.index))
     raise NotFound(f"no such document {document_id!r} for this caller")

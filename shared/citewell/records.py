@@ -11,31 +11,31 @@ from collections.abc import Callable
 
 from citewell.errors import Busy
 from citewell.models import Conversation, Document, DocumentStatus, Upload
-from citewell.ports import MetadataStore
+from citewell.ports import ConversationRecords, DocumentRecords, UploadRecords
 
 ATTEMPTS = 20
 
 
 def update_document(
-    metadata: MetadataStore, tenant: str, document_id: str, change: Callable[[Document], Document | None]
+    documents: DocumentRecords, tenant: str, document_id: str, change: Callable[[Document], Document | None]
 ) -> Document | None:
     """Apply ``change`` to the current record and store it with a compare-and-set, retrying on
     a lost race. ``change`` returns None to write nothing; so does a missing record."""
     for _ in range(ATTEMPTS):
-        current = metadata.get_document(tenant, document_id)
+        current = documents.get_document(tenant, document_id)
         if current is None:
             return None
         wanted = change(current)
         if wanted is None:
             return None
-        stored = metadata.save_document(wanted)
+        stored = documents.save_document(wanted)
         if stored is not None:
             return stored
     raise Busy(f"the record of {document_id!r} kept changing under {ATTEMPTS} attempts; try again")
 
 
 def update_conversation(
-    metadata: MetadataStore, conversation: Conversation, change: Callable[[Conversation], Conversation | None],
+    conversations: ConversationRecords, conversation: Conversation, change: Callable[[Conversation], Conversation | None],
 ) -> Conversation | None:
     """``change`` applied to a conversation with a compare-and-set, read again and retried when another writer won."""
     current: Conversation | None = conversation
@@ -45,16 +45,16 @@ def update_conversation(
         wanted = change(current)
         if wanted is None:
             return None
-        stored = metadata.save_conversation(wanted)
+        stored = conversations.save_conversation(wanted)
         if stored is not None:
             return stored
-        current = metadata.get_conversation(conversation.tenant, conversation.conversation_id)
+        current = conversations.get_conversation(conversation.tenant, conversation.conversation_id)
     raise Busy(f"conversation {conversation.conversation_id!r} kept changing under {ATTEMPTS} attempts; try again")
 
 
-def current_upload(metadata: MetadataStore, document: Document) -> Upload | None:
+def current_upload(uploads: UploadRecords, document: Document) -> Upload | None:
     """The upload that may still move ``document`` on, if one is recorded."""
-    return next((u for u in metadata.list_uploads(document.tenant, document.document_id) if is_current(document, u)), None)
+    return next((u for u in uploads.list_uploads(document.tenant, document.document_id) if is_current(document, u)), None)
 
 
 def is_current(document: Document | None, upload: Upload) -> bool:

@@ -99,7 +99,7 @@ def search(
         # every candidate's record (up to two lanes' depth) cost more than the fusion.
         batch = fused[start : start + 2 * k]
         unread = {by_key[key].document_id for key, _, _ in batch} - documents.keys()
-        found = services.metadata.get_documents(identity.tenant, unread) if unread else {}
+        found = services.documents.get_documents(identity.tenant, unread) if unread else {}
         documents.update({document_id: found.get(document_id) for document_id in unread})
         for key, score, ranks in batch:
             hit = by_key[key]
@@ -191,7 +191,7 @@ def resolve_scope(services: Services, identity: Identity, filters: SearchFilter 
     """The document ids the lanes rank inside: None without a filter."""
     if filters is None or filters.is_empty:
         return None
-    return services.metadata.find_documents(identity, filters)
+    return services.documents.find_documents(identity, filters)
 
 
 def _weak(ranks: dict[str, int], similarity: float | None) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import TypedDict
 
 from citewell.chunking import Chunker, ChunkingConfig
 from citewell.ports import (
@@ -66,11 +66,6 @@ class Services:
     reranker: Reranker | None = None  # None: the one CITEWELL_RERANKER configures (none: the fused order)
     expander: Completer | None = None  # expands questions; None: the one the settings name (none for extractive)
     ocr: OcrEngine | None = None  # reads scans; None: images and PDF pages without text are empty_text
-
-    @property
-    def metadata(self) -> MetadataStore:
-        """The one store behind every record role, for the callers that do not yet name their role."""
-        return cast("MetadataStore", self.documents)
 
 
 def default_home() -> Path:

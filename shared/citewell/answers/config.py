@@ -25,7 +25,7 @@ def generator_from_env(services: Services) -> Generator:
     if settings().generator == "extractive":
         from citewell.answers.generators.extractive import ExtractiveGenerator
 
-        return ExtractiveGenerator(services.embedder, services.metadata)
+        return ExtractiveGenerator(services.embedder, services.embeddings)
     return model_generator()
 
 

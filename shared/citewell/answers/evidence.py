@@ -37,8 +37,8 @@ def read_back(services: Services, identity: Identity, hits: Sequence[SearchHit])
     """Current, visible chunk records for the hits, in hit order. Anything else is dropped."""
     if identity.is_empty:
         return []
-    documents = services.metadata.get_documents(identity.tenant, {h.document_id for h in hits})
-    records = services.metadata.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in hits])
+    documents = services.documents.get_documents(identity.tenant, {h.document_id for h in hits})
+    records = services.chunks.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in hits])
     kept = []
     for hit in hits:
         document = documents.get(hit.document_id)
@@ -64,7 +64,7 @@ def _stitch(services: Services, identity: Identity, current: list[tuple[Document
         if not frontier:
             break
         wanted = [(c.document_id, c.revision, _next_id(c)) for c, _ in frontier]
-        found = services.metadata.get_chunks_by_id(identity.tenant, wanted)
+        found = services.chunks.get_chunks_by_id(identity.tenant, wanted)
         frontier = [(found[key], r) for key, (_, r) in zip(wanted, frontier) if key in found]
         for chunk, rank in frontier:
             members_by_revision[(chunk.document_id, chunk.revision)].append((chunk, rank))

@@ -64,7 +64,7 @@ def cache_key(identity: Identity, question: str, epoch: int, generator: str, fil
 
 def _still_current(services: Services, identity: Identity, sources: set[tuple[str, str]]) -> bool:
     """Every ``(document_id, revision)`` is still served, and to this caller."""
-    documents = services.metadata.get_documents(identity.tenant, {d for d, _ in sources})
+    documents = services.documents.get_documents(identity.tenant, {d for d, _ in sources})
     return all((document := documents.get(d)) is not None and document.serves(r, identity) for d, r in sources)
 
 
@@ -89,16 +89,16 @@ def ask(
     """Answer from the caller's evidence only (within ``filters``), or refuse. Raises
     RetrievalUnavailable if the index is down. The evidence is in one language, the best hit's,
     unless a filter names the locale or ``mixed_locales`` asks for every language."""
-    extractive = ExtractiveGenerator(services.embedder, services.metadata)
+    extractive = ExtractiveGenerator(services.embedder, services.embeddings)
     generator = generator or extractive
     if identity.is_empty or not question.strip():
         return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, outcome=Outcome.NOT_FOUND)
-    epoch = services.metadata.tenant_epoch(identity.tenant)
+    epoch = services.answers.tenant_epoch(identity.tenant)
     answered_by = f"{generator.name}:{getattr(generator, 'fingerprint', '')}"
     key = cache_key(identity, question, epoch, answered_by, filters, mixed_locales)
-    cached_id = services.metadata.get_cached_answer(key, identity.tenant, epoch)
+    cached_id = services.answers.get_cached_answer(key, identity.tenant, epoch)
     if cached_id is not None:
-        record = services.metadata.get_answer(identity.tenant, cached_id)
+        record = services.answers.get_answer(identity.tenant, cached_id)
         if record is not None and not record.source_deleted and _still_current(services, identity, record.rests_on()):
             return _answer(record)
     for _ in range(ATTEMPTS):
@@ -107,7 +107,7 @@ def ask(
         if answer is not None:
             return answer
         retract(DRAFT_SUPERSEDED)  # a page showing this attempt's draft must not keep it
-        epoch = services.metadata.tenant_epoch(identity.tenant)
+        epoch = services.answers.tenant_epoch(identity.tenant)
         key = cache_key(identity, question, epoch, answered_by, filters, mixed_locales)
     return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, outcome=Outcome.UNCONFIRMED, degraded=[SOURCES_CHANGED])
 
@@ -142,14 +142,14 @@ def _attempt(
         generator=used.name, degraded=degraded, considered=considered, conditions=verdict.conditions,
     )
     # A degraded answer is not worth keeping in the cache once the service is back.
-    if not services.metadata.record_answer(record, (key, epoch) if not degraded and not record.refused else None):
+    if not services.answers.record_answer(record, (key, epoch) if not degraded and not record.refused else None):
         _forget(services, identity.tenant, evidence)
         return None
     answer = _answer(record)
     answer.expansion, answer.read = result.expansion, read
     if record.refused and record.outcome is not Outcome.CLARIFY:  # read back and visible to this caller, like every hit
         closest = result.hits[:CLOSEST]
-        places = services.metadata.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in closest])
+        places = services.chunks.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in closest])
         answer.closest = []
         for h in closest:
             chunk = places.get((h.document_id, h.revision, h.chunk_id))
@@ -202,13 +202,13 @@ def _forget(services: Services, tenant: str, evidence: Sequence[EvidenceItem]) -
     from citewell.deletion import compact, removing
     from citewell.keys import units_identity
 
-    documents = services.metadata.get_documents(tenant, {e.document_id for e in evidence})
+    documents = services.documents.get_documents(tenant, {e.document_id for e in evidence})
     gone = {e.revision for e in evidence if getattr(documents.get(e.document_id), "active_revision", None) != e.revision}
     if not gone:
         return
     with removing(services):
         for revision in sorted(gone):
-            services.metadata.delete_identity(units_identity(services.embedder.identity, revision))
+            services.embeddings.delete_identity(units_identity(services.embedder.identity, revision))
     compact(services)
 
 
@@ -216,7 +216,7 @@ def recorded_citations(services: Services, identity: Identity, answer_id: str) -
     """A recorded answer, only for a caller who may read every document it was given, as those
     documents are now (an answer resting on nothing any more, a withdrawn one: a caller holding
     every role of whoever asked). Anyone else gets the same NotFound as for a missing answer."""
-    record = services.metadata.get_answer(identity.tenant, answer_id) if not identity.is_empty else None
+    record = services.answers.get_answer(identity.tenant, answer_id) if not identity.is_empty else None
     sources = record.rests_on() if record else set()
     visible = record is not None and (
         _still_current(services, identity, sources) if sources else set(record.roles) <= identity.roles

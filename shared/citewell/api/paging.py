@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from citewell.errors import Conflict, InvalidInput
 from citewell.models import Chunk, Document, Identity
-from citewell.ports import MetadataStore
+from citewell.ports import ChunkRecords, DocumentRecords
 
 # Characters of text a page holds at most. Serialized twice (the body, then the Lambda reply
 # holding it as a string), one character costs at most 12 bytes (a character outside the BMP
@@ -79,30 +79,30 @@ def page_size(value: str | None, default: int, maximum: int) -> int:
     return int(value)
 
 
-def list_page(metadata: MetadataStore, tenant: str, reader: Identity | None, cursor: str | None, limit: int) -> ListPage:
+def list_page(documents: DocumentRecords, tenant: str, reader: Identity | None, cursor: str | None, limit: int) -> ListPage:
     """One page of the tenant's records ``reader`` may read (all of them for the operator, None),
     and the cursor of the next (None: the last page)."""
     after = _decode(cursor, _ListCursor).after if cursor else None
-    page = metadata.page_documents(tenant, limit, after, reader=reader)
+    page = documents.page_documents(tenant, limit, after, reader=reader)
     return {"documents": page.documents, "next": _encode(_ListCursor(after=page.after)) if page.after else None}
 
 
-def pinned_chunks(metadata: MetadataStore, reader: Identity, document_id: str, cursor: str | None,
+def pinned_chunks(documents: DocumentRecords, chunks: ChunkRecords, reader: Identity, document_id: str, cursor: str | None,
                   visible: Callable[[Document | None], Document]) -> tuple[Document, list[Chunk]]:
     """The record (as ``visible`` lets the reader see it) and the chunks of the revision a read
     serves: the cursor's, or on a first page the active one, read again while it is replaced."""
     pinned = _decode(cursor, _TextCursor).revision if cursor else None
     for _ in range(REREADS):
-        document = visible(metadata.get_document(reader.tenant, document_id))
+        document = visible(documents.get_document(reader.tenant, document_id))
         revision = pinned or document.active_revision
         if pinned and document.active_revision != pinned:
             raise StaleCursor(f"{document_id!r} was replaced since this read began (its text is now another revision): "
                               "read it again from the first page")
         if not revision:
             return document, []
-        chunks = metadata.get_chunks(reader.tenant, document_id, revision)
-        if chunks:
-            return document, chunks
+        found = chunks.get_chunks(reader.tenant, document_id, revision)
+        if found:
+            return document, found
         # a served revision always has chunks: none means it was replaced (and purged) since the record was read
     return document, []
 

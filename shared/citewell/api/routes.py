@@ -266,7 +266,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         roles = frozenset(request.allowed_roles)
         if not roles <= who.roles:
             raise ForbiddenError("allowed_roles may only name roles the caller holds")
-        existing = services.metadata.get_document(who.tenant, document_id)
+        existing = services.documents.get_document(who.tenant, document_id)
         if existing is not None and not who.can_see(existing.tenant, existing.allowed_roles):
             raise ForbiddenError("a document with this id exists and the caller may not replace it")
         try:
@@ -294,7 +294,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         found, who = caller()
         query = app.current_event.get_query_string_value
         size = page_size(query("limit"), LIST_PAGE, LIST_PAGE_MAX)
-        page = list_page(found.services.metadata, who.tenant, who, query("cursor"), size)
+        page = list_page(found.services.documents, who.tenant, who, query("cursor"), size)
         return {**page, "documents": [shown(d) for d in page["documents"]]}
 
     @app.get("/documents/<document_id>")
@@ -310,7 +310,8 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
                 raise BadRequestError("a section is read whole, within the evidence budget: send section without cursor or limit")
             return read_section(found.services, who, document_id, section)
         cursor, limit = query("cursor"), page_size(query("limit"), TEXT_PAGE_CHARS, TEXT_PAGE_CHARS)
-        document, chunks = pinned_chunks(found.services.metadata, who, document_id, cursor, lambda d: _visible(d, who))
+        document, chunks = pinned_chunks(found.services.documents, found.services.chunks, who, document_id, cursor,
+                                         lambda d: _visible(d, who))
         text = "".join(c.text[max(0, c.body_start - c.start):] for c in chunks)
         return {"document": shown(document), **text_page(text, chunks[0].revision if chunks else None, cursor, limit)}
 
@@ -321,7 +322,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         found, who = caller()
         require_writer(found.settings, who)
         document_id = path_id(document_id)
-        _visible(found.services.metadata.get_document(who.tenant, document_id), who)
+        _visible(found.services.documents.get_document(who.tenant, document_id), who)
         return delete_document(found.services, who.tenant, document_id).model_dump()
 
     @app.post("/search")

@@ -32,7 +32,7 @@ class FetchMessage(BaseModel):
 def fetch_message(services: Services, body: str) -> str:
     """What became of one queued URL upload: ``fetched``, ``failed`` (recorded), ``gone`` or ``done`` (already)."""
     message = FetchMessage.model_validate(json.loads(body))
-    upload = services.metadata.get_upload(message.tenant, message.document_id, message.upload_id)
+    upload = services.uploads.get_upload(message.tenant, message.document_id, message.upload_id)
     if upload is None:
         return "gone"
     if upload.fetched is not None and services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id)):

@@ -57,7 +57,7 @@ def admit(services: Services, notified: Notified, found: ObjectKey, upload: Uplo
     if upload is None:
         return _unowned(services, key, found)
     objects = services.objects
-    claim = getattr(services.metadata, "claim_upload", None)
+    claim = getattr(services.uploads, "claim_upload", None)
     if not isinstance(objects, S3ObjectStore) or claim is None:
         return services  # a store keeping one object per key: its writer refuses a second one
     versions = objects.versions(key)
@@ -78,7 +78,7 @@ def admit(services: Services, notified: Notified, found: ObjectKey, upload: Uplo
 def _unowned(services: Services, key: str, found: ObjectKey) -> str:
     """No intent holds this key, so nothing may read what is under it: every version goes. The
     served upload keeps its intent; its key is never removed here (that would delete the document)."""
-    document = services.metadata.get_document(found.tenant, found.document_id)
+    document = services.documents.get_document(found.tenant, found.document_id)
     if document is not None and document.active_upload == found.upload_id:
         return f"ignored {key}: the upload that is served has no intent"
     services.objects.delete(key)

@@ -50,7 +50,7 @@ def delete_removed(services: Services, key: str) -> str:
         return f"ignored {key}: not an upload"
     if services.objects.exists(key):
         return f"ignored {key}: it is still there"
-    document = services.metadata.get_document(found.tenant, found.document_id)
+    document = services.documents.get_document(found.tenant, found.document_id)
     if document is None or document.active_upload != found.upload_id:
         return f"ignored {key}: not the upload that is served"
     try:
@@ -71,7 +71,7 @@ def run_stage(services: Services, stage: str, key: str, notified: Notified | Non
         return f"ignored {key}: not a citewell object key"
     if STAGE_OF_PREFIX.get(found.stage) != stage:
         return f"ignored {key}: not an input of {stage}"
-    upload = services.metadata.get_upload(found.tenant, found.document_id, found.upload_id)
+    upload = services.uploads.get_upload(found.tenant, found.document_id, found.upload_id)
     if stage == "parse":
         admitted = admit(services, notified or Notified(key=key), found, upload)
         if isinstance(admitted, str):
@@ -103,7 +103,7 @@ def run_stage(services: Services, stage: str, key: str, notified: Notified | Non
 
 def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
     name = f"{found.document_id}@{found.upload_id[:12]}"
-    if not is_current(services.metadata.get_document(upload.tenant, upload.document_id), upload):
+    if not is_current(services.documents.get_document(upload.tenant, upload.document_id), upload):
         abandon(services, upload)
         return f"superseded {name}"
     raw = _read(services, chunks_key(upload.tenant, upload.document_id, upload.upload_id))
@@ -114,7 +114,7 @@ def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
     if require is not None:  # after a migration, a container from before the redeploy embeds for an index that is gone
         require(services.embedder.identity)
     embedded = embed_stage(services, artifact.chunks)
-    if not is_current(services.metadata.get_document(upload.tenant, upload.document_id), upload):
+    if not is_current(services.documents.get_document(upload.tenant, upload.document_id), upload):
         abandon(services, upload, artifact.revision)  # superseded while embedding: what it cached goes too
         release_embeddings(services, artifact.chunks)
         return f"superseded {name}"

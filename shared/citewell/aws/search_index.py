@@ -410,14 +410,14 @@ def migrate(services: Services, embedder: Embedder, batch: int = 256) -> dict[st
         client.indices.delete(index=target)
     client.indices.create(index=target, body=index_body(embedder.identity, identity_dims(embedder.identity)))
     staged, written = replace(services, embedder=embedder), 0
-    for document in services.metadata.all_documents():
+    for document in services.documents.all_documents():
         if document.active_revision is None or document.status.value == "deleting":
             continue
-        chunks = services.metadata.get_chunks(document.tenant, document.document_id, document.active_revision)
+        chunks = services.chunks.get_chunks(document.tenant, document.document_id, document.active_revision)
         for start in range(0, len(chunks), batch):
             part = chunks[start:start + batch]
             embed_stage(staged, part)
-            cached = services.metadata.get_embeddings(embedder.identity, [c.content_hash for c in part])
+            cached = services.embeddings.get_embeddings(embedder.identity, [c.content_hash for c in part])
             written += index._bulk(target, part, np.stack([cached[c.content_hash] for c in part]))
     client.indices.refresh(index=target)
     previous = sorted(client.indices.get_alias(name=index.alias)) if client.indices.exists_alias(name=index.alias) else []

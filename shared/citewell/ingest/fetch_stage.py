@@ -22,7 +22,7 @@ from citewell.services import Services
 def fetch_upload(services: Services, fetcher: Fetcher, upload: Upload) -> Upload | None:
     """Store the page's bytes for ``upload``: the intent with its validators, whose stages run next;
     None when the fetch failed (recorded on the document) and no stage follows."""
-    document = services.metadata.get_document(upload.tenant, upload.document_id)
+    document = services.documents.get_document(upload.tenant, upload.document_id)
     served = document if document is not None and document.active_revision and document.active_upload else None
     try:
         page = fetcher.fetch(upload.source, served.fetched if served is not None else None)
@@ -37,6 +37,6 @@ def fetch_upload(services: Services, fetcher: Fetcher, upload: Upload) -> Upload
         record_failure(services, upload, error)
         return None
     fetched = upload.model_copy(update={"fetched": page.fetched})
-    services.metadata.put_upload(fetched)
+    services.uploads.put_upload(fetched)
     services.objects.put(raw_key(upload.tenant, upload.document_id, upload.upload_id), data)
     return fetched

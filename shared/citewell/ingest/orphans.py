@@ -52,7 +52,7 @@ def adopt_orphans(services: Services, lease: Lease) -> Adopted:
     """Take over every current upload and deletion whose owner is gone; the caller runs
     ``Adopted.resumed`` and ``Adopted.deleting``."""
     adopted = Adopted()
-    for document in services.metadata.all_documents():
+    for document in services.documents.all_documents():
         if document.lease is None or not leases.is_dead(document.lease):
             continue
         try:
@@ -75,7 +75,7 @@ def _adopt(services: Services, document: Document, dead: Lease, lease: Lease, ad
         return
     if document.status is not DocumentStatus.PROCESSING:
         return
-    upload = current_upload(services.metadata, document)
+    upload = current_upload(services.uploads, document)
     if upload is None or not _take(services, document, upload, lease):
         return  # no intent to run (the audit reports it), or another process took it first
     if services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id)):
@@ -105,4 +105,4 @@ def _move_lease(services: Services, seen: Document, lease: Lease, still: Callabl
         unchanged = current.lease == seen.lease and still(current)
         return current.model_copy(update={"lease": lease}) if unchanged else None
 
-    return update_document(services.metadata, seen.tenant, seen.document_id, take) is not None
+    return update_document(services.documents, seen.tenant, seen.document_id, take) is not None

@@ -37,7 +37,7 @@ def register_upload(
     upload_id = new_token()
     fields = descriptive(described or Descriptive())
     for _ in range(ATTEMPTS):
-        current = services.metadata.get_document(tenant, document_id)
+        current = services.documents.get_document(tenant, document_id)
         if current is not None and current.status is DocumentStatus.DELETING:
             raise Conflict(f"{document_id!r} is being deleted; upload it again once the delete has finished")
         if current is not None and not replace:
@@ -47,7 +47,7 @@ def register_upload(
             generation=current.generation if current else new_token(), document_id=document_id, tenant=tenant,
             allowed_roles=allowed_roles, title=title, source=source, filename=filename, **fields, fetched=fetched,
         )
-        services.metadata.put_upload(upload)
+        services.uploads.put_upload(upload)
         if current is None:
             wanted = Document(
                 document_id=document_id, tenant=tenant, allowed_roles=allowed_roles, title=title or "", source=source,
@@ -62,9 +62,9 @@ def register_upload(
             if current.active_revision is None:  # nothing served yet: the record shows the latest upload
                 update.update(allowed_roles=allowed_roles, title=title or "", source=source, filename=filename, **fields)
             wanted = current.model_copy(update=update)
-        if services.metadata.save_document(wanted) is not None:
+        if services.documents.save_document(wanted) is not None:
             return upload
-        services.metadata.delete_upload(tenant, document_id, upload_id)
+        services.uploads.delete_upload(tenant, document_id, upload_id)
     raise Conflict(f"{document_id!r} kept changing while registering an upload; try again")
 
 

@@ -280,7 +280,7 @@ class VectorBacklog:
         for chunk in list(self.waiting)[:EMBED_SLICE]:
             key = (chunk.tenant, chunk.document_id)
             if key not in served:
-                document = self.services.metadata.get_document(*key)
+                document = self.services.documents.get_document(*key)
                 live = document is not None and document.status is not DocumentStatus.DELETING
                 served[key] = document.active_revision if live and document is not None else None
         gone = {key for key, revision in served.items() if revision is None}
@@ -300,12 +300,12 @@ def resume_vectors(services: Services) -> list[Chunk]:
         return []
     found: list[Chunk] = []
     for tenant, document_id, revision, _ in index.vectorless():
-        document = services.metadata.get_document(tenant, document_id)
+        document = services.documents.get_document(tenant, document_id)
         if document is None or document.active_revision != revision or document.status is DocumentStatus.DELETING:
             continue
         if document.lease is not None and document.lease != leases.current() and not leases.is_dead(document.lease):
             continue  # its own ingest is still running
-        found.extend(services.metadata.get_chunks(tenant, document_id, revision))
+        found.extend(services.chunks.get_chunks(tenant, document_id, revision))
     return found
 
 
@@ -391,7 +391,7 @@ def carry(services: Services, upload: Upload, report: Reporter, clock: StageCloc
         with clock.stage("parse"):
             parsed = parse_stage(services, upload, report.advance)
         if parsed.status != "parsed":
-            document = services.metadata.get_document(upload.tenant, document_id)
+            document = services.documents.get_document(upload.tenant, document_id)
             return Carried(_superseded(document_id) if parsed.status == "superseded" else IngestOutcome(
                 document_id=document_id, revision=document.active_revision if document else None,
                 status="unchanged", chunks=document.chunk_count if document else 0,
@@ -416,7 +416,7 @@ def carry(services: Services, upload: Upload, report: Reporter, clock: StageCloc
     with deferred():  # indexed, switched and the old revision removed, or the previous one still served
         try:
             with clock.stage("publish"):
-                before = services.metadata.get_document(upload.tenant, document_id)
+                before = services.documents.get_document(upload.tenant, document_id)
                 count = publish_stage(services, upload, chunked.revision, chunked.content_sha256, chunked.encoding,
                                       vectors_follow=staged, flush=flush)
         except CitewellError as error:

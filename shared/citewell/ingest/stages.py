@@ -110,7 +110,7 @@ def _title_from_name(name: str) -> str:
 def parse_stage(services: Services, upload: Upload, progress: PageProgress | None = None) -> ParseOutcome:
     """Extract text. The same text, roles and title as what is served is a no-op. ``progress``
     hears the pages of a PDF or a scan as they are read."""
-    document = services.metadata.get_document(upload.tenant, upload.document_id)
+    document = services.documents.get_document(upload.tenant, upload.document_id)
     if not is_current(document, upload):
         abandon(services, upload)
         return ParseOutcome(status="superseded")
@@ -132,7 +132,7 @@ def parse_stage(services: Services, upload: Upload, progress: PageProgress | Non
                 **descriptive(upload), "encoding": parsed.encoding, "fetched": upload.fetched,
             })
 
-        settled = update_document(services.metadata, upload.tenant, upload.document_id, settle)
+        settled = update_document(services.documents, upload.tenant, upload.document_id, settle)
         abandon(services, upload)  # the served upload stays; this one's copy of the bytes goes
         return ParseOutcome(status="unchanged" if settled else "superseded", content_sha256=content)
     revision = publication_revision(content, upload.upload_id)
@@ -153,21 +153,21 @@ def _served_as(services: Services, document: Document, roles: frozenset[str], ti
     """The record and the active revision's chunks carry these access fields."""
     if document.active_revision is None or document.allowed_roles != roles or document.title != title:
         return False
-    chunks = services.metadata.get_chunks(document.tenant, document.document_id, document.active_revision)
+    chunks = services.chunks.get_chunks(document.tenant, document.document_id, document.active_revision)
     return bool(chunks) and all(c.title == title and c.allowed_roles == roles for c in chunks)
 
 
 def chunk_stage(services: Services, upload: Upload, progress: Callable[[int, int], None] | None = None) -> ChunksArtifact | None:
     """Chunk the upload's text with the upload's access fields; None when superseded.
     ``progress(done, total)`` hears how many characters of the text are chunked."""
-    document = services.metadata.get_document(upload.tenant, upload.document_id)
+    document = services.documents.get_document(upload.tenant, upload.document_id)
     if not is_current(document, upload):
         abandon(services, upload)
         return None
     try:
         raw = services.objects.get(parsed_key(upload.tenant, upload.document_id, upload.upload_id))
     except NotFound:  # removed since the check: a delete or a newer upload's publish took it
-        if is_current(services.metadata.get_document(upload.tenant, upload.document_id), upload):
+        if is_current(services.documents.get_document(upload.tenant, upload.document_id), upload):
             raise
         abandon(services, upload)
         return None
@@ -179,7 +179,7 @@ def chunk_stage(services: Services, upload: Upload, progress: Callable[[int, int
     chunks = services.chunker.chunk(artifact.parsed, access, artifact.revision, progress)
     result = ChunksArtifact(revision=artifact.revision, content_sha256=artifact.content_sha256, chunks=chunks,
                             encoding=artifact.parsed.encoding)
-    services.metadata.put_chunks(chunks)  # before embedding: the embedding cache counts these as users
+    services.chunks.put_chunks(chunks)  # before embedding: the embedding cache counts these as users
     services.objects.put(chunks_key(upload.tenant, upload.document_id, upload.upload_id), _serialized(result))
     return result
 
@@ -197,7 +197,7 @@ def embed_stage(
     file deleted or replaced mid-ingest stops costing the model at once, not minutes later."""
     identity = services.embedder.identity
     wanted = {c.content_hash: c.embedding_text for c in chunks}
-    cached = services.metadata.get_embeddings(identity, wanted)
+    cached = services.embeddings.get_embeddings(identity, wanted)
     todo = [h for h in wanted if h not in cached]
     done, total = 0, len(todo)
     if on_embedded:
@@ -205,7 +205,7 @@ def embed_stage(
     while todo:
         hashes, todo = todo[:EMBED_SLICE], todo[EMBED_SLICE:]
         vectors = services.embedder.embed([wanted[h] for h in hashes])
-        services.metadata.put_embeddings(identity, dict(zip(hashes, vectors)))
+        services.embeddings.put_embeddings(identity, dict(zip(hashes, vectors)))
         done += len(hashes)
         if on_embedded:
             on_embedded(done, total)
@@ -224,7 +224,7 @@ def release_embeddings(services: Services, chunks: Sequence[Chunk]) -> int:
 
     Called after an upload that has embedded learns it was superseded: a newer upload's purge
     may have run between this upload's cache check and its write, and found nothing to drop."""
-    return services.metadata.delete_unused_embeddings(services.embedder.identity, {c.content_hash for c in chunks})
+    return services.embeddings.delete_unused_embeddings(services.embedder.identity, {c.content_hash for c in chunks})
 
 
 def publish_stage(
@@ -246,29 +246,29 @@ def publish_stage(
     newer upload existed, so all of it is older.
     """
     tenant, document_id = upload.tenant, upload.document_id
-    document = services.metadata.get_document(tenant, document_id)
+    document = services.documents.get_document(tenant, document_id)
     if document is not None and document.active_upload == upload.upload_id and document.active_revision == revision:
         return document.chunk_count  # a redelivery: already published
     if not is_current(document, upload):
         abandon(services, upload, revision)
         return None
-    chunks = services.metadata.get_chunks(tenant, document_id, revision)
+    chunks = services.chunks.get_chunks(tenant, document_id, revision)
     if not chunks:
         raise NotFound(f"no chunk records for revision {revision[:12]} of {document_id!r}")
     identity = services.embedder.identity
-    cached = services.metadata.get_embeddings(identity, (c.content_hash for c in chunks))
+    cached = services.embeddings.get_embeddings(identity, (c.content_hash for c in chunks))
     absent = [c.chunk_id for c in chunks if c.content_hash not in cached]
     if absent and not vectors_follow:
         raise NotFound(f"{len(absent)} chunks have no embedding yet, first {absent[0]!r}")
     import numpy as np
 
-    listed = set(services.index.revisions(tenant, document_id)) | set(services.metadata.chunk_revisions(tenant, document_id))
+    listed = set(services.index.revisions(tenant, document_id)) | set(services.chunks.chunk_revisions(tenant, document_id))
     older_revisions = listed - {revision}
     older_objects = [
         key for stage in STAGES for key in services.objects.list(document_prefix(stage, tenant, document_id))
         if _upload_of(key) not in (None, upload.upload_id)  # a key not of our making is left to the audit to report
     ]
-    older_uploads = [u for u in services.metadata.list_uploads(tenant, document_id) if u.seq < upload.seq]
+    older_uploads = [u for u in services.uploads.list_uploads(tenant, document_id) if u.seq < upload.seq]
     if absent:
         index = services.index
         if not isinstance(index, StagedIndex):
@@ -295,10 +295,10 @@ def publish_stage(
             "purging": sorted(set(d.purging) | older_revisions),  # an intent until the purge below is done (see finish_purges)
         })
 
-    if update_document(services.metadata, tenant, document_id, switch) is None:
+    if update_document(services.documents, tenant, document_id, switch) is None:
         abandon(services, upload, revision)
         return None
-    services.metadata.bump_epoch(tenant)  # cached answers of this tenant may rest on the old revision
+    services.answers.bump_epoch(tenant)  # cached answers of this tenant may rest on the old revision
     from citewell.deletion import finish_purges
 
     finish_purges(services, tenant, document_id, older_revisions, Counter(), (older_objects, older_uploads))
@@ -326,7 +326,7 @@ def vector_stage(services: Services, chunks: Sequence[Chunk]) -> int:
         return 0
     embed_stage(services, chunks)
     identity = services.embedder.identity
-    cached = services.metadata.get_embeddings(identity, {c.content_hash for c in chunks})
+    cached = services.embeddings.get_embeddings(identity, {c.content_hash for c in chunks})
     groups: dict[tuple[str, str, str], list[Chunk]] = {}
     for chunk in chunks:
         groups.setdefault((chunk.tenant, chunk.document_id, chunk.revision), []).append(chunk)
@@ -334,7 +334,7 @@ def vector_stage(services: Services, chunks: Sequence[Chunk]) -> int:
     for (tenant, document_id, revision), group in groups.items():
         vectors = {c.chunk_id: cached[c.content_hash] for c in group if c.content_hash in cached}
         written += index.set_vectors(tenant, document_id, revision, vectors)
-        document = services.metadata.get_document(tenant, document_id)
+        document = services.documents.get_document(tenant, document_id)
         if document is None or document.status is DocumentStatus.DELETING or document.active_revision != revision:
             release_embeddings(services, group)
     return written
@@ -351,7 +351,7 @@ def abandon(services: Services, upload: Upload, revision: str | None = None) -> 
     """Remove everything a superseded or failed upload wrote: its revision's chunk records and
     index rows, its objects, its intent. Never the upload that is served."""
     removed: Counter[str] = Counter()
-    document = services.metadata.get_document(upload.tenant, upload.document_id)
+    document = services.documents.get_document(upload.tenant, upload.document_id)
     if document is not None and document.active_upload == upload.upload_id:
         return removed
     if revision is None:
@@ -363,7 +363,7 @@ def abandon(services: Services, upload: Upload, revision: str | None = None) -> 
         purge_revision(services, upload.tenant, upload.document_id, revision, removed)
     for key in upload_keys(upload.tenant, upload.document_id, upload.upload_id):
         removed["objects"] += services.objects.delete(key)
-    removed["uploads"] += services.metadata.delete_upload(upload.tenant, upload.document_id, upload.upload_id)
+    removed["uploads"] += services.uploads.delete_upload(upload.tenant, upload.document_id, upload.upload_id)
     return removed
 
 
@@ -386,6 +386,6 @@ def record_failure(services: Services, upload: Upload, error: IngestError | Exce
             return None
         return d.model_copy(update={"status": DocumentStatus.FAILED, "error": info})
 
-    update_document(services.metadata, upload.tenant, upload.document_id, fail)
+    update_document(services.documents, upload.tenant, upload.document_id, fail)
     abandon(services, upload)
     return info

@@ -135,11 +135,11 @@ class WebRun:
             self._left(crawl.scope, seen)
 
     def _known(self, page_id: str) -> Fetched | None:
-        document = self.services.metadata.get_document(self.options.tenant, page_id)
+        document = self.services.documents.get_document(self.options.tenant, page_id)
         return document.fetched if document is not None and document.active_revision else None
 
     def _stored(self, page_id: str) -> bytes | None:
-        document = self.services.metadata.get_document(self.options.tenant, page_id)
+        document = self.services.documents.get_document(self.options.tenant, page_id)
         if document is None or document.active_upload is None:
             return None
         try:
@@ -148,7 +148,7 @@ class WebRun:
             return None
 
     def _fetched(self, page: Page) -> Iterator[IngestRequest]:
-        document = self.services.metadata.get_document(self.options.tenant, page.url)
+        document = self.services.documents.get_document(self.options.tenant, page.url)
         data = page.data
         if document is not None and self._same(document, page):
             self.outcomes.append(IngestOutcome(document_id=page.url, revision=document.active_revision,
@@ -179,7 +179,7 @@ class WebRun:
     def _failed(self, visit: Visit, named: bool) -> Iterator[IngestRequest]:
         error = visit.error
         assert error is not None
-        document = self.services.metadata.get_document(self.options.tenant, visit.url)
+        document = self.services.documents.get_document(self.options.tenant, visit.url)
         if isinstance(error, HttpStatus) and error.status in GONE:
             if document is not None:
                 self._gone(document, f"answers {error.status}")
@@ -201,7 +201,7 @@ class WebRun:
         yield  # a generator: the failure is settled here, not by the runner
 
     def _left(self, scope: Scope, seen: set[str]) -> None:
-        for document in self.services.metadata.list_documents(self.options.tenant):
+        for document in self.services.documents.list_documents(self.options.tenant):
             if scope.holds(document.source) and document.source not in seen and document.document_id == document.source:
                 self._gone(document, "is no longer linked from the site within the crawl's depth")
 

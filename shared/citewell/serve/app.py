@@ -214,7 +214,7 @@ class Server:
     def accept_upload(self, key: str, data: bytes) -> None:
         """Store an upload's bytes under its key and queue it, once, while it is the document's latest."""
         found = parse_key(key)
-        upload = self.services.metadata.get_upload(found.tenant, found.document_id, found.upload_id)
+        upload = self.services.uploads.get_upload(found.tenant, found.document_id, found.upload_id)
         if upload is None:
             raise Conflict("this upload is no longer current: a newer upload or a delete of the document came first")
         with self._accepting:  # two posts of one form at once: one stores and queues, the other is refused
@@ -227,7 +227,7 @@ class Server:
         """A file refused for its size fails its upload at once, with the reason the sender saw:
         the form was used, and the document waits for nothing more."""
         found = parse_key(key)
-        upload = self.services.metadata.get_upload(found.tenant, found.document_id, found.upload_id)
+        upload = self.services.uploads.get_upload(found.tenant, found.document_id, found.upload_id)
         if upload is not None:
             record_failure(self.services, upload, error)
 

@@ -146,10 +146,10 @@ class IngestWorker:
             return
         now = datetime.now(UTC)
         try:
-            for document in self.services.metadata.all_documents():
+            for document in self.services.documents.all_documents():
                 if document.status is not DocumentStatus.PROCESSING or document.lease != self.lease:
                     continue
-                upload = current_upload(self.services.metadata, document)
+                upload = current_upload(self.services.uploads, document)
                 if (upload is None or (now - upload.created_at).total_seconds() < FORM_SECONDS + SWEEP_SECONDS
                         or self.services.objects.exists(raw_key(upload.tenant, upload.document_id, upload.upload_id))):
                     continue

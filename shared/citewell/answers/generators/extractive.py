@@ -58,7 +58,7 @@ from citewell.answers.verifier import shipped_verifier, unit_passage
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.keys import units_identity
 from citewell.models import Draft, EvidenceItem, Outcome, sha256_text
-from citewell.ports import Embedder, MetadataStore
+from citewell.ports import Embedder, EmbeddingCache
 from citewell.terms import FUNCTION_WORDS
 
 MAX_UNITS = 2
@@ -74,7 +74,7 @@ class UnitEmbeddings:
     namespace of the index's embedder and the revision (``units_identity``), which deleting or
     replacing the revision purges, each under its text and the encoder that embedded it."""
 
-    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, encoder: Embedder | None = None) -> None:
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache | None = None, encoder: Embedder | None = None) -> None:
         self.embedder = embedder
         self.encoder = encoder or shipped_unit_encoder() or embedder
         self.cache = cache
@@ -569,7 +569,7 @@ def answering_code(package: Path = ANSWERS_PACKAGE) -> str:
 class ExtractiveGenerator:
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, cache: MetadataStore | None = None, model: RefusalModel | None = None,
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache | None = None, model: RefusalModel | None = None,
                  encoder: Embedder | None = None) -> None:
         self.embed = UnitEmbeddings(embedder, cache, encoder)
         self.model = model or shipped_model()
