@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from citewell.aws.objects import ObjectVersion, S3ObjectStore
 from citewell.keys import ObjectKey
 from citewell.models import Upload
+from citewell.ports import ClaimingUploads
 from citewell.services import Services
 
 
@@ -56,14 +57,13 @@ def admit(services: Services, notified: Notified, found: ObjectKey, upload: Uplo
     key = notified.key
     if upload is None:
         return _unowned(services, key, found)
-    objects = services.objects
-    claim = getattr(services.uploads, "claim_upload", None)
-    if not isinstance(objects, S3ObjectStore) or claim is None:
+    objects, uploads = services.objects, services.uploads
+    if not isinstance(objects, S3ObjectStore) or not isinstance(uploads, ClaimingUploads):
         return services  # a store keeping one object per key: its writer refuses a second one
     versions = objects.versions(key)
     if not versions:
         return services  # removed before it was read: parse records upload_missing
-    claimed = claim(upload.tenant, upload.document_id, upload.upload_id, received(versions[0]))
+    claimed = uploads.claim_upload(upload.tenant, upload.document_id, upload.upload_id, received(versions[0]))
     if claimed is None:  # the intent went while this ran (a delete, or a newer upload published)
         return _unowned(services, key, found)
     admitted = next((v for v in versions if received(v) == claimed), None)

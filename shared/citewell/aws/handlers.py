@@ -17,6 +17,7 @@ from citewell.aws.forms import Notified
 from citewell.aws.pipeline import run_stage
 from citewell.aws.settings import services_from_env
 from citewell.errors import EmbedderSwitched
+from citewell.ports import ExpungingIndex
 
 
 def notified_objects(record: SQSRecord, events: tuple[str, ...]) -> list[Notified]:
@@ -83,10 +84,9 @@ def audit_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         repaired = sum(f.repaired for f in report.findings)
         metrics.add_metric(name="AuditFindings", unit=MetricUnit.Count, value=len(report.findings))
         metrics.add_metric(name="AuditRepairs", unit=MetricUnit.Count, value=repaired)
-        expunge = getattr(services.index, "expunge", None)
-        if expunge is not None:
+        if isinstance(services.index, ExpungingIndex):
             try:
-                expunge()
+                services.index.expunge()
             except Exception:  # the next run asks again; the audit's own result stands
                 logger.exception("the index could not start expunging deleted rows")
                 metrics.add_metric(name="ExpungeFailed", unit=MetricUnit.Count, value=1)

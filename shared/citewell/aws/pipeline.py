@@ -30,6 +30,7 @@ from citewell.ingest.stages import (
 )
 from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, ObjectKey, chunks_key, embedded_key, parse_key
 from citewell.models import Upload
+from citewell.ports import EmbedderCheckedIndex, SizedObjects
 from citewell.records import is_current
 from citewell.services import Services
 
@@ -110,9 +111,9 @@ def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
     if raw is None:
         return f"ignored {name}: its chunks are gone (superseded or deleted)"
     artifact = ChunksArtifact.model_validate_json(raw)
-    require = getattr(services.index, "require_embedder", None)
-    if require is not None:  # after a migration, a container from before the redeploy embeds for an index that is gone
-        require(services.embedder.identity)
+    # After a migration, a container from before the redeploy embeds for an index that is gone.
+    if isinstance(services.index, EmbedderCheckedIndex):
+        services.index.require_embedder(services.embedder.identity)
     embedded = embed_stage(services, artifact.chunks)
     if not is_current(services.documents.get_document(upload.tenant, upload.document_id), upload):
         abandon(services, upload, artifact.revision)  # superseded while embedding: what it cached goes too
@@ -128,8 +129,7 @@ def _check_size(services: Services, key: str) -> None:
     """An object over the limit is refused from its HeadObject length (of the admitted version),
     before a byte is read into the function's memory (the presigned POST already stops such
     uploads at S3)."""
-    size = getattr(services.objects, "size", None)
-    found = size(key) if size is not None else None
+    found = services.objects.size(key) if isinstance(services.objects, SizedObjects) else None
     if found is not None and found > services.max_bytes:
         raise TooLarge(f"{found:,} bytes is over the limit of {services.max_bytes:,} bytes")
 

@@ -9,12 +9,21 @@ Every name is taken from here: ``from citewell.ports import DocumentRecords``.
 
 from __future__ import annotations
 
-from citewell.ports.index import LaneHit, QueryVector, SearchIndex, StagedIndex, query_vector
+from citewell.ports.index import (
+    EmbedderCheckedIndex,
+    ExpungingIndex,
+    LaneHit,
+    QueryVector,
+    SearchIndex,
+    StagedIndex,
+    query_vector,
+)
 from citewell.ports.models import Completer, Embedder, Generator, OcrEngine, Reranked, Reranker, TokenCounter
-from citewell.ports.objects import ObjectStore
+from citewell.ports.objects import ObjectStore, SizedObjects
 from citewell.ports.records import (
     AnswerRecords,
     ChunkRecords,
+    ClaimingUploads,
     ConversationRecords,
     DocumentPage,
     DocumentRecords,
@@ -25,7 +34,8 @@ from citewell.ports.records import (
 )
 
 __all__ = [
-    "AnswerRecords", "ChunkRecords", "Completer", "ConversationRecords", "DocumentPage", "DocumentRecords", "Embedder",
-    "EmbeddingCache", "Generator", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "QueryVector", "Removals",
-    "Reranked", "Reranker", "SearchIndex", "StagedIndex", "TokenCounter", "UploadRecords", "query_vector",
+    "AnswerRecords", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords", "DocumentPage", "DocumentRecords",
+    "EmbedderCheckedIndex", "Embedder", "EmbeddingCache", "ExpungingIndex", "Generator", "LaneHit", "MetadataStore",
+    "ObjectStore", "OcrEngine", "QueryVector", "Removals", "Reranked", "Reranker", "SearchIndex", "SizedObjects",
+    "StagedIndex", "TokenCounter", "UploadRecords", "query_vector",
 ]

@@ -102,3 +102,24 @@ class StagedIndex(SearchIndex, Protocol):
     def vectorless_documents(self, identity: Identity) -> int:
         """Documents the identity may read that the vector lane does not yet cover."""
         ...
+
+
+@runtime_checkable
+class ExpungingIndex(SearchIndex, Protocol):
+    """An index whose deleted rows stay in its segments until a merge (OpenSearch): the scheduled
+    audit asks for that merge."""
+
+    def expunge(self) -> None:
+        """Ask the engine to merge away segments' deleted rows, without waiting for it to finish."""
+        ...
+
+
+@runtime_checkable
+class EmbedderCheckedIndex(SearchIndex, Protocol):
+    """An index that can be rebuilt for another embedder while stages run (OpenSearch behind an
+    alias): a stage checks it before spending a model's time on vectors."""
+
+    def require_embedder(self, embedder_identity: str) -> None:
+        """Return when the index, read now, was built for ``embedder_identity`` (or there is none
+        yet); raise :class:`~citewell.errors.EmbedderSwitched` otherwise."""
+        ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class ObjectStore(Protocol):
@@ -18,4 +18,14 @@ class ObjectStore(Protocol):
     def temporaries(self, prefix: str = "") -> builtins.list[tuple[str, float]]:
         """Unfinished writes under ``prefix`` (a killed process leaves them) and their age in
         seconds; ``delete`` removes one."""
+        ...
+
+
+@runtime_checkable
+class SizedObjects(ObjectStore, Protocol):
+    """An object store that tells an object's length without reading it (S3's HeadObject), so a
+    stage refuses an oversized upload before a byte of it is in memory."""
+
+    def size(self, key: str) -> int | None:
+        """The object's length in bytes; None when there is none."""
         ...

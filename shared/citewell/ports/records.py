@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -102,6 +102,18 @@ class UploadRecords(Protocol):
         """Every intent of every tenant (for the audit)."""
         ...
 
+
+@runtime_checkable
+class ClaimingUploads(UploadRecords, Protocol):
+    """Upload records that note which object used an upload's form, for a bucket that keeps
+    every version sent to one key (DynamoDB beside S3); a store keeping one object per key
+    has no second one to refuse."""
+
+    def claim_upload(self, tenant: str, document_id: str, upload_id: str, received: str) -> str | None:
+        """Record ``received`` (the object that used the upload's form) on the intent, once.
+        Returns what the intent holds afterwards: ``received`` when it was first or the same, the
+        object that came first otherwise; None when the intent is gone."""
+        ...
 
 
 class ChunkRecords(Protocol):
