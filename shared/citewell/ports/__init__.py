@@ -12,9 +12,11 @@ from __future__ import annotations
 from citewell.ports.index import (
     EmbedderCheckedIndex,
     ExpungingIndex,
+    IndexedChunks,
     LaneHit,
     QueryVector,
     SearchIndex,
+    SearchLanes,
     StagedIndex,
     query_vector,
 )
@@ -34,8 +36,9 @@ from citewell.ports.records import (
 )
 
 __all__ = [
-    "AnswerRecords", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords", "DocumentPage", "DocumentRecords",
-    "EmbedderCheckedIndex", "Embedder", "EmbeddingCache", "ExpungingIndex", "Generator", "LaneHit", "MetadataStore",
-    "ObjectStore", "OcrEngine", "QueryVector", "Removals", "Reranked", "Reranker", "SearchIndex", "SizedObjects",
-    "StagedIndex", "TokenCounter", "UploadRecords", "query_vector",
+    "AnswerRecords", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords", "DocumentPage",
+    "DocumentRecords", "Embedder", "EmbedderCheckedIndex", "EmbeddingCache", "ExpungingIndex", "Generator",
+    "IndexedChunks", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "query_vector", "QueryVector",
+    "Removals", "Reranked", "Reranker", "SearchIndex", "SearchLanes", "SizedObjects", "StagedIndex", "TokenCounter",
+    "UploadRecords",
 ]

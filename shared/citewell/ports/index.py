@@ -37,10 +37,14 @@ def query_vector(vector: QueryVector | None) -> np.ndarray | None:
     return vector() if callable(vector) else vector
 
 
-class SearchIndex(Protocol):
-    """Lexical and vector lanes over chunks, each filtered by the caller's identity *before* ranking."""
+class IndexedChunks(Protocol):
+    """What the index holds: each published revision's chunks (with their vectors, under one
+    embedder identity), written whole, counted, listed and removed."""
 
-    def embedder_identity(self) -> str | None: ...
+    def embedder_identity(self) -> str | None:
+        """The identity the index's vectors were made with; None while it holds none."""
+        ...
+
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder_identity: str) -> int:
         """Replace every (document, revision) present in ``chunks`` with exactly these chunks."""
         ...
@@ -49,25 +53,50 @@ class SearchIndex(Protocol):
         """Make every upsert so far searchable in one step (an ingest calls it after each batch)."""
         ...
 
-    def count(self, tenant: str, document_id: str, revision: str) -> int: ...
-    def delete_revision(self, tenant: str, document_id: str, revision: str) -> int: ...
-    def delete_document(self, tenant: str, document_id: str) -> int: ...
-    def revisions(self, tenant: str, document_id: str) -> list[str]: ...
-    def inventory(self) -> list[tuple[str, str, str, int]]: ...
-    def compact(self, removed: bool) -> bool:
-        """Make deletions physical: nothing removed may remain in segments, logs, free space or
-        the unused space of live pages (``removed`` as for the metadata store's).
-        False when that could not finish now: the bytes are pending until the next compaction."""
+    def count(self, tenant: str, document_id: str, revision: str) -> int:
+        """How many rows the revision has (a publish checks it against its chunks)."""
+        ...
+
+    def delete_revision(self, tenant: str, document_id: str, revision: str) -> int:
+        """Remove the revision's rows; returns how many went."""
+        ...
+
+    def delete_document(self, tenant: str, document_id: str) -> int:
+        """Remove every row of the document; returns how many went."""
+        ...
+
+    def revisions(self, tenant: str, document_id: str) -> list[str]:
+        """The document's revisions that have rows."""
+        ...
+
+    def inventory(self) -> list[tuple[str, str, str, int]]:
+        """``(tenant, document_id, revision, rows)`` of every indexed revision (for the audit)."""
         ...
 
     def access_inventory(self) -> list[tuple[str, str, str, frozenset[str], str]]:
         """``(tenant, document_id, revision, roles, title)`` of each distinct access of indexed rows."""
         ...
 
-    def lexical(self, query: str, identity: Identity, k: int, scope: Scope = None) -> list[LaneHit]: ...
+    def compact(self, removed: bool) -> bool:
+        """Make deletions physical: nothing removed may remain in segments, logs, free space or
+        the unused space of live pages (``removed`` as for the records' :meth:`Removals.compact`).
+        False when that could not finish now: the bytes are pending until the next compaction."""
+        ...
+
+
+class SearchLanes(Protocol):
+    """The retrieval lanes, each filtered by the caller's identity *before* ranking."""
+
+    def lexical(self, query: str, identity: Identity, k: int, scope: Scope = None) -> list[LaneHit]:
+        """The caller's ``k`` best rows for the words of ``query`` (BM25 or the engine's equal)."""
+        ...
+
     def vector(
         self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int, scope: Scope = None
-    ) -> list[LaneHit]: ...
+    ) -> list[LaneHit]:
+        """The caller's ``k`` rows nearest ``query``, a vector of ``embedder_identity``."""
+        ...
+
     def lanes(
         self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int,
         scope: Scope = None,
@@ -78,6 +107,11 @@ class SearchIndex(Protocol):
         vector given as a function is computed here, once: an engine may run its lexical lane
         meanwhile. Should it give None (the embedder failed), only the lexical lane answers."""
         ...
+
+
+class SearchIndex(IndexedChunks, SearchLanes, Protocol):
+    """Lexical and vector lanes over chunks, each filtered by the caller's identity *before*
+    ranking: what every index adapter implements (both roles, over one engine)."""
 
 
 @runtime_checkable
