@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("moto.cognitoidp", reason="moto's cognito-idp needs joserfc (moto[cognitoidp], in the dev extra)")
 from moto import mock_aws  # noqa: E402
 
-from citewell.api.routes import claims_identity  # noqa: E402
+from citewell.api.callers import claims_identity  # noqa: E402
 from citewell.api.settings import ApiSettings  # noqa: E402
 from citewell.aws.login import claims  # noqa: E402
 from citewell.cli import main  # noqa: E402

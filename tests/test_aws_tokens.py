@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewell.api.routes import claim_roles
+from citewell.api.callers import claim_roles
 from tests.test_aws_chain import HANDBOOK, api, aws, id_token_claims, knn_proxy, pump, resend, upload  # noqa: F401
 
 

@@ -234,7 +234,7 @@ def test_a_model_generator_rewrites_the_follow_up_and_rules_stand_in_when_it_fai
 
 
 def test_an_api_caller_never_reaches_the_cli_operators_conversations(services):
-    from citewell.api.routes import claims_identity
+    from citewell.api.callers import claims_identity
     from citewell.api.settings import ApiSettings
 
     add(services, MEALS, "meals.md")
@@ -249,7 +249,7 @@ def test_an_api_caller_never_reaches_the_cli_operators_conversations(services):
 
 
 def test_tokens_without_a_subject_never_share_a_conversation(services):
-    from citewell.api.routes import claims_identity
+    from citewell.api.callers import claims_identity
     from citewell.api.settings import ApiSettings
 
     add(services, MEALS, "meals.md")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-from citewell.api.routes import IsolatedHttpResolver
+from citewell.api.resolver import IsolatedHttpResolver
 from citewell.keys import parsed_key
 from citewell.local.index import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore

@@ -2,6 +2,6 @@
 
 ``routes.build_resolver`` registers every route, request model and error handler on a
 Powertools resolver; a transport only says where the settings and services come from (an
-:class:`~citewell.api.routes.ApiBackend`) and hands it API Gateway HTTP API (payload 2.0)
+:class:`~citewell.api.dependencies.ApiBackend`) and hands it API Gateway HTTP API (payload 2.0)
 events whose ``requestContext.authorizer.jwt.claims`` hold a verified caller.
 """

@@ -8,160 +8,38 @@ allows; creating, replacing and deleting also need the tenant's write role. Erro
 is down, and a bare 500 (details only in the log) for our own failures.
 
 Where settings and services come from is the transport's: :func:`build_resolver` takes a
-callable returning an :class:`ApiBackend` (on AWS, built from the environment on first use;
-locally, the home opened once per process).
+callable returning an :class:`~citewell.api.dependencies.ApiBackend` (on AWS, built from the
+environment on first use; locally, the home opened once per process).
 """
 
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import BadRequestError, ForbiddenError, NotFoundError, ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import ValidationError
 from pydantic_core import to_json
 
+from citewell.api.callers import claims_identity, require_writer, token_id
+from citewell.api.dependencies import ApiBackend
 from citewell.api.models import FeedbackRequest, NewDocument, QueryRequest, SearchRequest
-from citewell.api.settings import ApiSettings
+from citewell.api.resolver import IsolatedHttpResolver
 from citewell.errors import Busy, CitewellError, Conflict, HomeNotWritable, NotFound, RetrievalUnavailable, readable
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
-from citewell.leases import Lease
-from citewell.models import (
-    Answer,
-    AnswerRecord,
-    Document,
-    Identity,
-    SearchResult,
-    Upload,
-    validate_document_id,
-    validate_name,
-    validate_tenant,
-    validate_token,
-)
+from citewell.models import Answer, AnswerRecord, Document, Identity, SearchResult, validate_document_id
 from citewell.services import Services
 from citewell.settings import InvalidSetting
 
 logger = Logger(service="citewell-api")
 UPLOAD_URL_SECONDS = 900
 _SECTION = re.compile(r"[0-9]{1,6}-[0-9a-f]{16}")  # a section id (citewell.models.section_id); ASCII digits only
-
-
-class UploadForms(Protocol):
-    def __call__(self, key: str, max_bytes: int, expires_in: int, event: APIGatewayProxyEventV2) -> dict[str, Any]:
-        """``{"url", "fields"}``: a form a client POSTs with the file last to store ``key``, refused
-        over ``max_bytes`` and after ``expires_in`` seconds (an S3 presigned POST, or its local twin)."""
-        ...
-
-
-@dataclass(frozen=True)
-class ApiBackend:
-    """What a transport hands the routes: settings, the stores and model, and how uploads arrive."""
-
-    settings: ApiSettings
-    services: Services
-    upload_form: UploadForms
-    lease: Lease | None = None  # the process that runs the stages of the uploads it registers, when that is this one
-    fetch_page: Callable[[Upload], None] | None = None  # starts the fetch step of a URL's upload (citewell.ingest.fetch_stage)
-
-
-class IsolatedHttpResolver(APIGatewayHttpResolver):
-    """Powertools keeps the event being resolved on the ``BaseRouter`` class, shared by the whole
-    process; a server resolving requests in several threads would hand one request's claims to
-    another. Here the event and context live on the instance, and each thread uses its own."""
-
-    _resolving: APIGatewayProxyEventV2 | None = None
-    _resolving_context: Any = None
-
-    @property  # type: ignore[override]  # Powertools declares a plain attribute; a property keeps it per instance
-    def current_event(self) -> APIGatewayProxyEventV2:
-        assert self._resolving is not None, "no event is being resolved"
-        return self._resolving
-
-    @current_event.setter
-    def current_event(self, value: APIGatewayProxyEventV2) -> None:
-        self._resolving = value
-
-    @property
-    def lambda_context(self) -> Any:
-        return self._resolving_context
-
-    @lambda_context.setter
-    def lambda_context(self, value: Any) -> None:
-        self._resolving_context = value
-
-    def resolve(self, event: Any, context: Any) -> dict[str, Any]:
-        proxied = self._to_proxy_event(dict(event))
-        assert isinstance(proxied, APIGatewayProxyEventV2)  # an HTTP API resolver's proxy type
-        self._resolving, self._resolving_context = proxied, context
-        try:
-            return super().resolve(event, context)
-        finally:
-            self._resolving = self._resolving_context = None
-
-
-def claim_roles(value: Any) -> frozenset[str]:
-    """The roles a verified group claim grants, each group read whole and exactly as named.
-
-    The claim is a list (a JSON list, as a token carries it), or the string API Gateway's HTTP
-    API JWT authorizer makes of that list: "[a b]", one pair of brackets around names separated
-    by single spaces (Cognito group names hold no whitespace). Any other string is one group.
-    Nothing is split on ',' or stripped of '[' and ']': a group named "hr,finance" or "[hr]" is
-    not the groups hr and finance, or hr. A group the role grammar (``validate_name``) refuses,
-    or an item that is not a string, grants nothing; the rest still count, and a token left
-    with no role at all is refused as one without roles (403), as before."""
-    if isinstance(value, list):
-        groups: list[Any] = value
-    elif isinstance(value, str) and len(value) >= 2 and value[0] == "[" and value[-1] == "]":
-        groups = value[1:-1].split(" ")
-    else:
-        groups = [value]
-    roles = set()
-    for group in groups:
-        if not isinstance(group, str):
-            continue
-        try:
-            roles.add(validate_name(group, "role"))
-        except ValueError:
-            continue
-    return frozenset(roles)
-
-
-def claims_identity(claims: dict[str, Any], settings: ApiSettings) -> Identity:
-    """The caller from verified claims. The API takes the Cognito ID token: an access token
-    carries no custom attributes, so it cannot name a tenant."""
-    if claims.get("token_use") == "access" and settings.tenant_claim not in claims:
-        raise ForbiddenError(f"this is an access token, which carries no {settings.tenant_claim!r}: "
-                             "send the ID token in the Authorization header")
-    tenant = str(claims.get(settings.tenant_claim, "") or "")
-    # "token:" keeps an API caller's conversations apart from the CLI operator's (subject ""),
-    # whatever a token's sub says. A token without one names nobody: each of its requests is a
-    # caller of its own, so no two such tokens share a thread, a history or feedback.
-    sub = str(claims.get("sub") or "")
-    subject = f"token:{sub}" if sub else f"unnamed:{uuid.uuid4().hex}"
-    found = Identity(tenant=tenant, roles=claim_roles(claims.get(settings.roles_claim)), subject=subject)
-    if found.is_empty:
-        raise ForbiddenError("the token carries no tenant or no roles")
-    try:
-        validate_tenant(tenant)
-    except ValueError as error:
-        raise ForbiddenError(f"the token's tenant is not a valid tenant: {error}") from None
-    return found
-
-
-def require_writer(settings: ApiSettings, caller: Identity) -> None:
-    """Read access is not write access: changing documents needs the tenant's write role too."""
-    if settings.write_role not in caller.roles:
-        raise ForbiddenError(f"creating, replacing or deleting documents needs the role {settings.write_role!r}, "
-                             "which this token does not carry")
 
 
 def checked_id(document_id: str) -> str:
@@ -178,14 +56,6 @@ def path_id(segment: str) -> str:
         return checked_id(unquote(segment, errors="strict"))
     except UnicodeDecodeError:
         raise BadRequestError("the document id in the path is not percent-encoded UTF-8") from None
-
-
-def _token_id(value: str, what: str) -> str:
-    """An id we issued (an answer's, a conversation's); anything else is one that does not exist."""
-    try:
-        return validate_token(value)
-    except ValueError:
-        raise NotFoundError(f"no such {what}") from None
 
 
 def _visible(document: Document | None, caller: Identity) -> Document:
@@ -345,7 +215,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         from citewell.conversations import give_feedback
 
         found, who = caller()
-        turn = give_feedback(found.services, who, _token_id(answer_id, "answer"), request.helpful, request.comment)
+        turn = give_feedback(found.services, who, token_id(answer_id, "answer"), request.helpful, request.comment)
         return {"answer_id": turn.answer_id, "feedback": turn.feedback.model_dump(mode="json") if turn.feedback else None}
 
     @app.get("/conversations")
@@ -360,14 +230,14 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
         from citewell.conversations import thread
 
         found, who = caller()
-        return thread(found.services, who, _token_id(conversation_id, "conversation")).model_dump(mode="json")
+        return thread(found.services, who, token_id(conversation_id, "conversation")).model_dump(mode="json")
 
     @app.get("/answers/<answer_id>/citations")
     def citations(answer_id: str) -> AnswerRecord:
         from citewell.answers.service import recorded_citations
 
         found, who = caller()
-        return recorded_citations(found.services, who, _token_id(answer_id, "answer"))
+        return recorded_citations(found.services, who, token_id(answer_id, "answer"))
 
     @app.get("/me")
     def me() -> dict[str, Any]:

@@ -13,8 +13,9 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
+from citewell.api.dependencies import ApiBackend
 from citewell.api.events import check_body, handle, one_id_segment
-from citewell.api.routes import ApiBackend, build_resolver, openapi_document
+from citewell.api.routes import build_resolver, openapi_document
 from citewell.aws import UNTRACED
 from citewell.aws.settings import services_from_env
 

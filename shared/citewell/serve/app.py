@@ -31,8 +31,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from citewell import leases
+from citewell.api.dependencies import ApiBackend
 from citewell.api.events import MAX_BODY_BYTES, allowed_methods, handle
-from citewell.api.routes import ApiBackend, IsolatedHttpResolver, build_resolver, openapi_document
+from citewell.api.resolver import IsolatedHttpResolver
+from citewell.api.routes import build_resolver, openapi_document
 from citewell.errors import CitewellError, Conflict, EmptyText, ServerStopped, TooLarge
 from citewell.ingest.stages import record_failure
 from citewell.keys import parse_key

@@ -1,0 +1,33 @@
+"""What the routes depend on: what a transport hands them (:class:`ApiBackend`: settings, the
+stores and model, and how uploads arrive)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+
+from citewell.api.settings import ApiSettings
+from citewell.leases import Lease
+from citewell.models import Upload
+from citewell.services import Services
+
+
+class UploadForms(Protocol):
+    def __call__(self, key: str, max_bytes: int, expires_in: int, event: APIGatewayProxyEventV2) -> dict[str, Any]:
+        """``{"url", "fields"}``: a form a client POSTs with the file last to store ``key``, refused
+        over ``max_bytes`` and after ``expires_in`` seconds (an S3 presigned POST, or its local twin)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ApiBackend:
+    """What a transport hands the routes: settings, the stores and model, and how uploads arrive."""
+
+    settings: ApiSettings
+    services: Services
+    upload_form: UploadForms
+    lease: Lease | None = None  # the process that runs the stages of the uploads it registers, when that is this one
+    fetch_page: Callable[[Upload], None] | None = None  # starts the fetch step of a URL's upload (citewell.ingest.fetch_stage)
