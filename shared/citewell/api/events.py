@@ -97,7 +97,7 @@ def one_id_segment(event: dict[str, Any]) -> dict[str, Any]:
     """Ids may contain '/' (folder ingests make ``guide/intro.md``); the route ``<document_id>``
     matches one segment. A client may send ``guide%2Fintro.md`` (API Gateway leaves rawPath
     undecoded) or raw segments (``{id+}`` routes them here); both become one encoded segment,
-    which :func:`citewell.api.routes.path_id` decodes exactly once."""
+    which :func:`citewell.api.documents.path_id` decodes exactly once."""
     path = event.get("rawPath") or ""
     stage = (event.get("requestContext") or {}).get("stage") or "$default"
     for head in (_DOCUMENTS, f"/{stage}{_DOCUMENTS}"):

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from citewell.api.routes import UPLOAD_URL_SECONDS
+from citewell.api.documents import UPLOAD_URL_SECONDS
 from citewell.deletion import compact, delete_document
 from citewell.errors import CitewellError, IngestError, ServerStopped, UploadMissing
 from citewell.ingest.orphans import adopt_orphans
