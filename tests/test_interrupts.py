@@ -266,11 +266,18 @@ def ctrl_c_at(code: types.CodeType, event: str) -> Iterator[None]:
             return local(frame, what, arg) if what == "call" == event else local
         return None
 
+    # A suite started in the background of a shell without job control inherits SIGINT ignored,
+    # and Python then installs no handler: a key press would be ignored too, so give it Python's.
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.settrace(tracer)
     try:
         yield
     finally:
         sys.settrace(None)
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     assert fired, f"{code.co_name} never reached its {event}"
 
 
