@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmarks.homes import fresh_home
 from benchmarks.measure import emit, percentiles
 from citewell.answers.evidence import DEFAULT_BUDGET_CHARS
-from citewell.answers.generators.extractive import ExtractiveGenerator
+from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.evaluation.answers import AnswerCase, asker, evaluate
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.generators.extractive import (
+from citewell.answers.extractive.generator import (
     UnitEmbeddings,
     answer_features,
     best_and_rival,
@@ -45,7 +45,7 @@ from citewell.answers.generators.extractive import (
     runner_up_quote,
     score_support,
 )
-from citewell.answers.refusal import (
+from citewell.answers.extractive.refusal import (
     ANSWER_FEATURES,
     MODEL_FILE,
     RERANK_FEATURES,
@@ -55,9 +55,9 @@ from citewell.answers.refusal import (
     RefusalModel,
     reranked,
 )
-from citewell.answers.units import Unit
-from citewell.answers.verifier import MODEL_FILE as VERIFIER_FILE
-from citewell.answers.verifier import unit_passage
+from citewell.answers.extractive.units import Unit
+from citewell.answers.extractive.verifier import MODEL_FILE as VERIFIER_FILE
+from citewell.answers.extractive.verifier import unit_passage
 from citewell.models import Identity
 from citewell.search import search
 from citewell.services import Services
@@ -129,7 +129,7 @@ class Scores:
     """The answer verifier's logits of (question, passage) pairs, each computed once."""
 
     def __init__(self, path: Path) -> None:
-        from citewell.answers.verifier import AnswerVerifier
+        from citewell.answers.extractive.verifier import AnswerVerifier
 
         self.verifier = AnswerVerifier(path)
         self.known: dict[tuple[str, str], float] = {}
@@ -425,11 +425,11 @@ def main() -> None:
     print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out, "held_out_units": units},
                      indent=2))
     if args.write:
-        target = Path(str(resources.files("citewell.answers") / MODEL_FILE))
+        target = Path(str(resources.files("citewell.answers.extractive") / MODEL_FILE))
         target.write_text(model.model_dump_json(indent=2) + "\n")
         print(f"wrote {target}")
         if args.verifier:  # the rerank model was fitted on this verifier's logits: they ship together
-            shipped = Path(str(resources.files("citewell.answers") / VERIFIER_FILE))
+            shipped = Path(str(resources.files("citewell.answers.extractive") / VERIFIER_FILE))
             if args.verifier.resolve() != shipped.resolve():
                 shutil.copyfile(args.verifier, shipped)
             print(f"wrote {shipped}")

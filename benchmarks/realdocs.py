@@ -83,7 +83,7 @@ def block(figures: dict[str, object], command: str, commit: str) -> str:
     from datetime import UTC, datetime
 
     from benchmarks.report import REALDOCS_END, REALDOCS_START
-    from citewell.answers.refusal import shipped_model
+    from citewell.answers.extractive.refusal import shipped_model
 
     fitted = ("The shipped answer models were fitted on these questions too (`calibrate_refusal --realdocs`): held-out "
               "real documents, kept outside the project, measure the result." if "realdocs" in shipped_model().fitted_on else

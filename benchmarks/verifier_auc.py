@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.calibrate_refusal import Observed, Scores, fit
-from citewell.answers.refusal import VERIFIED
+from citewell.answers.extractive.refusal import VERIFIED
 
 
 def main() -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.answers.generators.extractive import ExtractiveGenerator
-from citewell.answers.refusal import shipped_model
+from citewell.answers.extractive.generator import ExtractiveGenerator
+from citewell.answers.extractive.refusal import shipped_model
 from citewell.answers.service import ask
 from citewell.models import Identity
 from citewell.services import Services

@@ -56,7 +56,7 @@ from typing import Any
 
 from benchmarks.report import FUZZ_END, FUZZ_START
 from benchmarks.report import write_block as replace_block
-from citewell.answers.generators.extractive import ExtractiveGenerator
+from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.answers.service import ask, recorded_citations
 from citewell.audit import audit
 from citewell.conversations import ask_in_conversation, give_feedback

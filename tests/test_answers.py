@@ -10,10 +10,10 @@ from datetime import timedelta
 import pytest
 
 from citewell.answers.evidence import gather_evidence, read_back
-from citewell.answers.generators.extractive import ExtractiveGenerator
+from citewell.answers.extractive.generator import ExtractiveGenerator
+from citewell.answers.extractive.refusal import LogisticModel, RefusalModel, shipped_model
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.answers.prompt import REFUSAL_SENTINEL
-from citewell.answers.refusal import LogisticModel, RefusalModel, shipped_model
 from citewell.answers.service import ask, cache_key, recorded_citations
 from citewell.answers.verify import Rejection, verify
 from citewell.chunking import Chunker, ChunkingConfig
@@ -224,7 +224,7 @@ class DownEmbedder:
 
 
 def test_embedder_down_searches_the_lexical_lane_and_says_so(services, monkeypatch):
-    import citewell.answers.generators.extractive as extractive
+    import citewell.answers.extractive.generator as extractive
 
     add(services, HANDBOOK, "handbook.md")
     real = services.embedder
@@ -395,7 +395,7 @@ def test_a_models_refusal_never_claims_absence_when_evidence_is_near(services):
 
 
 def test_evidence_nothing_could_judge_is_unconfirmed_without_a_quote(services, monkeypatch):
-    import citewell.answers.generators.extractive as extractive
+    import citewell.answers.extractive.generator as extractive
 
     add(services, HOURS, "hours.md")
     monkeypatch.setattr(services, "embedder", DownEmbedder())

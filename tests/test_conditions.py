@@ -136,7 +136,7 @@ def test_more_conditions_than_an_answer_lists_are_asked_back_then_a_follow_up_na
     def answering(question: str) -> Answer:
         return ask(services, STAFF, question)
 
-    from citewell.answers.generators.extractive import ExtractiveGenerator
+    from citewell.answers.extractive.generator import ExtractiveGenerator
 
     extractive = ExtractiveGenerator(services.embedder, services.embeddings)
     first = ask_in_conversation(services, STAFF, "What is the coworking allowance per day?", None, answering, extractive)

@@ -38,7 +38,7 @@ def add(services, data: bytes, doc_id: str, roles=("staff",)) -> None:
 
 
 def turn(services, identity, asked, conversation_id=None, generator=None):
-    from citewell.answers.generators.extractive import ExtractiveGenerator
+    from citewell.answers.extractive.generator import ExtractiveGenerator
 
     generator = generator or ExtractiveGenerator(services.embedder, services.embeddings)
     return ask_in_conversation(services, identity, asked, conversation_id,
@@ -132,7 +132,7 @@ def test_deleting_a_cited_document_withdraws_the_turns_words_and_feedback(servic
 
 def test_a_delete_landing_between_the_answer_and_its_turn_takes_the_turns_words(services):
     """The delete withdraws the answer before the turn is kept: the turn, once kept, sees that and goes too."""
-    from citewell.answers.generators.extractive import ExtractiveGenerator
+    from citewell.answers.extractive.generator import ExtractiveGenerator
 
     add(services, MEALS, "meals.md")
     generator = ExtractiveGenerator(services.embedder, services.embeddings)

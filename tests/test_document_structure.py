@@ -12,7 +12,7 @@ import re
 import pytest
 
 from citewell import errors
-from citewell.answers.units import RECORD
+from citewell.answers.extractive.units import RECORD
 from citewell.models import BlockKind, ParsedDocument
 from citewell.parsers import parse
 from citewell.parsers.manpage import RECORD_WORDS

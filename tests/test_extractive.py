@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.generators.extractive import (
+from citewell.answers.extractive.generator import (
     CANDIDATES,
     ExtractiveGenerator,
     UnitEmbeddings,
@@ -24,9 +24,14 @@ from citewell.answers.generators.extractive import (
     quoted_by,
     score_support,
 )
-from citewell.answers.refusal import DEFAULT_UNCONFIRMED_THRESHOLD, UNIT_FEATURES, LogisticModel, RefusalModel, shipped_model
-from citewell.answers.service import ask
-from citewell.answers.units import (
+from citewell.answers.extractive.refusal import (
+    DEFAULT_UNCONFIRMED_THRESHOLD,
+    UNIT_FEATURES,
+    LogisticModel,
+    RefusalModel,
+    shipped_model,
+)
+from citewell.answers.extractive.units import (
     DATE,
     NUMBER,
     Wants,
@@ -41,6 +46,7 @@ from citewell.answers.units import (
     units_of,
     wants,
 )
+from citewell.answers.service import ask
 from citewell.cli import main as cli
 from citewell.evaluation.answers import AnswerCase, judge, score
 from citewell.ingest.runner import ingest
@@ -422,13 +428,13 @@ def test_cached_answers_are_keyed_by_the_answering_code_as_well_as_the_model(tmp
     from pathlib import Path
 
     import citewell.answers
-    from citewell.answers.generators.extractive import answering_code
+    from citewell.answers.extractive.generator import answering_code
 
     package = Path(citewell.answers.__file__).parent
     same, changed = tmp_path / "same", tmp_path / "changed"
     for copy in (same, changed):
         shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    units = changed / "units.py"
+    units = changed / "extractive" / "units.py"
     units.write_text(units.read_text() + "\n# a change to how units are read\n")
 
     assert answering_code(same) == answering_code(package)
@@ -512,7 +518,7 @@ def test_a_second_answer_embeds_its_question_once_a_model_and_no_sentence_again(
     """The runbook's sentences are embedded by the first answer and cached; the second embeds only
     its question: with the index's model for the search, and with the unit encoder to score the
     sentences (a build without the encoder scores them against the search's vector)."""
-    import citewell.answers.generators.extractive as extractive
+    import citewell.answers.extractive.generator as extractive
 
     add(services, RUNBOOK, "runbook.md")
     ask(services, SUPPORT, "How do I restart a controller?")  # the runbook's sentences are embedded once
@@ -565,7 +571,7 @@ def test_an_answer_embeds_only_the_sentences_that_could_change_it(embedder, tmp_
     unit a candidate, the answer, the features the answer model reads and the ranking's head
     equal those of scoring every unit. With ``CANDIDATES`` the head is the same here, and a
     cold cache answers as a warm one."""
-    import citewell.answers.generators.extractive as extractive
+    import citewell.answers.extractive.generator as extractive
 
     evidence = [item(text, (heading,)).model_copy(update={"ref": f"S{n}", "rank": n, "revision": f"r{n}"})
                 for n, (heading, text) in enumerate(HANDBOOK, start=1)]
@@ -607,7 +613,7 @@ def test_a_cold_answer_embeds_at_most_its_candidates_and_answers_as_a_warm_one(e
     """Sixty sentences of evidence: a cold answer embeds its question and at most ``CANDIDATES``
     of them, and one whose cache holds every sentence's vector ranks the same candidates, so
     it answers alike."""
-    from citewell.answers.generators.extractive import shipped_unit_encoder
+    from citewell.answers.extractive.unit_encoder import shipped_unit_encoder
 
     scorer = shipped_unit_encoder() or embedder
     filler = " ".join(f"Room {n} on floor {n % 7} has {n + 3} desks and a window facing the yard." for n in range(60))
@@ -641,7 +647,7 @@ def test_embedding_stops_only_when_no_unit_left_could_rank_first_or_be_its_rival
 
 
 def test_an_answer_is_never_a_heading_alone_a_bare_term_or_a_sentence_cut_off(embedder):
-    from citewell.answers.generators.extractive import answers_alone
+    from citewell.answers.extractive.generator import answers_alone
 
     text = ("Release notes\n\nwww-data\n\nTests take arguments. A numeric argument n can be specified to tests as\n\n"
             "The daemon starts at boot. The daemon runs as the user www-data.\n\nversion: 14; codename: Forky")
@@ -745,7 +751,7 @@ def test_a_time_of_day_written_out_answers_what_time(services):
 
 
 def test_a_faq_question_is_context_a_lead_in_needs_its_list_and_a_row_needs_the_asked_column():
-    from citewell.answers.generators.extractive import answers_alone
+    from citewell.answers.extractive.generator import answers_alone
 
     faq = units_of(item("A script runs xz -9 and fails. Can I make it work without editing it?\n\nYes: set XZ_DEFAULTS."))
     assert [(u.text, u.asked) for u in faq] == [
@@ -841,7 +847,7 @@ def test_a_list_question_about_one_definition_is_answered_by_it_not_by_the_whole
 def test_a_record_is_named_by_a_value_the_question_writes_whole():
     """The row a question asks about is the one whose key or value it writes: a keyword in
     quotes, a format letter with its sign, a number, an option with its comma-separated forms."""
-    from citewell.answers.generators.extractive import names_a_field
+    from citewell.answers.extractive.generator import names_a_field
 
     assert names_a_field("Which mount options does the fstab keyword 'defaults' stand for?",
                          "term: defaults; description: use default options: rw, suid, nouser, and async.")

@@ -89,7 +89,7 @@ def test_the_package_has_no_import_circle():
 
 
 def units(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The graph between units: ``citewell.answers.units`` belongs to ``citewell.answers``, a
+    """The graph between units: ``citewell.answers.extractive.units`` belongs to ``citewell.answers``, a
     top-level module is its own unit; imports inside a unit are left out."""
     def unit(name: str) -> str:
         return ".".join(name.split(".")[:2])

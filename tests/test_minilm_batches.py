@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from citewell.answers.unit_encoder import UnitEncoder
+from citewell.answers.extractive.unit_encoder import UnitEncoder
 from citewell.embedders import minilm
 from citewell.embedders.minilm import MiniLMEmbedder, batches
 
@@ -76,7 +76,7 @@ def test_the_unit_encoders_identity_names_the_file_it_ships() -> None:
     must come with its digest, or the cache would give its questions the old file's vectors."""
     import hashlib
 
-    from citewell.answers import unit_encoder
+    from citewell.answers.extractive import unit_encoder
 
     digest = hashlib.sha256(unit_encoder._model_file().read_bytes()).hexdigest()
     assert digest.startswith(unit_encoder.DIGEST), f"set unit_encoder.DIGEST to {digest[:16]!r}"

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewell.answers.refusal import RERANK_FEATURES, LogisticModel, reranked, shipped_model
-from citewell.answers.units import units_of
-from citewell.answers.verifier import MAX_TOKENS, MODEL_FILE, QUESTION_TOKENS, AnswerVerifier, unit_passage
+from citewell.answers.extractive.refusal import RERANK_FEATURES, LogisticModel, reranked, shipped_model
+from citewell.answers.extractive.units import units_of
+from citewell.answers.extractive.verifier import MAX_TOKENS, MODEL_FILE, QUESTION_TOKENS, AnswerVerifier, unit_passage
 from citewell.models import EvidenceItem, EvidenceSpan
 
 
@@ -53,7 +53,7 @@ def test_the_rerank_orders_the_verified_units_and_keeps_the_rest_below_them():
 
 def test_no_rerank_ships_without_its_verifier():
     """The rerank model reads one verifier's logits: it ships with that file or not at all."""
-    shipped = Path(str(resources.files("citewell.answers") / MODEL_FILE))
+    shipped = Path(str(resources.files("citewell.answers.extractive") / MODEL_FILE))
     assert (shipped_model().rerank is not None) == shipped.exists()
 
 
@@ -62,7 +62,7 @@ def test_discrimination_reads_only_the_first_units_the_verifier_would_read():
     unit model), not every unit: a fact held by a fifth unit is no unit model's miss here."""
     pytest.importorskip("sklearn", reason="the fit's tools are the train extra's")
     from benchmarks.calibrate_refusal import Observed, Question, discrimination
-    from citewell.answers.refusal import UNIT_FEATURES, RefusalModel
+    from citewell.answers.extractive.refusal import UNIT_FEATURES, RefusalModel
     from citewell.models import Identity
 
     def observed(cosines: list[float], holds: list[bool]) -> Observed:

@@ -23,6 +23,6 @@ def test_the_wheel_holds_the_citewell_package_and_no_benchmark_code(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert {name.split("/")[0] for name in names} == {"citewell", wheel.name.split("-py3")[0] + ".dist-info"}
     assert [name for name in names if "benchmarks" in name or "answerset" in name] == []
-    assert "citewell/answers/refusal_model.json" in names  # the fitted models the product reads at run time
-    assert "citewell/answers/unit_encoder.onnx" in names  # and the encoder their cosine comes from
+    assert "citewell/answers/extractive/refusal_model.json" in names  # the fitted models the product reads at run time
+    assert "citewell/answers/extractive/unit_encoder.onnx" in names  # and the encoder their cosine comes from
     assert "citewell/samples/__init__.py" in names  # make demo's sample files come from the package

@@ -23,7 +23,18 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from citewell.answers.units import MONEY, NUMBER, Support, Unit, Wants, field_names, identifiers, quotes_of, run_around, stems
+from citewell.answers.extractive.units import (
+    MONEY,
+    NUMBER,
+    Support,
+    Unit,
+    Wants,
+    field_names,
+    identifiers,
+    quotes_of,
+    run_around,
+    stems,
+)
 from citewell.models import ConditionAnswer, Draft, Outcome
 
 MAX_LISTED = 6  # conditions answered one by one (here and in the model's prompt); more, and the question is asked back

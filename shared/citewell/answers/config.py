@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def generator_from_env(services: Services) -> Generator:
     if settings().generator == "extractive":
-        from citewell.answers.generators.extractive import ExtractiveGenerator
+        from citewell.answers.extractive.generator import ExtractiveGenerator
 
         return ExtractiveGenerator(services.embedder, services.embeddings)
     return model_generator()

@@ -25,7 +25,7 @@ from typing import Any
 
 from citewell.answers.drafts import retract
 from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
-from citewell.answers.generators.extractive import ExtractiveGenerator
+from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.answers.verify import Verdict, verify
 from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.filters import SearchFilter

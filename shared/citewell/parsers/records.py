@@ -1,7 +1,7 @@
 """Records: one row, option or field list written as ``field: value; field: value``.
 
 The answerer reads a block of that form as one unit, quoted whole, and reads the field the
-question names off it (``citewell.answers.units.RECORD``). That form holds only when no name
+question names off it (``citewell.answers.extractive.units.RECORD``). That form holds only when no name
 carries ``:`` or ``;`` and no value carries ``;`` or a line break, so both are made to fit
 here: a value's ``;`` becomes ``,`` (the nearest separator that does not split the record), a
 name's ``:`` or ``;`` a space.

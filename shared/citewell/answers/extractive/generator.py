@@ -25,9 +25,17 @@ from pathlib import Path
 import numpy as np
 
 from citewell.answers import conditions
-from citewell.answers.refusal import VERIFIED, LogisticModel, RefusalModel, coverage, reranked, shipped_model, term_weights
-from citewell.answers.unit_encoder import shipped_unit_encoder
-from citewell.answers.units import (
+from citewell.answers.extractive.refusal import (
+    VERIFIED,
+    LogisticModel,
+    RefusalModel,
+    coverage,
+    reranked,
+    shipped_model,
+    term_weights,
+)
+from citewell.answers.extractive.unit_encoder import shipped_unit_encoder
+from citewell.answers.extractive.units import (
     DATE,
     FILLABLE,
     MONEY,
@@ -54,7 +62,7 @@ from citewell.answers.units import (
     units_of,
     wants,
 )
-from citewell.answers.verifier import shipped_verifier, unit_passage
+from citewell.answers.extractive.verifier import shipped_verifier, unit_passage
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
 from citewell.keys import units_identity
 from citewell.models import Draft, EvidenceItem, Outcome, sha256_text

@@ -26,7 +26,7 @@ import numpy as np
 from citewell.embedders.minilm import onnx_threads, plain_tokenizer
 
 if TYPE_CHECKING:  # the trainer imports this module for ``encode`` without the rest of the package
-    from citewell.answers.units import Unit
+    from citewell.answers.extractive.units import Unit
 
 MODEL_FILE = "verifier.onnx"
 MAX_TOKENS = 96  # question and unit together; the unit's tail is cut first (cost grows with tokens)
@@ -44,7 +44,7 @@ def unit_passage(unit: Unit) -> str:
 
 
 def _model_path() -> Path:
-    return Path(str(resources.files("citewell.answers") / MODEL_FILE))
+    return Path(str(resources.files("citewell.answers.extractive") / MODEL_FILE))
 
 
 class AnswerVerifier:

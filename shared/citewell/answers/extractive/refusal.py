@@ -131,4 +131,4 @@ MODEL_FILE = "refusal_model.json"
 
 @lru_cache(maxsize=1)
 def shipped_model() -> RefusalModel:
-    return RefusalModel.model_validate(json.loads((resources.files("citewell.answers") / MODEL_FILE).read_text()))
+    return RefusalModel.model_validate(json.loads((resources.files("citewell.answers.extractive") / MODEL_FILE).read_text()))

@@ -25,7 +25,7 @@ DIGEST = "a4161b1bd2ad3a1f"
 
 
 def _model_file() -> Path:
-    return Path(str(resources.files("citewell.answers") / MODEL_FILE))
+    return Path(str(resources.files("citewell.answers.extractive") / MODEL_FILE))
 
 
 class UnitEncoder(MiniLMEmbedder):
