@@ -36,15 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.extractive.generator import (
-    UnitEmbeddings,
-    answer_features,
-    best_and_rival,
-    quoted_by,
-    runner_up_of,
-    runner_up_quote,
-    score_support,
-)
+from citewell.answers.extractive.features import answer_features, best_and_rival
+from citewell.answers.extractive.quoting import quoted_by, runner_up_of, runner_up_quote
 from citewell.answers.extractive.refusal import (
     ANSWER_FEATURES,
     MODEL_FILE,
@@ -55,7 +48,9 @@ from citewell.answers.extractive.refusal import (
     RefusalModel,
     reranked,
 )
+from citewell.answers.extractive.scoring import score_support
 from citewell.answers.extractive.units import Unit
+from citewell.answers.extractive.vectors import UnitEmbeddings
 from citewell.answers.extractive.verifier import MODEL_FILE as VERIFIER_FILE
 from citewell.answers.extractive.verifier import unit_passage
 from citewell.models import Identity

@@ -358,7 +358,7 @@ def _latency(results: dict[str, Any]) -> list[str]:
     if encoded:
         lines += [f"Each `ask` above is a question's first (no answer from the cache), so its units are embedded "
                   f"the first time they are read. Texts the unit encoder embedded per ask, on average (the question "
-                  f"and the units not embedded before; `extractive.CANDIDATES` bounds them): {', '.join(encoded)}.", ""]
+                  f"and the units not embedded before; `vectors.CANDIDATES` bounds them): {', '.join(encoded)}.", ""]
     built = [f"{s['chunks']:,} chunks in {s['build_seconds']:.0f} s"
              + (f" (peak RSS {s['build_peak_rss_mb']:.0f} MB)" if "build_peak_rss_mb" in s else "")
              for s in ours if "build_seconds" in s]

@@ -69,8 +69,8 @@ def ask_latency(services: Services, queries: list[str]) -> dict[str, object]:
     """``ask`` on each query once after a warm-up on another question (no answer comes from the cache, and each
     question's units are embedded the first time they are read: what a cold ask costs), and how
     many texts the unit encoder embedded per timed ask (``ask_encoder_texts``: the question and
-    the units it had not embedded before, which ``extractive.CANDIDATES`` bounds)."""
-    from citewell.answers.extractive.generator import UnitEmbeddings
+    the units it had not embedded before, which ``vectors.CANDIDATES`` bounds)."""
+    from citewell.answers.extractive.vectors import UnitEmbeddings
     from citewell.answers.service import ask
 
     encoder = UnitEmbeddings(services.embedder).encoder  # the one every ask uses (cached), or the index's embedder

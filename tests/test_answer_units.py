@@ -4,8 +4,13 @@ sentence after the one that matches the question best."""
 
 from __future__ import annotations
 
-from citewell.answers.extractive.generator import UnitEmbeddings, answers_alone, quoted_by, score_support
-from citewell.answers.extractive.units import Wants, companions, units_of, wants
+from citewell.answers.extractive.eligible import answers_alone
+from citewell.answers.extractive.kinds import Wants
+from citewell.answers.extractive.question import wants
+from citewell.answers.extractive.quoting import quoted_by
+from citewell.answers.extractive.scoring import score_support
+from citewell.answers.extractive.units import companions, units_of
+from citewell.answers.extractive.vectors import UnitEmbeddings
 from citewell.answers.service import ask
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
@@ -159,7 +164,7 @@ BUILD OVERRIDES
 
 
 def test_a_negation_in_what_sets_up_the_question_or_in_its_condition_is_not_asked_for():
-    from citewell.answers.extractive.units import asks_what_is_not
+    from citewell.answers.extractive.question import asks_what_is_not
 
     assert asks_what_is_not("Which port does not accept hazardous cargo?")
     assert asks_what_is_not("What did the treaty not cover?")
@@ -172,7 +177,7 @@ def test_a_negation_in_what_sets_up_the_question_or_in_its_condition_is_not_aske
 def test_a_passage_naming_a_sibling_of_what_was_asked_names_it_instead():
     """A passage about full-time staff, IPv4 or error E1028 is a near miss for a question about
     part-time staff, IPv6 or E1027: it lacks the asked term and holds one of the same shape."""
-    from citewell.answers.extractive.units import identifiers, names_a_sibling
+    from citewell.answers.extractive.question import identifiers, names_a_sibling
 
     def sibling(question: str, text: str) -> bool:
         return names_a_sibling(identifiers(question), text.lower())
@@ -188,7 +193,7 @@ def test_a_passage_naming_a_sibling_of_what_was_asked_names_it_instead():
 
 
 def test_a_question_that_sets_out_a_situation_then_asks_is_split_at_its_last_sentence():
-    from citewell.answers.extractive.units import final_ask
+    from citewell.answers.extractive.question import final_ask
 
     assert final_ask("Wildcard limits don't apply to root. How do I set a limit for the root account?") == \
         "How do I set a limit for the root account?"

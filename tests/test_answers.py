@@ -224,7 +224,7 @@ class DownEmbedder:
 
 
 def test_embedder_down_searches_the_lexical_lane_and_says_so(services, monkeypatch):
-    import citewell.answers.extractive.generator as extractive
+    import citewell.answers.extractive.vectors as vectors
 
     add(services, HANDBOOK, "handbook.md")
     real = services.embedder
@@ -233,10 +233,10 @@ def test_embedder_down_searches_the_lexical_lane_and_says_so(services, monkeypat
         result = search(services, STAFF, "annual leave")
         assert result.hits and all(h.lanes.vector is None for h in result.hits)
         assert "lexical results only" in result.degraded[0]
-        if extractive.shipped_unit_encoder() is not None:  # the packaged unit encoder still scores the lexical hits
+        if vectors.shipped_unit_encoder() is not None:  # the packaged unit encoder still scores the lexical hits
             answer = ask(services, STAFF, "How many days of paid annual leave?")
             assert not answer.refused and "27 days" in answer.answer and answer.degraded == result.degraded
-        monkeypatch.setattr(extractive, "shipped_unit_encoder", lambda: None)  # a build without it
+        monkeypatch.setattr(vectors, "shipped_unit_encoder", lambda: None)  # a build without it
         answer = ask(services, STAFF, "How many days of paid annual leave?")
         assert answer.refused and len(answer.degraded) == 2  # lexical only; sentences could not be scored
     finally:
@@ -395,11 +395,11 @@ def test_a_models_refusal_never_claims_absence_when_evidence_is_near(services):
 
 
 def test_evidence_nothing_could_judge_is_unconfirmed_without_a_quote(services, monkeypatch):
-    import citewell.answers.extractive.generator as extractive
+    import citewell.answers.extractive.vectors as vectors
 
     add(services, HOURS, "hours.md")
     monkeypatch.setattr(services, "embedder", DownEmbedder())
-    monkeypatch.setattr(extractive, "shipped_unit_encoder", lambda: DownEmbedder())  # nothing can embed a sentence
+    monkeypatch.setattr(vectors, "shipped_unit_encoder", lambda: DownEmbedder())  # nothing can embed a sentence
     answer = ask(services, STAFF, "What are the core hours?")
     assert (answer.outcome, answer.answer, answer.citations) == (Outcome.UNCONFIRMED, None, [])
     assert answer.closest and "sentences cannot be scored" in answer.degraded[-1]

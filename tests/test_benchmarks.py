@@ -88,7 +88,7 @@ def test_grow_copies_real_documents_under_new_ids_until_the_target(embedder, tmp
 
 def test_the_speed_phase_counts_what_a_first_ask_embeds_and_leaves_the_encoder_as_it_was(embedder, tmp_path):
     from benchmarks.speed import ask_latency
-    from citewell.answers.extractive.generator import UnitEmbeddings
+    from citewell.answers.extractive.vectors import UnitEmbeddings
 
     source = fresh_home(tmp_path / "home", tmp_path / "cache.sqlite")
     ingest_corpus(source, beir_folder(tmp_path, "tiny"))

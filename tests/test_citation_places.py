@@ -166,7 +166,8 @@ def test_an_elided_quote_shows_its_parts_and_names_only_their_pages(services):
 
 
 def test_two_neighbouring_sentences_are_quoted_with_the_space_between_them():
-    from citewell.answers.extractive.units import quotes_of, units_of
+    from citewell.answers.extractive.quoting import quotes_of
+    from citewell.answers.extractive.units import units_of
     from citewell.models import EvidenceItem, EvidenceSpan
 
     text = "Rail travel is standard class. First class needs the written approval of a director. Taxis are rare."

@@ -9,21 +9,12 @@ import numpy as np
 import pytest
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.extractive.generator import (
-    CANDIDATES,
-    ExtractiveGenerator,
-    UnitEmbeddings,
-    _blocking,
-    _holds_wanted,
-    _list_at,
-    _list_for,
-    _who_is,
-    answer_features,
-    direct_answer,
-    neighbour,
-    quoted_by,
-    score_support,
-)
+from citewell.answers.extractive.direct import direct_answer
+from citewell.answers.extractive.features import answer_features
+from citewell.answers.extractive.generator import ExtractiveGenerator, _who_is
+from citewell.answers.extractive.kinds import DATE, NUMBER, Wants
+from citewell.answers.extractive.question import identifiers, missing_share, negates, parts, specific_terms, stems, wants
+from citewell.answers.extractive.quoting import _list_for, list_at, neighbour, quoted_by
 from citewell.answers.extractive.refusal import (
     DEFAULT_UNCONFIRMED_THRESHOLD,
     UNIT_FEATURES,
@@ -31,21 +22,9 @@ from citewell.answers.extractive.refusal import (
     RefusalModel,
     shipped_model,
 )
-from citewell.answers.extractive.units import (
-    DATE,
-    NUMBER,
-    Wants,
-    companions,
-    identifiers,
-    missing_share,
-    negates,
-    parts,
-    run_around,
-    specific_terms,
-    stems,
-    units_of,
-    wants,
-)
+from citewell.answers.extractive.scoring import _holds_wanted, score_support
+from citewell.answers.extractive.units import companions, run_around, units_of
+from citewell.answers.extractive.vectors import CANDIDATES, UnitEmbeddings, _blocking
 from citewell.answers.service import ask
 from citewell.cli import main as cli
 from citewell.evaluation.answers import AnswerCase, judge, score
@@ -159,9 +138,9 @@ def test_a_plain_text_list_is_a_run_of_items_after_its_lead_in():
 def test_a_sentence_or_heading_that_introduces_a_list_leads_it():
     text = "Customers in arrears can agree a plan. It lasts 24 months.\n\n1. Check the balance.\n2. Agree the amount."
     units = units_of(item(text))
-    intro, run = _list_at(units, units[1])
+    intro, run = list_at(units, units[1])
     assert intro is units[1] and [u.text for u in run] == ["1. Check the balance.", "2. Agree the amount."]
-    assert _list_at(units, units[0]) == (None, [units[0]])  # not the sentence right before the list
+    assert list_at(units, units[0]) == (None, [units[0]])  # not the sentence right before the list
 
 
 def test_a_unit_is_scored_with_the_sentence_or_heading_that_holds_what_it_lacks():
@@ -518,15 +497,15 @@ def test_a_second_answer_embeds_its_question_once_a_model_and_no_sentence_again(
     """The runbook's sentences are embedded by the first answer and cached; the second embeds only
     its question: with the index's model for the search, and with the unit encoder to score the
     sentences (a build without the encoder scores them against the search's vector)."""
-    import citewell.answers.extractive.generator as extractive
+    import citewell.answers.extractive.vectors as vectors
 
     add(services, RUNBOOK, "runbook.md")
     ask(services, SUPPORT, "How do I restart a controller?")  # the runbook's sentences are embedded once
     counting = _Counting(services.embedder)
     services.embedder = counting
-    encoder = extractive.shipped_unit_encoder()
+    encoder = vectors.shipped_unit_encoder()
     scoring = _Counting(encoder) if encoder else counting
-    monkeypatch.setattr(extractive, "shipped_unit_encoder", lambda: scoring)
+    monkeypatch.setattr(vectors, "shipped_unit_encoder", lambda: scoring)
     ask(services, SUPPORT, "When is a controller fenced?")
     assert counting.calls[0] == ["When is a controller fenced?"]  # the search's
     assert scoring.calls == [["When is a controller fenced?"]]  # the question scored against cached sentences; nothing else
@@ -571,7 +550,7 @@ def test_an_answer_embeds_only_the_sentences_that_could_change_it(embedder, tmp_
     unit a candidate, the answer, the features the answer model reads and the ranking's head
     equal those of scoring every unit. With ``CANDIDATES`` the head is the same here, and a
     cold cache answers as a warm one."""
-    import citewell.answers.extractive.generator as extractive
+    import citewell.answers.extractive.vectors as vectors
 
     evidence = [item(text, (heading,)).model_copy(update={"ref": f"S{n}", "rank": n, "revision": f"r{n}"})
                 for n, (heading, text) in enumerate(HANDBOOK, start=1)]
@@ -580,13 +559,13 @@ def test_an_answer_embeds_only_the_sentences_that_could_change_it(embedder, tmp_
                  "When must sick leave be reported?", "How often are laptops replaced?",
                  "What is the extension of the travel desk?", "Can I carry unused leave into next year?",
                  "What is the capital of Peru?"]
-    scorer = extractive.shipped_unit_encoder() or embedder  # the vectors the shipped models were fitted on
+    scorer = vectors.shipped_unit_encoder() or embedder  # the vectors the shipped models were fitted on
     every, bounded, capped = _Counting(scorer), _Counting(scorer), _Counting(scorer)
     answered = 0
     for number, question in enumerate(questions):
         full = score_support(UnitEmbeddings(every, encoder=every), question, evidence, every_unit=True)
         with monkeypatch.context() as uncapped:
-            uncapped.setattr(extractive, "CANDIDATES", 10**6)
+            uncapped.setattr(vectors, "CANDIDATES", 10**6)
             pruned = score_support(UnitEmbeddings(bounded, encoder=bounded), question, evidence)
         assert [(u.item.ref, u.start) for u in pruned.units[:1]] == [(u.item.ref, u.start) for u in full.units[:1]]
         assert pruned.features == pytest.approx(full.features, abs=1e-5), question
@@ -606,7 +585,7 @@ def test_an_answer_embeds_only_the_sentences_that_could_change_it(embedder, tmp_
     # 7.3 (MiniLM's at 3.7, when it saved over a fifth), so a unit's bound is loose; the cap does
     # the rest.
     assert sum(map(len, bounded.calls)) < 0.95 * len(questions) * (units + 1)
-    assert sum(map(len, capped.calls)) <= len(questions) * (extractive.CANDIDATES + 1) < 0.6 * len(questions) * (units + 1)
+    assert sum(map(len, capped.calls)) <= len(questions) * (vectors.CANDIDATES + 1) < 0.6 * len(questions) * (units + 1)
 
 
 def test_a_cold_answer_embeds_at_most_its_candidates_and_answers_as_a_warm_one(embedder, tmp_path):
@@ -647,7 +626,7 @@ def test_embedding_stops_only_when_no_unit_left_could_rank_first_or_be_its_rival
 
 
 def test_an_answer_is_never_a_heading_alone_a_bare_term_or_a_sentence_cut_off(embedder):
-    from citewell.answers.extractive.generator import answers_alone
+    from citewell.answers.extractive.eligible import answers_alone
 
     text = ("Release notes\n\nwww-data\n\nTests take arguments. A numeric argument n can be specified to tests as\n\n"
             "The daemon starts at boot. The daemon runs as the user www-data.\n\nversion: 14; codename: Forky")
@@ -751,7 +730,7 @@ def test_a_time_of_day_written_out_answers_what_time(services):
 
 
 def test_a_faq_question_is_context_a_lead_in_needs_its_list_and_a_row_needs_the_asked_column():
-    from citewell.answers.extractive.generator import answers_alone
+    from citewell.answers.extractive.eligible import answers_alone
 
     faq = units_of(item("A script runs xz -9 and fails. Can I make it work without editing it?\n\nYes: set XZ_DEFAULTS."))
     assert [(u.text, u.asked) for u in faq] == [
@@ -847,7 +826,7 @@ def test_a_list_question_about_one_definition_is_answered_by_it_not_by_the_whole
 def test_a_record_is_named_by_a_value_the_question_writes_whole():
     """The row a question asks about is the one whose key or value it writes: a keyword in
     quotes, a format letter with its sign, a number, an option with its comma-separated forms."""
-    from citewell.answers.extractive.generator import names_a_field
+    from citewell.answers.extractive.direct import names_a_field
 
     assert names_a_field("Which mount options does the fstab keyword 'defaults' stand for?",
                          "term: defaults; description: use default options: rw, suid, nouser, and async.")

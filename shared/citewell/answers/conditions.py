@@ -23,18 +23,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from citewell.answers.extractive.units import (
-    MONEY,
-    NUMBER,
-    Support,
-    Unit,
-    Wants,
-    field_names,
-    identifiers,
-    quotes_of,
-    run_around,
-    stems,
-)
+from citewell.answers.extractive.features import Support
+from citewell.answers.extractive.kinds import MONEY, NUMBER, Wants
+from citewell.answers.extractive.question import identifiers, stems
+from citewell.answers.extractive.quoting import quotes_of
+from citewell.answers.extractive.units import Unit, field_names, run_around
 from citewell.models import ConditionAnswer, Draft, Outcome
 
 MAX_LISTED = 6  # conditions answered one by one (here and in the model's prompt); more, and the question is asked back

@@ -5,7 +5,7 @@ the same thing of other people: the previous question's subject and conditions a
 the one the follow-up names takes the place of its like ("part-time staff" for "full-time
 staff", "Leeds" for "Manchester"), or is added when the previous question named none. A
 follow-up that points back with a pronoun ("who approves it?") takes the previous question's
-subject, as :func:`citewell.answers.extractive.units.parts` does for the second ask of one question.
+subject, as :func:`citewell.answers.extractive.question.parts` does for the second ask of one question.
 Anything else is a question of its own and is left as it was asked.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from citewell.answers.extractive.units import _PRONOUN, _subject
+from citewell.answers.extractive.question import _PRONOUN, _subject
 from citewell.terms import FUNCTION_WORDS
 
 _PREPOSITIONS = "for|in|at|on|during|under|with|without|after|before|from|to|by|of|outside|inside|within"
