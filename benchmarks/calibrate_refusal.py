@@ -29,25 +29,25 @@ import math
 import pickle
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from citewell.answers.evidence import gather_evidence
-from citewell.answers.extractive.features import answer_features, best_and_rival
-from citewell.answers.extractive.quoting import quoted_by, runner_up_of, runner_up_quote
-from citewell.answers.extractive.refusal import (
+from citewell.answers.extractive.features import (
     ANSWER_FEATURES,
-    MODEL_FILE,
     RERANK_FEATURES,
     UNIT_FEATURES,
-    VERIFIED,
-    LogisticModel,
-    RefusalModel,
-    reranked,
+    AnswerFeatures,
+    EvidenceCoverage,
+    UnitFeatures,
+    answer_features,
+    best_and_rival,
 )
+from citewell.answers.extractive.quoting import quoted_by, runner_up_of, runner_up_quote
+from citewell.answers.extractive.refusal import MODEL_FILE, VERIFIED, LogisticModel, RefusalModel, reranked
 from citewell.answers.extractive.scoring import score_support
 from citewell.answers.extractive.units import Unit
 from citewell.answers.extractive.vectors import UnitEmbeddings
@@ -78,9 +78,9 @@ class Question:
 @dataclass
 class Observed:
     question: Question
-    unit_rows: list[dict[str, float]]
+    unit_rows: list[UnitFeatures]
     unit_labels: list[bool]  # the unit holds a gold fact
-    evidence: dict[str, float]  # the evidence-wide values the answer model reads
+    evidence: EvidenceCoverage | None  # the evidence-wide values the answer model reads (None: no units)
     answer_labels: list[bool]  # an answer built on the unit (its list, or it and its companion) holds one
     quoted: list[frozenset[int]]  # for each unit, the units an answer built on it quotes
     passages: list[str] = field(default_factory=list)  # for each unit, what the verifier reads of it (``unit_passage``)
@@ -107,14 +107,14 @@ def observe(services: Services, questions: Sequence[Question]) -> list[Observed]
             observed.append(Observed(
                 question=question, unit_rows=support.unit_features,
                 unit_labels=[holds([u]) for u in support.units],
-                evidence={k: support.features[k] for k in ("evidence_coverage", "absent_terms")},
+                evidence=EvidenceCoverage(support.features.evidence_coverage, support.features.absent_terms),
                 answer_labels=[holds(quoted_by(question.text, support, rank)) for rank in range(len(support.units))],
                 quoted=support.quoted, passages=[unit_passage(u) for u in support.units],
                 runner_labels=[holds(runner_up_quote(question.text, support, rank)) for rank in range(len(support.units))],
                 texts=[u.text for u in support.units],
             ))
         else:
-            observed.append(Observed(question, [], [], {}, [], []))
+            observed.append(Observed(question, [], [], None, [], []))
         if number % 250 == 0:
             print(f"{number}/{len(questions)} questions", flush=True)
     return observed
@@ -136,7 +136,7 @@ class Scores:
         return np.array([self.known[(question, p)] for p in passages])
 
 
-def _ranked(o: Observed, model: RefusalModel, scores: Scores | None) -> tuple[list[dict[str, float]], np.ndarray]:
+def _ranked(o: Observed, model: RefusalModel, scores: Scores | None) -> tuple[list[UnitFeatures], np.ndarray]:
     """The unit rows and their probabilities as the answerer ranks them: by the unit model,
     then, with a rerank model, the first ``VERIFIED`` again with their verifier logits."""
     p = np.array([model.unit.probability(r) for r in o.unit_rows])
@@ -144,15 +144,15 @@ def _ranked(o: Observed, model: RefusalModel, scores: Scores | None) -> tuple[li
         return o.unit_rows, p
     top = np.argsort(-p, kind="stable")[:VERIFIED]
     verified = scores.of(o.question.text, [o.passages[int(i)] for i in top])
-    rows = [dict(r) for r in o.unit_rows]
+    rows = list(o.unit_rows)
     for i, v in zip(top, verified):
-        rows[int(i)]["verifier"] = float(v)
+        rows[int(i)] = replace(rows[int(i)], verifier=float(v))
     logits = np.array([model.unit.logit(r) for r in rows])
     return rows, reranked(p, logits, top, verified, model.rerank)
 
 
-def _answer_row(o: Observed, model: RefusalModel, scores: Scores | None) -> tuple[dict[str, float], bool] | None:
-    if not o.unit_rows:
+def _answer_row(o: Observed, model: RefusalModel, scores: Scores | None) -> tuple[AnswerFeatures, bool] | None:
+    if not o.unit_rows or o.evidence is None:
         return None
     rows, p = _ranked(o, model, scores)
     label = o.answer_labels[best_and_rival(p, o.quoted)[0]]
@@ -179,7 +179,7 @@ def fit(observed: list[Observed], weights: dict[str, float] | None = None, score
 
     weights = weights or {}
     train = [o for o in observed if o.question.fit]
-    unit_x = [[r[f] for f in UNIT_FEATURES] for o in train for r in o.unit_rows]
+    unit_x = [r.read(UNIT_FEATURES) for o in train for r in o.unit_rows]
     unit_y = [label for o in train for label in o.unit_labels]
     unit_sources = [o.question.source for o in train for _ in o.unit_rows]
     fitted = LogisticRegression(max_iter=2000).fit(np.array(unit_x), np.array(unit_y, dtype=int),
@@ -205,7 +205,7 @@ def fit(observed: list[Observed], weights: dict[str, float] | None = None, score
     ranking = RefusalModel(unit=unit, answer=_ANSWER_ALWAYS, rerank=rerank, runner_up=runner_up)
     rows = [(o.question.source, _answer_row(o, ranking, scores)) for o in train]
     usable = [(source, row) for source, row in rows if row is not None]
-    answer_x = np.array([[row[0][f] for f in ANSWER_FEATURES] for _, row in usable])
+    answer_x = np.array([row[0].read(ANSWER_FEATURES) for _, row in usable])
     answer_y = np.array([row[1] for _, row in usable], dtype=int)
     fitted = LogisticRegression(max_iter=2000).fit(answer_x, answer_y, sample_weight=_weights([s for s, _ in usable], weights))
     answer = LogisticModel(features=ANSWER_FEATURES, weights=[round(float(w), 6) for w in fitted.coef_[0]],

@@ -4,20 +4,26 @@ with the closest passages, and ``citewell eval-answers``."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import numpy as np
 import pytest
 
 from citewell.answers.evidence import gather_evidence
 from citewell.answers.extractive.direct import direct_answer
-from citewell.answers.extractive.features import answer_features
+from citewell.answers.extractive.features import (
+    ANSWER_FEATURES,
+    UNIT_FEATURES,
+    EvidenceCoverage,
+    UnitFeatures,
+    answer_features,
+)
 from citewell.answers.extractive.generator import ExtractiveGenerator, _who_is
 from citewell.answers.extractive.kinds import DATE, NUMBER, Wants
 from citewell.answers.extractive.question import identifiers, missing_share, negates, parts, specific_terms, stems, wants
 from citewell.answers.extractive.quoting import _list_for, list_at, neighbour, quoted_by
 from citewell.answers.extractive.refusal import (
     DEFAULT_UNCONFIRMED_THRESHOLD,
-    UNIT_FEATURES,
     LogisticModel,
     RefusalModel,
     shipped_model,
@@ -333,9 +339,9 @@ def test_the_fit_chooses_the_second_operating_point_by_recall_and_an_older_file_
     from benchmarks.calibrate_refusal import Observed, Question, choose_unconfirmed
 
     def observed(cosine: float, holds: bool, fit: bool = True) -> Observed:
-        row = {name: 0.0 for name in UNIT_FEATURES} | {"cosine": cosine, "answer_coverage": 0.0}
+        row = UnitFeatures(**dict.fromkeys(UNIT_FEATURES, 0.0) | {"cosine": cosine})
         question = Question(text="q", identity=SUPPORT, facts=["x"], answerable=True, source="answerset", fit=fit)
-        return Observed(question, [row], [holds], {"evidence_coverage": 0.0, "absent_terms": 0.0}, [holds], [frozenset({0})])
+        return Observed(question, [row], [holds], EvidenceCoverage(0.0, 0.0), [holds], [frozenset({0})])
 
     model = RefusalModel(unit=LogisticModel(features=("cosine",), weights=[1.0], bias=0.0),
                          answer=LogisticModel(features=("best_cosine",), weights=[10.0], bias=-5.0))  # p = 0.5 at 0.5
@@ -346,6 +352,22 @@ def test_the_fit_chooses_the_second_operating_point_by_recall_and_an_older_file_
     shipped = json.loads(json.dumps(shipped_model().model_dump()))
     del shipped["unconfirmed_threshold"]
     assert RefusalModel.model_validate(shipped).unconfirmed_threshold == DEFAULT_UNCONFIRMED_THRESHOLD
+
+
+def test_the_shipped_models_read_the_typed_rows_by_the_names_their_file_gives():
+    """refusal_model.json names each model's features; a row holds one field per feature, in the
+    order the fit writes them, and a model reads it by its own names in its own order. A file
+    naming a feature no row holds is refused when it loads."""
+    model = shipped_model()
+    assert model.unit.features == UNIT_FEATURES and model.answer.features == ANSWER_FEATURES
+    row = UnitFeatures(**{name: float(n) for n, name in enumerate(UNIT_FEATURES)})
+    assert model.unit.logit(row) == model.unit.bias + sum(w * n for n, w in enumerate(model.unit.weights))
+    backwards = LogisticModel(features=UNIT_FEATURES[::-1], weights=model.unit.weights[::-1], bias=model.unit.bias)
+    assert backwards.logit(row) == pytest.approx(model.unit.logit(row))
+    renamed = json.loads(json.dumps(model.model_dump()))
+    renamed["unit"]["features"][0] = "cosine_similarity"
+    with pytest.raises(ValueError, match="cosine_similarity"):
+        RefusalModel.model_validate(renamed)
 
 
 def test_an_answer_spread_over_two_sentences_quotes_the_neighbour_that_holds_the_rest():
@@ -368,20 +390,20 @@ def test_the_fit_labels_an_answer_by_the_neighbour_it_quotes_too(embedder):
     for rank in range(len(support.units)):
         assert [u.text for u in quoted_by(question, support, rank)] == [
             "Rail travel is standard class.", "First class needs the written approval of a director."]
-    assert all(row["answer_coverage"] == 1.0 for row in support.unit_features)  # the two sentences hold every word asked
-    assert support.features["answer_coverage"] == 1.0 > support.features["best_coverage"]
+    assert all(row.answer_coverage == 1.0 for row in support.unit_features)  # the two sentences hold every word asked
+    assert support.features.answer_coverage == 1.0 > support.features.best_coverage
     assert support.quoted == [frozenset({0, 1})] * 2
-    assert support.features["margin"] == support.probabilities[0]  # the sentence it quotes beside it is no rival
+    assert support.features.margin == support.probabilities[0]  # the sentence it quotes beside it is no rival
 
 
 def test_the_lead_of_the_best_unit_is_over_the_best_unit_its_answer_does_not_quote():
-    rows = [dict.fromkeys((*UNIT_FEATURES, "answer_coverage"), 0.0) for _ in range(3)]
-    evidence = {"evidence_coverage": 1.0, "absent_terms": 0.0}
+    rows = [UnitFeatures(**dict.fromkeys(UNIT_FEATURES, 0.0)) for _ in range(3)]
+    evidence = EvidenceCoverage(evidence_coverage=1.0, absent_terms=0.0)
     probabilities = np.array([0.6, 0.55, 0.1])
     together = [frozenset({0, 1}), frozenset({0, 1}), frozenset({2})]  # the first two are one list, or two sentences quoted together
     apart = [frozenset({0}), frozenset({1}), frozenset({2})]
-    assert answer_features(rows, probabilities, evidence, together)["margin"] == 0.5
-    assert round(answer_features(rows, probabilities, evidence, apart)["margin"], 6) == 0.05
+    assert answer_features(rows, probabilities, evidence, together).margin == 0.5
+    assert round(answer_features(rows, probabilities, evidence, apart).margin, 6) == 0.05
 
 
 def test_a_list_written_in_one_sentence_is_the_kind_of_answer_a_list_question_wants():
@@ -427,11 +449,11 @@ def test_a_question_that_asks_what_is_not_so_is_not_answered_by_what_is(embedder
     assert not negates("Which port accepts hazardous cargo?") and not negates("Notes on the knot")  # whole words only
     text = "Harwick accepts hazardous cargo on weekdays. Lowmoor does not accept hazardous cargo."
     negated = score_support(UnitEmbeddings(embedder), "Which port does not accept hazardous cargo?", [item(text)])
-    by_text = {u.text: row["negation_missing"] for u, row in zip(negated.units, negated.unit_features)}
+    by_text = {u.text: row.negation_missing for u, row in zip(negated.units, negated.unit_features)}
     assert by_text == {"Harwick accepts hazardous cargo on weekdays.": 1.0, "Lowmoor does not accept hazardous cargo.": 0.0}
-    assert negated.features["negation_missing"] == by_text[negated.units[0].text]
+    assert negated.features.negation_missing == by_text[negated.units[0].text]
     plain = score_support(UnitEmbeddings(embedder), "Which port accepts hazardous cargo?", [item(text)])
-    assert all(row["negation_missing"] == 0.0 for row in plain.unit_features)  # a plain question asks for nothing negated
+    assert all(row.negation_missing == 0.0 for row in plain.unit_features)  # a plain question asks for nothing negated
     model = shipped_model()
     assert model.unit.weights[model.unit.features.index("negation_missing")] < 0
     assert model.answer.weights[model.answer.features.index("negation_missing")] < 0
@@ -450,7 +472,7 @@ def test_a_price_asks_for_money_not_any_number(embedder):
     question = "How much does the Growth plan cost?"
     support = score_support(UnitEmbeddings(embedder), question, [item(text)])
     rows = {u.text: row for u, row in zip(support.units, support.unit_features)}
-    assert rows[growth.text]["type_match"] == 1.0 and rows[trial.text]["type_mismatch"] == 1.0
+    assert rows[growth.text].type_match == 1.0 and rows[trial.text].type_mismatch == 1.0
     assert direct_answer(question, growth, frozenset({Wants.MONEY})) == "89 euros"
 
 
@@ -461,12 +483,12 @@ def test_a_code_the_question_does_not_name_marks_the_unit_that_answers_which_opt
             "The FC_DEBUG value is read at start.\n\nThe configuration is read once.")  # three paragraphs: no companions
     question = "Which environment variable, besides FC_DEBUG, points fontconfig at another configuration file?"
     support = score_support(UnitEmbeddings(embedder), question, [item(text)], every_unit=True)
-    rows = {u.text: row["code_match"] for u, row in zip(support.units, support.unit_features)}
+    rows = {u.text: row.code_match for u, row in zip(support.units, support.unit_features)}
     assert rows == {"FONTCONFIG_FILE is used to override the default configuration file.": 1.0,
                     "The FC_DEBUG value is read at start.": 0.0, "The configuration is read once.": 0.0}
-    assert support.features["code_match"] == rows[support.units[0].text]
+    assert support.features.code_match == rows[support.units[0].text]
     plain = score_support(UnitEmbeddings(embedder), "Where is the configuration file?", [item(text)], every_unit=True)
-    assert all(row["code_match"] == 0.0 for row in plain.unit_features)  # no code asked for
+    assert all(row.code_match == 0.0 for row in plain.unit_features)  # no code asked for
 
 
 def test_a_unit_covering_the_situation_a_question_sets_out_more_than_its_ask_has_an_ask_gap(embedder):
@@ -474,11 +496,11 @@ def test_a_unit_covering_the_situation_a_question_sets_out_more_than_its_ask_has
             "To apply a limit to the root user, the domain must be the literal username root.")
     question = "Group and wildcard limits are not applied to root. How do I apply a limit to the root user?"
     support = score_support(UnitEmbeddings(embedder), question, [item(text)], every_unit=True)
-    gap = {u.text: row["ask_gap"] for u, row in zip(support.units, support.unit_features)}
+    gap = {u.text: row.ask_gap for u, row in zip(support.units, support.unit_features)}
     assert gap["Group and wildcard limits are not applied to root."] > 0.0
     assert gap["To apply a limit to the root user, the domain must be the literal username root."] == 0.0
     single = score_support(UnitEmbeddings(embedder), "How do I apply a limit to the root user?", [item(text)], every_unit=True)
-    assert all(row["ask_gap"] == 0.0 for row in single.unit_features)  # a question of one sentence sets nothing out
+    assert all(row.ask_gap == 0.0 for row in single.unit_features)  # a question of one sentence sets nothing out
 
 
 class _Counting:
@@ -568,7 +590,7 @@ def test_an_answer_embeds_only_the_sentences_that_could_change_it(embedder, tmp_
             uncapped.setattr(vectors, "CANDIDATES", 10**6)
             pruned = score_support(UnitEmbeddings(bounded, encoder=bounded), question, evidence)
         assert [(u.item.ref, u.start) for u in pruned.units[:1]] == [(u.item.ref, u.start) for u in full.units[:1]]
-        assert pruned.features == pytest.approx(full.features, abs=1e-5), question
+        assert asdict(pruned.features) == pytest.approx(asdict(full.features), abs=1e-5), question
         first = score_support(UnitEmbeddings(capped, encoder=capped), question, evidence).units[0]
         assert (first.item.ref, first.start) == (full.units[0].item.ref, full.units[0].start), question
         # A generator whose unit cache holds every unit answers as one with an empty cache.
@@ -646,7 +668,7 @@ def test_a_code_the_question_names_is_found_as_a_whole_word_and_a_record_key_is_
     assert missing_share({"14"}, "version: 14; codename: forky") == 0.0
     record_item = item("code: TF-4031; HTTP status: 403; action: Create a new API key with the invoices:write scope")
     support = score_support(UnitEmbeddings(embedder), "how to fix TF-4031", [record_item], every_unit=True)
-    assert support.unit_features[0]["identifiers_found"] == 1.0  # its 4031 is the code's own, not a number apart
+    assert support.unit_features[0].identifiers_found == 1.0  # its 4031 is the code's own, not a number apart
     assert identifiers("How do I reach the out-of-hours duty manager?") == {"out-of-hours"}  # a word, not a flag "-of-hours"
     assert identifiers("How many days of leave do part-time staff get?") == {"part-time"}  # not the "-time" of full-time
     assert identifiers("What does git stash --keep-index do?") == {"--keep-index"}

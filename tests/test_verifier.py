@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewell.answers.extractive.refusal import RERANK_FEATURES, LogisticModel, reranked, shipped_model
+from citewell.answers.extractive.features import RERANK_FEATURES
+from citewell.answers.extractive.refusal import LogisticModel, reranked, shipped_model
 from citewell.answers.extractive.units import units_of
 from citewell.answers.extractive.verifier import MAX_TOKENS, MODEL_FILE, QUESTION_TOKENS, AnswerVerifier, unit_passage
 from citewell.models import EvidenceItem, EvidenceSpan
@@ -62,20 +63,21 @@ def test_discrimination_reads_only_the_first_units_the_verifier_would_read():
     unit model), not every unit: a fact held by a fifth unit is no unit model's miss here."""
     pytest.importorskip("sklearn", reason="the fit's tools are the train extra's")
     from benchmarks.calibrate_refusal import Observed, Question, discrimination
-    from citewell.answers.extractive.refusal import UNIT_FEATURES, RefusalModel
+    from citewell.answers.extractive.features import UNIT_FEATURES, UnitFeatures
+    from citewell.answers.extractive.refusal import RefusalModel
     from citewell.models import Identity
 
     def observed(cosines: list[float], holds: list[bool]) -> Observed:
-        rows = [{name: 0.0 for name in UNIT_FEATURES} | {"cosine": c} for c in cosines]
+        rows = [UnitFeatures(**dict.fromkeys(UNIT_FEATURES, 0.0) | {"cosine": c}) for c in cosines]
         question = Question(text=f"q{cosines}", identity=Identity(tenant="t", roles=frozenset({"r"})), facts=["x"],
                             answerable=True, source="squad", fit=False)
-        return Observed(question, rows, holds, {}, holds, [frozenset({i}) for i in range(len(rows))])
+        return Observed(question, rows, holds, None, holds, [frozenset({i}) for i in range(len(rows))])
 
     model = RefusalModel(unit=LogisticModel(features=("cosine",), weights=[1.0], bias=0.0),
                          answer=LogisticModel(features=("best_unit",), weights=[1.0], bias=0.0))
     first = observed([0.9, 0.8, 0.7, 0.6, 0.5], [True, False, False, False, True])
     second = observed([0.9, 0.8, 0.1, 0.05], [False, True, False, False])
-    figures = discrimination([([first, second, Observed(first.question, [], [], {}, [], [])], model, None)])
+    figures = discrimination([([first, second, Observed(first.question, [], [], None, [], [])], model, None)])
     assert figures == {"units": 8, "holding": 2, "auc_unit_model": round(10 / 12, 4), "best_holds_unit_model": 1}
 
 
@@ -90,7 +92,7 @@ def test_the_unit_encoder_trains_on_the_units_own_text_even_under_a_title_holdin
     passage = unit_passage(unit)
     question = Question(text="How do I make the .env file win?", identity=Identity(tenant="t", roles=frozenset({"dev"})),
                         facts=["override=True"], answerable=True, source="realdocs", fit=True)
-    observed = Observed(question=question, unit_rows=[{}], unit_labels=[True], evidence={}, answer_labels=[True],
+    observed = Observed(question=question, unit_rows=[], unit_labels=[True], evidence=None, answer_labels=[True],
                         quoted=[frozenset({0})], passages=[passage], texts=[unit.text])
     (row,) = pairs([observed])
     assert unit_text(row) == "Pass override=True to override existing variables." and row["label"] == 1

@@ -66,7 +66,7 @@ def answer(question: str, support: Support) -> Draft | None:
     best unit gives one answer (or the question names something no condition holds: its
     refusal is the answer model's to make)."""
     row = support.unit_features[0]
-    if row["missing_specific"] > 0 or row["identifiers_found"] < 1:
+    if row.missing_specific > 0 or row.identifiers_found < 1:
         return None
     found = varying(question, support)
     if found is None:

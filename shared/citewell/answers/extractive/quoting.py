@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from citewell.answers.extractive.features import Support, best_and_rival
+from citewell.answers.extractive.features import Support, UnitFeatures, best_and_rival
 from citewell.answers.extractive.kinds import FILLABLE, Wants
 from citewell.answers.extractive.question import identifiers, stems
 from citewell.answers.extractive.refusal import RefusalModel
@@ -23,7 +23,7 @@ def list_of(question: str, support: Support, rank: int) -> tuple[Unit | None, li
 
 
 def _list_for(
-    question: str, unit: Unit, row: dict[str, float], wanted: frozenset[Wants], in_order: list[Unit]
+    question: str, unit: Unit, row: UnitFeatures, wanted: frozenset[Wants], in_order: list[Unit]
 ) -> tuple[Unit | None, list[Unit]]:
     """The list an answer built on ``unit`` quotes, with the unit that introduces it, if any; a
     run of one unit is no list. A question wants a list when it asks for steps or several
@@ -32,7 +32,7 @@ def _list_for(
     unit is a heading (it answers no "what ...?" by itself, only by what it heads)."""
     single = bool(wanted & FILLABLE)
     listing = (bool(wanted & {Wants.STEPS, Wants.LIST})
-               or (not single and not unit.asked and row["context_coverage"] > row["coverage"])  # a FAQ's question is no section
+               or (not single and not unit.asked and row.context_coverage > row.coverage)  # a FAQ's question is no section
                or (unit.heading and not single)
                or unit.text.rstrip().endswith(":"))  # a lead-in says nothing without what it leads in
     intro, run = list_at(in_order, unit) if listing else (None, [unit])
@@ -51,7 +51,7 @@ def quoted_by(question: str, support: Support, rank: int) -> list[Unit]:
     return quoted_units(question, unit, support.unit_features[rank], support.wanted, support.in_order, companion)
 
 
-def quoted_units(question: str, unit: Unit, row: dict[str, float], wanted: frozenset[Wants], in_order: list[Unit],
+def quoted_units(question: str, unit: Unit, row: UnitFeatures, wanted: frozenset[Wants], in_order: list[Unit],
                  companion: Unit | None) -> list[Unit]:
     """What an answer built on ``unit``, with its ``companion``, quotes: ``quoted_by`` for a ranked
     unit; the scorer reads it for every unit before any is ranked (``answer_coverage``)."""
@@ -111,7 +111,7 @@ def neighbour(question: str, units: list[Unit], unit: Unit) -> Unit | None:
     return next((u for u in beside if stems(u.text) & lacking), None)
 
 
-def runner_up_of(rows: Sequence[dict[str, float]], probabilities: np.ndarray, quoted: Sequence[frozenset[int]],
+def runner_up_of(rows: Sequence[UnitFeatures], probabilities: np.ndarray, quoted: Sequence[frozenset[int]],
                  model: RefusalModel) -> int | None:
     """The unit an answer quotes beside the best (its index), or None: the rival, which the
     ranking settles exactly, when the model calls the two close and the best's quote (the best
@@ -119,7 +119,7 @@ def runner_up_of(rows: Sequence[dict[str, float]], probabilities: np.ndarray, qu
     fit (``calibrate_refusal``) labels answers with this function too."""
     best, rival = best_and_rival(probabilities, quoted)
     if rival is None or not model.quotes_runner_up(float(probabilities[best]), float(probabilities[rival]),
-                                                   rows[best]["type_match"] == 1.0):
+                                                   rows[best].type_match == 1.0):
         return None
     return rival
 

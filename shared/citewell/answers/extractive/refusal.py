@@ -1,6 +1,6 @@
 """The extractive path's two fitted decisions: which unit answers, and whether to answer at all.
 
-Both are logistic models over named features, fitted on labelled data in a clone of the
+Both are logistic models over named features (the typed rows of ``features``), fitted on labelled data in a clone of the
 repository (``python -m benchmarks.calibrate_refusal``, not installed) and shipped in
 ``refusal_model.json``. The answer model has two operating points on its probability: at
 ``answer.threshold`` it answers; below it, down to ``unconfirmed_threshold``, it quotes the
@@ -16,32 +16,11 @@ from functools import lru_cache
 from importlib import resources
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
-# A unit (sentence, record, list item) against the question.
-UNIT_FEATURES = ("cosine", "coverage", "context_coverage", "joint_coverage", "item_rank", "identifiers_found",
-                 "missing_specific", "type_match", "type_mismatch", "record", "heading", "direct", "negation_missing",
-                 "names_field", "names_sibling", "code_match", "ask_gap")
-# The best unit against the rest of the evidence, and how much of the question the answer built
-# on it quotes (``answer_coverage``): is there an answer at all?
-ANSWER_FEATURES = ("best_unit", "margin", "best_cosine", "best_coverage", "best_context_coverage", "best_joint_coverage",
-                   "evidence_coverage", "absent_terms", "identifiers_found", "missing_specific", "type_mismatch",
-                   "top_lane_agreement", "direct", "answer_coverage", "negation_missing", "best_verifier",
-                   # The kind asked for (a number, a default, a code...): whether the question asks for one, whether
-                   # the best unit holds it, and how much of the question a unit lacking it covers. On real documents
-                   # a near miss states the subject without the value ("Per-CPU stats are disabled by default").
-                   "asks_kind", "type_match", "mismatch_coverage", "record",
-                   # the best unit is the row the question names ("error number 111" and ``Number: 111``)
-                   "names_field",
-                   # the best unit names a sibling of what was asked instead of it ("full-time" for "part-time")
-                   "names_sibling",
-                   # a "which option ...?" answered by a flag, variable or setting the question does not name
-                   "code_match",
-                   # how much more of the situation a question sets out the best unit covers than of its final ask
-                   "ask_gap")
-# The first ``VERIFIED`` units by the unit model, read again by the answer verifier
-# (``verifier.py``): what the rerank model scores them by.
-RERANK_FEATURES = ("unit_logit", "verifier")
+from citewell.answers.extractive.features import AnswerFeatures, FeatureRow, RerankFeatures, UnitFeatures
+
+# The first ``VERIFIED`` units by the unit model are read again by the answer verifier (``verifier.py``).
 VERIFIED = 4
 
 
@@ -64,13 +43,15 @@ class LogisticModel(BaseModel):
     bias: float
     threshold: float = 0.5
 
-    def logit(self, values: dict[str, float]) -> float:
-        return self.bias + sum(w * values[name] for w, name in zip(self.weights, self.features))
+    def logit(self, values: FeatureRow) -> float:
+        """The bias plus each weight times the feature it is for, read off ``values`` by the names
+        this model was fitted with, in their order."""
+        return self.bias + sum(w * value for w, value in zip(self.weights, values.read(self.features)))
 
-    def probability(self, values: dict[str, float]) -> float:
+    def probability(self, values: FeatureRow) -> float:
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, self.logit(values)))))
 
-    def accepts(self, values: dict[str, float]) -> bool:
+    def accepts(self, values: FeatureRow) -> bool:
         return self.probability(values) >= self.threshold
 
 
@@ -96,7 +77,18 @@ class RefusalModel(BaseModel):
     fitted_on: str = ""
     metrics: dict[str, float] = {}
 
-    def answers(self, values: dict[str, float]) -> bool:
+    @model_validator(mode="after")
+    def _reads_known_features(self) -> RefusalModel:
+        """A file that names a feature its row does not hold (one fitted by other code) is refused
+        when it loads, not when the first question reaches it."""
+        for name, model, row in (("unit", self.unit, UnitFeatures), ("answer", self.answer, AnswerFeatures),
+                                 ("rerank", self.rerank, RerankFeatures)):
+            unknown = set(model.features) - set(row.names()) if model is not None else set()
+            if unknown:
+                raise ValueError(f"the {name} model reads features no {row.__name__} holds: {sorted(unknown)}")
+        return self
+
+    def answers(self, values: AnswerFeatures) -> bool:
         return self.answer.accepts(values)
 
     def quotes_runner_up(self, best: float, runner_up: float, best_holds_kind: bool) -> bool:
@@ -106,7 +98,7 @@ class RefusalModel(BaseModel):
         values of what was asked are conditions, answered per condition or asked back."""
         return self.runner_up is not None and not best_holds_kind and runner_up >= self.runner_up * best
 
-    def relates(self, values: dict[str, float]) -> bool:
+    def relates(self, values: AnswerFeatures) -> bool:
         """Whether a declined answer's best unit is near enough to quote as not confirmed."""
         return self.answer.probability(values) >= self.unconfirmed_threshold
 
@@ -115,7 +107,8 @@ def reranked(base: np.ndarray, logits: np.ndarray, top: np.ndarray, verified: np
     """The units' probabilities once the ``top`` ones (indexes into ``base``, the unit model's
     probabilities; ``logits`` its logits) are scored again with their verifier logits
     (``verified``): the rest stay below every verified unit, in their order."""
-    again = np.array([rerank.probability({"unit_logit": float(logits[i]), "verifier": float(v)}) for i, v in zip(top, verified)])
+    again = np.array([rerank.probability(RerankFeatures(unit_logit=float(logits[i]), verifier=float(v)))
+                      for i, v in zip(top, verified)])
     out = base.astype(float)
     rest = np.ones(len(base), dtype=bool)
     rest[top] = False

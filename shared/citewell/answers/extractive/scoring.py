@@ -9,12 +9,13 @@ quote beside it, and only units that can stand alone (``eligible``) are ranked.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from citewell.answers.extractive.direct import direct_answer, names_a_field
 from citewell.answers.extractive.eligible import answers_alone, record_columns
-from citewell.answers.extractive.features import Support, answer_features
+from citewell.answers.extractive.features import EvidenceCoverage, Support, UnitFeatures, answer_features
 from citewell.answers.extractive.kinds import SERIES, Wants
 from citewell.answers.extractive.question import (
     asks_what_is_not,
@@ -70,7 +71,8 @@ def score_support(
     contexts: dict[tuple[tuple[int, str], str, int], tuple[set[str], str]] = {}  # (chunk, asked, companion)
     specific = specific_terms(question)
     negated = asks_what_is_not(question)
-    rows, arounds = [], []
+    rows: list[UnitFeatures] = []
+    arounds = []
     # A unit is scored with the sentence or heading its answer would quote beside it.
     beside = companions(units, wanted, question)
     for unit, companion, unit_terms, text in zip(units, beside, terms, texts):
@@ -86,40 +88,36 @@ def score_support(
         arounds.append(around)
         around_terms = unit_terms | context_terms
         joint = coverage(weights, around_terms)
-        rows.append({
-            "cosine": 0.0,  # set by unit_cosines
-            "coverage": coverage(weights, unit_terms),
-            "context_coverage": coverage(weights, context_terms),
-            "joint_coverage": joint,
-            # how much more of a question's set-out situation than of its final ask the unit covers: the
-            # situation often holds the referent ("xsltproc returned 4."), the ask little ("What does that
-            # code mean?"); the fit weighs it for a unit, not against it
-            "ask_gap": max(0.0, joint - coverage(ask_weights, around_terms)) if ask_weights else 0.0,
-            "item_rank": 1.0 / unit.item.rank,
-            # "14" is not in "2009-02-14"; a release's items hold its number in their heading ("Nettle 3.8")
-            "identifiers_found": 1.0 - missing_share(named, f"{lowered} {context_text}"),
-            "missing_specific": missing_share(specific, f"{lowered} {context_text}"),
-            "type_match": 1.0 if wanted and matches else 0.0,
-            "type_mismatch": 1.0 if wanted and not matches else 0.0,
-            # a flag, a variable or a setting the question does not name, for "which option ...?"
-            "code_match": 1.0 if Wants.CODE in wanted and any(
+        rows.append(UnitFeatures(
+            cosine=0.0,  # set by unit_cosines
+            coverage=coverage(weights, unit_terms),
+            context_coverage=coverage(weights, context_terms),
+            joint_coverage=joint,
+            ask_gap=max(0.0, joint - coverage(ask_weights, around_terms)) if ask_weights else 0.0,
+            item_rank=1.0 / unit.item.rank,
+            identifiers_found=1.0 - missing_share(named, f"{lowered} {context_text}"),
+            missing_specific=missing_share(specific, f"{lowered} {context_text}"),
+            type_match=1.0 if wanted and matches else 0.0,
+            type_mismatch=1.0 if wanted and not matches else 0.0,
+            code_match=1.0 if Wants.CODE in wanted and any(
                 u.holds(Wants.CODE, question) for u in (unit, companion) if u is not None) else 0.0,
-            "record": 1.0 if unit.record else 0.0,
-            "names_field": 1.0 if unit.record and names_a_field(question, text) else 0.0,
-            "names_sibling": 1.0 if names_a_sibling(named, lowered) else 0.0,
-            "heading": 1.0 if unit.heading else 0.0,
-            "direct": 1.0 if direct_answer(question, companion or unit, frozenset(wanted)) else 0.0,
-            # "Which city did the treaty not name?" is not answered by the sentence naming the cities it did.
-            "negation_missing": 1.0 if negated and not negates(f"{text} {companion.text if companion else ''}") else 0.0,
-        })
+            record=1.0 if unit.record else 0.0,
+            names_field=1.0 if unit.record and names_a_field(question, text) else 0.0,
+            names_sibling=1.0 if names_a_sibling(named, lowered) else 0.0,
+            heading=1.0 if unit.heading else 0.0,
+            direct=1.0 if direct_answer(question, companion or unit, frozenset(wanted)) else 0.0,
+            negation_missing=1.0 if negated and not negates(f"{text} {companion.text if companion else ''}") else 0.0,
+        ))
     # What an answer built on each unit quotes (its list, companion or neighbouring sentence),
     # and how much of the question that covers.
     position = {id(u): i for i, u in enumerate(units)}
     quoting: list[frozenset[int]] = []
+    quoted_rows: list[UnitFeatures] = []
     for unit, companion, row, (context_terms, _) in zip(units, beside, rows, (contexts[a] for a in arounds)):
         quoted = [position[id(u)] for u in quoted_units(question, unit, row, frozenset(wanted), units, companion)]
-        row["answer_coverage"] = coverage(weights, context_terms.union(*(terms[i] for i in quoted)))
+        quoted_rows.append(replace(row, answer_coverage=coverage(weights, context_terms.union(*(terms[i] for i in quoted)))))
         quoting.append(frozenset(quoted))
+    rows = quoted_rows
     asked_stems = frozenset(stems(question))
     columns = record_columns(units) if asked_stems else {}
     alone = [answers_alone(unit, units, frozenset(wanted), asked_stems, columns, question) for unit in units]
@@ -130,16 +128,19 @@ def score_support(
     cosines = unit_cosines(embed, question, units, rows, quoting, model.unit, leading, every_unit, alone)
     scored = [i for i in range(len(units)) if alone[i] and not np.isnan(cosines[i])]
     for i in scored:
-        rows[i]["cosine"] = float(cosines[i])
+        rows[i] = replace(rows[i], cosine=float(cosines[i]))
     probabilities = np.array([model.unit.probability(rows[i]) for i in scored])
     if model.rerank is not None:
-        probabilities = _verify(question, [units[i] for i in scored], [rows[i] for i in scored], probabilities, model)
+        verified, probabilities = _verify(question, [units[i] for i in scored], [rows[i] for i in scored], probabilities, model)
+        for i, row in zip(scored, verified):
+            rows[i] = row
     ranking = np.argsort(-probabilities, kind="stable")
     order = [scored[int(j)] for j in ranking]
     rank_of = {i: r for r, i in enumerate(order)}
     quoted_ranks = [frozenset(rank_of[j] for j in quoting[i] if j in rank_of) for i in order]
     everything = set().union(*terms, *(t for t, _ in contexts.values()))
-    covered = {"evidence_coverage": coverage(weights, set().union(*terms)), "absent_terms": 1.0 - coverage(weights, everything)}
+    covered = EvidenceCoverage(evidence_coverage=coverage(weights, set().union(*terms)),
+                               absent_terms=1.0 - coverage(weights, everything))
     ranked_rows = [rows[i] for i in order]
     ranked_probabilities = probabilities[ranking]
     features = answer_features(ranked_rows, ranked_probabilities, covered, quoted_ranks)
@@ -150,14 +151,15 @@ def score_support(
     )
 
 
-def _verify(question: str, units: list[Unit], rows: list[dict[str, float]], probabilities: np.ndarray,
-            model: RefusalModel) -> np.ndarray:
-    """The units' probabilities once the answer verifier has read the first ``VERIFIED`` of
-    them with the question (``reranked``); each verified row gets its ``verifier`` logit."""
+def _verify(question: str, units: list[Unit], rows: list[UnitFeatures], probabilities: np.ndarray,
+            model: RefusalModel) -> tuple[list[UnitFeatures], np.ndarray]:
+    """The rows, each verified one with its ``verifier`` logit, and the units' probabilities once
+    the answer verifier has read the first ``VERIFIED`` of them with the question (``reranked``)."""
     assert model.rerank is not None
     top = np.argsort(-probabilities, kind="stable")[:VERIFIED]
     verified = shipped_verifier().score(question, [unit_passage(units[int(i)]) for i in top])
+    rows = list(rows)
     for i, v in zip(top, verified):
-        rows[int(i)]["verifier"] = float(v)
+        rows[int(i)] = replace(rows[int(i)], verifier=float(v))
     logits = np.array([model.unit.logit(row) for row in rows])
-    return reranked(probabilities, logits, top, verified, model.rerank)
+    return rows, reranked(probabilities, logits, top, verified, model.rerank)

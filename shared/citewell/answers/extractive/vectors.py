@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from citewell.answers.extractive.features import UnitFeatures
 from citewell.answers.extractive.refusal import LogisticModel
 from citewell.answers.extractive.unit_encoder import shipped_unit_encoder
 from citewell.answers.extractive.units import Unit
@@ -77,7 +78,7 @@ ROUND = 8  # units embedded at a time, best bound first
 CANDIDATES = 12
 
 
-def unit_cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list[dict[str, float]],
+def unit_cosines(embed: UnitEmbeddings, question: str, units: list[Unit], rows: list[UnitFeatures],
                  quoting: list[frozenset[int]], model: LogisticModel, leading: int, every_unit: bool,
                  alone: list[bool]) -> np.ndarray:
     """Each unit's cosine to the question, NaN for a unit left unembedded. Embedding the
