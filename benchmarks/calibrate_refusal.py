@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from citewell.answers.evidence import gather_evidence
+from citewell.answers.extractive.cross_encoder import MODEL_FILE as VERIFIER_FILE
+from citewell.answers.extractive.cross_encoder import unit_passage
 from citewell.answers.extractive.features import (
     ANSWER_FEATURES,
     RERANK_FEATURES,
@@ -51,8 +53,6 @@ from citewell.answers.extractive.refusal import MODEL_FILE, VERIFIED, LogisticMo
 from citewell.answers.extractive.scoring import score_support
 from citewell.answers.extractive.units import Unit
 from citewell.answers.extractive.vectors import UnitEmbeddings
-from citewell.answers.extractive.verifier import MODEL_FILE as VERIFIER_FILE
-from citewell.answers.extractive.verifier import unit_passage
 from citewell.models import Identity
 from citewell.search import search
 from citewell.services import Services
@@ -124,7 +124,7 @@ class Scores:
     """The answer verifier's logits of (question, passage) pairs, each computed once."""
 
     def __init__(self, path: Path) -> None:
-        from citewell.answers.extractive.verifier import AnswerVerifier
+        from citewell.answers.extractive.cross_encoder import AnswerVerifier
 
         self.verifier = AnswerVerifier(path)
         self.known: dict[tuple[str, str], float] = {}

@@ -158,7 +158,7 @@ def main() -> None:
     from transformers import BertModel
     from transformers import logging as transformers_logging
 
-    from citewell.answers.extractive.verifier import AnswerVerifier
+    from citewell.answers.extractive.cross_encoder import AnswerVerifier
 
     transformers_logging.set_verbosity_error()  # the unused layers' "unexpected keys" report
     say = logger(args.log)

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from citewell.answers.extractive.cross_encoder import MAX_TOKENS, MODEL_FILE, QUESTION_TOKENS, AnswerVerifier, unit_passage
 from citewell.answers.extractive.features import RERANK_FEATURES
 from citewell.answers.extractive.refusal import LogisticModel, reranked, shipped_model
 from citewell.answers.extractive.units import units_of
-from citewell.answers.extractive.verifier import MAX_TOKENS, MODEL_FILE, QUESTION_TOKENS, AnswerVerifier, unit_passage
 from citewell.models import EvidenceItem, EvidenceSpan
 
 

@@ -116,7 +116,7 @@ class AnswerFeatures(FeatureRow):
 @dataclass(frozen=True)
 class RerankFeatures(FeatureRow):
     """One of the first ``refusal.VERIFIED`` units by the unit model, read again by the answer
-    verifier (``verifier.py``): what the rerank model scores it by."""
+    verifier (``cross_encoder.py``): what the rerank model scores it by."""
 
     unit_logit: float
     verifier: float

@@ -20,7 +20,7 @@ from pydantic import BaseModel, model_validator
 
 from citewell.answers.extractive.features import AnswerFeatures, FeatureRow, RerankFeatures, UnitFeatures
 
-# The first ``VERIFIED`` units by the unit model are read again by the answer verifier (``verifier.py``).
+# The first ``VERIFIED`` units by the unit model are read again by the answer verifier (``cross_encoder.py``).
 VERIFIED = 4
 
 

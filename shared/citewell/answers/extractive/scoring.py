@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from citewell.answers.extractive.cross_encoder import shipped_verifier, unit_passage
 from citewell.answers.extractive.direct import direct_answer, names_a_field
 from citewell.answers.extractive.eligible import answers_alone, record_columns
 from citewell.answers.extractive.features import EvidenceCoverage, Support, UnitFeatures, answer_features
@@ -32,7 +33,6 @@ from citewell.answers.extractive.quoting import quoted_units
 from citewell.answers.extractive.refusal import VERIFIED, RefusalModel, coverage, reranked, shipped_model, term_weights
 from citewell.answers.extractive.units import Unit, companions, run_around, units_of
 from citewell.answers.extractive.vectors import UnitEmbeddings, unit_cosines
-from citewell.answers.extractive.verifier import shipped_verifier, unit_passage
 from citewell.models import EvidenceItem
 
 

@@ -9,7 +9,8 @@ words that single out a source count even when they are only in its path.
 
 It is all-MiniLM-L6-v2 fine-tuned here as a pair classifier (``benchmarks/train_verifier.py``),
 shipped as int8 ONNX (``verifier.onnx``) and run on onnxruntime with the packaged MiniLM
-tokenizer (the same uncased vocabulary). Nothing is downloaded at run time.
+tokenizer (the same uncased vocabulary). Nothing is downloaded at run time. (It checks a unit
+before an answer is built; ``citewell.answers.verify`` checks any generator's draft after.)
 """
 
 from __future__ import annotations
