@@ -17,9 +17,10 @@ from citewell.answers.extractive.kinds import CURRENCY_FIELD, ECHOED, FILLABLE, 
 from citewell.answers.extractive.question import stems
 from citewell.chunking import sentence_spans
 from citewell.models import EvidenceItem
+from citewell.parsers.records import NAME_CHARS
 
 _BLOCK_GAP = re.compile(r"\n[ \t]*\n")
-_FIELD = r"[^:;\n]{1,60}: [^;\n]*"
+_FIELD = rf"[^:;\n]{{1,{NAME_CHARS}}}: [^;\n]*"  # a record's field, as parsers.records writes it
 RECORD = re.compile(rf"{_FIELD}(?:; {_FIELD})+")
 
 
