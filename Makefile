@@ -77,7 +77,7 @@ browser:
 screenshots: $(VENV)/.dev browser
 	@{ command -v chromium || command -v chromium-browser; } >/dev/null && command -v chromedriver >/dev/null \
 		|| { echo "make screenshots needs chromium and chromedriver (see make browser)"; exit 2; }
-	CITEWELL_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest tests/test_web.py tests/test_web_degraded.py tests/test_web_conversations.py tests/test_web_conditions.py
+	CITEWELL_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest tests/web/test_web.py tests/web/test_web_degraded.py tests/web/test_web_conversations.py tests/web/test_web_conditions.py
 
 # Retrieval quality on SciFact (needs ../shared/data; not part of the tests).
 eval: $(VENV)/.local
@@ -95,7 +95,7 @@ bench-quick: $(VENV)/.bench
 
 # The benchmarks' end-to-end test, with the peer it measures (make test skips it: no peer there).
 bench-test: $(VENV)/.dev $(VENV)/.bench
-	$(BIN)/python -m pytest tests/test_benchmarks.py
+	$(BIN)/python -m pytest tests/project/test_benchmarks.py
 
 # Randomised interleavings of every operation (uploads, stages, replacements, deletes, asks, the answer
 # cache, citations, audits) with kill -9 at any write, then real concurrent processes killed at random:

@@ -35,7 +35,7 @@ After each step (a *probe*), whatever is served, recorded or cached may not cont
 At the end every upload runs to its end, every document is deleted, ``audit --repair`` runs, a
 read-only audit must find nothing, every turn whose answer rested on a source is withdrawn
 without feedback, and no byte of any text is left under the home (files, and tantivy's term
-dictionaries asked directly) but the words of questions that read nothing (the asker's own). ``tests/test_interleavings.py`` runs a fixed-seed
+dictionaries asked directly) but the words of questions that read nothing (the asker's own). ``tests/integrity/test_interleavings.py`` runs a fixed-seed
 sample; ``make fuzz`` runs many more and reports into BENCHMARKS.md.
 """
 

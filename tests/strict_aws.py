@@ -36,7 +36,7 @@ PARTITION_KEY_BYTES, SORT_KEY_BYTES, ITEM_BYTES = 2048, 1024, 400 * 1024
 _KEY = {k["KeyType"]: k["AttributeName"] for k in TABLE_DEFINITION["KeySchema"]}
 PAYLOAD_BYTES = 6_291_556  # Lambda's synchronous payload limit, in bytes, as its errors name it
 PARAMS = "citewell.params"  # a call's API parameters, kept in its request context for its before-call
-RECORDED = "citewell.recorded"  # the entry a recorder (tests.test_aws_chain.Calls) made of the call
+RECORDED = "citewell.recorded"  # the entry a recorder (tests.aws.test_aws_chain.Calls) made of the call
 OPERATOR = "test"
 
 

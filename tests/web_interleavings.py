@@ -23,7 +23,7 @@ After each step (a *probe*):
 - a crawl ends in outcomes, never in an exception that is not a typed error;
 - a read-only audit finds nothing.
 
-``tests/test_web_interleavings.py`` runs a seeded sample; ``make fuzz`` runs many more and
+``tests/integrity/test_web_interleavings.py`` runs a seeded sample; ``make fuzz`` runs many more and
 reports into BENCHMARKS.md.
 """
 

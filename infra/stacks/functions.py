@@ -1,6 +1,6 @@
 """Queues, dead-letter queues and functions of the ingestion chain, the API, deletion and
 audit. Each role is written out action by action, for the calls its function makes
-(tests/test_aws_iam.py replays them under the synthesized roles): no broad grants."""
+(tests/aws/test_aws_iam.py replays them under the synthesized roles): no broad grants."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ class SearchFilter(BaseModel):
         return not (self.document_ids or self.prefix or self.source or self.tags or self.locale or self.effective_on)
 
     def admits(self, document: Document | Descriptive) -> bool:
-        """The one predicate; every store's resolution agrees with it (tests/test_filters.py)."""
+        """The one predicate; every store's resolution agrees with it (tests/search/test_filters.py)."""
         if isinstance(document, Document):
             if self.document_ids and document.document_id not in self.document_ids:
                 return False
