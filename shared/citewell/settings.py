@@ -174,6 +174,13 @@ class Settings(BaseSettings):
         return str(value)
 
 
+def default_of(name: str) -> Any:
+    """The default of the setting ``name``: the models that carry a transport's share of the
+    settings (the API's, ``citewell serve``'s, the Lambda functions') take their defaults from
+    here, so each default is written once."""
+    return Settings.model_fields[name].get_default(call_default_factory=True)
+
+
 def public_url(raw: str) -> str:
     """``scheme://host[:port]`` as clients reach this server (what the upload form's URL starts
     with): no path, query, fragment or credentials, so a form never points anywhere else."""

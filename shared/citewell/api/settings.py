@@ -6,14 +6,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from citewell.settings import default_of
+
 
 class ApiSettings(BaseModel):
     """The same names on every transport, so one token's claims mean the same everywhere."""
 
-    lanes: tuple[str, ...] = ("bm25", "vector")
-    tenant_claim: str = "custom:tenant"
-    roles_claim: str = "cognito:groups"
-    write_role: str = "citewell:write"  # the role (group) that may create, replace and delete documents
+    lanes: tuple[str, ...] = default_of("lanes")
+    tenant_claim: str = default_of("tenant_claim")
+    roles_claim: str = default_of("roles_claim")
+    write_role: str = default_of("write_role")  # the role (group) that may create, replace and delete documents
 
     @staticmethod
     def env_fields() -> dict[str, Any]:
@@ -21,7 +23,7 @@ class ApiSettings(BaseModel):
         ``CITEWELL_WRITE_ROLE``, for subclasses that read more of the environment."""
         from citewell.settings import settings
 
-        found = settings()
+        found = settings()  # read here, not at import: an import never reads the environment
         return {"lanes": found.lanes, "tenant_claim": found.tenant_claim, "roles_claim": found.roles_claim,
                 "write_role": found.write_role}
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from citewell.api.settings import ApiSettings
 from citewell.services import Services, records
-from citewell.settings import DEFAULT_BEDROCK_EMBED_MODEL, DEFAULT_MAX_BYTES, settings
+from citewell.settings import default_of, settings
 
 if TYPE_CHECKING:
     from citewell.ports import Embedder
@@ -20,12 +20,12 @@ class AwsSettings(ApiSettings):
     opensearch_url: str | None = None  # a plain endpoint (tests, self-managed); else host + SigV4
     opensearch_host: str | None = None
     region: str | None = None
-    index_alias: str = "citewell-chunks"
-    embedder: str = "bedrock"  # bedrock | openai | minilm
-    bedrock_embed_model: str = DEFAULT_BEDROCK_EMBED_MODEL
-    max_bytes: int = DEFAULT_MAX_BYTES
+    index_alias: str = default_of("index_alias")
+    embedder: Literal["bedrock", "openai", "minilm"] = default_of("embedder")
+    bedrock_embed_model: str = default_of("bedrock_embed_model")
+    max_bytes: int = default_of("max_bytes")
     # textract: scans read by Amazon Textract (the stack sets it where uploads are parsed)
-    ocr: Literal["none", "textract"] = "none"
+    ocr: Literal["none", "textract"] = default_of("ocr")
 
     @classmethod
     def from_env(cls) -> AwsSettings:

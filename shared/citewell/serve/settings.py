@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from citewell.api.settings import ApiSettings
-from citewell.settings import public_url, settings
+from citewell.settings import default_of, public_url, settings
 
 __all__ = ["ServeSettings", "public_url"]
 
@@ -20,14 +20,14 @@ class ServeSettings(ApiSettings):
     jwks_url: str | None = None
     public_key_file: Path | None = None
     public_url: str | None = None  # where clients reach this server; without it, the address it listens on
-    read_seconds: float = 30.0  # a request's headers, a JSON body, and an upload form's fields must arrive within this
-    idle_seconds: float = 5.0  # a connection with no request under way (new, or kept alive) is closed after this
-    idle_per_client: int = 32  # connections of one client address waiting for a request; past it the oldest is closed
-    connections_per_client: int = 32  # connections of one client address open, busy or not; past it a new one is a 503
+    read_seconds: float = default_of("read_seconds")  # a request's headers, a JSON body, and an upload form's fields
+    idle_seconds: float = default_of("idle_seconds")  # a connection with no request under way is closed after this
+    idle_per_client: int = default_of("idle_per_client")  # one address's connections waiting for a request
+    connections_per_client: int = default_of("connections_per_client")  # one address's connections, busy or not
     max_headers: int = 100  # header lines of one request; past them, or past max_header_bytes, a 431
     max_header_bytes: int = 32 * 1024  # a request's line and headers together
-    upload_seconds: float = 300.0  # an upload's body must arrive within this
-    grace_seconds: float = 30.0  # on SIGTERM, in-flight uploads may finish within this, else fail cleanly
+    upload_seconds: float = default_of("upload_seconds")  # an upload's body must arrive within this
+    grace_seconds: float = default_of("grace_seconds")  # on SIGTERM, in-flight uploads may finish within this
     threads: int = 8  # requests answered at once; the rest wait their turn without holding a thread
 
     @property
