@@ -151,8 +151,8 @@ def prune(site: Path, extras: set[str]) -> list[str]:
 SMOKE = """
 import importlib, pathlib, pkgutil, runpy, sys
 sys.path.insert(0, sys.argv[1])
-import citewell.aws, citewell.parsers
-for package in (citewell.aws, citewell.parsers):
+import citewell.aws, citewell.lambdas, citewell.parsers
+for package in (citewell.aws, citewell.lambdas, citewell.parsers):
     for module in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
         importlib.import_module(module.name)
 for app in sorted(pathlib.Path(sys.argv[2]).glob("*/app.py")):

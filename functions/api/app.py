@@ -1,5 +1,5 @@
 """The HTTP API: documents, search, query and citations, behind a JWT authorizer."""
 
-from citewell.aws.api import handler as lambda_handler
+from citewell.lambdas.api import handler as lambda_handler
 
 __all__ = ["lambda_handler"]

@@ -1,5 +1,5 @@
 """The scheduled revision audit, with repair."""
 
-from citewell.aws.handlers import audit_handler
+from citewell.lambdas.handlers import audit_handler
 
 lambda_handler = audit_handler()

@@ -1,5 +1,5 @@
 """S3 removal of an upload: the deletion cascade for its document."""
 
-from citewell.aws.handlers import stage_handler
+from citewell.lambdas.handlers import stage_handler
 
 lambda_handler = stage_handler("delete", events=("ObjectRemoved",))

@@ -1,5 +1,5 @@
 """The fetch step: a URL's upload, queued by the API, fetched into the upload bucket (raw/)."""
 
-from citewell.aws.fetching import fetch_handler
+from citewell.lambdas.fetching import fetch_handler
 
 lambda_handler = fetch_handler()

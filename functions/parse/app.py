@@ -1,5 +1,5 @@
 """The parse stage: SQS-delivered S3 notifications in, partial batch failures out."""
 
-from citewell.aws.handlers import stage_handler
+from citewell.lambdas.handlers import stage_handler
 
 lambda_handler = stage_handler("parse")

@@ -24,10 +24,10 @@ from constructs import Construct
 AT_LEAST = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 AT_MOST = cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD
 MINUTE = cdk.Duration.minutes(1)
-# What the audit function emits (citewell.aws.handlers.audit_handler, Powertools' EMF: the
+# What the audit function emits (citewell.lambdas.handlers.audit_handler, Powertools' EMF: the
 # service is a dimension of every metric).
 NAMESPACE, AUDIT_SERVICE = "citewell", "citewell-audit"
-SWITCH_STAGES = ("embed", "publish")  # the stages that check the index's embedder (citewell.aws.pipeline)
+SWITCH_STAGES = ("embed", "publish")  # the stages that check the index's embedder (citewell.lambdas.pipeline)
 
 
 class Alarms(Construct):

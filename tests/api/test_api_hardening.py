@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
-from citewell.aws.settings import AwsSettings, services_from_env
+from citewell.lambdas.settings import AwsSettings, services_from_env
 from tests.aws.test_aws_chain import EVENTS, HANDBOOK, LambdaContext, api, aws, knn_proxy, load_handler, pump, upload  # noqa: F401
 
 WRITER = "[staff citewell:write]"

@@ -26,8 +26,8 @@ import requests
 from moto import mock_aws
 
 from citewell.aws.metadata import TABLE_DEFINITION
-from citewell.aws.settings import services_from_env
 from citewell.keys import raw_key
+from citewell.lambdas.settings import services_from_env
 from citewell.models import MAX_DOCUMENT_ID_BYTES, validate_document_id
 from tests.aws.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
 from tests.aws_roles import refusals
@@ -406,7 +406,7 @@ def test_the_api_handler_imports_no_parser_model_runtime_or_cdk():
 
 
 def test_the_api_has_an_openapi_document():
-    from citewell.aws.api import openapi_document
+    from citewell.lambdas.api import openapi_document
 
     spec = json.loads(openapi_document())
     assert set(spec["paths"]) == {"/documents", "/documents/{document_id}", "/search", "/query", "/answers/{answer_id}/citations",

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from moto import mock_aws
 
-from citewell.aws.settings import services_from_env
 from citewell.embedders.remote import OpenAICompatibleEmbedder
+from citewell.lambdas.settings import services_from_env
 from tests import fake_model_service
 from tests.fake_model_service import Reply
 

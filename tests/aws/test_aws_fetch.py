@@ -12,9 +12,9 @@ from urllib.parse import quote
 import pytest
 
 from benchmarks.loopback_site import Site, page, serving
-from citewell.aws.fetching import fetch_message
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
+from citewell.lambdas.fetching import fetch_message
 from citewell.services import records
 from tests.aws.test_aws_chain import api, aws, fetch_queued, knn_proxy, pump  # noqa: F401
 from tests.aws_roles import granted_actions

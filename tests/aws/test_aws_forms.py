@@ -1,5 +1,5 @@
 """One-use upload forms on AWS: S3 takes a presigned POST again and again until it expires,
-so parse admits one object per upload and refuses the rest (citewell.aws.forms).
+so parse admits one object per upload and refuses the rest (citewell.lambdas.forms).
 
 Every send goes through the real form to moto, and every notification through the parse
 handler: a replay after publication changes nothing served, a replay after a delete leaves
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from citewell.aws.settings import services_from_env
+from citewell.lambdas.settings import services_from_env
 from tests.aws.test_aws_chain import (  # noqa: F401
     EVENTS,
     LambdaContext,

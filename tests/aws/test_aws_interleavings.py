@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from citewell.aws.settings import services_from_env
 from citewell.keys import raw_key
+from citewell.lambdas.settings import services_from_env
 from tests.aws.test_aws_chain import LambdaContext, api, aws, knn_proxy, sqs_event  # noqa: F401
 
 WRITER = "[staff hr citewell:write]"

@@ -14,11 +14,11 @@ import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from citewell.aws import search_index
-from citewell.aws.pipeline import run_stage
 from citewell.aws.search_index import OpenSearchIndex, migrate
-from citewell.aws.settings import services_from_env
 from citewell.errors import EmbedderMismatch, EmbedderSwitched
 from citewell.keys import chunks_key, embedded_key
+from citewell.lambdas.pipeline import run_stage
+from citewell.lambdas.settings import services_from_env
 from citewell.models import Identity
 from citewell.search import search
 from tests.aws.test_aws_chain import HANDBOOK, LambdaContext, api, aws, knn_proxy, pump, sqs_event, upload  # noqa: F401

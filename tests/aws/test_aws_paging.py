@@ -11,7 +11,7 @@ import json
 import pytest
 
 from citewell.api.paging import LIST_PAGE_MAX, TEXT_PAGE_CHARS
-from citewell.aws.settings import services_from_env
+from citewell.lambdas.settings import services_from_env
 from citewell.models import Chunk, Document, DocumentStatus
 from tests.aws.test_aws_chain import HANDBOOK, LambdaContext, api, aws, knn_proxy, pump, upload  # noqa: F401
 from tests.strict_aws import PAYLOAD_BYTES, PayloadTooLarge, invocation

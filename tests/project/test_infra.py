@@ -371,7 +371,7 @@ def test_every_route_needs_the_jwt_authorizer(template):
     # every route the resolver answers has its API Gateway route (else AWS answers 404 before the function)
     import re
 
-    from citewell.aws.api import openapi_document
+    from citewell.lambdas.api import openapi_document
 
     spec = json.loads(openapi_document())
     served = {f"{method.upper()} {re.sub(r'{document_id}', '{id+}', re.sub(r'{(answer|conversation)_id}', '{id}', path))}"
@@ -427,7 +427,7 @@ def test_the_domain_the_api_and_the_audit_are_alarmed(template):
     assert server["Namespace"] == "AWS/ApiGateway" and server["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": api}}]
     assert (server["Statistic"], server["Threshold"], server["ComparisonOperator"]) == ("Sum", 1, "GreaterThanOrEqualToThreshold")
 
-    emitted = (ROOT / "shared" / "citewell" / "aws" / "handlers.py").read_text()
+    emitted = (ROOT / "shared" / "citewell" / "lambdas" / "handlers.py").read_text()
     assert 'Metrics(namespace="citewell", service="citewell-audit")' in emitted
     audit_dims = [{"Name": "service", "Value": "citewell-audit"}]
     expunge = single["ExpungeFailed"]

@@ -449,7 +449,7 @@ def test_static_files_never_leave_their_folder(served, target):
 
 
 def test_openapi_is_the_lambdas_document(served):
-    printed = subprocess.run([sys.executable, "-m", "citewell.aws.api"], capture_output=True, text=True, check=True,
+    printed = subprocess.run([sys.executable, "-m", "citewell.lambdas.api"], capture_output=True, text=True, check=True,
                              env={"PATH": "", "POWERTOOLS_TRACE_DISABLED": "1", "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
     served_document = served.client.get("/openapi.json")
     assert served_document.status_code == 200

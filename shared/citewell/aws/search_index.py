@@ -123,7 +123,7 @@ def identity_dims(embedder_identity: str) -> int:
 def _mismatch(current: str, dims: int | None, wanted: str) -> EmbedderMismatch:
     built = f"{current} vectors" + (f" in {dims} dimensions" if dims is not None else "")
     return EmbedderSwitched(f"this index holds {built}; {wanted} cannot be used with it: migrate to a new index for "
-                            "this embedder (citewell.aws.migrate), or, after a migration, redeploy with its embedder")
+                            "this embedder (citewell.lambdas.migrate), or, after a migration, redeploy with its embedder")
 
 
 def row_id(chunk: Chunk) -> str:

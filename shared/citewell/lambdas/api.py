@@ -16,8 +16,8 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from citewell.api.dependencies import ApiBackend
 from citewell.api.events import check_body, handle, one_id_segment
 from citewell.api.routes import build_resolver, openapi_document
-from citewell.aws import UNTRACED
-from citewell.aws.settings import services_from_env
+from citewell.lambdas import UNTRACED
+from citewell.lambdas.settings import services_from_env
 
 __all__ = ["app", "check_body", "handler", "one_id_segment", "openapi_document"]
 
@@ -36,7 +36,7 @@ def aws_backend() -> ApiBackend:
 
 
 def fetch_queue() -> Any:
-    """A URL's upload goes to the fetch function through its queue (``citewell.aws.fetching``);
+    """A URL's upload goes to the fetch function through its queue (``citewell.lambdas.fetching``);
     a stack without one takes no URLs (400)."""
     from citewell.settings import settings
 

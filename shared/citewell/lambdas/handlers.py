@@ -12,11 +12,11 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes import S3Event
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from citewell.aws import UNTRACED
-from citewell.aws.forms import Notified
-from citewell.aws.pipeline import run_stage
-from citewell.aws.settings import services_from_env
 from citewell.errors import EmbedderSwitched
+from citewell.lambdas import UNTRACED
+from citewell.lambdas.forms import Notified
+from citewell.lambdas.pipeline import run_stage
+from citewell.lambdas.settings import services_from_env
 from citewell.ports import ExpungingIndex
 
 

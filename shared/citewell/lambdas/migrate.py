@@ -1,4 +1,4 @@
-"""``python -m citewell.aws.migrate``: move the index to a new embedding model, with the new
+"""``python -m citewell.lambdas.migrate``: move the index to a new embedding model, with the new
 embedder's ``CITEWELL_*`` settings (see :func:`citewell.aws.search_index.migrate`). An entry of
 its own, so the index adapter never imports the settings that build it."""
 
@@ -10,9 +10,9 @@ import sys
 
 def main(argv: list[str]) -> int:
     if argv:
-        raise SystemExit("usage: python -m citewell.aws.migrate")
+        raise SystemExit("usage: python -m citewell.lambdas.migrate")
     from citewell.aws.search_index import migrate
-    from citewell.aws.settings import services_from_env
+    from citewell.lambdas.settings import services_from_env
 
     _, found = services_from_env()
     print(json.dumps(migrate(found, found.embedder)))

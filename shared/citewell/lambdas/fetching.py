@@ -50,7 +50,7 @@ def fetch_handler() -> Any:
     from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-    from citewell.aws.settings import services_from_env
+    from citewell.lambdas.settings import services_from_env
 
     logger = Logger(service="citewell-fetch")
     processor = BatchProcessor(event_type=EventType.SQS)

@@ -2,7 +2,7 @@
 
 ``raw/`` -> parse (writes ``parsed/``) -> chunk (writes ``chunks/``) -> embed (writes the
 ``embedded/`` marker) -> publish. Every key names its upload; each stage loads that upload's
-intent and works from it; parse first admits the object (:mod:`citewell.aws.forms`): one per
+intent and works from it; parse first admits the object (:mod:`citewell.lambdas.forms`): one per
 upload form, none for an upload without an intent. A message for an upload that is no longer
 current (a newer upload of the document, or its delete, came first) is acknowledged as a
 no-op, never retried; so is a refused object. Bad input is recorded on the document and not
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 
-from citewell.aws.forms import Notified, admit
 from citewell.errors import IngestError, InvalidInput, NotFound, TooLarge
 from citewell.ingest.stages import (
     ChunksArtifact,
@@ -29,6 +28,7 @@ from citewell.ingest.stages import (
     release_embeddings,
 )
 from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, ObjectKey, chunks_key, embedded_key, parse_key
+from citewell.lambdas.forms import Notified, admit
 from citewell.models import Upload
 from citewell.ports import EmbedderCheckedIndex, SizedObjects
 from citewell.records import is_current

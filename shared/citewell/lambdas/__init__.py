@@ -1,0 +1,20 @@
+"""The Lambda runtime: the functions' handlers (the stages, the API, the fetch step, the audit, the
+index migration), the stage pipeline, the upload form, and the deployment's settings and services
+(:func:`citewell.lambdas.settings.open_aws`, beside :func:`citewell.services.open_local`). It runs on
+the AWS adapters of :mod:`citewell.aws`; ``functions/*/app.py`` pick its handlers."""
+
+from typing import TypedDict
+
+
+class Capture(TypedDict):
+    """Tracer.capture_method's and capture_lambda_handler's keywords (typed, so ``**`` spreads them
+    into those overloaded decorators as keywords only)."""
+
+    capture_response: bool
+    capture_error: bool
+
+
+# What every traced handler tells Powertools' Tracer: X-Ray keeps what a traced function returns
+# or raises unless told not to (the default records both), and responses and exception objects
+# carry passages, answers and whole texts.
+UNTRACED: Capture = {"capture_response": False, "capture_error": False}
