@@ -27,12 +27,21 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeGuard
 
 import httpx
 
 from citewell import __version__
-from citewell.errors import CertificateRefused, FetchFailed, HttpStatus, InvalidInput, OutOfScope, TooLarge, UrlRefused
+from citewell.errors import (
+    CertificateRefused,
+    CitewellError,
+    FetchFailed,
+    HttpStatus,
+    InvalidInput,
+    OutOfScope,
+    TooLarge,
+    UrlRefused,
+)
 from citewell.fetch.deadline import Transport, until
 from citewell.fetch.encodings import ACCEPTED, codings, decoded
 from citewell.fetch.guard import Guard
@@ -48,6 +57,12 @@ MAX_REDIRECTS = 5
 _REDIRECTS = {301, 302, 303, 307, 308}
 TLS_NAMES_KEPT = 32  # https pools kept, one per name, least recently used dropped first
 GONE = {404, 410}  # the page is no longer there: its document is listed gone, as a file no longer in its folder
+
+
+def said_gone(error: CitewellError | None) -> TypeGuard[HttpStatus]:
+    """Whether a fetch's failure is the site's own word that the page is gone (404, 410); any other
+    failure leaves the page, and its links, unknown."""
+    return isinstance(error, HttpStatus) and error.status in GONE
 
 
 @dataclass(frozen=True)

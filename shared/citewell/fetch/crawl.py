@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from citewell.errors import CitewellError, FetchFailed, HttpStatus, UrlRefused
-from citewell.fetch.client import GONE, USER_AGENT, Fetcher, Page
+from citewell.fetch.client import USER_AGENT, Fetcher, Page, said_gone
 from citewell.fetch.urls import Scope, filename_of, normalise, parse_url
 from citewell.models import Fetched
 
@@ -90,8 +90,8 @@ class Crawl:
         queued: dict[str, int] = {root: 0}  # every URL ever queued, with its depth
         frontier = [root]
         fetched = 0
-        failed: list[Visit] = []
         hidden = cut = unread = 0  # pages robots.txt kept from us; pages whose links the depth cut; links unknown
+        failed: list[Visit] = []  # pages past the first whose fetch failed, not by the site's word that they are gone
         root_visit: Visit | None = None
         with ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="citewell-fetch") as pool:
             running: dict[Future[Page], tuple[str, int]] = {}
@@ -100,9 +100,11 @@ class Crawl:
                     while frontier and len(running) < max(1, self.concurrency) and fetched < self.max_pages:
                         url = frontier.pop(0)
                         if not robots.can_fetch(USER_AGENT, url):
-                            hidden += 1
                             visit = Visit(url, queued[url], robots=True)
-                            root_visit = root_visit or (visit if url == root else None)
+                            if url == root:
+                                root_visit = visit
+                            else:
+                                hidden += 1
                             yield visit
                             continue
                         running[pool.submit(self._paced, url, self.known(url), delay)] = (url, queued[url])
@@ -116,8 +118,9 @@ class Crawl:
                             visit = Visit(url, depth, page=future.result())
                         except CitewellError as error:
                             visit = Visit(url, depth, error=error)
-                        root_visit = root_visit or (visit if url == root else None)
-                        if visit.error is not None and not _said(visit.error):
+                        if url == root:
+                            root_visit = visit
+                        elif visit.error is not None and not said_gone(visit.error):  # a redirect out of scope too
                             failed.append(visit)
                         yield visit
                         if visit.page is None:
@@ -222,12 +225,6 @@ class Crawl:
         return list(dict.fromkeys(links))
 
 
-def _said(error: CitewellError) -> bool:
-    """A failure that is the site's own word that the page is gone, not one that leaves its links
-    unknown (a redirect out of the scope is one of those: where the page went is not read)."""
-    return isinstance(error, HttpStatus) and error.status in GONE
-
-
 def _why_unfinished(root: Visit | None, failed: list[Visit], hidden: int, cut: int, unread: int, left: int,
                     crawl: Crawl) -> list[str]:
     why = []
@@ -235,13 +232,12 @@ def _why_unfinished(root: Visit | None, failed: list[Visit], hidden: int, cut: i
         answer = ("robots.txt disallows it" if root is None or root.robots
                   else root.error.message if root.error is not None else "it was not fetched")
         why.append(f"its first page was not read ({answer}), so no link of the site was followed")
-    others = [v for v in failed if v is not root]
-    if others:
-        shown = others[0].error.message if others[0].error is not None else others[0].url
-        why.append(f"{_pages(len(others))} could not be fetched or left the crawl's scope, so their links are unknown "
+    if failed:
+        shown = failed[0].error.message if failed[0].error is not None else failed[0].url
+        why.append(f"{_pages(len(failed))} could not be fetched or left the crawl's scope, so their links are unknown "
                    f"(first: {shown})")
-    if hidden - (root is not None and root.robots):
-        why.append(f"robots.txt kept {_pages(hidden - (root is not None and root.robots))} from being read, "
+    if hidden:
+        why.append(f"robots.txt kept {_pages(hidden)} from being read, "
                    "so their links are unknown")
     if unread:
         why.append(f"{_pages(unread)} answered 304 and their stored copy is missing, so their links are unknown")

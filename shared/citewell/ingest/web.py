@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from citewell.errors import CitewellError, HttpStatus, NotFound, OutOfScope
-from citewell.fetch.client import GONE, Fetcher, Page
+from citewell.errors import CitewellError, NotFound, OutOfScope
+from citewell.fetch.client import Fetcher, Page, said_gone
 from citewell.fetch.crawl import MAX_CRAWL_DELAY, Crawl, Visit
 from citewell.fetch.urls import Scope, filename_of, normalise
 from citewell.ingest.registration import register_upload
@@ -113,19 +113,16 @@ class WebRun:
         try:
             for visit in crawl:
                 self.requests_sent += not visit.robots
+                if not said_gone(visit.error):  # only the site's 404 or 410 leaves a page it linked unseen
+                    seen.add(visit.url)
                 if visit.robots:
-                    seen.add(visit.url)  # not read: not known to be gone
                     self.outcomes.append(_outcome(visit.url, "skipped", None, "robots",
                                                   "robots.txt asks crawlers not to fetch this page"))
                 elif visit.page is not None:
-                    seen.add(visit.url)
                     yield from self._fetched(visit.page)
                 elif isinstance(visit.error, OutOfScope) and visit.depth > 0:  # a link that redirects off the site
-                    seen.add(visit.url)  # still linked, and not said to be gone: a stored copy stays
                     self.outcomes.append(_outcome(visit.url, "skipped", visit.error))
                 else:
-                    if not (isinstance(visit.error, HttpStatus) and visit.error.status in GONE):
-                        seen.add(visit.url)  # a page that failed for now has not left the site
                     yield from self._failed(visit, named=visit.depth == 0)
         except CitewellError as error:  # robots.txt unreadable, or refusing every crawler
             self.outcomes.append(_outcome(root, "failed", error))
@@ -180,7 +177,7 @@ class WebRun:
         error = visit.error
         assert error is not None
         document = self.services.documents.get_document(self.options.tenant, visit.url)
-        if isinstance(error, HttpStatus) and error.status in GONE:
+        if said_gone(error):
             if document is not None:
                 self._gone(document, f"answers {error.status}")
             else:  # nothing to be gone: a URL named that is not there fails; a broken link is left out
