@@ -26,10 +26,17 @@ TENANT = "realdocs"
 GROUPS = ("ops", "dev")
 
 
+def tenant_of(folder: Path) -> str:
+    """The tenant the folder's questions are asked in (realdocs-tune: ``realdocs``; realdocs-tune2: ``realdocs2``)."""
+    tenants = {case.tenant for case in load_cases(folder / "questions.jsonl")}
+    return tenants.pop() if len(tenants) == 1 else TENANT
+
+
 def requests(folder: Path) -> list[IngestRequest]:
-    """One request a file of ``folder/docs/GROUP``, in name order."""
+    """One request a file of ``folder/docs/GROUP``, in name order, in the tenant its questions are asked in."""
+    tenant = tenant_of(folder)
     return [
-        IngestRequest(document_id=f"{group}/{path.name}", tenant=TENANT, allowed_roles=frozenset({group}),
+        IngestRequest(document_id=f"{group}/{path.name}", tenant=tenant, allowed_roles=frozenset({group}),
                       data=path.read_bytes(), filename=path.name, source=f"docs/{group}/{path.name}")
         for group in GROUPS for path in sorted((folder / "docs" / group).iterdir()) if path.is_file()
     ]
