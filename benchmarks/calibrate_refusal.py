@@ -1,13 +1,14 @@
 """Fit the extractive path's unit and answer models, and report them on questions they never saw.
 
-``python -m benchmarks.calibrate_refusal --squad SQUAD_DIR [--realdocs DIR] [--work DIR] [--write]``
+``python -m benchmarks.calibrate_refusal --squad SQUAD_DIR [--realdocs DIR [DIR ...]] [--folds K] [--work DIR] [--write]``
 
 Three sources of labelled questions go through the real search and evidence path, as their
 callers: SQuAD 2.0 (its paragraphs ingested as documents; half of the articles for fitting),
 citewell's own answer set (a knowledge base in every supported format, with revisions,
 restricted documents and questions that must be refused; its ``tune`` split for fitting) and,
-with ``--realdocs``, real files nobody here wrote with labelled questions (all fitted on; its
-figures are cross-validated over two halves of its documents).
+with ``--realdocs``, real files nobody here wrote with labelled questions (all fitted on; their
+figures are cross-validated by document: ``--folds`` groups of the documents of every folder
+together, each measured by models fitted without it, so no document's questions are in both).
 Each evidence unit is labelled by whether it holds a gold fact; the unit model is fitted on
 those, then the answer model on whether the answer built on the best unit (its list, or the
 unit with the sentence or heading quoted beside it) holds one, for answerable questions.
@@ -28,6 +29,7 @@ import json
 import math
 import pickle
 import shutil
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -72,7 +74,8 @@ class Question:
     source: str
     fit: bool  # in the fitting half
     every_fact: bool = False  # the facts are all required (a labelled answer), not alternatives (SQuAD's spans)
-    fold: int = 0  # realdocs: which half of the documents it is about, for the cross-validated figures
+    fold: int = 0  # realdocs: which group of documents it is about, for the cross-validated figures
+    case_id: str = ""  # realdocs: the labelled question's id in its folder's questions.jsonl
 
 
 @dataclass
@@ -311,10 +314,17 @@ def answerset_questions(services: Services, folder: Path) -> list[Question]:
     ]
 
 
-def realdocs_questions(services: Services, folder: Path) -> list[Question]:
+def document_fold(folder: Path, document: str, folds: int) -> int:
+    """The fold of a realdocs document: the same on every run and machine (a CRC of the folder's
+    name and the document's id), so a document's questions are never on both sides of a fold."""
+    return zlib.crc32(f"{folder.name}/{document}".encode()) % folds
+
+
+def realdocs_questions(services: Services, folder: Path, folds: int = 2) -> list[Question]:
     """A realdocs folder's questions (real files nobody here wrote; see ``benchmarks/realdocs``),
     every one fitted on: the held-out real documents are kept outside the project. Each is in
-    one of two folds by the document it is about, so figures can be cross-validated."""
+    one of ``folds`` folds by the document it is about (a question about no document, by its id),
+    so figures can be cross-validated by document."""
     from benchmarks.realdocs import ingest_realdocs
     from citewell.evaluation.answers import load_cases
 
@@ -322,33 +332,46 @@ def realdocs_questions(services: Services, folder: Path) -> list[Question]:
     if failed:
         print(f"realdocs documents that did not publish: {failed}", flush=True)
     cases = load_cases(folder / "questions.jsonl")
-    documents = sorted({d for c in cases for d in c.expected_documents})
-    fold_of = {d: i % 2 for i, d in enumerate(documents)}
     return [
         Question(text=c.question, identity=c.identity, facts=c.must_contain, answerable=not c.refuse, source="realdocs",
-                 fit=True, every_fact=True,
-                 fold=fold_of[c.expected_documents[0]] if c.expected_documents else sum(map(ord, c.id)) % 2)
+                 fit=True, every_fact=True, case_id=c.id,
+                 fold=document_fold(folder, c.expected_documents[0] if c.expected_documents else c.id, folds))
         for c in cases
     ]
 
 
-def cross_validated(observed: list[Observed], weights: dict[str, float], scores: dict[int, Scores | None],
-                    runner_up: float | None = None, threshold: float = 0.5) -> tuple[dict[str, float], dict[str, float]]:
-    """Realdocs figures of models fitted without the half of its documents they are measured on
-    (``scores``: by fold, the verifier trained without it): each fold's figures weighted by its
-    questions; then the units' ``discrimination`` over both folds' held-out questions."""
+def fold_models(observed: list[Observed], weights: dict[str, float], scores: dict[int, Scores | None], folds: int,
+                runner_up: float | None = None, threshold: float = 0.5,
+                recall: float | None = None) -> dict[int, tuple[list[Observed], RefusalModel]]:
+    """For each fold, its realdocs questions and the models fitted without them (``scores``: by
+    fold, the verifier trained without it; ``recall``: choose each one's unconfirmed threshold
+    on its own fitting questions, as the shipped fit does)."""
     others = [o for o in observed if o.question.source != "realdocs"]
     rows = [o for o in observed if o.question.source == "realdocs"]
-    folds = []
-    for fold in (0, 1):
+    out = {}
+    for fold in range(folds):
         held = [o for o in rows if o.question.fold == fold]
         if held:
-            model = fit(others + [o for o in rows if o.question.fold != fold], weights, scores[fold], runner_up, threshold)
-            folds.append((measure(held, model, scores[fold]), held, model, scores[fold]))
-    total = sum(f["questions"] for f, *_ in folds) or 1
-    keys = [k for k in (folds[0][0] if folds else {}) if k != "questions"]
-    figures = {"questions": total, **{k: round(sum(f[k] * f["questions"] for f, *_ in folds) / total, 4) for k in keys}}
-    return figures, discrimination([(held, model, fold_scores) for _, held, model, fold_scores in folds])
+            fitting = others + [o for o in rows if o.question.fold != fold]
+            model = fit(fitting, weights, scores[fold], runner_up, threshold)
+            if recall is not None:
+                model.unconfirmed_threshold = choose_unconfirmed(fitting, model, recall, scores[fold])
+            out[fold] = (held, model)
+    return out
+
+
+def cross_validated(observed: list[Observed], weights: dict[str, float], scores: dict[int, Scores | None], folds: int = 2,
+                    runner_up: float | None = None, threshold: float = 0.5,
+                    recall: float | None = None) -> tuple[dict[str, float], dict[str, float]]:
+    """Realdocs figures of models fitted without the fold of its documents they are measured on:
+    each fold's figures weighted by its questions; then the units' ``discrimination`` over every
+    fold's held-out questions."""
+    measured = [(measure(held, model, scores[fold]), held, model, scores[fold])
+                for fold, (held, model) in fold_models(observed, weights, scores, folds, runner_up, threshold, recall).items()]
+    total = sum(f["questions"] for f, *_ in measured) or 1
+    keys = [k for k in (measured[0][0] if measured else {}) if k != "questions"]
+    figures = {"questions": total, **{k: round(sum(f[k] * f["questions"] for f, *_ in measured) / total, 4) for k in keys}}
+    return figures, discrimination([(held, model, fold_scores) for _, held, model, fold_scores in measured])
 
 
 def main() -> None:
@@ -360,7 +383,9 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="refit on the observations the last run saved in --work")
     parser.add_argument("--answerset-weight", type=float, default=1.0,
                         help="how much the answer set weighs against SQuAD in both fits (1: the same)")
-    parser.add_argument("--realdocs", type=Path, help="a realdocs folder (real documents with labelled questions) to fit on too")
+    parser.add_argument("--realdocs", type=Path, nargs="+", default=[],
+                        help="realdocs folders (real documents with labelled questions) to fit on too")
+    parser.add_argument("--folds", type=int, default=5, help="realdocs' cross-validation: groups of documents (default 5)")
     parser.add_argument("--realdocs-weight", type=float, default=1.0, help="how much it weighs against SQuAD")
     parser.add_argument("--squad-weight", type=float, default=1.0,
                         help="how much SQuAD weighs (its unanswerables are adversarial, not a user's mix)")
@@ -370,16 +395,16 @@ def main() -> None:
                         "is at least this share of the best's (labels the answer fit by that quote)")
     parser.add_argument("--answer-threshold", type=float, default=0.5, help="the answer model's operating point")
     parser.add_argument("--verifier", type=Path, help="an answer verifier (int8 ONNX, benchmarks/train_verifier) to rerank with")
-    parser.add_argument("--verifier-without-fold", type=Path, nargs=2, metavar=("FOLD0", "FOLD1"),
-                        help="verifiers trained without realdocs fold 0 and fold 1, for its cross-validated figures")
+    parser.add_argument("--verifier-without-fold", type=Path, nargs="+", metavar="FOLD",
+                        help="verifiers trained without each realdocs fold in turn, for its cross-validated figures")
     args = parser.parse_args()
     from citewell.services import open_local
 
     sources = {"squad": lambda services: squad_questions(services, args.squad)}
     if not args.squad_only:
         sources["answerset"] = lambda services: answerset_questions(services, args.work / "answerset-files")
-    if args.realdocs:
-        sources["realdocs"] = lambda services: realdocs_questions(services, args.realdocs)
+    for folder in args.realdocs:  # one source "realdocs" in the fits; observed and saved a folder at a time
+        sources[f"realdocs-{folder.name}"] = lambda services, folder=folder: realdocs_questions(services, folder, args.folds)
     observed: list[Observed] = []
     for source, questions in sources.items():
         saved = args.work / f"observed-{source}.pickle"  # one a source: a reuse may observe just one again
@@ -402,7 +427,7 @@ def main() -> None:
                        f"weighing {args.squad_weight:g})") + (
         f", the answer set's tune split ({fitted_on['answerset']} questions, weighing {args.answerset_weight:g})"
         if "answerset" in fitted_on else "") + (
-        f", realdocs-tune ({fitted_on['realdocs']} questions, weighing {args.realdocs_weight:g})"
+        f", {' and '.join(f.name for f in args.realdocs)} ({fitted_on['realdocs']} questions, weighing {args.realdocs_weight:g})"
         if "realdocs" in fitted_on else "") + (
         f"; the first {VERIFIED} units reranked by the answer verifier {args.verifier.name}" if args.verifier else "")
     model.metrics = {f"{source}_{k}": v for source, figures in held_out.items() if figures["questions"]  # realdocs: all fitted
@@ -414,8 +439,9 @@ def main() -> None:
                  for source in sources}
     if "realdocs" in fitted_on:  # every realdocs question is fitted on: its figures come from the other half of its documents
         by_fold = {f: Scores(p) for f, p in enumerate(args.verifier_without_fold)} if args.verifier_without_fold else {}
-        held_out["realdocs"], units["realdocs"] = cross_validated(observed, weights, {f: by_fold.get(f, scores) for f in (0, 1)},
-                                                                  args.runner_up, args.answer_threshold)
+        held_out["realdocs"], units["realdocs"] = cross_validated(
+            observed, weights, {f: by_fold.get(f, scores) for f in range(args.folds)}, args.folds, args.runner_up,
+            args.answer_threshold, args.unconfirmed_recall)
         model.metrics |= {f"realdocs_cv_{k}": v for k, v in held_out["realdocs"].items()}
     print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out, "held_out_units": units},
                      indent=2))

@@ -75,7 +75,7 @@ def breakdown(cases: list[AnswerCase], answers: list[Answer], report: Report) ->
 
 
 TARGETS = (  # (figure, at least or at most, bound): from the issue that set them
-    ("answered_right_share", ">=", 0.8), ("answered_must_refuse_share", "<=", 1 / 12),
+    ("answered_right_share", ">=", 0.75), ("answered_must_refuse_share", "<=", 1 / 12),
     ("answered_wrong_share", "<=", 0.05), ("answered_or_unconfirmed_holding_share", ">=", 0.9),
 )
 

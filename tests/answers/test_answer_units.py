@@ -56,6 +56,8 @@ def test_manual_questions_want_a_flag_or_variable_and_default_questions_a_stated
     # "status" is one status, not a list of them; "tools" are several
     assert Wants.LIST not in wants("What progress status does ninja print when NINJA_STATUS is not set?")
     assert Wants.LIST in wants("Which tools does ninja have?")
+    assert Wants.LIST in wants("In what order does the linker search the directories?")  # an order is a sequence
+    assert Wants.LIST in wants("In what order of precedence are the sources applied?")
     # a version is asked for whatever the product's name holds: "Node.js" as much as "Python"
     for question in ("In which Node.js version was path.matchesGlob() added?", "Which Python version added it?",
                      "What C++ release dropped auto_ptr?"):

@@ -21,7 +21,7 @@ from citewell.answers.extractive.features import (
 from citewell.answers.extractive.generator import ExtractiveGenerator, _who_is
 from citewell.answers.extractive.kinds import DATE, NUMBER, Wants
 from citewell.answers.extractive.question import identifiers, missing_share, negates, parts, specific_terms, stems, wants
-from citewell.answers.extractive.quoting import _list_for, list_at, neighbour, quoted_by
+from citewell.answers.extractive.quoting import _list_for, led_by, list_at, neighbour, quoted_by, quoted_units
 from citewell.answers.extractive.refusal import (
     DEFAULT_UNCONFIRMED_THRESHOLD,
     LogisticModel,
@@ -172,6 +172,10 @@ def test_a_direct_answer_is_read_off_a_record_or_the_only_value_of_the_kind_aske
     (record,) = units_of(item("code: E1027; meaning: Twistlock sensor disagrees; operator action: Stop the move"))
     assert direct_answer("What does error E1027 mean?", record, frozenset()) == "Twistlock sensor disagrees"
     assert direct_answer("What should the operator do for E1027?", record, frozenset()) == "Stop the move"
+    # asked by one of its values, the row answers with the value asked for, not the given value's other form
+    (locale,) = units_of(item("lcid_hex: 0x0411; lcid: 1041; locale: ja_JP"))
+    assert direct_answer("Which locale does Windows LCID 0x0411 correspond to?", locale, frozenset()) == "ja_JP"
+    assert direct_answer("What is the LCID of ja_JP in hex?", locale, frozenset()) == "0x0411"
     (sentence,) = units_of(item("Carried days expire on 31 March."))
     assert direct_answer("When do carried days expire?", sentence, frozenset({Wants.DATE})) == "31 March"
     (person,) = units_of(item("Name: Aisha Brennock; Role: HR Business Partner; Responsible for: Parental leave"))
@@ -749,6 +753,30 @@ def test_a_time_of_day_written_out_answers_what_time(services):
     assert answer.outcome == Outcome.ANSWERED and "nine o’clock" in answer.answer and "7:30" not in answer.answer, answer
     assert [m.group(0) for m in DATE.finditer("at 9 am, 9.30 p.m., noon or twelve o'clock; I am here")] == [
         "9 am", "9.30 p.m", "noon", "twelve o'clock"]
+
+
+def test_a_lead_in_brings_the_block_it_introduces():
+    text = ("To use a 10 second timeout for pip freeze only, and 60 seconds for all other commands:\n\n"
+            "[global]\ntimeout = 60\n[freeze]\ntimeout = 10\n\nA later paragraph. It has two sentences.")
+    units = units_of(item(text))
+    assert led_by(units, units[0]) == [units[1]] and "timeout = 10" in units[1].text
+    assert led_by(units, units[1]) == []  # only a lead-in leads
+    question = "How do I make pip use a 10 second timeout only for pip freeze?"
+    row = UnitFeatures(**{name: 0.0 for name in UNIT_FEATURES})
+    quoted = quoted_units(question, units[0], row, frozenset(wants(question)), units, None)
+    assert quoted == units[:2]
+
+
+def test_a_plural_ask_quotes_every_sentence_of_the_paragraph_holding_its_best():
+    text = ("SSLv3 is disabled. TLSv1 and TLSv1.1 are disabled too. DTLSv1.0 is disabled as well.\n\n"
+            "A later paragraph. It has two sentences.")
+    units = units_of(item(text))
+    row = UnitFeatures(**{name: 0.0 for name in UNIT_FEATURES})
+    plural = "Which protocol versions are disabled?"
+    assert [u.text for u in quoted_units(plural, units[1], row, frozenset(wants(plural)), units, None)] == [
+        "SSLv3 is disabled.", "TLSv1 and TLSv1.1 are disabled too.", "DTLSv1.0 is disabled as well."]
+    single = "Is TLSv1.1 disabled?"
+    assert quoted_units(single, units[1], row, frozenset(wants(single)), units, None) == [units[1]]
 
 
 def test_a_faq_question_is_context_a_lead_in_needs_its_list_and_a_row_needs_the_asked_column():

@@ -21,8 +21,14 @@ def direct_answer(question: str, unit: Unit, wanted: frozenset[Wants]) -> str | 
     """What the answer is, in a few words, when the unit says it plainly: the record field the
     question names, or the only number, date or name of the kind asked for."""
     if unit.record:
-        asked = stems(question)
-        fields = [(stems(name), value.strip()) for name, _, value in (f.partition(": ") for f in unit.text.split("; "))]
+        # a column's name read as words: "lcid_hex" is "lcid hex", "iso_639_2B_code" names a code
+        fields = [(stems(name.replace("_", " ")), value.strip())
+                  for name, _, value in (f.partition(": ") for f in unit.text.split("; "))]
+        # A row asked by one of its values: the words naming that value's column are what is given,
+        # not what is asked ("Which locale does LCID 0x0411 map to?" names ``lcid_hex: 0x0411``; the
+        # ``lcid`` column is the value's, the answer the ``locale``).
+        given = {word for named, value in fields if value and _named_in(value, question) for word in named}
+        asked = (stems(question) - given) or stems(question)
         # the field the question names most of ("night shift supplement", not "field allowance per shift")
         for named, value in sorted(fields, key=lambda f: -len(f[0] & asked)):
             if named & asked and value and not _named_in(value, question):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from citewell.answers.extractive.kinds import FILLABLE, Wants
 from citewell.answers.extractive.question import negates, stems
-from citewell.answers.extractive.quoting import list_at
+from citewell.answers.extractive.quoting import led_by, list_at
 from citewell.answers.extractive.units import Unit, field_names, run_around
 from citewell.terms import FUNCTION_WORDS
 
@@ -20,7 +20,7 @@ def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked
                   columns: dict[int, _Columns] | None = None, question: str = "") -> bool:
     """Whether an answer may be built on ``unit``: never a heading alone (unless it heads a list,
     or holds the kind asked for, as a release's date), a bare term, a sentence cut off before
-    its end ("... can be specified to tests as"), a lead-in without the list it introduces, or a
+    its end ("... can be specified to tests as"), a lead-in without the list or block it introduces, or a
     table row without the column the question asks for (``asked``: the question's stems) when
     other rows have it (``columns``: ``record_columns(units)``, computed once for all of them).
     Such units still serve as context and companions. A sentence that ends on a colon but names
@@ -31,7 +31,9 @@ def answers_alone(unit: Unit, units: list[Unit], wanted: frozenset[Wants], asked
     named = not unit.heading and any(unit.holds(k, question) for k in wanted & FILLABLE - {Wants.DEFAULT})
     if unit.heading or (unit.text.endswith(":") and not named):
         intro, run = list_at(units, unit)
-        return intro is unit or (unit.heading and any(unit.holds(k) for k in wanted & FILLABLE))
+        if unit.heading:
+            return intro is unit or any(unit.holds(k) for k in wanted & FILLABLE)
+        return intro is unit or bool(led_by(units, unit))  # quoted with the list or the block it introduces
     words = unit.text.split()
     if len(words) < 3 and len(run_around(units, unit)) < 2:
         return False

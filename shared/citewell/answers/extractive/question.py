@@ -23,6 +23,8 @@ _WANTS = {
     Wants.STEPS: re.compile(r"\bhow (?:do|can|should|to)\b|\bsteps?\b|\bprocedure\b|\bprocess\b", re.I),
     Wants.LIST: re.compile(
         r"\b(?:which|what) (?:are|were)\b|\blist\b|\b(?:types|kinds|options)\b|"
+        # an order is a sequence: "In what order does pip read its configuration files?"
+        r"\b(?:what|which) order\b|\border of (?:precedence|evaluation|preference)\b|"
         # a plural, not a singular that ends in -s ("status", "analysis"): "What progress status does ninja print?"
         r"\b(?:which|what) (?:\w+ )?\w+[^siu\W]s (?:are|were|can|do|does|did|have|must|should)\b", re.I),
     Wants.NUMBER: re.compile(

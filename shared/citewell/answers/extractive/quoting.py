@@ -59,7 +59,37 @@ def quoted_units(question: str, unit: Unit, row: UnitFeatures, wanted: frozenset
     if len(run) > 1:
         return [intro, *run] if intro else run
     beside = companion or lead_in(in_order, unit) or neighbour(question, in_order, unit)
-    return sorted([unit, beside], key=lambda u: u.start) if beside else [unit]
+    whole = paragraph_of(in_order, unit) if Wants.LIST in wanted else []
+    return sorted({id(u): u for u in [unit, *([beside] if beside else []), *led_by(in_order, unit), *whole]}.values(),
+                  key=lambda u: u.start)
+
+
+MAX_PARAGRAPH = 6  # sentences a plural ask quotes of the paragraph that holds its best one
+
+
+def paragraph_of(units: list[Unit], unit: Unit) -> list[Unit]:
+    """Every sentence of the paragraph ``unit`` is in, for a plural ask ("What are the
+    requirements for ...?"): a list written as sentences is the paragraph, not one of them.
+    None for a record, a heading or a paragraph longer than ``MAX_PARAGRAPH``."""
+    if unit.record or unit.heading or unit.whole_block:
+        return []
+    same = [u for u in units if u.item is unit.item and u.block == unit.block and not u.heading]
+    return same if len(same) <= MAX_PARAGRAPH else []
+
+
+def led_by(units: list[Unit], unit: Unit) -> list[Unit]:
+    """What a lead-in ending in a colon introduces, when it is no list: the block right after it
+    in its passage when that is one unit ("... and use 60 seconds for all other commands:" then
+    the configuration it means, a command line, a row). A lead-in quoted alone says nothing of what
+    it leads to; a paragraph of sentences after it is prose of its own, not what it introduces."""
+    if not unit.text.rstrip().endswith(":"):
+        return []
+    position = next(i for i, u in enumerate(units) if u is unit)
+    after = units[position + 1] if position + 1 < len(units) else None
+    if after is None or after.item is not unit.item or after.block != unit.block + 1 or after.heading \
+            or not after.whole_block or after.text.rstrip().endswith(":"):  # another lead-in introduces what follows it
+        return []
+    return [after]
 
 
 def lead_in(units: list[Unit], item: Unit) -> Unit | None:

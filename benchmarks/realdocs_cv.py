@@ -1,0 +1,79 @@
+"""Answers on real documents, cross-validated by document through ``ask``:
+``python -m benchmarks.realdocs_cv --work DIR --realdocs DIR [DIR ...] [--folds K]``.
+
+``calibrate_refusal`` fits the answer models on every realdocs question and reports figures of
+its own approximation of the answer path. This asks the questions for real: for each fold of
+the documents (the same folds as ``calibrate_refusal --folds K``), the models are fitted on the
+observations saved in ``--work`` without that fold's questions, and the fold's questions are
+asked through ``ask`` with those models, on the folders ``calibrate_refusal`` ingested there.
+No document's questions are both fitted on and measured. The figures are those of
+``benchmarks.realdocs``, for each folder and for all together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+from pathlib import Path
+
+from benchmarks.calibrate_refusal import Observed, document_fold, fold_models
+from benchmarks.realdocs import TARGETS, breakdown, meets
+from citewell.answers.extractive.generator import ExtractiveGenerator
+from citewell.answers.service import ask
+from citewell.evaluation.answers import AnswerCase, evaluate, load_cases
+from citewell.models import Answer
+from citewell.services import open_local
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", type=Path, default=Path(".eval/calibrate"), help="calibrate_refusal's --work")
+    parser.add_argument("--realdocs", type=Path, nargs="+", required=True, help="the realdocs folders calibrate_refusal observed")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--squad-weight", type=float, default=1.0)
+    parser.add_argument("--answerset-weight", type=float, default=3.0)
+    parser.add_argument("--realdocs-weight", type=float, default=1.0)
+    parser.add_argument("--runner-up", type=float, default=0.5)
+    parser.add_argument("--answer-threshold", type=float, default=0.70)
+    parser.add_argument("--unconfirmed-recall", type=float, default=0.99)
+    parser.add_argument("--show", action="store_true", help="print every question with its answer (stderr)")
+    args = parser.parse_args()
+
+    observed: list[Observed] = []
+    for saved in sorted(args.work.glob("observed-*.pickle")):
+        observed += pickle.loads(saved.read_bytes())
+    if not any(o.question.source == "realdocs" for o in observed):
+        raise SystemExit(f"{args.work} holds no realdocs observations: run calibrate_refusal --realdocs first")
+    weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
+    models = fold_models(observed, weights, dict.fromkeys(range(args.folds)), args.folds, args.runner_up,
+                         args.answer_threshold, args.unconfirmed_recall)
+    figures: dict[str, object] = {}
+    every: list[tuple[AnswerCase, Answer]] = []
+    for folder in args.realdocs:
+        services = open_local(args.work / f"realdocs-{folder.name}")
+        cases = load_cases(folder / "questions.jsonl")
+        answers: dict[str, Answer] = {}
+        for case in cases:
+            fold = document_fold(folder, case.expected_documents[0] if case.expected_documents else case.id, args.folds)
+            generator = ExtractiveGenerator(services.embedder, services.embeddings, model=models[fold][1])
+            answers[case.id] = ask(services, case.identity, case.question, generator=generator)
+            if args.show:
+                shown = answers[case.id].answer or ""
+                print(f"--- {folder.name} {case.id} fold {fold}: {answers[case.id].outcome} {' '.join(shown.split())[:300]}",
+                      file=sys.stderr)
+        report = evaluate(cases, lambda case, answers=answers: answers[case.id])
+        figures[folder.name] = breakdown(cases, [answers[c.id] for c in cases], report)
+        every += [(c, answers[c.id]) for c in cases]
+    cases = [c for c, _ in every]
+    by_case = {id(c): a for c, a in every}  # two folders may reuse an id: key by the case itself
+    report = evaluate(cases, lambda case: by_case[id(case)])
+    together = breakdown(cases, [a for _, a in every], report)
+    together["targets_met"] = {key: meets(together, key, op, bound) for key, op, bound in TARGETS}
+    figures["together"] = together
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
