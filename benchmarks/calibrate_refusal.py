@@ -56,6 +56,7 @@ from citewell.answers.extractive.scoring import score_support
 from citewell.answers.extractive.units import Unit
 from citewell.answers.extractive.vectors import UnitEmbeddings
 from citewell.models import Identity
+from citewell.ports import Embedder
 from citewell.search import search
 from citewell.services import Services
 
@@ -91,8 +92,10 @@ class Observed:
     texts: list[str] = field(default_factory=list)  # for each unit, its own text: what the answerer embeds
 
 
-def observe(services: Services, questions: Sequence[Question]) -> list[Observed]:
-    embed = UnitEmbeddings(services.embedder, services.embeddings)
+def observe(services: Services, questions: Sequence[Question], encoder: Embedder | None = None) -> list[Observed]:
+    """Each question through the real search and evidence path, its units scored (with
+    ``encoder``'s vectors in place of the packaged unit encoder's, when given) and labelled."""
+    embed = UnitEmbeddings(services.embedder, services.embeddings, encoder)
     neutral = RefusalModel(unit=_NEUTRAL_UNIT, answer=_ANSWER_ALWAYS)
     observed = []
     for number, question in enumerate(questions, start=1):
@@ -394,10 +397,13 @@ def main() -> None:
     parser.add_argument("--runner-up", type=float, help="quote the runner-up beside the best unit when its probability "
                         "is at least this share of the best's (labels the answer fit by that quote)")
     parser.add_argument("--answer-threshold", type=float, default=0.5, help="the answer model's operating point")
+    parser.add_argument("--unit-encoder", type=Path, help="a unit encoder (int8 ONNX, benchmarks/train_unit_encoder) "
+                        "to score units with in place of the packaged one")
     parser.add_argument("--verifier", type=Path, help="an answer verifier (int8 ONNX, benchmarks/train_verifier) to rerank with")
     parser.add_argument("--verifier-without-fold", type=Path, nargs="+", metavar="FOLD",
                         help="verifiers trained without each realdocs fold in turn, for its cross-validated figures")
     args = parser.parse_args()
+    from citewell.answers.extractive.unit_encoder import UnitEncoder
     from citewell.services import open_local
 
     sources = {"squad": lambda services: squad_questions(services, args.squad)}
@@ -412,7 +418,7 @@ def main() -> None:
             observed += pickle.loads(saved.read_bytes())
             continue
         services = open_local(args.work / source)
-        fresh = observe(services, questions(services))
+        fresh = observe(services, questions(services), UnitEncoder(args.unit_encoder) if args.unit_encoder else None)
         saved.write_bytes(pickle.dumps(fresh))
         observed += fresh
     weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}

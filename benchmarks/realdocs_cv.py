@@ -21,6 +21,7 @@ from pathlib import Path
 from benchmarks.calibrate_refusal import Observed, document_fold, fold_models
 from benchmarks.realdocs import TARGETS, breakdown, meets
 from citewell.answers.extractive.generator import ExtractiveGenerator
+from citewell.answers.extractive.unit_encoder import UnitEncoder
 from citewell.answers.service import ask
 from citewell.evaluation.answers import AnswerCase, evaluate, load_cases
 from citewell.models import Answer
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument("--runner-up", type=float, default=0.5)
     parser.add_argument("--answer-threshold", type=float, default=0.70)
     parser.add_argument("--unconfirmed-recall", type=float, default=0.99)
+    parser.add_argument("--unit-encoder", type=Path, help="calibrate_refusal's --unit-encoder, if it had one")
     parser.add_argument("--show", action="store_true", help="print every question with its answer (stderr)")
     args = parser.parse_args()
 
@@ -49,6 +51,7 @@ def main() -> None:
     weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
     models = fold_models(observed, weights, dict.fromkeys(range(args.folds)), args.folds, args.runner_up,
                          args.answer_threshold, args.unconfirmed_recall)
+    encoder = UnitEncoder(args.unit_encoder) if args.unit_encoder else None
     figures: dict[str, object] = {}
     every: list[tuple[AnswerCase, Answer]] = []
     for folder in args.realdocs:
@@ -57,7 +60,7 @@ def main() -> None:
         answers: dict[str, Answer] = {}
         for case in cases:
             fold = document_fold(folder, case.expected_documents[0] if case.expected_documents else case.id, args.folds)
-            generator = ExtractiveGenerator(services.embedder, services.embeddings, model=models[fold][1])
+            generator = ExtractiveGenerator(services.embedder, services.embeddings, model=models[fold][1], encoder=encoder)
             answers[case.id] = ask(services, case.identity, case.question, generator=generator)
             if args.show:
                 shown = answers[case.id].answer or ""

@@ -33,7 +33,9 @@ def pairs(observed: list[Observed]) -> list[dict[str, object]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--squad", type=Path, required=True)
-    parser.add_argument("--realdocs", type=Path, required=True)
+    parser.add_argument("--realdocs", type=Path, nargs="+", required=True)
+    parser.add_argument("--folds", type=int, default=5, help="realdocs' folds by document, as calibrate_refusal's")
+    parser.add_argument("--qa-train", type=Path, help="public labelled questions (qa-train) to add (benchmarks.qa_train)")
     parser.add_argument("--work", type=Path, default=Path(".eval/calibrate"))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--reuse", action="store_true", help="read the observations the last run saved in --work")
@@ -44,8 +46,9 @@ def main() -> None:
     sources = {
         "squad": lambda services: squad_questions(services, args.squad),
         "answerset": lambda services: answerset_questions(services, args.work / "answerset-files"),
-        "realdocs": lambda services: realdocs_questions(services, args.realdocs),
     }
+    for folder in args.realdocs:  # saved and ingested as calibrate_refusal does, so either reads the other's
+        sources[f"realdocs-{folder.name}"] = lambda services, folder=folder: realdocs_questions(services, folder, args.folds)
     observed: list[Observed] = []
     for source, questions in sources.items():
         saved = args.work / f"observed-{source}.pickle"
@@ -58,6 +61,10 @@ def main() -> None:
         observed += fresh
         print(f"{source}: {len(fresh)} questions observed", flush=True)
     rows = pairs(observed)
+    if args.qa_train:
+        from benchmarks.qa_train import groups, pair_rows
+
+        rows += pair_rows(groups(args.qa_train))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     print(f"{len(rows)} pairs ({sum(r['label'] for r in rows)} holding a fact) -> {args.out}")

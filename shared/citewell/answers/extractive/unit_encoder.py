@@ -11,6 +11,7 @@ embedder, as before.
 
 from __future__ import annotations
 
+import hashlib
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -29,12 +30,18 @@ def _model_file() -> Path:
 
 
 class UnitEncoder(MiniLMEmbedder):
-    """MiniLM's tokenizer, sessions and pooling over the tuned weights."""
+    """MiniLM's tokenizer, sessions and pooling over the tuned weights: the packaged file, or
+    ``path`` (a candidate being measured, ``benchmarks.calibrate_refusal --unit-encoder``), whose
+    identity is its own digest so that no vector cached for one is read for the other."""
 
-    identity = f"citewell-unit-encoder@{DIGEST}:{DIMS}"
+    def __init__(self, path: Path | None = None) -> None:
+        super().__init__()
+        self.path = path or _model_file()
+        digest = DIGEST if path is None else hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        self.identity = f"citewell-unit-encoder@{digest}:{DIMS}"
 
     def _model_path(self) -> Path:
-        return _model_file()
+        return self.path
 
 
 @cache
