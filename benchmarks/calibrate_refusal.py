@@ -230,6 +230,26 @@ def choose_unconfirmed(observed: list[Observed], model: RefusalModel, recall: fl
     return min(model.answer.threshold, math.floor(at * 10_000) / 10_000)
 
 
+def choose_threshold(observed: list[Observed], model: RefusalModel, max_wrong: float, max_answered_refusals: float,
+                     scores: Scores | None = None) -> float:
+    """The lowest answer threshold (in steps of 0.01, 0.3 to 0.95) at which, over the fitting
+    realdocs questions, answers lacking a fact stay within ``max_wrong`` of the answerable ones
+    and answers to questions that must be refused within ``max_answered_refusals`` of those: the
+    operating point the targets name, chosen on real documents, never on the ones measured."""
+    rows = [(o, row) for o in observed if o.question.fit and o.question.source == "realdocs"
+            if (row := _answer_row(o, model, scores)) is not None]
+    answerable = sum(o.question.answerable for o in observed if o.question.fit and o.question.source == "realdocs") or 1
+    refusals = sum(not o.question.answerable for o in observed if o.question.fit and o.question.source == "realdocs") or 1
+    probabilities = [(o.question.answerable, row[1], model.answer.probability(row[0])) for o, row in rows]
+    for step in range(30, 96):
+        at = step / 100
+        wrong = sum(answerable_ and not right and p >= at for answerable_, right, p in probabilities)
+        answered_refusals = sum(not answerable_ and p >= at for answerable_, _, p in probabilities)
+        if wrong <= max_wrong * answerable and answered_refusals <= max_answered_refusals * refusals:
+            return at
+    return 0.95
+
+
 def measure(observed: list[Observed], model: RefusalModel, scores: Scores | None = None) -> dict[str, float]:
     """Right answers (the answer built on the best unit holds a gold fact) and right refusals, on these questions."""
     answered = correct = answerable = answered_right = refused_right = unanswerable = quoted_right = quoted_unanswerable = 0
@@ -345,10 +365,12 @@ def realdocs_questions(services: Services, folder: Path, folds: int = 2) -> list
 
 def fold_models(observed: list[Observed], weights: dict[str, float], scores: dict[int, Scores | None], folds: int,
                 runner_up: float | None = None, threshold: float = 0.5,
-                recall: float | None = None) -> dict[int, tuple[list[Observed], RefusalModel]]:
+                recall: float | None = None, bounds: tuple[float, float] | None = None,
+                ) -> dict[int, tuple[list[Observed], RefusalModel]]:
     """For each fold, its realdocs questions and the models fitted without them (``scores``: by
     fold, the verifier trained without it; ``recall``: choose each one's unconfirmed threshold
-    on its own fitting questions, as the shipped fit does)."""
+    on its own fitting questions, as the shipped fit does; ``bounds``: choose its answer threshold
+    there too, ``choose_threshold``'s (wrong, answered refusals))."""
     others = [o for o in observed if o.question.source != "realdocs"]
     rows = [o for o in observed if o.question.source == "realdocs"]
     out = {}
@@ -357,6 +379,8 @@ def fold_models(observed: list[Observed], weights: dict[str, float], scores: dic
         if held:
             fitting = others + [o for o in rows if o.question.fold != fold]
             model = fit(fitting, weights, scores[fold], runner_up, threshold)
+            if bounds is not None:
+                model.answer.threshold = choose_threshold(fitting, model, *bounds, scores=scores[fold])
             if recall is not None:
                 model.unconfirmed_threshold = choose_unconfirmed(fitting, model, recall, scores[fold])
             out[fold] = (held, model)
@@ -364,13 +388,14 @@ def fold_models(observed: list[Observed], weights: dict[str, float], scores: dic
 
 
 def cross_validated(observed: list[Observed], weights: dict[str, float], scores: dict[int, Scores | None], folds: int = 2,
-                    runner_up: float | None = None, threshold: float = 0.5,
-                    recall: float | None = None) -> tuple[dict[str, float], dict[str, float]]:
+                    runner_up: float | None = None, threshold: float = 0.5, recall: float | None = None,
+                    bounds: tuple[float, float] | None = None) -> tuple[dict[str, float], dict[str, float]]:
     """Realdocs figures of models fitted without the fold of its documents they are measured on:
     each fold's figures weighted by its questions; then the units' ``discrimination`` over every
     fold's held-out questions."""
     measured = [(measure(held, model, scores[fold]), held, model, scores[fold])
-                for fold, (held, model) in fold_models(observed, weights, scores, folds, runner_up, threshold, recall).items()]
+                for fold, (held, model) in fold_models(observed, weights, scores, folds, runner_up, threshold, recall,
+                                                       bounds).items()]
     total = sum(f["questions"] for f, *_ in measured) or 1
     keys = [k for k in (measured[0][0] if measured else {}) if k != "questions"]
     figures = {"questions": total, **{k: round(sum(f[k] * f["questions"] for f, *_ in measured) / total, 4) for k in keys}}
@@ -397,6 +422,9 @@ def main() -> None:
     parser.add_argument("--runner-up", type=float, help="quote the runner-up beside the best unit when its probability "
                         "is at least this share of the best's (labels the answer fit by that quote)")
     parser.add_argument("--answer-threshold", type=float, default=0.5, help="the answer model's operating point")
+    parser.add_argument("--choose-threshold", type=float, nargs=2, metavar=("MAX_WRONG", "MAX_ANSWERED_REFUSALS"),
+                        help="choose the operating point on the realdocs questions instead: the lowest at which "
+                             "wrong answers and answered refusals stay within these shares (choose_threshold)")
     parser.add_argument("--unit-encoder", type=Path, help="a unit encoder (int8 ONNX, benchmarks/train_unit_encoder) "
                         "to score units with in place of the packaged one")
     parser.add_argument("--verifier", type=Path, help="an answer verifier (int8 ONNX, benchmarks/train_verifier) to rerank with")
@@ -424,6 +452,9 @@ def main() -> None:
     weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
     scores = Scores(args.verifier) if args.verifier else None
     model = fit(observed, weights, scores, args.runner_up, args.answer_threshold)
+    bounds = (args.choose_threshold[0], args.choose_threshold[1]) if args.choose_threshold else None
+    if bounds is not None:
+        model.answer.threshold = choose_threshold(observed, model, *bounds, scores=scores)
     model.unconfirmed_threshold = choose_unconfirmed(observed, model, args.unconfirmed_recall, scores)
     sources = sorted({o.question.source for o in observed})
     held_out = {source: measure([o for o in observed if o.question.source == source and not o.question.fit], model, scores)
@@ -447,7 +478,7 @@ def main() -> None:
         by_fold = {f: Scores(p) for f, p in enumerate(args.verifier_without_fold)} if args.verifier_without_fold else {}
         held_out["realdocs"], units["realdocs"] = cross_validated(
             observed, weights, {f: by_fold.get(f, scores) for f in range(args.folds)}, args.folds, args.runner_up,
-            args.answer_threshold, args.unconfirmed_recall)
+            args.answer_threshold, args.unconfirmed_recall, bounds)
         model.metrics |= {f"realdocs_cv_{k}": v for k, v in held_out["realdocs"].items()}
     print(json.dumps({"model": model.model_dump(), "fitted_half": on_fitted, "held_out": held_out, "held_out_units": units},
                      indent=2))

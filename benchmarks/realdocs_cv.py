@@ -39,6 +39,8 @@ def main() -> None:
     parser.add_argument("--runner-up", type=float, default=0.5)
     parser.add_argument("--answer-threshold", type=float, default=0.70)
     parser.add_argument("--unconfirmed-recall", type=float, default=0.99)
+    parser.add_argument("--choose-threshold", type=float, nargs=2, metavar=("MAX_WRONG", "MAX_ANSWERED_REFUSALS"),
+                        help="as calibrate_refusal's: each fold's operating point chosen on its fitting realdocs questions")
     parser.add_argument("--unit-encoder", type=Path, help="calibrate_refusal's --unit-encoder, if it had one")
     parser.add_argument("--show", action="store_true", help="print every question with its answer (stderr)")
     args = parser.parse_args()
@@ -50,7 +52,8 @@ def main() -> None:
         raise SystemExit(f"{args.work} holds no realdocs observations: run calibrate_refusal --realdocs first")
     weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
     models = fold_models(observed, weights, dict.fromkeys(range(args.folds)), args.folds, args.runner_up,
-                         args.answer_threshold, args.unconfirmed_recall)
+                         args.answer_threshold, args.unconfirmed_recall,
+                         (args.choose_threshold[0], args.choose_threshold[1]) if args.choose_threshold else None)
     encoder = UnitEncoder(args.unit_encoder) if args.unit_encoder else None
     figures: dict[str, object] = {}
     every: list[tuple[AnswerCase, Answer]] = []

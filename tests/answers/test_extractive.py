@@ -779,6 +779,15 @@ def test_a_plural_ask_quotes_every_sentence_of_the_paragraph_holding_its_best():
     assert quoted_units(single, units[1], row, frozenset(wants(single)), units, None) == [units[1]]
 
 
+def test_an_option_typeset_with_a_minus_sign_is_the_option_the_question_names(embedder):
+    """groff sets an option's dashes as minus signs in a PDF ("\u2212\u2212atleast-version"): the
+    question's "--atleast-version" names that option, not a missing one."""
+    text = "\u2212\u2212atleast-version=VERSION Exit with error unless the module is at least VERSION. Other options follow."
+    support = score_support(UnitEmbeddings(embedder), "What does --atleast-version do?", [item(text)], every_unit=True)
+    by_text = {u.text: row.identifiers_found for u, row in zip(support.units, support.unit_features)}
+    assert by_text[support.units[0].text] == 1.0 and "atleast" in support.units[0].text
+
+
 def test_a_faq_question_is_context_a_lead_in_needs_its_list_and_a_row_needs_the_asked_column():
     from citewell.answers.extractive.eligible import answers_alone
 

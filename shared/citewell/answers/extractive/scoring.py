@@ -35,6 +35,10 @@ from citewell.answers.extractive.units import Unit, companions, run_around, unit
 from citewell.answers.extractive.vectors import UnitEmbeddings, unit_cosines
 from citewell.models import EvidenceItem
 
+# A typeset manual writes an option's dash as a minus sign or a hyphen of its own ("−−priority",
+# "‐l", as groff sets them in a PDF): the question's "--priority" names the same option.
+DASHES = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2212": "-"})
+
 
 def _holds_wanted(unit: Unit, wanted: set[Wants], units: list[Unit], question: str = "") -> bool:
     for kind in wanted:
@@ -76,14 +80,14 @@ def score_support(
     # A unit is scored with the sentence or heading its answer would quote beside it.
     beside = companions(units, wanted, question)
     for unit, companion, unit_terms, text in zip(units, beside, terms, texts):
-        lowered = text.lower()
+        lowered = text.lower().translate(DASHES)
         matches = companion is not None or _holds_wanted(unit, wanted, units, question)
         span = unit.item.span_at(unit.start)
         where = (id(unit.item), span.chunk_id)
         around = (where, unit.asked, companion.start if companion else -1)
         if around not in contexts:  # the title and headings it sits under, the question it follows
             heading = " ".join([unit.item.title, *span.section_path, unit.asked, companion.text if companion else ""])
-            contexts[around] = (stems(heading), heading.lower())
+            contexts[around] = (stems(heading), heading.lower().translate(DASHES))
         context_terms, context_text = contexts[around]
         arounds.append(around)
         around_terms = unit_terms | context_terms
