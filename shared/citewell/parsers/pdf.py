@@ -188,8 +188,56 @@ def _heading_like(text: str) -> bool:
     return 0 < len(text) <= HEADING_CHARS and any(c.isalpha() for c in text)
 
 
+# A word broken at a line's end: the token's start, its last word characters, the hyphen (a
+# soft hyphen, U+2010, or the ASCII one), and the word characters that open the next line.
+_BROKEN = re.compile(r"(?P<before>\S*?)(?P<left>\w+)(?P<mark>[-\u00ad\u2010])[ \t]*\n[ \t]*(?P<right>\w+)")
+_WORD = re.compile(r"[^\W\d_]+")
+_COMPOUND = re.compile(r"[^\W\d_]+(?:[-\u2010][^\W\d_]+)+")
+_CODE_MARKS = set("-_/\\.:=<>@$%~")
+
+
+@dataclass
+class _Words:
+    """The document's own spelling: how often each word, and each hyphenated compound, is
+    written within a line (never across one), lower-cased: the evidence a break is judged by."""
+
+    words: Counter[str]
+    compounds: Counter[str]
+
+    @classmethod
+    def of(cls, pages: list[list[_Line]]) -> _Words:
+        words, compounds = Counter[str](), Counter[str]()
+        for line in (line for page in pages for line in page):
+            text = line.text.lower().replace("\u00ad", "")
+            words.update(_WORD.findall(text))
+            compounds.update(compound.replace("\u2010", "-") for compound in _COMPOUND.findall(text))
+        return cls(words, compounds)
+
+    def join(self, broken: re.Match[str]) -> str:
+        """A break's text: the word joined ("prob-" "lem": "problem") where it is a word, the
+        hyphen kept without the line's space ("well-" "known": "well-known") where it is one."""
+        before, left, mark, right = broken.group("before", "left", "mark", "right")
+        joined, hyphenated = f"{before}{left}{right}", f"{before}{left}-{right}"
+        if mark == "\u00ad":  # a soft hyphen is the typesetter's word break: never a hyphen
+            return joined
+        if not (_WORD.fullmatch(left) and _WORD.fullmatch(right)) or _CODE_MARKS & set(before):
+            return hyphenated  # "x86-64", "--dry-run": a name spelled with its hyphen
+        if not right.islower() or not (left.islower() or left.istitle()):
+            return hyphenated  # "Jean-Paul", "non-ASCII": the second part is capitalised
+        as_word, as_compound = self.words[(left + right).lower()], self.compounds[f"{left}-{right}".lower()]
+        if as_word > as_compound or (as_word == as_compound == 0):
+            return joined
+        return hyphenated
+
+
+def dehyphenate(text: str, words: _Words) -> str:
+    """``text``'s line breaks inside words taken out, by the document's evidence (:class:`_Words`);
+    a soft hyphen inside a line is invisible, and dropped."""
+    return _BROKEN.sub(words.join, text).replace("\u00ad", "")
+
+
 def _page(builder: TextBuilder, lines: list[_Line], number: int, marks: list[tuple[int, str]], path: list[str],
-          layout: _Layout) -> None:
+          layout: _Layout, words: _Words) -> None:
     """Emit one page, opening each bookmark's section at the line that carries its title
     (or at the top of the page when no line does)."""
     cursor = 0
@@ -201,13 +249,13 @@ def _page(builder: TextBuilder, lines: list[_Line], number: int, marks: list[tup
         if found is None:
             builder.section(list(path))
             continue
-        _paragraphs(builder, lines[cursor:found], number, layout)
+        _paragraphs(builder, lines[cursor:found], number, layout, words)
         builder.heading(depth + 1, lines[found].text, page=number)
         cursor = found + 1
-    _paragraphs(builder, lines[cursor:], number, layout)
+    _paragraphs(builder, lines[cursor:], number, layout, words)
 
 
-def _paragraphs(builder: TextBuilder, lines: list[_Line], number: int, layout: _Layout) -> None:
+def _paragraphs(builder: TextBuilder, lines: list[_Line], number: int, layout: _Layout, words: _Words) -> None:
     """Paragraphs split where a blank line or a gap wider than the line spacing falls, and
     headings (lines set in a heading size; consecutive ones are one wrapped heading)."""
     run: list[_Line] = []
@@ -218,7 +266,7 @@ def _paragraphs(builder: TextBuilder, lines: list[_Line], number: int, layout: _
             builder.heading(layout.level(heading[0]) or 1, " ".join(line.text.strip() for line in heading), page=number)
             heading.clear()
         if run:
-            for paragraph in split_paragraphs("\n".join(line.text for line in run)):
+            for paragraph in split_paragraphs(dehyphenate("\n".join(line.text for line in run), words)):
                 builder.block(BlockKind.PARAGRAPH, paragraph, page=number)
             run.clear()
 
@@ -331,6 +379,7 @@ def parse_pdf(data: bytes, ocr: OcrEngine | None = None,
                                                        if not skip and _is_scanned(lines)]), to_read)
                 tell("ocr", 0, to_read)
             layout = _Layout.of([lines for lines, skip in zip(pages, contents) if not skip], outline=bool(marks))
+            words = _Words.of(pages)
             for index, lines in enumerate(pages):
                 if contents[index]:
                     for depth, title in marks.get(index, []):
@@ -350,7 +399,7 @@ def parse_pdf(data: bytes, ocr: OcrEngine | None = None,
                             emit_page(builder, read, index + 1)
                         tell("ocr", scanned, to_read)
                     continue
-                _page(builder, lines, index + 1, marks.get(index, []), path, layout)
+                _page(builder, lines, index + 1, marks.get(index, []), path, layout, words)
             declared = reader.metadata.title if reader.metadata else None
             document_title = choose(declared, first_page_title(pages[0], layout.body) if pages else None)
         for warning in caught:
