@@ -30,6 +30,21 @@ def _inert(text: str) -> str:
     return _CONTROL.sub(" ", _ESCAPE.sub("", text)) if _CONTROL.search(text) else text
 
 
+# Where a README's decoration comes from: status badges (CI, coverage, versions, downloads, chat)
+# and the project's logo or banner.
+_DECORATION = re.compile(
+    r"shields\.io|badge|travis-ci\.|codecov\.io|coveralls\.io|circleci\.com|appveyor\.com|pepy\.tech|"
+    r"gitter\.im|/workflows/|/actions/|readthedocs\.org/projects/|snyk\.io|bestpractices\.|logo|banner",
+    re.IGNORECASE)
+
+
+def decorative(url: str, alt: str = "", linked: bool = False) -> bool:
+    """Whether an image is decoration, its alternative text no passage: an image that is a link
+    (a badge, a logo that leads to the project's site), or a badge, a logo or a banner by its
+    address or its text. A figure's description ("the API calls the worker") stays text."""
+    return linked or bool(_DECORATION.search(url)) or bool(_DECORATION.search(alt))
+
+
 def clean_inline(text: str) -> str:
     """Collapse runs of whitespace to one space: prose from markup carries layout noise."""
     return " ".join(_inert(text).split())

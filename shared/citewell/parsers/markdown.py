@@ -1,6 +1,9 @@
 """Markdown through markdown-it-py: headings become sections, inline markup becomes plain text,
 tables become records named by their header cells, and raw HTML is read as HTML (a comment, a
-badge's ``<img>`` or a ``<div align>`` is markup, never a passage)."""
+badge's ``<img>`` or a ``<div align>`` is markup, never a passage). A badge or a logo in Markdown
+(``[![Build Status](...svg)](...)``) is decoration too: its alternative text is not read, so a
+row of badges over a README's title leaves no paragraph behind. The title is the first
+first-level heading, without the badges set beside it."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from citewell.models import BlockKind, ParsedDocument
-from citewell.parsers.builder import TextBuilder
+from citewell.parsers.builder import TextBuilder, decorative
 from citewell.parsers.html import fragment
 from citewell.parsers.records import record_text
 from citewell.parsers.sniff import MIME, Kind
@@ -22,9 +25,18 @@ _md = MarkdownIt("commonmark").enable("table")
 _HIDDEN = re.compile(r"<(/?)(script|style|template|noscript)\b", re.I)  # elements whose content is no text
 
 
-def _inline_text(token: Token) -> str:
+def _heading_text(token: Token) -> str:
+    """A heading's words; a heading that is only a logo (``# ![jsii](./logo.png)``) is named by it."""
+    return _inline_text(token) or _inline_text(token, logos=True)
+
+
+def _inline_text(token: Token, logos: bool = False) -> str:
+    """The words of an inline run; a badge's or a logo's alternative text is none of them
+    (``[![Build Status](https://.../badge.svg)](...)``): :func:`~citewell.parsers.builder.decorative`.
+    ``logos``: an image that is no link is read by its alternative text whatever it shows."""
     out: list[str] = []
     hidden = 0  # inside an inline <script> or <style>: what it holds is code, not a passage
+    linked = 0
     for child in token.children or []:
         if child.type == "html_inline":  # a tag or a comment is markup; the text between tags is its own token
             tag = _HIDDEN.match(child.content)
@@ -32,11 +44,14 @@ def _inline_text(token: Token) -> str:
                 hidden = max(0, hidden + (-1 if tag.group(1) else 1))
         elif hidden:
             continue
+        elif child.type in ("link_open", "link_close"):
+            linked = max(0, linked + (1 if child.type == "link_open" else -1))
         elif child.type in ("text", "code_inline"):
             out.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             out.append(" ")
-        elif child.type == "image":
+        elif child.type == "image" and (not linked if logos
+                                        else not decorative(str(child.attrs.get("src") or ""), child.content, linked > 0)):
             out.append(child.content or "")
     return "".join(out)
 
@@ -52,7 +67,7 @@ def parse_markdown(text: str) -> ParsedDocument:
     while i < len(tokens):
         tok = tokens[i]
         if tok.type == "heading_open":
-            builder.heading(int(tok.tag[1:]), _inline_text(tokens[i + 1]))
+            builder.heading(int(tok.tag[1:]), _heading_text(tokens[i + 1]))
             i += 3
             continue
         if tok.type in ("bullet_list_open", "ordered_list_open"):

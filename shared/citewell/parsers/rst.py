@@ -6,6 +6,8 @@ an option list one record per option (``option: -n, --dry-run; description: ...`
 list (``:Author: X``, or the bibliographic fields after the title) one record of its fields.
 The title is the document's own: the title docutils promotes (a lone top-level section title,
 or ``.. title::``), else a ``:title:`` field, else a top-level heading that opens the file.
+Badges and logos before it (``.. image::``, a line of ``|PyPI| |CI|`` substitutions) are
+decoration and open nothing: their alternative text is not read, in a paragraph or a title.
 
 docutils reports problems through a stream and can stop at a severity: both are turned off,
 so broken markup stays text. Where docutils gave up on a directive it does not know (a
@@ -23,7 +25,7 @@ from docutils import nodes
 from docutils.core import publish_doctree
 
 from citewell.models import BlockKind, ParsedDocument
-from citewell.parsers.builder import TextBuilder
+from citewell.parsers.builder import TextBuilder, decorative
 from citewell.parsers.records import record, record_text
 from citewell.parsers.sniff import MIME, Kind
 from citewell.parsers.titles import choose
@@ -59,7 +61,23 @@ def _settings() -> dict[str, object]:
 _ROLE = re.compile(r"^(?::[\w.+-]+:)?`(?P<text>[^`<]*?)\s*(?:<[^`>]*>)?`(?::[\w.+-]+:)?_{0,2}$", re.DOTALL)
 
 
+def _undecorated(node: nodes.Element) -> nodes.Element:
+    """``node`` without its decorative images (:func:`~citewell.parsers.builder.decorative`): a
+    badge's alternative text (``|Build Status|``, ``.. |PyPI| image:: ...``) is no text, in a
+    paragraph or in a title (``filetype.py |Build Status|``)."""
+    if not any(True for _ in node.findall(nodes.image)):
+        return node
+    copy = node.deepcopy()
+    for image in list(copy.findall(nodes.image)):
+        if image.parent is not None and decorative(str(image.get("uri", "")), str(image.get("alt", "")),
+                                                   isinstance(image.parent, nodes.reference)):
+            image.parent.remove(image)
+    return copy
+
+
 def _text(node: nodes.Node) -> str:
+    if isinstance(node, nodes.Element):
+        node = _undecorated(node)
     if not isinstance(node, nodes.Element) or not any(True for _ in node.findall(nodes.problematic)):
         return node.astext()
     parts: list[str] = []
@@ -265,6 +283,8 @@ def parse_rst(text: str) -> ParsedDocument:
     title_node = next((c for c in doctree.children if isinstance(c, nodes.title)), None)
     if title_node is not None:
         builder.heading(1, _text(title_node))
+        if declared == title_node.astext():  # the promoted title as docutils spells it, badges and all
+            declared = _text(title_node)
     walker = _Walker(builder, titled=title_node is not None)
     walker.walk(doctree, 0)
     return builder.build(MIME[Kind.RST], title=choose(declared, walker.title_field, walker.opening_heading))
