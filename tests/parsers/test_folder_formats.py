@@ -5,7 +5,82 @@ under rows of badges, and old manuals laid out in nested tables with their menus
 
 from __future__ import annotations
 
+import pytest
+
+from citewell.models import BlockKind
 from citewell.parsers import parse
+
+# -- 1. XHTML is HTML, whatever its name -----------------------------------------------------
+
+# As libxslt's and libxml2's manuals are installed (/usr/share/doc/libxslt1-dev/html): Latin-1
+# declared in the XML declaration, XHTML 1.0's DOCTYPE, and XML's self-closed elements, among
+# them a script, which an HTML parser takes as opening an element that runs to the page's end.
+XHTML = """<?xml version="1.0" encoding="ISO-8859-1"?>
+<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">
+<html xmlns="http://www.w3.org/1999/xhtml"><head><meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1" />
+<title>Module templates from libxslt</title><script type="text/javascript" src="toggle.js"/></head>
+<body><h1>Module templates</h1><a name="description"/><p>This set of routines evaluates Attribute Value Templates.</p>
+<h2>xsltEvalTemplateString</h2><p>Evaluates a template string; the result is freed by the caller.<br/>
+Copyright \u00a9 2001 the libxslt authors.</p><p><![CDATA[Returns NULL if ctxt < 0 & inst is NULL.]]></p><div/>
+<p>The transformation context is never changed.</p></body></html>
+""".encode("latin-1")
+
+
+@pytest.mark.parametrize("name", ["libxslt-templates.xhtml", "libxslt-templates", "libxslt-templates.xml",
+                                  "libxslt-templates.html", None])
+def test_xhtml_is_read_as_html_by_its_content_or_its_name(name):
+    parsed = parse(XHTML, name)
+    assert parsed.mime == "text/html"
+    assert parsed.title == "Module templates from libxslt"
+    assert "<?xml" not in parsed.text and "<p>" not in parsed.text and "CDATA" not in parsed.text
+    assert "This set of routines evaluates Attribute Value Templates." in parsed.text
+    assert "Copyright © 2001 the libxslt authors." in parsed.text
+    assert "Returns NULL if ctxt < 0 & inst is NULL." in parsed.text  # a CDATA section is text
+    assert parsed.text.endswith("The transformation context is never changed.")  # the <script/> swallowed nothing
+    at = parsed.text.index("the result is freed")
+    assert next(s.heading_path for s in parsed.sections if s.start <= at < s.end) == [
+        "Module templates", "xsltEvalTemplateString"]
+
+
+def test_xhtml_without_a_doctype_is_known_by_its_namespace_and_html_by_its_opening_comment():
+    bare = (b'<?xml version="1.0" encoding="UTF-8"?>\n<?xml-stylesheet href="style.css" type="text/css"?>\n'
+            b'<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="en"><head><title>Quay rules</title></head>'
+            b"<body><p>Cranes stop in winds over 20 m/s.</p></body></html>")
+    assert parse(bare, "rules").text == "Cranes stop in winds over 20 m/s."
+    saved = (b"<!-- saved from url=(0041)http://www.example.org/docs/rules.html -->\n<html><head><title>Quay rules"
+             b"</title></head><body><p>Cranes stop in winds over 20 m/s.</p></body></html>")
+    assert parse(saved, "rules").mime == "text/html"
+
+
+RSS = b"""<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>Port news</title><link>http://port.example/</link>
+<item><title>East gate</title><description>&lt;p&gt;The east gate closes at ten.&lt;/p&gt;</description></item>
+</channel></rss>
+"""
+ATOM = b"""<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>Port news</title>
+<entry><title>East gate</title><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml">
+<p>The east gate closes at <a href="gate.html">ten</a>.</p></div></content></entry></feed>
+"""
+FONTCONFIG = b"""<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
+<!-- /etc/fonts/local.conf: local fonts -->
+<fontconfig><dir>/usr/local/share/fonts</dir><match target="pattern"><test name="family"><string>mono</string>
+</test><edit name="family" mode="assign"><string>DejaVu Sans Mono</string></edit></match></fontconfig>
+"""
+SVG = b"""<?xml version="1.0" standalone="no"?>
+<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">
+<svg xmlns="http://www.w3.org/2000/svg" xmlns:xhtml="http://www.w3.org/1999/xhtml"><text>Quay</text></svg>
+"""
+
+
+@pytest.mark.parametrize("data", [RSS, ATOM, FONTCONFIG, SVG], ids=["rss", "atom", "fontconfig", "svg"])
+def test_other_xml_is_not_read_as_html(data):
+    for name in ("feed.xml", "feed"):
+        parsed = parse(data, name)
+        assert parsed.mime == "text/plain"  # read as it is, markup and all: it is not a page
+        assert parsed.text.startswith("<?xml")
+
 
 # -- 2. PDF words hyphenated at a line's end --------------------------------------------------
 
@@ -126,3 +201,87 @@ def test_an_html_readme_keeps_no_badge_text_and_takes_its_title_from_its_first_h
                    b"<h1>cranelog</h1><p>cranelog logs every fault of a quay's cranes.</p>", "README.html")
     assert parsed.title == "cranelog"
     assert parsed.text == "cranelog\n\ncranelog logs every fault of a quay's cranes."
+
+
+# -- 4. Manuals laid out in tables, their navigation repeated ---------------------------------
+
+def xmlsoft_page(title: str, body: str) -> bytes:
+    """A page as the xmlsoft.org manuals are built (libxslt's, installed under /usr/share/doc):
+    a banner table, then a table whose first column is the site's menu and whose second holds
+    the page in boxes of nested tables."""
+    menu = "".join(f'<li><a href="{href}">{text}</a></li>' for href, text in [
+        ("index.html", "Home"), ("intro.html", "Introduction"), ("docs.html", "Documentation"),
+        ("bugs.html", "Reporting bugs and getting help"), ("help.html", "How to help"),
+        ("downloads.html", "Downloads"), ("FAQ.html", "FAQ"), ("news.html", "News")])
+    return f"""<?xml version="1.0" encoding="ISO-8859-1"?>
+<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">
+<html xmlns="http://www.w3.org/1999/xhtml"><head><title>{title}</title></head><body bgcolor="#8b7765">
+<table border="0" width="100%" cellpadding="5" cellspacing="0" align="center"><tr>
+<td width="180"><a href="http://www.gnome.org/"><img src="gnome2.png" alt="GNOME2 Logo" /></a></td>
+<td><table border="0" width="90%" cellpadding="2" cellspacing="0" align="center" bgcolor="#000000"><tr><td>
+<table width="100%" border="0" cellspacing="1" cellpadding="3" bgcolor="#fffacd"><tr><td align="center">
+<h1>The XSLT C library for GNOME</h1><h2>{title}</h2></td></tr></table></td></tr></table></td></tr></table>
+<table border="0" cellpadding="4" cellspacing="0" width="100%" align="center"><tr><td bgcolor="#8b7765">
+<table border="0" cellspacing="0" cellpadding="2" width="100%"><tr>
+<td valign="top" width="200" bgcolor="#8b7765"><table border="0" cellspacing="0" cellpadding="1" width="100%">
+<tr><td><table width="100%" border="0" cellspacing="1" cellpadding="3"><tr><td align="center"><center><b>Main Menu</b>
+</center></td></tr><tr><td bgcolor="#fffacd"><form action="search.php" method="get"><input name="query" type="text" />
+</form><ul>{menu}</ul></td></tr></table></td></tr></table></td>
+<td valign="top" bgcolor="#8b7765"><table border="0" cellspacing="0" cellpadding="1" width="100%"><tr><td>
+<table border="0" cellspacing="0" cellpadding="1" width="100%" bgcolor="#000000"><tr><td>
+<table border="0" cellpadding="3" cellspacing="1" width="100%"><tr><td bgcolor="#fffacd">{body}
+<p><a href="bugs.html">Daniel Veillard</a></p></td></tr></table></td></tr></table></td></tr></table></td></tr></table>
+</td></tr></table></body></html>""".encode("latin-1")
+
+
+def test_a_page_laid_out_in_nested_tables_is_read_once_without_its_menu_column():
+    parsed = parse(xmlsoft_page("How to help", "<p>You can help the project in various ways:</p><ul>"
+                                "<li>provide patches when you find problems</li>"
+                                "<li>provide new documentation pieces (translations, examples)</li></ul>"), "help.html")
+    assert parsed.title == "How to help"
+    assert parsed.text == ("The XSLT C library for GNOME\n\nHow to help\n\nYou can help the project in various ways:\n\n"
+                           "provide patches when you find problems\n\n"
+                           "provide new documentation pieces (translations, examples)\n\nDaniel Veillard")
+    items = [parsed.text[b.start:b.end] for b in parsed.blocks if b.kind is BlockKind.LIST_ITEM]
+    assert items == ["provide patches when you find problems", "provide new documentation pieces (translations, examples)"]
+
+
+# As debiandoc-sgml wrote the Debian FAQ and Reference: the same bar of chapter links over and
+# under each chapter.
+def debiandoc_bar() -> str:
+    chapters = "".join(f' [ <a href="ch-{n}.html">{n}</a> ]' for n in range(1, 13))
+    return (f'<p>[ <a href="ch-basics.html">previous</a> ] [ <a href="index.html#contents">Contents</a> ]{chapters}'
+            ' [ <a href="ch-software.html">next</a> ]</p>')
+
+
+DEBIANDOC = f"""<!doctype html public "-//W3C//DTD HTML 3.2 Final//EN"><html><head>
+<title>The Debian GNU/Linux FAQ - Compatibility issues</title></head><body>
+<p><a name="ch-compat"></a></p><hr>{debiandoc_bar()}<hr>
+<h1>The Debian GNU/Linux FAQ<br>Chapter 4 - Compatibility issues</h1>
+<h2><a name="s-arches"></a>4.1 On what hardware architectures/systems does Debian GNU/Linux run?</h2>
+<p>Debian GNU/Linux includes complete source-code for all of the included programs. See the
+<a href="ch-software.html">software chapter</a> and the <a href="ch-software.html">software chapter</a> again.</p>
+<ul><li><a href="https://www.debian.org/ports/">ports</a></li><li><a href="https://www.debian.org/releases/">releases</a></li></ul>
+<table border="1"><tr><th>Architecture</th><th>Port</th></tr>
+<tr><td><a href="ports/amd64.html">amd64</a></td><td><a href="ports/amd64.html">amd64</a></td></tr>
+<tr><td><a href="ports/arm64.html">arm64</a></td><td><a href="ports/arm64.html">arm64</a></td></tr></table>
+<hr>{debiandoc_bar()}<hr><p>The Debian GNU/Linux FAQ<address>version 12.1, 1 March 2024</address></p>
+</body></html>""".encode()
+
+
+def test_a_bar_of_links_repeated_over_and_under_a_chapter_is_navigation():
+    parsed = parse(DEBIANDOC, "ch-compat.html")
+    assert "previous" not in parsed.text and "[" not in parsed.text and "Contents" not in parsed.text
+    assert "See the software chapter and the software chapter again." in parsed.text  # a link repeated in prose stays
+    assert "ports\n\nreleases" in parsed.text  # a list of links said once stays
+    rows = [parsed.text[b.start:b.end] for b in parsed.blocks if b.kind is BlockKind.TABLE_ROW]
+    assert rows == ["Architecture: amd64; Port: amd64", "Architecture: arm64; Port: arm64"]  # cells stay in their rows
+
+
+def test_type_links_repeated_under_each_parameter_are_not_navigation():
+    # As the Node.js API manual lists a property's types, the same links under many properties.
+    types = ('<ul><li><a href="https://developer.mozilla.org/Number" class="type">&lt;number&gt;</a> | '
+             '<a href="https://developer.mozilla.org/BigInt" class="type">&lt;bigint&gt;</a></li></ul>')
+    html = (f"<html><body><h1>fs.Stats</h1><h2>stats.dev</h2>{types}<p>The device identifier.</p>"
+            f"<h2>stats.ino</h2>{types}<p>The inode number.</p></body></html>")
+    assert parse(html.encode(), "fs.html").text.count("<number> | <bigint>") == 2

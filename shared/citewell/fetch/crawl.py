@@ -201,9 +201,9 @@ class Crawl:
                 return []
         except CitewellError:
             return []
-        from selectolax.lexbor import LexborHTMLParser
+        from citewell.parsers.html import html_tree  # XHTML too, whatever its Content-Type said
 
-        tree = LexborHTMLParser(data)
+        tree = html_tree(data)
         base = httpx.URL(page.final_url)
         found = tree.css_first("base[href]")
         if found is not None:

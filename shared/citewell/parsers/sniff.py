@@ -66,6 +66,8 @@ _EXTENSION_HINT = {
     ".rest": Kind.RST,
     ".html": Kind.HTML,
     ".htm": Kind.HTML,
+    ".xhtml": Kind.HTML,  # XHTML is read by the HTML parser (citewell.parsers.html says how)
+    ".xht": Kind.HTML,
     ".csv": Kind.CSV,
     ".tsv": Kind.CSV,
     ".txt": Kind.TEXT,
@@ -132,10 +134,58 @@ def _text_kind(data: bytes, hint: Kind | None) -> Kind:
             return Kind.MANPAGE
     if hint is not None:
         return hint
-    head = data[:512].lstrip().lower()
-    if head.startswith((b"<!doctype html", b"<html")):
+    if markup_root(data) == "html":
         return Kind.HTML
     return Kind.TEXT
+
+
+_MARKUP_HEAD = 65536  # the prolog a page may open with: an XML declaration, a licence in a comment
+_DOCTYPE = re.compile(r"<!doctype\s+([^\s>\[]+)", re.IGNORECASE)
+_ROOT = re.compile(r"<([A-Za-z_][\w.:-]*)")
+XHTML_NAMESPACE = "http://www.w3.org/1999/xhtml"
+
+
+def markup_head(data: bytes | str) -> str:
+    """The start of ``data`` as text, enough to read its prolog: bytes in UTF-16 decoded as
+    such, others as Latin-1 (every ASCII-compatible encoding spells markup in ASCII)."""
+    if isinstance(data, str):
+        return data[:_MARKUP_HEAD].lstrip("\ufeff")
+    head = data[:_MARKUP_HEAD]
+    for bom, name in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+        if head.startswith(bom):
+            return head[len(bom):].decode(name, "replace")
+    unmarked = unmarked_utf16(data)
+    return head.decode(unmarked or "latin-1", "replace")
+
+
+def markup_root(data: bytes | str) -> str | None:
+    """What a markup file says it is, lower-cased: its DOCTYPE's name (``html``, ``svg``, ``rss``),
+    else its root element's local name (``html``, ``rss``, ``feed``); ``None`` when the file does
+    not open with markup. An XML declaration, processing instructions, comments and whitespace
+    before them are skipped: XHTML opens with ``<?xml ...?>`` and then ``<!DOCTYPE html ...>`` or
+    ``<html xmlns="http://www.w3.org/1999/xhtml">``, an RSS feed or a configuration file with its
+    own root, which is not HTML."""
+    head = markup_head(data)
+    at = 0
+    while True:
+        while at < len(head) and head[at] in " \t\r\n\f":
+            at += 1
+        if head.startswith("<?", at):  # the XML declaration, a stylesheet's processing instruction
+            end = head.find("?>", at)
+            if end < 0:
+                return None
+            at = end + 2
+        elif head.startswith("<!--", at):
+            end = head.find("-->", at + 4)
+            if end < 0:
+                return None
+            at = end + 3
+        elif doctype := _DOCTYPE.match(head, at):
+            return doctype.group(1).lower()
+        else:
+            break
+    root = _ROOT.match(head, at)
+    return root.group(1).rsplit(":", 1)[-1].lower() if root else None
 
 
 def _is_text(data: bytes) -> bool:
