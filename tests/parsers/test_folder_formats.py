@@ -114,13 +114,16 @@ def test_words_broken_at_a_pdf_line_end_are_joined_and_real_hyphens_kept():
 
 
 def test_a_break_is_judged_by_the_document_own_spelling():
-    # "e-mail" is how this document spells it; "cross-check" never appears whole, "crosscheck" does.
+    # "e-mail" is how this document spells it; "cross-check" never appears whole, "crosscheck" does;
+    # neither "non-interactive" nor "noninteractive" appears, but "interactive" is a word of its own.
     parsed = parse(justified_pdf(
         "Send the shift log by e-\nmail to the harbour master, and cross-\ncheck it with the gate log before the "
-        "night shift starts its rounds.",
-        "An e-mail reaches the master within the hour. A crosscheck is done by the night shift.",
+        "night shift starts its rounds, in non-\ninteractive mode.",
+        "An e-mail reaches the master within the hour. A crosscheck is done by the night shift. The logger is "
+        "interactive when a terminal is attached.",
     ), "log.pdf")
     assert "by e-mail to the harbour master, and crosscheck it" in parsed.text
+    assert "in non-interactive mode." in parsed.text
 
 
 # -- 3. READMEs: the title is the document's, badges are no text ------------------------------

@@ -189,17 +189,20 @@ def _heading_like(text: str) -> bool:
 
 
 # A word broken at a line's end: the token's start, its last word characters, the hyphen (a
-# soft hyphen, U+2010, or the ASCII one), and the word characters that open the next line.
-_BROKEN = re.compile(r"(?P<before>\S*?)(?P<left>\w+)(?P<mark>[-\u00ad\u2010])[ \t]*\n[ \t]*(?P<right>\w+)")
+# soft hyphen, U+2010, or the ASCII one), the word characters that open the next line and the
+# character after them.
+_BROKEN = re.compile(r"(?P<before>\S*?)(?P<left>\w+)(?P<mark>[-\u00ad\u2010])[ \t]*\n[ \t]*(?P<right>\w+)(?P<after>\S?)")
 _WORD = re.compile(r"[^\W\d_]+")
 _COMPOUND = re.compile(r"[^\W\d_]+(?:[-\u2010][^\W\d_]+)+")
-_CODE_MARKS = set("-_/\\.:=<>@$%~")
+_CODE_MARKS = set("-\u2010_/\\.:=<>@$%~")  # in a token they make it a name (--dry-run, Fc-Config, a.b-c)
+_CODE_AFTER = _CODE_MARKS - {".", ":"}  # after the token: "publish-" "dns-servers" (a sentence's full stop is not)
+COMPOUND_PART = 5  # a second part this long that the document writes as a word of its own makes a compound
 
 
 @dataclass
 class _Words:
-    """The document's own spelling: how often each word, and each hyphenated compound, is
-    written within a line (never across one), lower-cased: the evidence a break is judged by."""
+    """The document's own spelling, lower-cased: how often it writes each word and each
+    hyphenated compound within a line, the words broken at a line's end not counted."""
 
     words: Counter[str]
     compounds: Counter[str]
@@ -207,27 +210,38 @@ class _Words:
     @classmethod
     def of(cls, pages: list[list[_Line]]) -> _Words:
         words, compounds = Counter[str](), Counter[str]()
-        for line in (line for page in pages for line in page):
-            text = line.text.lower().replace("\u00ad", "")
-            words.update(_WORD.findall(text))
+        for page in pages:
+            text = "\n".join(line.text for line in page).lower()
+            words.update(_WORD.findall(text.replace("\u00ad", "")))
             compounds.update(compound.replace("\u2010", "-") for compound in _COMPOUND.findall(text))
+            for broken in _BROKEN.finditer(text):  # "prob" and "lem" are no words of the document
+                words.subtract(part for part in broken.group("left", "right") if _WORD.fullmatch(part))
         return cls(words, compounds)
 
     def join(self, broken: re.Match[str]) -> str:
-        """A break's text: the word joined ("prob-" "lem": "problem") where it is a word, the
-        hyphen kept without the line's space ("well-" "known": "well-known") where it is one."""
-        before, left, mark, right = broken.group("before", "left", "mark", "right")
-        joined, hyphenated = f"{before}{left}{right}", f"{before}{left}-{right}"
+        """A break's text: the word joined ("prob-" "lem": "problem") unless the hyphen is the
+        word's own ("well-" "known": "well-known"), kept then without the line's space. The
+        hyphen is the word's own with digits or a capitalised second part ("x86-64", "Jean-Paul"),
+        where the document writes the compound more than the word, and where it writes neither
+        but the token is a name ("--dry-run") or its second part a word of its own ("non-"
+        "interactive", "comma-" "separated")."""
+        before, left, mark, right, after = broken.group("before", "left", "mark", "right", "after")
+        joined, hyphenated = f"{before}{left}{right}{after}", f"{before}{left}-{right}{after}"
         if mark == "\u00ad":  # a soft hyphen is the typesetter's word break: never a hyphen
             return joined
-        if not (_WORD.fullmatch(left) and _WORD.fullmatch(right)) or _CODE_MARKS & set(before):
-            return hyphenated  # "x86-64", "--dry-run": a name spelled with its hyphen
-        if not right.islower() or not (left.islower() or left.istitle()):
+        if not (_WORD.fullmatch(left) and _WORD.fullmatch(right)):
+            return hyphenated  # "x86-64": digits
+        capitals = left.isupper() and right.isupper()  # "DIS-" "CLAIMED": a word set in capitals
+        if not capitals and (not right.islower() or not (left.islower() or left.istitle())):
             return hyphenated  # "Jean-Paul", "non-ASCII": the second part is capitalised
         as_word, as_compound = self.words[(left + right).lower()], self.compounds[f"{left}-{right}".lower()]
-        if as_word > as_compound or (as_word == as_compound == 0):
-            return joined
-        return hyphenated
+        if as_word or as_compound:  # "com-" "mand-line", "un-com-" "ment": the document says which
+            return joined if as_word > as_compound else hyphenated
+        if _CODE_MARKS & set(before) or after in _CODE_AFTER:
+            return hyphenated  # "--dry-" "run", "publish-" "dns-servers": a name's own hyphens
+        if len(right) >= COMPOUND_PART and self.words[right.lower()] > 0:
+            return hyphenated
+        return joined
 
 
 def dehyphenate(text: str, words: _Words) -> str:
