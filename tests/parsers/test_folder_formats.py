@@ -288,3 +288,19 @@ def test_type_links_repeated_under_each_parameter_are_not_navigation():
     html = (f"<html><body><h1>fs.Stats</h1><h2>stats.dev</h2>{types}<p>The device identifier.</p>"
             f"<h2>stats.ino</h2>{types}<p>The inode number.</p></body></html>")
     assert parse(html.encode(), "fs.html").text.count("<number> | <bigint>") == 2
+
+
+def test_a_docbook_faq_laid_out_in_a_table_keeps_its_sections_and_each_question_on_one_line():
+    # As DocBook writes a qandaset (valgrind's FAQ under /usr/share/doc/valgrind/html): a table
+    # holding the section's heading, then a row per question (its number, its words) and answer.
+    html = (b'<html><head><title>Valgrind FAQ</title></head><body><table width="100%" summary="Q and A Div">'
+            b'<tr class="qandadiv"><td colspan="2"><a name="faq.background"></a><h3 class="title">1. Background</h3>'
+            b'</td></tr><tr class="question"><td align="left" valign="top"><a name="faq.pronounce"></a><b>1.1.</b></td>'
+            b'<td align="left" valign="top"><b>How do you pronounce "Valgrind"?</b></td></tr>'
+            b'<tr class="answer"><td>&nbsp;</td><td><p>The "Val" as in the word "value".</p></td></tr></table>'
+            b"</body></html>")
+    parsed = parse(html, "faq.html")
+    assert parsed.text == ('1. Background\n\n1.1. How do you pronounce "Valgrind"?\n\n'
+                           'The "Val" as in the word "value".')
+    at = parsed.text.index("The ")
+    assert next(s.heading_path for s in parsed.sections if s.start <= at < s.end) == ["1. Background"]

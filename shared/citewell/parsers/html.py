@@ -59,6 +59,8 @@ _BLOCK_TAGS = {
     "tbody", "thead", "tfoot", "tr", "td", "th", "caption",  # reached only inside a layout table
 }
 
+_BLOCKS_IN_ROW = ", ".join(sorted(_BLOCK_TAGS - {"tr", "td", "th", "center"}))
+
 # XML's syntax where HTML's differs: an element closed in its start tag, and CDATA sections.
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
                    "track", "wbr", "basefont", "frame", "keygen"})
@@ -428,6 +430,8 @@ def _walk(root: LexborNode, builder: TextBuilder, tables: _Tables) -> None:
             builder.heading(_HEADINGS[tag], _heading_text(node))
         elif tag == "table" and not tables.lays_out(node):
             _table(node, builder)
+        elif tag == "tr" and node.css_first(_BLOCKS_IN_ROW) is None:  # a layout row of text: one line
+            builder.block(BlockKind.PARAGRAPH, " ".join(cell.text(separator="") for cell in node.iter()))
         elif tag == "dl":
             _definitions(node, builder, tables)
         elif tag == "pre":
