@@ -382,6 +382,101 @@ def test_a_page_headed_by_its_name_alone_is_a_man_page_with_its_sections():
     assert parse(b"printf(3)\n\nSee the printf manual for the formats.\n", "notes.txt").mime == "text/plain"
 
 
+# zstd(1) 1.5.4 (BSD-licensed) as ``MANWIDTH=80 man -P cat`` prints it, abridged: its lists are
+# bullets (``.IP "\[ci]" 4``, drawn ``○``), and its options are bullets that name the option first.
+ZSTD_RENDERED = """\
+ZSTD(1)                          User Commands                         ZSTD(1)
+
+NAME
+       zstd  -  zstd,  zstdmt,  unzstd,  zstdcat - Compress or decompress .zst
+       files
+
+DESCRIPTION
+       zstd command line syntax is generally similar to gzip, but features the
+       following differences:
+
+       ○   Source files are preserved by default. It´s possible to remove them
+           automatically by using the --rm command.
+
+       ○   zstd displays a short help page when command line is an error.  Use
+           -q to turn it off.
+
+OPTIONS
+   Operation Modifiers
+       ○   -#: selects # compression level [1-19] (default: 3)
+
+       ○   --rm: remove source file(s) after successful compression or  decom\u2010
+           pression.  This command is silently ignored if output is stdout. If
+           used in combination with -o, triggers a confirmation prompt  (which
+           can be silenced with -f), as this is a destructive operation.
+
+       ○   -T#, --threads=#: Compress using # working threads (default: 1). If
+           # is 0, attempt to detect and use the number of physical CPU cores.
+
+       ○   --[no-]pass-through  enable / disable passing through  uncompressed
+           files as-is.
+
+       •      a bullet drawn by .IP \\(bu, its text at the tag's width
+
+       •      and one more
+
+zstd 1.5.4                       February 2023                         ZSTD(1)
+"""
+
+ZSTD_ROFF = rb""".TH "ZSTD" "1" "February 2023" "zstd 1.5.4" "User Commands"
+.SH "NAME"
+\fBzstd\fR \- zstd, zstdmt, unzstd, zstdcat \- Compress or decompress \.zst files
+.SH "DESCRIPTION"
+\fBzstd\fR command line syntax is generally similar to gzip, but features the following differences:
+.IP "\[ci]" 4
+Source files are preserved by default\. It\'s possible to remove them automatically by using the \fB\-\-rm\fR command\.
+.IP "\[ci]" 4
+\fBzstd\fR displays a short help page when command line is an error\. Use \fB\-q\fR to turn it off\.
+.IP "" 0
+.P
+.SH "OPTIONS"
+.SS "Operation Modifiers"
+.IP "\[ci]" 4
+\fB\-#\fR: selects \fB#\fR compression level [1\-19] (default: 3)
+.IP "\[ci]" 4
+\fB\-\-rm\fR: remove source file(s) after successful compression or decompression\. This command is silently ignored if output is \fBstdout\fR\. If used in combination with \fB\-o\fR, triggers a confirmation prompt (which can be silenced with \fB\-f\fR), as this is a destructive operation\.
+.IP "\[ci]" 4
+\fB\-T#\fR, \fB\-\-threads=#\fR: Compress using \fB#\fR working threads (default: 1)\. If \fB#\fR is 0, attempt to detect and use the number of physical CPU cores\.
+.IP "\[ci]" 4
+\fB\-\-[no\-]pass\-through\fR enable / disable passing through uncompressed files as\-is\.
+.IP "" 0
+.P
+A paragraph after the list\.
+"""
+
+
+@pytest.mark.parametrize(("name", "page"), [("zstd.1.txt", ZSTD_RENDERED.encode()), ("zstd.1", ZSTD_ROFF)])
+def test_bullets_are_list_items_and_an_option_after_a_bullet_is_an_option(name, page):
+    """A bullet was a record keyed by the bullet ("option: ○; description: --rm: remove ...") or
+    a line of code; its text is a list item, and an option it names first is the option's record."""
+    parsed = parse(page, name)
+    assert parsed.mime == "text/x-manpage"
+    assert_well_formed(parsed)
+    items = blocks(parsed, BlockKind.LIST_ITEM)
+    assert items[0].startswith("Source files are preserved by default.")  # groff draws the apostrophe "´"
+    assert items[1] == "zstd displays a short help page when command line is an error. Use -q to turn it off."
+    records = blocks(parsed, BlockKind.RECORD)
+    assert "option: --rm; description: remove source file(s) after successful compression or decompression. This " \
+           "command is silently ignored if output is stdout. If used in combination with -o, triggers a confirmation " \
+           "prompt (which can be silenced with -f), as this is a destructive operation." in records
+    assert "option: -#; description: selects # compression level [1-19] (default: 3)" in records
+    assert "option: -T#, --threads=#; description: Compress using # working threads (default: 1). If # is 0, attempt " \
+           "to detect and use the number of physical CPU cores." in records
+    assert "--[no-]pass-through enable / disable passing through uncompressed files as-is." in items  # no colon: no record
+    assert not any(mark in block for block in blocks(parsed) for mark in "○•")
+    assert section_of(parsed, "option: --rm") == ["OPTIONS", "Operation Modifiers"]
+    if name.endswith(".txt"):
+        assert items[-2:] == ["a bullet drawn by .IP \\(bu, its text at the tag's width", "and one more"]
+        assert "February 2023" not in parsed.text
+    else:  # .IP "" 0 ends the list: what follows is no part of its last item
+        assert "A paragraph after the list." in blocks(parsed, BlockKind.PARAGRAPH)
+
+
 def test_text_that_mentions_a_name_section_is_not_a_man_page():
     text = b"NAME\n\nPlease write your NAME and DESCRIPTION below.\n\nDESCRIPTION\n"
     assert parse(text, "form.txt").mime == "text/plain"

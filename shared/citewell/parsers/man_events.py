@@ -30,14 +30,29 @@ class Code:
 
 
 @dataclass
+class Row:
+    """A table's row: its cells, and the header's (empty where the table has none)."""
+
+    cells: list[str]
+    header: list[str] = field(default_factory=list)
+
+
+Part = Paragraph | Code | Row  # what describes an item
+
+
+@dataclass
 class Item:
-    """A tag and what describes it: paragraphs, and examples indented deeper (as code)."""
+    """A tag and what describes it: paragraphs, examples indented deeper (as code), tables.
+    ``bullet`` says whether it is a list item (its tag a bullet or a number, its text all it
+    says) or a tag described (an option, a keyword); ``None`` where only the tag can tell (a
+    rendered page's ``•``)."""
 
     tag: str
-    parts: list[Paragraph | Code] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
+    bullet: bool | None = None
 
 
-Event = Heading | Paragraph | Code | Item
+Event = Heading | Paragraph | Code | Item | Row
 
 
 def looks_like_manpage(text: str) -> bool:

@@ -5,19 +5,26 @@ Only what gives structure is interpreted: sections (``.SH``, ``.SS``), paragraph
 (``.nf``/``.fi``, ``.EX``/``.EE``) as code, and the font macros (``.B``, ``.BR``) as their
 text. Escapes are reduced to the characters they print; other requests are dropped. The
 result has the shape of a rendered page, so it is built the same way
-(``citewell.parsers.manpage``).
+(``citewell.parsers.manpage``). BSD's mdoc macros (``.Sh``, ``.Bl``, ``.Fl``) are read by
+:mod:`citewell.parsers.mdoc` from the same escapes and the same :class:`EventSink`.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 
-from citewell.parsers.man_events import Code, Event, Heading, Item, Paragraph
+from citewell.parsers.man_events import Code, Event, Heading, Item, Paragraph, Row
 
 _NAMED = {"em": "—", "en": "–", "aq": "'", "dq": '"', "bu": "•", "lq": "“", "rq": "”", "oq": "‘", "cq": "’",
           "co": "©", "rg": "®", "tm": "™", "mi": "-", "hy": "-", "ti": "~", "ha": "^", "ga": "`", "bv": "|",
-          "Fo": "«", "Fc": "»", "sl": "/", "rs": "\\", "pl": "+", "eq": "="}
+          "Fo": "«", "Fc": "»", "sl": "/", "rs": "\\", "pl": "+", "eq": "=", "ci": "○", "sq": "□", "->": "→",
+          "<-": "←", "<=": "≤", ">=": "≥", "!=": "≠", "+-": "±", "mu": "×", "di": "÷", "de": "°", "at": "@",
+          "sh": "#", "Do": "$", "ct": "¢", "Po": "£", "Ye": "¥", "Eu": "€", "aa": "´", "ua": "↑", "da": "↓",
+          # mdoc's strings (\*q, \*(Lq, \*(Ba ...)
+          "q": '"', "Lq": "“", "Rq": "”", "Ba": "|", "Lt": "<", "Gt": ">", "Le": "≤", "Ge": "≥", "Ne": "≠",
+          "Am": "&", "Pm": "±", "If": "∞", "Na": "NaN", "Pi": "π", "Ua": "↑", "Da": "↓", "Tm": "™"}
 _ESCAPE = re.compile(r"\\(?:f(?:\[[^\]]*\]|\(..|.)|\((..)|\[([^\]]*)\]|\*(?:\[([^\]]*)\]|\((..)|(.))|[sS][+-]?\d+|"
                      r"[hvwlLoxXNkzb]'[^']*'|n(?:\(..|\[[^\]]*\]|.)|(.))")
 # One-character escapes by what they print. groff's zero-width ones (``\&`` ``\)`` ``\%``, the
@@ -31,9 +38,13 @@ _ALTERNATING = {"BR", "RB", "BI", "IB", "IR", "RI"}
 _DEFINING = {"de", "de1", "am", "am1", "ig"}  # requests whose lines up to ".." are a definition, not text
 _FONT = {"B", "I", "SM", "SB", "R"}
 _PARAGRAPH = {"PP", "LP", "P", "sp", "br", "HP"}
+_BULLETS = {"•", "○", "◦", "·", "▪", "‣", "∙", "-", "–", "*", "o", "+"}  # .IP's tag as a list's mark
 
 
-def _unescape(text: str) -> str:
+def unescape(text: str) -> str:
+    """What roff prints for ``text``: named characters and strings as their characters, font
+    changes, sizes, motions and registers as nothing."""
+
     def replace(match: re.Match[str]) -> str:
         two, bracket, string_bracket, string_two, string_one, single = match.groups()
         name = two or bracket or string_bracket or string_two or string_one
@@ -49,7 +60,7 @@ def _unescape(text: str) -> str:
 def _arguments(rest: str) -> list[str]:
     """A request's arguments, split at spaces outside double quotes. Backslashes are kept from
     ``shlex``, which would take ``\\^`` for an escaped ``^`` (grep's page read ``-^-ignore-case``):
-    escapes are roff's, read by ``_unescape``."""
+    escapes are roff's, read by ``unescape``."""
     kept = rest.replace("\\\"", "\x00").replace("\\", "\x01")
     try:
         args = shlex.split(kept, posix=True)
@@ -61,14 +72,14 @@ def _arguments(rest: str) -> list[str]:
 def _macro_text(name: str, rest: str) -> str:
     args = _arguments(rest)
     if name in _ALTERNATING:
-        return _unescape("".join(args))
-    return _unescape(" ".join(args))
+        return unescape("".join(args))
+    return unescape(" ".join(args))
 
 
 _END = re.compile(r"^[.']\s*\.\s*$")  # "..", or ".  ." as Asciidoctor indents it inside a block
 
 
-def _definitions(lines: list[str]) -> set[int]:
+def definitions(lines: list[str]) -> set[int]:
     """The numbers of the lines that define a macro (``.de`` / ``.am`` / ``.ig`` up to the line
     that ends it), which are no text. A definition that never ends is taken for none: its lines
     are read as text rather than the rest of the page dropped."""
@@ -85,93 +96,152 @@ def _definitions(lines: list[str]) -> set[int]:
     return inside
 
 
-def roff_events(lines: list[str]) -> list[Event]:
-    """Sections, paragraphs, items and code of a man page's roff source."""
-    events: list[Event] = []
-    text: list[str] = []
-    item: Item | None = None
-    pending_tag = False  # after .TP the next text line is the tag
-    unfilled = False
-    code: list[str] = []
+def is_comment(line: str) -> bool:
+    """A comment line (``.\\"``), or a request with no name (``.`` alone): no text."""
+    return line.startswith(('.\\"', "'\\\"", '.\\\\"')) or line.rstrip() in (".", "'")
 
-    def flush() -> None:
+
+def request(line: str) -> tuple[str, str]:
+    """A request or macro line's name and the rest of it: ``.SH "EXIT STATUS"`` is ``SH``, ``"EXIT STATUS"``."""
+    name, _, rest = line[1:].strip().partition(" ")
+    return name, rest.strip()
+
+
+class EventSink:
+    """What a reader has read so far: the page's events, and the item whose description is
+    being read (a paragraph or an example goes into it while there is one)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.item: Item | None = None
+
+    def paragraph(self, text: str) -> None:
+        if text:
+            (self.item.parts if self.item is not None else self.events).append(Paragraph(text))
+
+    def code(self, text: str, *, join: bool = False) -> None:
+        """An example; ``join`` adds it to an example just before it (one display over lines)."""
+        text = text.strip("\n")
         if not text:
             return
-        joined = " ".join(t.strip() for t in text if t.strip())
-        text.clear()
-        if not joined:
+        into = self.item.parts if self.item is not None else self.events
+        if join and into and isinstance(into[-1], Code):
+            into[-1] = Code(into[-1].text + "\n" + text)
+        else:
+            into.append(Code(text))
+
+    def row(self, row: Row) -> None:
+        (self.item.parts if self.item is not None else self.events).append(row)
+
+    def heading(self, level: int, text: str) -> None:
+        self.item = None
+        self.events.append(Heading(level, text))
+
+    def start_item(self, tag: str, *, bullet: bool | None = None) -> None:
+        self.item = Item(tag, bullet=bullet)
+        self.events.append(self.item)
+
+    def finished(self) -> list[Event]:
+        return [e for e in self.events if not isinstance(e, Item) or e.tag]
+
+
+class _ManReader:
+    """The man(7) macros, line by line: requests that shape the page are handled by name, the
+    font macros give their text, and a line of text fills the paragraph (or is ``.TP``'s tag)."""
+
+    def __init__(self) -> None:
+        self.sink = EventSink()
+        self.text: list[str] = []
+        self.pending_tag = False  # after .TP the next text line is the tag
+        self.unfilled = False
+        self.code: list[str] = []
+        self.requests: dict[str, Callable[[str, str], None]] = {
+            "fi": self._end_unfilled, "EE": self._end_unfilled, "nf": self._start_unfilled, "EX": self._start_unfilled,
+            "SH": self._heading, "SS": self._heading, "TP": self._tagged_paragraph, "IP": self._indented_paragraph,
+            **dict.fromkeys(_PARAGRAPH, self._paragraph),
+        }
+
+    def read(self, lines: list[str]) -> list[Event]:
+        defined = definitions(lines)
+        for number, raw in enumerate(lines):
+            line = raw.rstrip("\n")
+            if number not in defined and not is_comment(line):
+                self._line(line)
+        self._end_item()
+        if self.code:  # an unfilled block the page never ended
+            self.sink.events.append(Code("\n".join(self.code)))
+        return self.sink.finished()
+
+    def _line(self, line: str) -> None:
+        if self.unfilled and not line.startswith((".fi", ".EE")):
+            self.code.append(unescape(line))
             return
-        if item is not None:
-            item.parts.append(Paragraph(joined))
-        else:
-            events.append(Paragraph(joined))
+        if not line.startswith((".", "'")):
+            self._text(unescape(line))
+            return
+        name, rest = request(line)
+        handler = self.requests.get(name)
+        if handler is not None:
+            handler(name, rest)
+        elif name in _FONT or name in _ALTERNATING:
+            self._text(_macro_text(name, rest))
+        # .TH, .RS, .RE, .in, .ad, .hy and the rest: layout
 
-    def end_item() -> None:
-        nonlocal item
-        flush()
-        item = None
-
-    definitions = _definitions(lines)
-    for number, raw in enumerate(lines):
-        line = raw.rstrip("\n")
-        if number in definitions:
-            continue
-        if line.startswith(('.\\"', "'\\\"", '.\\\\"')) or line in (".", "'"):
-            continue
-        if unfilled and not line.startswith((".fi", ".EE")):
-            code.append(_unescape(line))
-            continue
-        if line.startswith((".", "'")):
-            name, _, rest = line[1:].strip().partition(" ")
-            if name in ("fi", "EE"):
-                unfilled = False
-                block = Code("\n".join(code).strip("\n"))
-                code.clear()
-                if block.text:
-                    (item.parts if item is not None else events).append(block)
-                continue
-            if name in ("nf", "EX"):
-                flush()
-                unfilled = True
-                continue
-            if name in ("SH", "SS"):
-                end_item()
-                events.append(Heading(1 if name == "SH" else 2, _macro_text(name, rest)))
-                pending_tag = False
-                continue
-            if name == "TP":
-                end_item()
-                pending_tag = True
-                continue
-            if name == "IP":
-                args = _arguments(rest)
-                tag = _unescape(args[0]) if args else ""
-                if tag and tag not in ("\\(bu", "•", "-", "*"):
-                    end_item()
-                    item = Item(tag)
-                    events.append(item)
-                else:
-                    flush()
-                continue
-            if name in _PARAGRAPH:
-                if name in ("PP", "LP", "P"):
-                    end_item()
-                else:
-                    flush()
-                continue
-            if name in _FONT or name in _ALTERNATING:
-                line = _macro_text(name, rest)
-            else:
-                continue  # .TH, .RS, .RE, .in, .ad, .hy and the rest: layout
+    def _text(self, line: str) -> None:
+        if self.pending_tag:
+            self.pending_tag = False
+            self.flush()
+            self.sink.start_item(line.strip())
         else:
-            line = _unescape(line)
-        if pending_tag:
-            pending_tag = False
-            item = Item(line.strip())
-            events.append(item)
-            continue
-        text.append(line)
-    end_item()
-    if code:
-        events.append(Code("\n".join(code)))
-    return [e for e in events if not isinstance(e, Item) or e.tag]
+            self.text.append(line)
+
+    def flush(self) -> None:
+        joined = " ".join(t.strip() for t in self.text if t.strip())
+        self.text.clear()
+        self.sink.paragraph(joined)
+
+    def _end_item(self) -> None:
+        self.flush()
+        self.sink.item = None
+
+    def _start_unfilled(self, _: str, __: str) -> None:
+        self.flush()
+        self.unfilled = True
+
+    def _end_unfilled(self, _: str, __: str) -> None:
+        self.unfilled = False
+        self.sink.code("\n".join(self.code))
+        self.code.clear()
+
+    def _heading(self, name: str, rest: str) -> None:
+        self.flush()
+        self.sink.heading(1 if name == "SH" else 2, _macro_text(name, rest))
+        self.pending_tag = False
+
+    def _tagged_paragraph(self, _: str, __: str) -> None:
+        self._end_item()
+        self.pending_tag = True
+
+    def _indented_paragraph(self, _: str, rest: str) -> None:
+        """``.IP tag``: an item; ``.IP \\(bu``: a list item; ``.IP`` alone: the item goes on, a
+        paragraph more; ``.IP "" 0``: back at the margin, the list is over."""
+        args = _arguments(rest)
+        tag = unescape(args[0]).strip() if args else ""
+        if tag:
+            self._end_item()
+            self.sink.start_item("•", bullet=True) if tag in _BULLETS else self.sink.start_item(tag)
+        elif args[1:2] == ["0"]:
+            self._end_item()
+        else:
+            self.flush()
+
+    def _paragraph(self, name: str, _: str) -> None:
+        if name in ("PP", "LP", "P"):
+            self._end_item()
+        else:
+            self.flush()
+
+
+def roff_events(lines: list[str]) -> list[Event]:
+    """Sections, paragraphs, items and code of a man page's roff source."""
+    return _ManReader().read(lines)
