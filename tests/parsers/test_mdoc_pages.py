@@ -232,3 +232,17 @@ def test_an_mdoc_page_rendered_to_text_has_its_sections_and_option_records():
     assert section_of(parsed, "option: -4") == ["DESCRIPTION"]
     assert "BSD" not in parsed.text and "November 28, 2022" not in parsed.text  # the footer is no heading
     assert blocks(parsed, BlockKind.HEADING) == ["NAME", "SYNOPSIS", "DESCRIPTION", "DEFAULT KEY BINDINGS"]
+
+
+def test_a_page_whose_licence_is_an_ignored_block_is_an_mdoc_page():
+    """ssh-copy-id(1) opens with its licence in ``.ig`` ... ``..``, text roff never prints: it was
+    read as plain text, requests and all. Its synopsis joins words as mdoc does."""
+    parsed = parse(gzip.compress((PAGES / "ssh-copy-id.1").read_bytes()), "ssh-copy-id.1.gz")
+    assert parsed.mime == "text/x-manpage"
+    assert parsed.title == "ssh-copy-id - use locally available keys to authorise logins on a remote machine"
+    assert "Redistribution" not in parsed.text
+    assert blocks(parsed, BlockKind.PARAGRAPH)[1:3] == [
+        "ssh-copy-id [-f] [-n] [-s] [-i [identity_file]] [-p port] [-o ssh_option] [user@]hostname",  # .Ns after .Op
+        "ssh-copy-id -h | -?",  # .Fl before a delimiter is its dash
+    ]
+    assert "ssh-copy-id is a script that uses ssh(1) to log into a remote machine." in parsed.text

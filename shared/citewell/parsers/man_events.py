@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 HEADER = re.compile(r"^(?P<page>[^\s()]+\([0-9][\w]*\))(?:(?:\s+.*)?\s+(?P=page))?\s*$")
 OVERSTRIKE = re.compile(r".\x08")  # "N\bNA\bA": bold and underline as a terminal draws them
 ROFF_START = re.compile(r"^\.(?:TH|Dd|SH|Sh)\b", re.MULTILINE)
+_IGNORE = re.compile(r"^[.']\s*ig\b")
+_IGNORE_END = re.compile(r"^[.']\s*\.\s*$")
 
 
 @dataclass
@@ -74,10 +76,16 @@ def looks_like_manpage(text: str) -> bool:
 
 def roff_first(body: list[str]) -> bool:
     """A roff title or section request comes before any line of text: what precedes it are
-    comments and other requests (grep's page defines a macro and strings before its ``.TH``)."""
+    comments and other requests (grep's page defines a macro and strings before its ``.TH``;
+    ssh-copy-id's puts its licence in an ``.ig`` block, text that roff ignores)."""
+    ignoring = False
     for line in body:
-        if ROFF_START.match(line):
+        if ignoring:
+            ignoring = not _IGNORE_END.match(line)
+        elif ROFF_START.match(line):
             return True
-        if not line.startswith((".", "'")):  # a line of text before any title: not roff source
+        elif _IGNORE.match(line):
+            ignoring = True
+        elif not line.startswith((".", "'")):  # a line of text before any title: not roff source
             return False
     return False

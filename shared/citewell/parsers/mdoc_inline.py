@@ -246,10 +246,14 @@ class Setter:
     # -- the macros ----------------------------------------------------------------------------
 
     def _flag(self, _: str) -> None:
+        """Each word with a dash; a dash alone before a delimiter (``.Fl ?`` is "-?") or a macro
+        (``.Fl Fl apple`` is "--apple")."""
         self._leading_openers()
-        if not self._words(lambda word: "-" + word):
-            following = self._next()  # .Fl Fl apple: "--apple"
-            self._word("-", glue_after=following is not None and following.text == "Fl" and not following.quoted)
+        following = self._next()
+        if following is None or following.delimiter or self.callable(following):
+            self._word("-", glue_after=following is not None and (following.text == "Fl" or following.delimiter)
+                       and not following.quoted)
+        self._words(lambda word: "-" + word)
 
     def _default(self, empty: str) -> Callable[[str], None]:
         def setter(_: str) -> None:
@@ -311,7 +315,8 @@ class Setter:
         outer, self.stop = self.stop, stop
         self._rest()
         self.stop = outer
-        self._word(closing, glue_before=True)
+        joined = self.out.glue  # ".Op Ar user Ns @ Ns": what follows the mark joins it
+        self._word(closing, glue_before=True, glue_after=joined)
 
     def _opener(self, name: str) -> None:
         if name == "Xo":
