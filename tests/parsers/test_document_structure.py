@@ -477,6 +477,64 @@ def test_bullets_are_list_items_and_an_option_after_a_bullet_is_an_option(name, 
         assert "A paragraph after the list." in blocks(parsed, BlockKind.PARAGRAPH)
 
 
+def test_docbook_bullets_are_list_items_and_a_bullet_indented_under_an_item_describes_it():
+    """DocBook's pages (git's, systemd's) draw each bullet twice, by hand for nroff and with
+    ``.IP \\(bu`` for troff, inside an ``.RS``: read as both, every item was a stray "•"
+    paragraph over its text. A bullet indented under a ``.TP`` item is part of its description."""
+    source = rb""".TH "GIT\-APPLY" "1" "10/07/2025" "Git 2\&.39\&.5" "Git Manual"
+.SH "NAME"
+git-apply \- Apply a patch to files and/or to the index
+.SH "OPTIONS"
+You can use different
+\fB<action>\fR
+values to control this behavior:
+.sp
+.RS 4
+.ie n \{\
+\h'-04'\(bu\h'+03'\c
+.\}
+.el \{\
+.sp -1
+.IP \(bu 2.3
+.\}
+\fBnowarn\fR
+turns off the trailing whitespace warning\&.
+.RE
+.sp
+.RS 4
+.ie n \{\
+\h'-04'\(bu\h'+03'\c
+.\}
+.el \{\
+.sp -1
+.IP \(bu 2.3
+.\}
+\fBwarn\fR
+outputs warnings for a few such errors, but applies the patch as\-is (default)\&.
+.RE
+.sp
+The list is over\&.
+.TP
+\fB\-\-whitespace\fR=\fIaction\fR
+One of:
+.RS
+.IP \(bu 2
+\fBfix\fR, to fix them;
+.IP \(bu 2
+\fBerror\fR, to refuse the patch\&.
+.RE
+"""
+    parsed = parse(source, "git-apply.1")
+    assert blocks(parsed, BlockKind.LIST_ITEM) == [
+        "nowarn turns off the trailing whitespace warning.",
+        "warn outputs warnings for a few such errors, but applies the patch as-is (default).",
+    ]
+    assert "•" not in parsed.text
+    assert "The list is over." in blocks(parsed, BlockKind.PARAGRAPH)
+    assert blocks(parsed, BlockKind.RECORD) == [
+        "option: --whitespace=action; description: One of: fix, to fix them, error, to refuse the patch."]
+
+
 def test_text_that_mentions_a_name_section_is_not_a_man_page():
     text = b"NAME\n\nPlease write your NAME and DESCRIPTION below.\n\nDESCRIPTION\n"
     assert parse(text, "form.txt").mime == "text/plain"

@@ -38,6 +38,9 @@ _ALTERNATING = {"BR", "RB", "BI", "IB", "IR", "RI"}
 _DEFINING = {"de", "de1", "am", "am1", "ig"}  # requests whose lines up to ".." are a definition, not text
 _FONT = {"B", "I", "SM", "SB", "R"}
 _PARAGRAPH = {"PP", "LP", "P", "sp", "br", "HP"}
+# DocBook's pages draw a list's mark by hand for nroff (``\h'-04'\(bu\h'+03'\c``) and again
+# with ``.IP \(bu`` for troff; read as both, the hand-drawn one is a stray "•".
+_DRAWN_MARK = re.compile(r"\s*(?:[•○◦·▪‣∙]|\d{1,2}[.)])\s*")
 _BULLETS = {"•", "○", "◦", "·", "▪", "‣", "∙", "-", "–", "*", "o", "+"}  # .IP's tag as a list's mark
 
 
@@ -155,7 +158,10 @@ class _ManReader:
         self.pending_tag = False  # after .TP the next text line is the tag
         self.unfilled = False
         self.code: list[str] = []
+        self.depth = 0  # how many .RS deep the text is
+        self.item_depth = 0  # and the item being read
         self.requests: dict[str, Callable[[str, str], None]] = {
+            "RS": self._indent, "RE": self._indent,
             "fi": self._end_unfilled, "EE": self._end_unfilled, "nf": self._start_unfilled, "EX": self._start_unfilled,
             "SH": self._heading, "SS": self._heading, "TP": self._tagged_paragraph, "IP": self._indented_paragraph,
             **dict.fromkeys(_PARAGRAPH, self._paragraph),
@@ -177,7 +183,9 @@ class _ManReader:
             self.code.append(unescape(line))
             return
         if not line.startswith((".", "'")):
-            self._text(unescape(line))
+            text = unescape(line)
+            if not (line.endswith("\\c") and _DRAWN_MARK.fullmatch(text)):
+                self._text(text)
             return
         name, rest = request(line)
         handler = self.requests.get(name)
@@ -191,6 +199,7 @@ class _ManReader:
         if self.pending_tag:
             self.pending_tag = False
             self.flush()
+            self.item_depth = self.depth
             self.sink.start_item(line.strip())
         else:
             self.text.append(line)
@@ -223,17 +232,35 @@ class _ManReader:
         self.pending_tag = True
 
     def _indented_paragraph(self, _: str, rest: str) -> None:
-        """``.IP tag``: an item; ``.IP \\(bu``: a list item; ``.IP`` alone: the item goes on, a
+        """``.IP tag``: an item; ``.IP \\(bu``: a list item, unless it is indented under an item
+        (then it is a paragraph of that item's description); ``.IP`` alone: the item goes on, a
         paragraph more; ``.IP "" 0``: back at the margin, the list is over."""
         args = _arguments(rest)
         tag = unescape(args[0]).strip() if args else ""
-        if tag:
+        if tag in _BULLETS and self.sink.item is not None and self.depth > self.item_depth:
+            self.flush()
+        elif tag:
             self._end_item()
-            self.sink.start_item("•", bullet=True) if tag in _BULLETS else self.sink.start_item(tag)
+            self._start_item(tag)
         elif args[1:2] == ["0"]:
             self._end_item()
         else:
             self.flush()
+
+    def _start_item(self, tag: str) -> None:
+        self.item_depth = self.depth
+        if tag in _BULLETS:
+            self.sink.start_item("•", bullet=True)
+        else:
+            self.sink.start_item(tag)
+
+    def _indent(self, name: str, _: str) -> None:
+        """``.RS``/``.RE``: an ``.RE`` back out of the indent an item began in ends the item
+        (DocBook's bullets each sit in an ``.RS``; the text after the list is no part of the last)."""
+        self.depth = self.depth + 1 if name == "RS" else max(0, self.depth - 1)
+        if self.depth < self.item_depth:
+            self._end_item()
+            self.item_depth = self.depth
 
     def _paragraph(self, name: str, _: str) -> None:
         if name in ("PP", "LP", "P"):
