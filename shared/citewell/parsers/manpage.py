@@ -1,11 +1,15 @@
-"""Manual pages: rendered to text (``man foo | col -b``) or as roff source (``.TH``, ``.SH``).
+"""Manual pages: rendered to text (``man foo | col -b``) or as roff source, in the man macros
+(``.TH``, ``.SH``: ``citewell.parsers.roff``) or BSD's mdoc (``.Dd``, ``.Sh``: ``citewell.parsers.mdoc``).
 
-No library reads rendered pages, and groff may not be installed, so both are read here into
+No library reads rendered pages, and groff may not be installed, so all are read here into
 one shape: all-caps headings at column 0 (NAME, SYNOPSIS, OPTIONS) are sections, lines
 indented less than the body are sub-headings, and a tag (an option, a command, a setting)
-with its description indented further is one record, ``option: -n, --dry-run; description:
-...``. The running header and footer (``GIT-STASH(1)  Git Manual  GIT-STASH(1)``) are dropped;
-the title is the NAME line ("git-stash - Stash the changes ...").
+with its description indented further, or on its line after a gap (``-4      Forces ssh to
+use IPv4``), is one record, ``option: -n, --dry-run; description: ...``. A bullet (``•``,
+``○``) is a list item of the text after it, unless that text names an option first
+(``○ --rm: remove source files``): then it is the option's record. The running header and
+footer (``GIT-STASH(1)  Git Manual  GIT-STASH(1)``, mdoc's ``BSD  January 13, 2023  BSD``)
+are dropped; the title is the NAME line ("git-stash - Stash the changes ...").
 
 A record holds its description up to about a chunk's worth of words (``RECORD_WORDS``): a
 record cut across two chunks would no longer read as one. What is longer follows it as
