@@ -761,6 +761,9 @@ def test_a_lead_in_brings_the_block_it_introduces():
     units = units_of(item(text))
     assert led_by(units, units[0]) == [units[1]] and "timeout = 10" in units[1].text
     assert led_by(units, units[1]) == []  # only a lead-in leads
+    table = units_of(item("Libffi provides these type descriptors:\n\nterm: ffi_type_void; description: The type void.\n\n"
+                          "term: ffi_type_pointer; description: A generic pointer."))
+    assert led_by(table, table[0]) == []  # a table's first row is one of many, not what the lead-in leads to
     question = "How do I make pip use a 10 second timeout only for pip freeze?"
     row = UnitFeatures(**{name: 0.0 for name in UNIT_FEATURES})
     quoted = quoted_units(question, units[0], row, frozenset(wants(question)), units, None)

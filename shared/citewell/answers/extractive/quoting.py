@@ -80,7 +80,7 @@ def paragraph_of(units: list[Unit], unit: Unit) -> list[Unit]:
 def led_by(units: list[Unit], unit: Unit) -> list[Unit]:
     """What a lead-in ending in a colon introduces, when it is no list: the block right after it
     in its passage when that is one unit ("... and use 60 seconds for all other commands:" then
-    the configuration it means, a command line, a row). A lead-in quoted alone says nothing of what
+    the configuration it means, a command line; not a table's first row). A lead-in quoted alone says nothing of what
     it leads to; a paragraph of sentences after it is prose of its own, not what it introduces."""
     if not unit.text.rstrip().endswith(":"):
         return []
@@ -88,6 +88,8 @@ def led_by(units: list[Unit], unit: Unit) -> list[Unit]:
     after = units[position + 1] if position + 1 < len(units) else None
     if after is None or after.item is not unit.item or after.block != unit.block + 1 or after.heading \
             or not after.whole_block or after.text.rstrip().endswith(":"):  # another lead-in introduces what follows it
+        return []
+    if after.record:  # the first row of a table it introduces is one of many, not what it leads to
         return []
     return [after]
 
