@@ -128,6 +128,8 @@ def test_what_a_question_asks_for():
     assert identifiers("When was Tallyforge 5.5 released?") == {"5.5"}  # a release, not a word
     assert "5.5" in stems("When was Tallyforge 5.5 released?") and "5.5" not in stems("Tallyforge 5.2, released 2025.")
     assert identifiers("Which code means the endpoint returned a non-2xx status?") == {"2xx"}  # "non-" is English
+    assert identifiers("What does running python3.11 with -I change?") >= {"-i"}  # a short option its entry names
+    assert identifiers("a well-known part-time job") == {"well-known", "part-time"}  # no option in a hyphenated word
     assert identifiers("What is WX-4012?") >= {"wx-4012"}
 
 

@@ -158,7 +158,11 @@ def identifiers(text: str) -> set[str]:
     codes = {_bare(m.group(0).strip("`").lower()) for m in CODE.finditer(text) if not _inside_word(text, m)}
     # "part-time" is not "full-time": a hyphenated word the question names is one to find whole
     codes |= {_bare(w.lower()) for w in _HYPHENATED.findall(text)}
+    codes |= {flag.lower() for flag in _SHORT_OPTION.findall(text)}  # "-I", "-t": the option's own entry holds it
     return codes | set(re.findall(r"\b\d{2,}\b", text)) | set(_DECIMAL.findall(text))
+
+
+_SHORT_OPTION = re.compile(r"(?<![\w-])-[A-Za-z0-9](?![\w-])")
 
 
 def specific_terms(question: str) -> set[str]:
