@@ -1,11 +1,12 @@
-"""Answers on real documents nobody on the project wrote: ``python -m benchmarks.realdocs --data DIR``.
+"""Answers on real documents nobody on the project wrote: ``python -m benchmarks.realdocs --data DIR [DIR ...]``.
 
-``DIR`` is a realdocs folder (``docs/ops``, ``docs/dev``, ``questions.jsonl``): man pages,
+Each ``DIR`` is a realdocs folder (``docs/ops``, ``docs/dev``, ``questions.jsonl``): man pages,
 manuals, READMEs, config files, PDFs and tables in two role groups, and labelled questions in
-the answer-set format. Its files are ingested into tenant ``realdocs`` as ``GROUP/NAME``,
-readable by the role ``GROUP``; every question is asked as its caller, and the figures the
-targets name are printed: answers right and wrong, refusals, and how often a refusal's first
-closest passage held the answer (retrieval found it; the decision to answer did not).
+the answer-set format. Its files are ingested into the tenant its questions name as
+``GROUP/NAME``, readable by the role ``GROUP``; every question is asked as its caller, and the
+figures the targets name are printed for each folder and for all together: answers right and
+wrong, refusals, and how often a refusal's first closest passage held the answer (retrieval
+found it; the decision to answer did not).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from citewell.answers.service import ask
@@ -86,7 +88,7 @@ def meets(figures: dict[str, object], key: str, op: str, bound: float) -> bool:
     return value >= bound if op == ">=" else value <= bound
 
 
-def block(figures: dict[str, object], command: str, commit: str) -> str:
+def block(figures: dict[str, object], command: str, commit: str, each: dict[str, dict[str, object]] | None = None) -> str:
     from datetime import UTC, datetime
 
     from benchmarks.report import REALDOCS_END, REALDOCS_START
@@ -99,15 +101,18 @@ def block(figures: dict[str, object], command: str, commit: str) -> str:
              "answered_must_refuse_share": "answered though it must be refused, of those",
              "answered_wrong_share": "answered wrong (a fact missing), of answerable",
              "answered_or_unconfirmed_holding_share": "answered, or unconfirmed quoting the fact, of answerable"}
-    rows = [f"| {names[key]} | {op} {bound:.3f} | {figures[key]:.3f} | {'yes' if meets(figures, key, op, bound) else '**no**'} |"
+    each = each or {}
+    rows = [f"| {names[key]} | {op} {bound:.3f} | {' | '.join(f'{f[key]:.3f}' for f in each.values())}"
+            f"{' | ' if each else ''}{figures[key]:.3f} | {'yes' if meets(figures, key, op, bound) else '**no**'} |"
             for key, op, bound in TARGETS]
+    heads = "".join(f" {name} |" for name in each) + (" together |" if each else " measured |")
     return "\n".join([
-        REALDOCS_START, "## Answers on real documents (realdocs-tune)", "",
+        REALDOCS_START, f"## Answers on real documents ({', '.join(each) or 'realdocs-tune'})", "",
         f"`{command}` on {datetime.now(UTC):%Y-%m-%d} at {commit}: {figures['answerable']} answerable questions and "
         f"{figures['must_refuse']} that must be refused (out of corpus, or the answer only where the caller may not read), "
         "over real files nobody here wrote (man pages, HTML manuals, READMEs in Markdown and reStructuredText, config "
         "files, PDFs, NEWS files, DOCX/XLSX/CSV tables) in two role groups. " + fitted, "",
-        "| figure | target | measured | met |", "|---|---|---|---|", *rows, "",
+        f"| figure | target |{heads} met |", "|---|---|" + "---|" * (len(each) + 1) + "---|", *rows, "",
         f"Counts: {figures['answered_right']} right, {figures['answered_wrong']} wrong, {figures['refused_answerable']} "
         f"not answered ({figures['unconfirmed_holding_fact']} of them unconfirmed quoting the fact; "
         f"{figures['refused_with_answer_first_closest']} with the fact in the first closest passage); "
@@ -115,9 +120,17 @@ def block(figures: dict[str, object], command: str, commit: str) -> str:
         "caller may not read.", "", REALDOCS_END])
 
 
+def _replay(cases: list[AnswerCase], answers: list[Answer]) -> Callable[[AnswerCase], Answer]:
+    """``evaluate``'s asker for questions already asked: each case's answer (by the case itself:
+    two folders may use the same ids)."""
+    by_case = {id(case): answer for case, answer in zip(cases, answers)}
+    return lambda case: by_case[id(case)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="a realdocs folder: docs/ops, docs/dev, questions.jsonl")
+    parser.add_argument("--data", type=Path, nargs="+", required=True,
+                        help="realdocs folders: docs/ops, docs/dev, questions.jsonl")
     parser.add_argument("--home", type=Path, default=Path(".eval/realdocs"), help="rebuilt on every run")
     parser.add_argument("--show", action="store_true", help="print every question with its answer or closest passage (stderr)")
     parser.add_argument("--out", type=Path, help="write the figures into this BENCHMARKS.md, between its realdocs markers")
@@ -128,15 +141,16 @@ def main() -> None:
 
     shutil.rmtree(args.home, ignore_errors=True)  # nothing of an earlier run's documents or answers stays
     services = open_local(args.home)
-    failed = ingest_realdocs(services, args.data)
-    cases = load_cases(args.data / "questions.jsonl")
-    answers: list[Answer] = []
-
-    def asked(case: AnswerCase) -> Answer:
-        answers.append(ask(services, case.identity, case.question))
-        return answers[-1]
-
-    report = evaluate(cases, asked)
+    failed: list[str] = []
+    cases, answers, each = [], [], {}
+    for folder in args.data:  # each in the tenant its questions name: the folders share the home, not the documents
+        failed += ingest_realdocs(services, folder)
+        mine = load_cases(folder / "questions.jsonl")
+        theirs = [ask(services, case.identity, case.question) for case in mine]
+        each[folder.name] = breakdown(mine, theirs, evaluate(mine, _replay(mine, theirs)))
+        cases += mine
+        answers += theirs
+    report = evaluate(cases, _replay(cases, answers))
     figures = breakdown(cases, answers, report)
     if args.show:
         for case, answer in zip(cases, answers):
@@ -150,9 +164,11 @@ def main() -> None:
     if args.out:
         from benchmarks.report import REALDOCS_END, REALDOCS_START, machine, write_block
 
-        command = f"python -m benchmarks.realdocs --data {args.data}"
-        write_block(args.out, block(figures, command, machine()["commit"]), REALDOCS_START, REALDOCS_END)
-    print(json.dumps({"not_published": failed, "overall": report.overall.model_dump(), **figures}, indent=2))
+        command = f"python -m benchmarks.realdocs --data {' '.join(map(str, args.data))}"
+        write_block(args.out, block(figures, command, machine()["commit"], each if len(each) > 1 else None),
+                    REALDOCS_START, REALDOCS_END)
+    print(json.dumps({"not_published": failed, "overall": report.overall.model_dump(), **figures,
+                      **({"each": each} if len(each) > 1 else {})}, indent=2))
 
 
 if __name__ == "__main__":

@@ -188,7 +188,7 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
         from benchmarks.realdocs import TARGETS, meets
 
         unmet = [key for key, op, bound in TARGETS if not meets(realdocs, key, op, bound)]
-        out.append(("realdocs-tune: the four targets of its block (answered right, must-refuse answered, wrong, fact shown)",
+        out.append(("realdocs-tune and -tune2: the four targets of their block (right, must-refuse answered, wrong, fact shown)",
                     f"{len(TARGETS) - len(unmet)} of {len(TARGETS)} met", not unmet))
     return out
 

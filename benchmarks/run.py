@@ -141,9 +141,9 @@ def main() -> None:
     ]
     results["answers"] = phases.run("answers", "answer_quality", "--home", homes / "answers", "--cache", cache)
     out = args.out or (work / "BENCHMARKS-quick.md" if args.quick else Path("BENCHMARKS.md"))
-    if (data / "realdocs-tune").is_dir():  # answers on real documents: its own block, kept by the render below
-        results["realdocs"] = phases.run("realdocs", "realdocs", "--data", data / "realdocs-tune", "--home",
-                                         homes / "realdocs", "--out", out)
+    realdocs = [data / name for name in ("realdocs-tune", "realdocs-tune2") if (data / name).is_dir()]
+    if realdocs:  # answers on real documents: its own block, kept by the render below
+        results["realdocs"] = phases.run("realdocs", "realdocs", "--data", *realdocs, "--home", homes / "realdocs", "--out", out)
     results["honesty"] = phases.run("honesty", "honesty", data / "squad2-dev", "--home", homes / "squad2-dev",
                                     "--cache", cache, "--questions", plan.squad_questions)
     results["ingest"] = phases.run("ingest", "ingest", data / "scifact", "--home", homes / "ingest",
