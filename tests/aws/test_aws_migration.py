@@ -14,9 +14,10 @@ import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from citewell.aws import search_index
-from citewell.aws.search_index import OpenSearchIndex, migrate
+from citewell.aws.search_index import OpenSearchIndex
 from citewell.errors import EmbedderMismatch, EmbedderSwitched
 from citewell.keys import chunks_key, embedded_key
+from citewell.lambdas.migrate import migrate
 from citewell.lambdas.pipeline import run_stage
 from citewell.lambdas.settings import services_from_env
 from citewell.models import Identity

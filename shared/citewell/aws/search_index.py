@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,8 +27,7 @@ import numpy as np
 from citewell.errors import EmbedderMismatch, EmbedderSwitched, RetrievalUnavailable
 from citewell.filters import Scope
 from citewell.models import Chunk, Identity, sha256_text
-from citewell.ports import Embedder, LaneHit, QueryVector, query_vector
-from citewell.services import Services
+from citewell.ports import LaneHit, QueryVector, query_vector
 
 DEFAULT_ALIAS = "citewell-chunks"
 MAX_ID_BYTES = 512  # OpenSearch refuses a longer _id
@@ -386,39 +385,22 @@ class OpenSearchIndex:
 # -- a new embedding model: a new index, filled, then one atomic switch ---------------------
 
 
-def migrate(services: Services, embedder: Embedder, batch: int = 256) -> dict[str, Any]:
-    """Move the index to ``embedder``: build the index for its identity beside the served one,
-    fill it with every served revision's chunks (embedded through the cache, so an interrupted
-    run resumes cheaply), switch the alias in one ``_aliases`` call, then drop the old index.
-
-    Search keeps using the old index until the switch. Run it before deploying the new embedder
-    configuration; a revision published meanwhile is indexed under the old model only and the
-    next audit re-publishes it (``missing_revision``). Old cached embeddings are the audit's
-    ``foreign_embeddings``."""
-    from dataclasses import replace
-
-    from citewell.ingest.stages import embed_stage
-
-    index = services.index
-    if not isinstance(index, OpenSearchIndex):
-        raise TypeError("migrate moves an OpenSearch index")
+def migrate_index(index: OpenSearchIndex, identity: str, batches: Iterable[tuple[Sequence[Chunk], np.ndarray]]) -> dict[str, Any]:
+    """Move ``index`` to the embedder ``identity``: build the index for it beside the served one,
+    fill it with ``batches`` (chunks and their vectors under ``identity``, read one at a time, after
+    the new index exists), switch the alias in one ``_aliases`` call, then drop the old index. An
+    index already mapped under ``identity`` reads no batch. Search keeps using the old index until
+    the switch. What fills it is :func:`citewell.lambdas.migrate.migrate`."""
     current = index.mapped()
-    if current is not None and current[0] == embedder.identity and current[1] == identity_dims(embedder.identity):
-        return {"identity": embedder.identity, "chunks": 0, "switched": False}
-    client, target = index.client, index._index_name(embedder.identity)
+    if current is not None and current[0] == identity and current[1] == identity_dims(identity):
+        return {"identity": identity, "chunks": 0, "switched": False}
+    client, target = index.client, index._index_name(identity)
     if client.indices.exists(index=target):  # what an interrupted run left: not served, start it again
         client.indices.delete(index=target)
-    client.indices.create(index=target, body=index_body(embedder.identity, identity_dims(embedder.identity)))
-    staged, written = replace(services, embedder=embedder), 0
-    for document in services.documents.all_documents():
-        if document.active_revision is None or document.status.value == "deleting":
-            continue
-        chunks = services.chunks.get_chunks(document.tenant, document.document_id, document.active_revision)
-        for start in range(0, len(chunks), batch):
-            part = chunks[start:start + batch]
-            embed_stage(staged, part)
-            cached = services.embeddings.get_embeddings(embedder.identity, [c.content_hash for c in part])
-            written += index._bulk(target, part, np.stack([cached[c.content_hash] for c in part]))
+    client.indices.create(index=target, body=index_body(identity, identity_dims(identity)))
+    written = 0
+    for chunks, vectors in batches:
+        written += index._bulk(target, chunks, vectors)
     client.indices.refresh(index=target)
     previous = sorted(client.indices.get_alias(name=index.alias)) if client.indices.exists_alias(name=index.alias) else []
     actions = [{"remove": {"index": name, "alias": index.alias}} for name in previous]
@@ -427,5 +409,4 @@ def migrate(services: Services, embedder: Embedder, batch: int = 256) -> dict[st
         if name != target:
             client.indices.delete(index=name)
     index._mapped = None
-    return {"identity": embedder.identity, "chunks": written, "switched": True, "dropped": previous}
-
+    return {"identity": identity, "chunks": written, "switched": True, "dropped": previous}
