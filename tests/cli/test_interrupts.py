@@ -24,9 +24,9 @@ from citewell.deletion import compact, removing
 from citewell.ingest.runner import IngestInterrupted, ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.local.metadata import SqliteMetadataStore
-from citewell.local.sqlite import compact_file
 from citewell.models import DocumentStatus
 from citewell.services import open_local
+from citewell.sqlite import compact_file
 from tests.conftest import make_services
 
 

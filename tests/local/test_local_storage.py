@@ -323,7 +323,7 @@ def test_a_removal_leaves_no_copy_of_its_text_in_the_unused_space_of_live_pages(
     import random
     import string
 
-    from citewell.local.sqlite import compact_file, connect
+    from citewell.sqlite import compact_file, connect
 
     conn = connect(tmp_path / "churn.db")
     conn.execute("CREATE TABLE chunks (id TEXT PRIMARY KEY, doc TEXT, state TEXT, body TEXT)")

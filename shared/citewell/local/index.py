@@ -35,10 +35,10 @@ import numpy as np
 from citewell.errors import Busy, EmbedderMismatch
 from citewell.filters import Scope
 from citewell.local.clusters import CLUSTER_SCHEMA, cluster_rows
-from citewell.local.sqlite import Connection, PerThread, Transaction, busy_seconds, compact_file, ensure_schema
 from citewell.local.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit, QueryVector, query_vector
+from citewell.sqlite import Connection, PerThread, Transaction, busy_seconds, compact_file, ensure_schema
 
 if TYPE_CHECKING:
     from citewell.local.lexical import LexicalRow, TantivyLexicon

@@ -10,7 +10,6 @@ import numpy as np
 
 from citewell.filters import SearchFilter, checked_scope
 from citewell.leases import Lease
-from citewell.local.sqlite import Connection, PerThread, Transaction, compact_file, ensure_schema
 from citewell.models import (
     AnswerRecord,
     Chunk,
@@ -24,6 +23,7 @@ from citewell.models import (
     utcnow,
 )
 from citewell.ports import DocumentPage
+from citewell.sqlite import Connection, PerThread, Transaction, compact_file, ensure_schema
 
 SCHEMA_VERSION = 2
 _SCHEMA = """
