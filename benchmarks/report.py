@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import ROOT
-from citewell.local.clusters import IVF_MIN_ROWS
+from citewell.index.clusters import IVF_MIN_ROWS
 
 HEADLINE_START = "<!-- bench:headline:start -->"
 HEADLINE_END = "<!-- bench:headline:end -->"
@@ -37,7 +37,7 @@ SCALE_RSS_TARGET_MB = 1536.0
 PAPER = {
     "chunks": 10_000_000,
     "dims": 1024,  # Titan Text Embeddings v2, the AWS default
-    "hnsw_m": 16,  # the mapping in aws/search_index.py
+    "hnsw_m": 16,  # the mapping in index/opensearch.py
     "text_bytes": 1_500,  # body + context + title + ids per chunk, stored and indexed
     "replicas": 1,
     "shard_target_gb": 30,  # OpenSearch's guidance: 10-50 GB per shard
@@ -373,7 +373,7 @@ def _latency(results: dict[str, Any]) -> list[str]:
     lines.append("Vector recall@10: the lane's top 10 against every row of the caller scored, a hit counting "
                  "when its cosine reaches the exact tenth (the copies in grown corpora have equal vectors). From "
                  f"{IVF_MIN_ROWS:,} rows the lane scores the clusters nearest the question "
-                 "(`citewell.local.clusters`); below, every row, so 1.0.")
+                 "(`citewell.index.clusters`); below, every row, so 1.0.")
     lines.append("")
     lines.append("\"No embedding\" takes each query's vector from the cache instead of the model: the search "
                  "alone. `ask` runs each query once (no answer comes from the answer cache) and embeds the "

@@ -16,7 +16,7 @@ from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
 from citewell.aws.objects import S3ObjectStore
 from citewell.chunking import Chunker
 from citewell.embedders.minilm import MiniLMEmbedder
-from citewell.local.index import SqliteSearchIndex
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.objects import FolderObjectStore
 from citewell.ports import Embedder

@@ -31,7 +31,7 @@ def tantivy_residue(home: Path, words: set[str]) -> dict[str, dict[str, int]]:
     the document frequency of each word's analysed terms: ``{segment: {term: doc_freq}}``."""
     import tantivy
 
-    from citewell.local.lexical import ANALYZER, _analyzer, analyse
+    from citewell.index.lexical import ANALYZER, _analyzer, analyse
 
     terms = sorted({t for w in words for t in analyse(w)})
     found: dict[str, dict[str, int]] = {}

@@ -98,7 +98,7 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
     and leave databases behind."""
     from citewell.embedders.minilm import MiniLMEmbedder
     from citewell.errors import NotFound
-    from citewell.local.index import SqliteSearchIndex
+    from citewell.index.sqlite import SqliteSearchIndex
     from citewell.local.metadata import SqliteMetadataStore
     from citewell.local.objects import FolderObjectStore
     from citewell.ocr.rapid import embedded_engine

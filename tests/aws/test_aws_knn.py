@@ -185,7 +185,7 @@ def _client(proxy: KnnProxy):  # type: ignore[no-untyped-def]
 
 
 def _mapped(client: Any, dims: int) -> None:
-    from citewell.aws.search_index import index_body
+    from citewell.index.opensearch import index_body
 
     client.indices.create(index="knn-test", body=index_body(f"test@1:{dims}", dims))
     rows = [({"tenant": "a", "vector": [1.0, 0.0, 0.0]}, "x"), ({"tenant": "a", "vector": [0.0, 1.0, 0.0]}, "y"),

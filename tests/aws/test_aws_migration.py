@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-from citewell.aws import search_index
-from citewell.aws.search_index import OpenSearchIndex
 from citewell.errors import EmbedderMismatch, EmbedderSwitched
+from citewell.index import opensearch
+from citewell.index.opensearch import OpenSearchIndex
 from citewell.keys import chunks_key, embedded_key
 from citewell.lambdas.migrate import migrate
 from citewell.lambdas.pipeline import run_stage
@@ -102,7 +102,7 @@ def test_a_container_from_before_the_switch_writes_no_old_vectors_and_searches_l
         "northpier", "handbook.md", warm.documents.get_document("northpier", "handbook.md").active_revision)])
     assert warm.documents.get_document("northpier", "sick.md").status.value == "processing"
 
-    monkeypatch.setattr(search_index, "MAPPING_SECONDS", 0.0)  # the container's trust in what it read has run out
+    monkeypatch.setattr(opensearch, "MAPPING_SECONDS", 0.0)  # the container's trust in what it read has run out
     status, during = api("POST", "/search", {"question": "annual leave days"})
     assert status == 200 and "27 days" in during["hits"][0]["text"]
     assert all(h["lanes"]["bm25"] and not h["lanes"]["vector"] for h in during["hits"])

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
-from citewell.aws.search_index import MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
 from citewell.errors import EmbedderMismatch, RetrievalUnavailable
+from citewell.index.opensearch import MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
 from citewell.models import MAX_DOCUMENT_ID_BYTES, Chunk, Identity
 from tests.aws.test_aws_knn import knn_proxy  # noqa: F401
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
-from citewell.aws.search_index import OpenSearchIndex, access_filter, lexical_body, vector_body
 from citewell.errors import EmbedderMismatch
-from citewell.local.index import SqliteSearchIndex
+from citewell.index.opensearch import OpenSearchIndex, access_filter, lexical_body, vector_body
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.models import Chunk, Identity
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
@@ -108,7 +108,7 @@ def test_lanes_in_one_round_trip(index):
 
 
 def test_golden_msearch_pairs():
-    from citewell.aws.search_index import msearch_body
+    from citewell.index.opensearch import msearch_body
 
     caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
     pairs = msearch_body("leave", np.array([1.0, 0.0], dtype=np.float32), caller, 4)

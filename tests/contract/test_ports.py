@@ -11,8 +11,8 @@ import pkgutil
 import citewell.ports
 from citewell.aws.metadata import DynamoMetadataStore
 from citewell.aws.objects import S3ObjectStore
-from citewell.aws.search_index import OpenSearchIndex
-from citewell.local.index import SqliteSearchIndex
+from citewell.index.opensearch import OpenSearchIndex
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.objects import FolderObjectStore
 from citewell.ports import ClaimingUploads, EmbedderCheckedIndex, ExpungingIndex, SizedObjects, StagedIndex

@@ -23,9 +23,9 @@ import pytest
 
 from citewell.answers.service import ask
 from citewell.errors import CitewellError, EmbedderUnavailable
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.local.index import SqliteSearchIndex
 from citewell.models import Chunk, DocumentStatus, Identity
 from citewell.search import search
 from citewell.services import open_local

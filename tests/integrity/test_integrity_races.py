@@ -193,7 +193,7 @@ def test_a_model_answer_borrowing_words_from_an_uncited_source_is_rejected_and_r
 KILLED_AT = """
 import os, signal, sys
 sys.argv = ["citewell", "--home", {home!r}, *{argv!r}]
-from citewell.local.{module} import {store}
+from citewell.{module} import {store}
 def power_cut(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 setattr({store}, {method!r}, power_cut)
@@ -216,7 +216,7 @@ def test_a_delete_killed_before_its_compaction_is_reported_and_finished_by_the_n
     (folder / "secret.md").write_text("# Secret\n\nThe thornquibble vault stores the plaxendor ledger for auditors.\n")
     assert cli(["--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json"]) == 0
     assert tantivy_residue(home, {"thornquibble"})  # the check sees the word while it is there
-    code = killed_at(home, "index", "SqliteSearchIndex", "compact", "delete", "docs/secret.md", "--tenant", "northpier")
+    code = killed_at(home, "index.sqlite", "SqliteSearchIndex", "compact", "delete", "docs/secret.md", "--tenant", "northpier")
     assert code == -9
     services = open_local(home)
     assert services.documents.get_document("northpier", "docs/secret.md") is None
@@ -242,7 +242,7 @@ def test_a_delete_killed_between_its_chunk_records_and_their_vectors_leaves_no_v
     document = services.documents.get_document("northpier", "docs/secret.md")
     secret = {c.content_hash for c in services.chunks.get_chunks("northpier", "docs/secret.md", document.active_revision)}
     assert secret <= services.embeddings.embedding_hashes(identity)
-    code = killed_at(home, "metadata", "SqliteMetadataStore", "delete_unused_embeddings",
+    code = killed_at(home, "local.metadata", "SqliteMetadataStore", "delete_unused_embeddings",
                      "delete", "docs/secret.md", "--tenant", "northpier")
     assert code == -9
     services = open_local(home)
@@ -261,7 +261,7 @@ def test_a_replacement_killed_between_its_switch_and_its_purge_is_finished_by_th
     assert cli(["--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json"]) == 0
     (folder / "notes.md").write_text("# Notes\n\nNothing to see here any more.\n")
     # bump_epoch runs right after the switch, before the purge
-    code = killed_at(home, "metadata", "SqliteMetadataStore", "bump_epoch",
+    code = killed_at(home, "local.metadata", "SqliteMetadataStore", "bump_epoch",
                      "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
     assert code == -9
     services = open_local(home)
@@ -283,7 +283,7 @@ def test_an_ingest_killed_between_its_word_publication_and_its_vectors_is_report
     home, folder = tmp_path / "home", tmp_path / "docs"
     folder.mkdir()
     (folder / "berths.md").write_text("# Berths\n\nBerth twelve takes reefer ships only; the quaybrindle crane serves it.\n")
-    code = killed_at(home, "index", "SqliteSearchIndex", "set_vectors",
+    code = killed_at(home, "index.sqlite", "SqliteSearchIndex", "set_vectors",
                      "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
     assert code == -9
     services = open_local(home)

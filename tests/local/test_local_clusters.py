@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewell.local import clusters, vectors
-from citewell.local.index import SqliteSearchIndex
+from citewell.index import clusters, vectors
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.models import Chunk, Identity
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
@@ -246,8 +246,8 @@ _KILLED_WRITER = """
 import sys, time
 from pathlib import Path
 import numpy as np
-from citewell.local import clusters
-from citewell.local.index import SqliteSearchIndex
+from citewell.index import clusters
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.models import Chunk
 
 clusters.IVF_MIN_ROWS, clusters.CLUSTERS, clusters.SAMPLE_PER_CLUSTER = 2_000, 32, 40

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from citewell.index.lexical import LAYOUT, analyse, term_counter, text_of
+from citewell.index.sqlite import FLUSH_ROWS, SqliteSearchIndex
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.local.index import FLUSH_ROWS, SqliteSearchIndex
-from citewell.local.lexical import LAYOUT, analyse, term_counter, text_of
 from citewell.models import Chunk, Identity
 from tests.conftest import make_services
 
@@ -276,7 +276,7 @@ def test_a_revision_indexed_again_replaces_its_rows_in_the_lexical_index_even_wh
 
     hits = index.lexical("berth vessels metres", STAFF, 5)
     assert [h.document_id for h in hits] == ["moorings.md"]
-    from citewell.local.lexical import TantivyLexicon
+    from citewell.index.lexical import TantivyLexicon
 
     lexicon = TantivyLexicon(tmp_path / "lexical" / LAYOUT)
     lexicon.refresh()
@@ -284,7 +284,7 @@ def test_a_revision_indexed_again_replaces_its_rows_in_the_lexical_index_even_wh
 
 
 def test_vectors_read_in_slices_keep_each_row_with_its_tenant_roles_and_vector(tmp_path: Path, monkeypatch) -> None:
-    from citewell.local import vectors as vector_rows
+    from citewell.index import vectors as vector_rows
 
     monkeypatch.setattr(vector_rows, "LOAD_SLICE", 3)  # ten rows over four slices
     index = SqliteSearchIndex(tmp_path / "index.db")
@@ -303,8 +303,8 @@ def test_vectors_read_in_slices_keep_each_row_with_its_tenant_roles_and_vector(t
 CRASH_AFTER_LEXICAL_COMMIT = """
 import os, sys
 from pathlib import Path
-from citewell.local import lexical
-from citewell.local.index import SqliteSearchIndex
+from citewell.index import lexical
+from citewell.index.sqlite import SqliteSearchIndex
 
 write = lexical.TantivyLexicon.write
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from citewell.local.index import SqliteSearchIndex
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.models import Chunk, Identity
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"

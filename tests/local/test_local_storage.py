@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from citewell.errors import Busy, InvalidInput
-from citewell.local.index import SqliteSearchIndex
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.objects import FolderObjectStore
 from citewell.models import Chunk, Identity

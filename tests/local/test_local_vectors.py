@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewell.local import vectors as vector_rows
-from citewell.local.index import SqliteSearchIndex
+from citewell.index import vectors as vector_rows
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.models import Chunk, Identity
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from citewell.local.lexical import LAYOUT, LexicalRow, TantivyLexicon
+from citewell.index.lexical import LAYOUT, LexicalRow, TantivyLexicon
 from tests.residue import tantivy_residue
 
 

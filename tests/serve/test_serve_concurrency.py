@@ -19,8 +19,8 @@ import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from citewell.api.resolver import IsolatedHttpResolver
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.keys import parsed_key
-from citewell.local.index import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.objects import FolderObjectStore
 from citewell.models import Chunk, Document

@@ -22,9 +22,9 @@ import numpy as np
 from citewell import leases
 from citewell.embedders.minilm import MiniLMEmbedder
 from citewell.errors import EmbedderUnavailable
+from citewell.index.sqlite import SqliteSearchIndex
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
-from citewell.local.index import SqliteSearchIndex
 from citewell.local.metadata import SqliteMetadataStore
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search

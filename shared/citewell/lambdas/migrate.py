@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from citewell.aws.search_index import OpenSearchIndex, migrate_index
+from citewell.index.opensearch import OpenSearchIndex, migrate_index
 from citewell.ingest.stages import embed_stage
 from citewell.models import Chunk
 from citewell.ports import Embedder
@@ -23,7 +23,7 @@ def migrate(services: Services, embedder: Embedder, batch: int = 256) -> dict[st
     """Move the index to ``embedder``: build the index for its identity beside the served one,
     fill it with every served revision's chunks (embedded through the cache, so an interrupted
     run resumes cheaply), switch the alias in one ``_aliases`` call, then drop the old index
-    (:func:`citewell.aws.search_index.migrate_index`).
+    (:func:`citewell.index.opensearch.migrate_index`).
 
     Search keeps using the old index until the switch. Run it before deploying the new embedder
     configuration; a revision published meanwhile is indexed under the old model only and the

@@ -70,9 +70,9 @@ def open_aws(settings: AwsSettings) -> Services:
 
     from citewell.aws.metadata import DynamoMetadataStore
     from citewell.aws.objects import S3ObjectStore, regional_client
-    from citewell.aws.search_index import OpenSearchIndex
     from citewell.chunking import Chunker
     from citewell.embedders.minilm import MiniLMEmbedder
+    from citewell.index.opensearch import OpenSearchIndex
 
     if settings.opensearch_url:
         from opensearchpy import OpenSearch

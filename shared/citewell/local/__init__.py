@@ -1,1 +1,1 @@
-"""Embedded adapters: a folder, SQLite metadata, and an SQLite index with tantivy and exact-vector lanes."""
+"""Embedded adapters: a folder and SQLite metadata (the search index is :mod:`citewell.index`)."""

@@ -2,13 +2,13 @@
 
 The rows (text, vectors, access fields) live in ``index.db``, written in one transaction per
 revision. The lexical lane ranks in a tantivy index derived from them (``lexical/``, see
-``citewell.local.lexical``). A tantivy commit costs about 0.1 s (it syncs its files), so new
+``citewell.index.lexical``). A tantivy commit costs about 0.1 s (it syncs its files), so new
 rows wait in ``lexical_pending`` and go into the index together: when ``FLUSH_ROWS`` wait,
 when a delete runs, when an ingest batch ends (``flush``), when a server publishes an upload
 (before its record says so) or when a search finds some waiting and the write lock free. Each
 of those writes runs inside a write transaction of the table, so the index and the pending list
 agree after a crash. The vector lane scores the rows' vectors in memory, kept current from a
-log of the rows each write dropped and added (``citewell.local.vectors``). A revision may be
+log of the rows each write dropped and added (``citewell.index.vectors``). A revision may be
 published before its vectors: its rows wait in ``vector_pending``, searchable by words and out
 of the vector lane, until ``set_vectors`` writes them (it only updates rows still there: a
 revision deleted meanwhile takes none). Both lanes select the caller's rows (tenant equal, one
@@ -34,14 +34,14 @@ import numpy as np
 
 from citewell.errors import Busy, EmbedderMismatch
 from citewell.filters import Scope
-from citewell.local.clusters import CLUSTER_SCHEMA, cluster_rows
-from citewell.local.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
+from citewell.index.clusters import CLUSTER_SCHEMA, cluster_rows
+from citewell.index.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
 from citewell.models import Chunk, Identity
 from citewell.ports import LaneHit, QueryVector, query_vector
 from citewell.sqlite import Connection, PerThread, Transaction, busy_seconds, compact_file, ensure_schema
 
 if TYPE_CHECKING:
-    from citewell.local.lexical import LexicalRow, TantivyLexicon
+    from citewell.index.lexical import LexicalRow, TantivyLexicon
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -322,7 +322,7 @@ class SqliteSearchIndex:
 
     def _lexicon(self) -> TantivyLexicon:
         if self._lexicon_instance is None:
-            from citewell.local.lexical import LAYOUT, TantivyLexicon  # on first use: the CLI starts without it
+            from citewell.index.lexical import LAYOUT, TantivyLexicon  # on first use: the CLI starts without it
 
             with self._lock:
                 if self._lexicon_instance is None:
@@ -336,7 +336,7 @@ class SqliteSearchIndex:
     def _lexicon_state(self) -> str | None:
         """``LAYOUT:version``: the lexical write the index was last brought to, ``dirty`` while a
         write is under way (or died), None if it was never built in this layout."""
-        from citewell.local.lexical import LAYOUT
+        from citewell.index.lexical import LAYOUT
 
         try:
             state = self._synced_path.read_text().strip()
@@ -345,7 +345,7 @@ class SqliteSearchIndex:
         return state if state == "dirty" or state.startswith(f"{LAYOUT}:") else None
 
     def _mark_lexicon(self, version: int | None) -> None:
-        from citewell.local.lexical import LAYOUT
+        from citewell.index.lexical import LAYOUT
 
         self._lexical_folder.mkdir(parents=True, exist_ok=True)
         # A name of this writer's own: two writers never share (and remove) one temporary file.
@@ -395,7 +395,7 @@ class SqliteSearchIndex:
     def _lexicon_current(self) -> bool:
         """False if the last write to the index did not finish, it was never built in this
         layout, its folder is gone (removed by hand), or the home still has its FTS5 table."""
-        from citewell.local.lexical import LAYOUT
+        from citewell.index.lexical import LAYOUT
 
         fts5 = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone() is not None
         built = (self._lexical_folder / LAYOUT / "meta.json").is_file()
@@ -404,7 +404,7 @@ class SqliteSearchIndex:
     def _rebuild_lexicon(self) -> int:
         """Inside a write transaction: the lexical index made again from every row of the table
         (the waiting ones included); returns its version, already marked."""
-        from citewell.local.lexical import LAYOUT
+        from citewell.index.lexical import LAYOUT
 
         lexicon = self._lexicon()
         lexicon.refresh()
@@ -428,7 +428,7 @@ class SqliteSearchIndex:
         return [r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {where} ORDER BY rowid", params)]
 
     def _lexical_rows(self, rowids: Sequence[int]) -> list[LexicalRow]:
-        from citewell.local.lexical import LexicalRow
+        from citewell.index.lexical import LexicalRow
 
         if not rowids:
             return []
@@ -469,7 +469,7 @@ class SqliteSearchIndex:
         # disagreeing with the table until rebuilt.
         if self._pending_rows() or not self._lexicon_current():
             self._flush_unless_busy()
-        from citewell.local.lexical import text_of
+        from citewell.index.lexical import text_of
 
         lexicon = self._lexicon()
         terms = lexicon.terms(query)
@@ -559,7 +559,7 @@ class SqliteSearchIndex:
         return found
 
     def _rows(self) -> VectorRows:
-        """The vector lane's rows as of the index's last write (see :mod:`citewell.local.vectors`)."""
+        """The vector lane's rows as of the index's last write (see :mod:`citewell.index.vectors`)."""
         with self._lock:
             held = self._vectors
             if held.epoch != self._epoch():

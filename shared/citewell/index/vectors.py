@@ -12,8 +12,8 @@ Each snapshot is immutable: a search scores the blocks it was handed while a ref
 the next snapshot beside it.
 
 From ``IVF_MIN_ROWS`` rows on, the table has centroids and each row its nearest one
-(:mod:`citewell.local.clusters`). A full read then holds the rows as float16 codes, cluster by
-cluster (:mod:`citewell.local.codes`: half the memory of float32), and a caller who may see at
+(:mod:`citewell.index.clusters`). A full read then holds the rows as float16 codes, cluster by
+cluster (:mod:`citewell.index.codes`: half the memory of float32), and a caller who may see at
 least ``EXACT_BELOW`` of them is scored on the clusters nearest the question only (more of them
 the smaller the caller's share), only over the caller's rows. A caller who sees fewer rows is
 scored on every cluster; rows added since the last full read are held as float32 and scored
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from citewell.local.clusters import centroids_of, clusters_version
-from citewell.local.codes import ClusterCodes
+from citewell.index.clusters import centroids_of, clusters_version
+from citewell.index.codes import ClusterCodes
 from citewell.models import Identity
 
 LOAD_SLICE = 20_000  # rows read at a time into a block

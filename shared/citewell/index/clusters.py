@@ -3,7 +3,7 @@
 The write that first brings the table to ``IVF_MIN_ROWS`` rows trains ``CLUSTERS`` centroids
 (faiss's spherical k-means on a fixed-seed sample of the rows) and gives every row its
 nearest centroid; each later write gives its new rows theirs. A process reading the rows
-lays them out cluster by cluster (:mod:`citewell.local.vectors`), so a search scores the
+lays them out cluster by cluster (:mod:`citewell.index.vectors`), so a search scores the
 clusters nearest the question instead of every row. A row's cluster goes with the row
 (a foreign key); a centroid is a mean of many rows' vectors, never a row's text.
 """
