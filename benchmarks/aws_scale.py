@@ -64,7 +64,7 @@ def measure(n: int) -> dict[str, Any]:
     import boto3
     from moto import mock_aws
 
-    from citewell.aws.metadata import TABLE_DEFINITION, DynamoMetadataStore
+    from citewell.metadata.dynamodb import TABLE_DEFINITION, DynamoMetadataStore
 
     os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
     with mock_aws():
@@ -117,7 +117,7 @@ def wall(calls: dict[str, float], parallel: int) -> float:
 
 
 def main() -> None:
-    from citewell.aws.metadata import PARALLEL, SEGMENTS
+    from citewell.metadata.dynamodb import PARALLEL, SEGMENTS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000])

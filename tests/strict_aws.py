@@ -29,7 +29,7 @@ from typing import Any
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
-from citewell.aws.metadata import TABLE_DEFINITION
+from citewell.metadata.dynamodb import TABLE_DEFINITION
 from tests.aws_roles import Policies, permitted
 
 PARTITION_KEY_BYTES, SORT_KEY_BYTES, ITEM_BYTES = 2048, 1024, 400 * 1024

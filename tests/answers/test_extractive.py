@@ -36,7 +36,7 @@ from citewell.cli import main as cli
 from citewell.evaluation.answers import AnswerCase, judge, score
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.local.metadata import SqliteMetadataStore
+from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models import Answer, Citation, EvidenceItem, EvidenceSpan, Identity, Outcome
 from citewell.search import search
 

@@ -25,9 +25,9 @@ import pytest
 import requests
 from moto import mock_aws
 
-from citewell.aws.metadata import TABLE_DEFINITION
 from citewell.keys import raw_key
 from citewell.lambdas.settings import services_from_env
+from citewell.metadata.dynamodb import TABLE_DEFINITION
 from citewell.models import MAX_DOCUMENT_ID_BYTES, validate_document_id
 from tests.aws.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
 from tests.aws_roles import refusals

@@ -5,7 +5,7 @@ deleted document's embedding, or drop one a new chunk just started to use."""
 
 from __future__ import annotations
 
-from citewell.aws.metadata import SORT_KEY_BYTES
+from citewell.metadata.dynamodb import SORT_KEY_BYTES
 from citewell.models import MAX_DOCUMENT_ID_BYTES, Chunk
 from tests.conftest import moto_dynamodb
 

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from citewell.aws.metadata import TABLE_DEFINITION
+from citewell.metadata.dynamodb import TABLE_DEFINITION
 from tests.aws_roles import permitted
 from tests.strict_aws import ITEM_BYTES, PARTITION_KEY_BYTES, SORT_KEY_BYTES, StrictAws, dynamodb_problem, item_bytes
 

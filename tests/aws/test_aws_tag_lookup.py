@@ -9,8 +9,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from citewell.aws.metadata import TAG_MARKER, DynamoMetadataStore, _tag_key
 from citewell.filters import SearchFilter
+from citewell.metadata.dynamodb import TAG_MARKER, DynamoMetadataStore, _tag_key
 from citewell.models import Document, Identity
 from tests.conftest import moto_dynamodb
 

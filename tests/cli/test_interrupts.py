@@ -23,7 +23,7 @@ from citewell import leases
 from citewell.deletion import compact, removing
 from citewell.ingest.runner import IngestInterrupted, ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.local.metadata import SqliteMetadataStore
+from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models import DocumentStatus
 from citewell.services import open_local
 from citewell.sqlite import compact_file

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from citewell.local.metadata import SqliteMetadataStore
+from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models import AnswerRecord, Chunk, Citation, Document, DocumentStatus, Outcome, SourceRef, Upload
 from tests.conftest import moto_dynamodb
 
@@ -86,7 +86,7 @@ class TestDocumentRecords:
 
     def test_a_dynamodb_listing_reads_a_bounded_number_of_records_a_page(self, monkeypatch):
         """A reader of 2 of 30 records gets short pages that still go on, each read bounded, never a miss."""
-        from citewell.aws import metadata as dynamo
+        from citewell.metadata import dynamodb as dynamo
         from citewell.models import Identity
 
         with moto_dynamodb(monkeypatch) as store:

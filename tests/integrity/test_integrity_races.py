@@ -242,7 +242,7 @@ def test_a_delete_killed_between_its_chunk_records_and_their_vectors_leaves_no_v
     document = services.documents.get_document("northpier", "docs/secret.md")
     secret = {c.content_hash for c in services.chunks.get_chunks("northpier", "docs/secret.md", document.active_revision)}
     assert secret <= services.embeddings.embedding_hashes(identity)
-    code = killed_at(home, "local.metadata", "SqliteMetadataStore", "delete_unused_embeddings",
+    code = killed_at(home, "metadata.sqlite", "SqliteMetadataStore", "delete_unused_embeddings",
                      "delete", "docs/secret.md", "--tenant", "northpier")
     assert code == -9
     services = open_local(home)
@@ -261,7 +261,7 @@ def test_a_replacement_killed_between_its_switch_and_its_purge_is_finished_by_th
     assert cli(["--home", str(home), "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff", "--json"]) == 0
     (folder / "notes.md").write_text("# Notes\n\nNothing to see here any more.\n")
     # bump_epoch runs right after the switch, before the purge
-    code = killed_at(home, "local.metadata", "SqliteMetadataStore", "bump_epoch",
+    code = killed_at(home, "metadata.sqlite", "SqliteMetadataStore", "bump_epoch",
                      "ingest", str(folder), "--tenant", "northpier", "--allow-roles", "staff")
     assert code == -9
     services = open_local(home)

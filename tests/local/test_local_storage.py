@@ -22,8 +22,8 @@ import pytest
 
 from citewell.errors import Busy, InvalidInput
 from citewell.index.sqlite import SqliteSearchIndex
-from citewell.local.metadata import SqliteMetadataStore
 from citewell.local.objects import FolderObjectStore
+from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models import Chunk, Identity
 from citewell.settings import InvalidSetting
 from tests.conftest import moto_bucket

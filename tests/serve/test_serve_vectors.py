@@ -25,7 +25,7 @@ from citewell.errors import EmbedderUnavailable
 from citewell.index.sqlite import SqliteSearchIndex
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
-from citewell.local.metadata import SqliteMetadataStore
+from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
 from citewell.serve.worker import IngestWorker

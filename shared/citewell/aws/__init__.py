@@ -1,3 +1,3 @@
-"""The AWS adapters of the ports (boto3): DynamoDB records, S3 objects and Amazon Textract (the
-OpenSearch index is :mod:`citewell.index.opensearch`). The Lambda runtime that runs on them is
-:mod:`citewell.lambdas`."""
+"""The AWS adapters of the ports (boto3): S3 objects and Amazon Textract (the DynamoDB records are
+:mod:`citewell.metadata.dynamodb`, the OpenSearch index :mod:`citewell.index.opensearch`). The
+Lambda runtime that runs on them is :mod:`citewell.lambdas`."""

@@ -68,11 +68,11 @@ def _embedder(config: AwsSettings) -> Embedder:
 def open_aws(settings: AwsSettings) -> Services:
     import boto3
 
-    from citewell.aws.metadata import DynamoMetadataStore
     from citewell.aws.objects import S3ObjectStore, regional_client
     from citewell.chunking import Chunker
     from citewell.embedders.minilm import MiniLMEmbedder
     from citewell.index.opensearch import OpenSearchIndex
+    from citewell.metadata.dynamodb import DynamoMetadataStore
 
     if settings.opensearch_url:
         from opensearchpy import OpenSearch

@@ -1,1 +1,1 @@
-"""Embedded adapters: a folder and SQLite metadata (the search index is :mod:`citewell.index`)."""
+"""Embedded adapters: a folder (the metadata store is :mod:`citewell.metadata`, the search index :mod:`citewell.index`)."""

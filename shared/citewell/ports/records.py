@@ -1,6 +1,6 @@
 """The record ports: the authoritative records, one small port per role.
 
-Each adapter (``citewell.local.metadata``, ``citewell.aws.metadata``) keeps every role in one
+Each adapter (``citewell.metadata.sqlite``, ``citewell.metadata.dynamodb``) keeps every role in one
 database, so one object serves them all (:class:`MetadataStore`) and a write may span roles in one
 transaction (an answer is recorded only while its sources are served). Callers hold each role by
 its port (``services.documents``, ``services.chunks``, ...) and so say what they touch.
