@@ -12,13 +12,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from citewell.aws.objects import S3ObjectStore
 from citewell.chunking import Chunker
 from citewell.embedders.minilm import MiniLMEmbedder
 from citewell.index.sqlite import SqliteSearchIndex
-from citewell.local.objects import FolderObjectStore
 from citewell.metadata.dynamodb import TABLE_DEFINITION, DynamoMetadataStore
 from citewell.metadata.sqlite import SqliteMetadataStore
+from citewell.objects.folder import FolderObjectStore
+from citewell.objects.s3 import S3ObjectStore
 from citewell.ports import Embedder
 from citewell.services import Services, records
 

@@ -1084,8 +1084,8 @@ def cloud_stores(services: Services) -> Iterator[Services]:
     import boto3
     from moto import mock_aws
 
-    from citewell.aws.objects import S3ObjectStore
     from citewell.metadata.dynamodb import TABLE_DEFINITION, DynamoMetadataStore
+    from citewell.objects.s3 import S3ObjectStore
 
     os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
     with mock_aws():

@@ -99,8 +99,8 @@ def open_local(home: Path | None = None, *, chunking: ChunkingConfig | None = No
     from citewell.embedders.minilm import MiniLMEmbedder
     from citewell.errors import NotFound
     from citewell.index.sqlite import SqliteSearchIndex
-    from citewell.local.objects import FolderObjectStore
     from citewell.metadata.sqlite import SqliteMetadataStore
+    from citewell.objects.folder import FolderObjectStore
     from citewell.ocr.rapid import embedded_engine
 
     home = (home or default_home()).expanduser()

@@ -7,9 +7,9 @@ from __future__ import annotations
 import base64
 import json
 
-from citewell.aws.objects import S3ObjectStore, regional_client
 from citewell.keys import raw_key
 from citewell.lambdas.settings import services_from_env
+from citewell.objects.s3 import S3ObjectStore, regional_client
 from tests.aws.test_aws_chain import api, aws, knn_proxy, pump  # noqa: F401
 
 

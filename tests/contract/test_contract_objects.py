@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from citewell.aws.objects import ObjectsNotDeleted
 from citewell.errors import InvalidInput, NotFound
 from citewell.keys import chunks_key, document_prefix, parse_key, raw_key
-from citewell.local.objects import FolderObjectStore
 from citewell.models import validate_document_id
+from citewell.objects.folder import FolderObjectStore
+from citewell.objects.s3 import ObjectsNotDeleted
 from tests.conftest import moto_bucket
 
 

@@ -9,12 +9,12 @@ import inspect
 import pkgutil
 
 import citewell.ports
-from citewell.aws.objects import S3ObjectStore
 from citewell.index.opensearch import OpenSearchIndex
 from citewell.index.sqlite import SqliteSearchIndex
-from citewell.local.objects import FolderObjectStore
 from citewell.metadata.dynamodb import DynamoMetadataStore
 from citewell.metadata.sqlite import SqliteMetadataStore
+from citewell.objects.folder import FolderObjectStore
+from citewell.objects.s3 import S3ObjectStore
 from citewell.ports import ClaimingUploads, EmbedderCheckedIndex, ExpungingIndex, SizedObjects, StagedIndex
 
 MAX_METHODS = 12

@@ -22,9 +22,9 @@ import pytest
 
 from citewell.errors import Busy, InvalidInput
 from citewell.index.sqlite import SqliteSearchIndex
-from citewell.local.objects import FolderObjectStore
 from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models import Chunk, Identity
+from citewell.objects.folder import FolderObjectStore
 from citewell.settings import InvalidSetting
 from tests.conftest import moto_bucket
 
@@ -45,7 +45,7 @@ sys.stdin.read()
 _KILLED_PUT = """
 import os, signal, sys
 from pathlib import Path
-from citewell.local.objects import FolderObjectStore
+from citewell.objects.folder import FolderObjectStore
 
 store = FolderObjectStore(Path(sys.argv[1]))
 

@@ -21,9 +21,9 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from citewell.api.resolver import IsolatedHttpResolver
 from citewell.index.sqlite import SqliteSearchIndex
 from citewell.keys import parsed_key
-from citewell.local.objects import FolderObjectStore
 from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models import Chunk, Document
+from citewell.objects.folder import FolderObjectStore
 from citewell.records import update_document
 from tests.serve.test_serve_resume import ENV, write_lock
 from tests.serving import CLEAN_EXIT, EVENTS_DIR, WRITE, Served

@@ -29,9 +29,9 @@ from citewell.ingest.orphans import _take, _take_deletion, adopt_orphans
 from citewell.ingest.registration import register_upload
 from citewell.keys import parsed_key, raw_key
 from citewell.leases import Lease
-from citewell.local.objects import FolderObjectStore
 from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models import Document, DocumentStatus
+from citewell.objects.folder import FolderObjectStore
 from citewell.records import update_document
 from citewell.serve.worker import IngestWorker
 from tests.conftest import make_services

@@ -1,3 +1,3 @@
-"""The AWS adapters of the ports (boto3): S3 objects and Amazon Textract (the DynamoDB records are
-:mod:`citewell.metadata.dynamodb`, the OpenSearch index :mod:`citewell.index.opensearch`). The
-Lambda runtime that runs on them is :mod:`citewell.lambdas`."""
+"""What is left of the AWS adapters here (boto3): Amazon Textract and the Cognito sign-in (the S3
+objects are :mod:`citewell.objects.s3`, the DynamoDB records :mod:`citewell.metadata.dynamodb`,
+the OpenSearch index :mod:`citewell.index.opensearch`). The Lambda runtime is :mod:`citewell.lambdas`."""

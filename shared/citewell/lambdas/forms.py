@@ -23,9 +23,9 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
-from citewell.aws.objects import ObjectVersion, S3ObjectStore
 from citewell.keys import ObjectKey
 from citewell.models import Upload
+from citewell.objects.s3 import ObjectVersion, S3ObjectStore
 from citewell.ports import ClaimingUploads
 from citewell.services import Services
 

@@ -68,11 +68,11 @@ def _embedder(config: AwsSettings) -> Embedder:
 def open_aws(settings: AwsSettings) -> Services:
     import boto3
 
-    from citewell.aws.objects import S3ObjectStore, regional_client
     from citewell.chunking import Chunker
     from citewell.embedders.minilm import MiniLMEmbedder
     from citewell.index.opensearch import OpenSearchIndex
     from citewell.metadata.dynamodb import DynamoMetadataStore
+    from citewell.objects.s3 import S3ObjectStore, regional_client
 
     if settings.opensearch_url:
         from opensearchpy import OpenSearch

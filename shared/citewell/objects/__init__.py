@@ -1,0 +1,2 @@
+"""The ObjectStore adapters (:class:`citewell.ports.ObjectStore`), side by side: a folder
+(:mod:`citewell.objects.folder`) and an S3 bucket (:mod:`citewell.objects.s3`, on boto3)."""
