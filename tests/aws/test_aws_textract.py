@@ -14,7 +14,7 @@ from moto.textract.models import TextractBackend
 from pypdf import PdfReader
 
 from citewell import errors
-from citewell.aws.textract import MAX_BYTES, TextractOcr
+from citewell.ocr.textract import MAX_BYTES, TextractOcr
 from citewell.parsers import parse
 from tests.parsers.test_ocr import MEMO, encoded, page, scanned_pdf
 

@@ -84,7 +84,7 @@ def open_aws(settings: AwsSettings) -> Services:
     embedder = _embedder(settings)  # the index is mapped from its identity on first write
     ocr = None
     if settings.ocr == "textract":
-        from citewell.aws.textract import TextractOcr
+        from citewell.ocr.textract import TextractOcr
 
         ocr = TextractOcr(boto3.client("textract", region_name=settings.region))
     return Services(

@@ -2,7 +2,7 @@
 
 An engine (the :class:`~citewell.ports.OcrEngine` port) reads pages: RapidOCR on ONNX Runtime
 embedded (:mod:`citewell.ocr.rapid`, the ``ocr`` extra), Amazon Textract on AWS
-(:mod:`citewell.aws.textract`). Both report a confidence per line, which the parsers keep per
+(:mod:`citewell.ocr.textract`). Both report a confidence per line, which the parsers keep per
 page and hold against :data:`CONFIDENCE_FLOOR`: a page read worse than that is a typed failure,
 not noise in the index.
 
