@@ -20,8 +20,8 @@ from moto import mock_aws  # noqa: E402
 
 from citewell.api.callers import claims_identity  # noqa: E402
 from citewell.api.settings import ApiSettings  # noqa: E402
-from citewell.aws.login import claims  # noqa: E402
 from citewell.cli import main  # noqa: E402
+from citewell.cli.cognito import claims  # noqa: E402
 from citewell.models import Identity  # noqa: E402
 from tests.project.test_infra import CONTEXT, synth  # noqa: E402
 from tests.project.test_plain_install import cli, plain_python  # noqa: E402, F401

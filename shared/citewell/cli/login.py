@@ -27,7 +27,7 @@ def add_login(command: AddCommand) -> None:
 def cmd_login(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """USER_PASSWORD_AUTH against the stack's user pool; a first sign-in replaces the temporary password."""
     from citewell.api.settings import ApiSettings
-    from citewell.aws.login import claims, client, region_or_default, sign_in
+    from citewell.cli.cognito import claims, client, region_or_default, sign_in
 
     if args.password_stdin:
         def password() -> str:

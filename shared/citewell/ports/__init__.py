@@ -1,7 +1,9 @@
 """Ports: the small interfaces behind which every stateful or networked part sits.
 
 The ingestion stages and the query path are written once against these; each has an
-embedded adapter (``citewell.local``) and a cloud adapter. By kind: the records, one port per
+embedded adapter and a cloud adapter, side by side in the port's package (:mod:`citewell.objects`,
+:mod:`citewell.metadata`, :mod:`citewell.index`, :mod:`citewell.embedders`, :mod:`citewell.llm`,
+:mod:`citewell.rerankers`, :mod:`citewell.ocr`). By kind: the records, one port per
 role (:mod:`citewell.ports.records`), the search index (:mod:`citewell.ports.index`), the object
 store (:mod:`citewell.ports.objects`), and the models and engines (:mod:`citewell.ports.models`).
 Every name is taken from here: ``from citewell.ports import DocumentRecords``.

@@ -1,4 +1,4 @@
-"""`citewell login`: a Cognito ID token for the API on AWS, from a user name and password.
+"""The Cognito sign-in behind `citewell login`: an ID token for the API on AWS, from a user name and password.
 
 The stack's app client allows USER_PASSWORD_AUTH, and users are created by an administrator
 with a temporary password, so a user's first sign-in answers NEW_PASSWORD_REQUIRED with a new
