@@ -18,8 +18,9 @@ import random
 from benchmarks.cache import CachedEmbedder
 from benchmarks.homes import fresh_home
 from benchmarks.measure import emit, hybrid_figures, judged_arguments
+from citewell.deployments import open_local
 from citewell.evaluation.retrieval import EVAL_TENANT, ingest_corpus, load_qrels, load_queries
-from citewell.services import Services, open_local
+from citewell.services import Services
 
 
 def mark(services: Services, chosen: set[str]) -> int:

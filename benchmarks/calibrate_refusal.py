@@ -432,7 +432,7 @@ def main() -> None:
                         help="verifiers trained without each realdocs fold in turn, for its cross-validated figures")
     args = parser.parse_args()
     from citewell.answers.extractive.unit_encoder import UnitEncoder
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     sources = {"squad": lambda services: squad_questions(services, args.squad)}
     if not args.squad_only:

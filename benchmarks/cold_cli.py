@@ -36,7 +36,7 @@ mark("import cli")
 from pathlib import Path
 from citewell.models import Identity
 from citewell.search import search
-from citewell.services import open_local
+from citewell.deployments import open_local
 mark("import engine")
 home, command, tenant, roles, question = sys.argv[1:6]
 services = open_local(Path(home))

@@ -23,10 +23,10 @@ from pathlib import Path
 from benchmarks.cache import CachedEmbedder
 from benchmarks.measure import emit
 from benchmarks.speed import timed
+from citewell.deployments import open_local
 from citewell.evaluation.retrieval import EVAL_IDENTITY, EVAL_TENANT, load_qrels, load_queries
 from citewell.filters import SearchFilter
 from citewell.search import resolve_scope, search
-from citewell.services import open_local
 
 SAMPLE = SearchFilter(tags=frozenset({"sample"}))
 

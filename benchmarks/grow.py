@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.homes import fresh_home, published
-from citewell.services import open_local
+from citewell.deployments import open_local
 
 BATCH = 20_000  # chunks per index write: each is one commit of the lexical index
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.cache import CachedEmbedder
+from citewell.deployments import open_local
 from citewell.evaluation.retrieval import EVAL_TENANT
 from citewell.models import Chunk, Document
-from citewell.services import Services, open_local
+from citewell.services import Services
 
 
 def fresh_home(home: Path, cache: Path | None = None) -> Services:

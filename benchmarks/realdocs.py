@@ -137,7 +137,7 @@ def main() -> None:
     args = parser.parse_args()
     import shutil
 
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     shutil.rmtree(args.home, ignore_errors=True)  # nothing of an earlier run's documents or answers stays
     services = open_local(args.home)

@@ -23,9 +23,9 @@ from benchmarks.realdocs import TARGETS, breakdown, meets
 from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.answers.extractive.unit_encoder import UnitEncoder
 from citewell.answers.service import ask
+from citewell.deployments import open_local
 from citewell.evaluation.answers import AnswerCase, evaluate, load_cases
 from citewell.models import Answer
-from citewell.services import open_local
 
 
 def main() -> None:

@@ -18,9 +18,9 @@ import sys
 
 from benchmarks.cache import CachedEmbedder
 from benchmarks.measure import emit, hybrid_figures, judged_arguments
+from citewell.deployments import open_local
 from citewell.evaluation.retrieval import load_qrels, load_queries
 from citewell.rerankers.http import HttpReranker
-from citewell.services import open_local
 
 
 def main() -> None:

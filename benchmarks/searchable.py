@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 
 from benchmarks.large_files import one_line, real_text
+from citewell.deployments import open_local
 from citewell.errors import CitewellError
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
-from citewell.services import open_local
 
 TENANT, ROLE = "bench", "staff"
 QUERY_WORDS = 40  # words of files not yet found, asked in one lexical query

@@ -236,9 +236,9 @@ def tail(milliseconds: list[float]) -> dict[str, float]:
 def search_at_scale(home: Path, dataset: Path, limit: int, log: Path) -> dict[str, object]:
     """Each query in this process and through a server on the same home, alternately (which goes
     first alternates too), so both see the same machine: the difference is the server's cost."""
+    from citewell.deployments import open_local
     from citewell.evaluation.retrieval import EVAL_IDENTITY, load_qrels, load_queries
     from citewell.search import search
-    from citewell.services import open_local
 
     queries = list(load_queries(dataset, load_qrels(dataset, "test")).values())
     queries = queries[:limit] if limit else queries

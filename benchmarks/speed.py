@@ -27,9 +27,10 @@ import numpy as np
 
 from benchmarks.cache import CachedEmbedder
 from benchmarks.measure import emit, percentiles
+from citewell.deployments import open_local
 from citewell.evaluation.retrieval import EVAL_IDENTITY, load_qrels, load_queries
 from citewell.search import search
-from citewell.services import Services, open_local
+from citewell.services import Services
 
 
 def timed(queries: list[str], call: Callable[[str], object], warm: str | None = None,

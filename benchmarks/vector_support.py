@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from citewell.deployments import open_local
 from citewell.evaluation.retrieval import EVAL_IDENTITY, load_qrels, load_queries
 from citewell.search import search
-from citewell.services import open_local
 
 QUANTILE = 0.05
 K = 10

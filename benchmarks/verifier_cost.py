@@ -68,8 +68,8 @@ def main() -> None:
     parser.add_argument("--unit-encoder", action="store_true", help="the unit encoder's cost instead of the verifier's")
     args = parser.parse_args()
     from benchmarks.realdocs import ingest_realdocs
+    from citewell.deployments import open_local
     from citewell.evaluation.answers import load_cases
-    from citewell.services import open_local
 
     out: dict[str, object] = {}
     services = open_local(args.work / "realdocs")

@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--reuse", action="store_true", help="read the observations the last run saved in --work")
     args = parser.parse_args()
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     args.work.mkdir(parents=True, exist_ok=True)
     sources = {

@@ -20,13 +20,13 @@ from pathlib import Path
 
 from citewell import leases
 from citewell.deletion import delete_document
+from citewell.deployments import open_local
 from citewell.errors import CitewellError, NotFound
 from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, release_embeddings
 from citewell.keys import raw_key
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
-from citewell.services import open_local
 from tests.interleavings import IDENTITY_ROLES, ROLES, TOPICS, marker, text_of
 from tests.residue import file_residue, tantivy_residue
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from citewell.cli import main
 from citewell.conversations import give_feedback
+from citewell.deployments import open_local
 from citewell.evaluation.answers import load_cases
 from citewell.models import Identity
-from citewell.services import open_local
 
 ALLOWANCES = "# Allowances\n\nThe meal allowance in Manchester is 18 pounds per day.\n\nThe meal allowance in Leeds is 16 pounds per day.\n"
 

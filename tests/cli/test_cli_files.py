@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from citewell.cli import main
-from citewell.services import open_local
+from citewell.deployments import open_local
 
 
 def run(capsys, *argv: str) -> tuple[int, dict]:

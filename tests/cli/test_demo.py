@@ -29,7 +29,7 @@ def test_the_samples_are_the_same_bytes_each_time_they_are_written(tmp_path):
 
 
 def test_a_second_demo_keeps_what_the_user_added(capsys, tmp_path):
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     demo, home = tmp_path / ".demo", tmp_path / ".demo" / "home"
     assert run(demo) == 0

@@ -21,11 +21,11 @@ import pytest
 
 from citewell import leases
 from citewell.deletion import compact, removing
+from citewell.deployments import open_local
 from citewell.ingest.runner import IngestInterrupted, ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models import DocumentStatus
-from citewell.services import open_local
 from citewell.sqlite import compact_file
 from tests.conftest import make_services
 

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.loopback_site import Site, page, serving
 from citewell.cli import main
-from citewell.services import open_local
+from citewell.deployments import open_local
 
 ALLOW = ("--allow-host", "127.0.0.1")
 

@@ -11,8 +11,8 @@ import pytest
 
 from benchmarks.loopback_site import Site, page, serving
 from citewell.cli import main
+from citewell.deployments import open_local
 from citewell.fetch.urls import Scope, normalise
-from citewell.services import open_local
 
 ALLOW = ("--allow-host", "127.0.0.1")
 

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 
 from citewell.answers.service import ask
+from citewell.deployments import open_local
 from citewell.errors import CitewellError, EmbedderUnavailable
 from citewell.index.sqlite import SqliteSearchIndex
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models import Chunk, DocumentStatus, Identity
 from citewell.search import search
-from citewell.services import open_local
 from tests.conftest import make_services
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

@@ -17,13 +17,13 @@ from citewell.answers.service import ask, recorded_citations
 from citewell.audit import audit
 from citewell.cli import main as cli
 from citewell.deletion import delete_document
+from citewell.deployments import open_local
 from citewell.errors import Conflict, InvalidInput, NotFound
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest, chunk_stage, embed_stage, parse_stage, publish_stage, register
 from citewell.keys import raw_key
 from citewell.models import DocumentStatus, Identity
 from citewell.search import search
-from citewell.services import open_local
 from tests.integrity.test_deletion import traces
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

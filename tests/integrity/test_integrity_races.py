@@ -25,6 +25,7 @@ from citewell.answers.service import SOURCES_CHANGED, ask, recorded_citations
 from citewell.audit import audit
 from citewell.cli import main as cli
 from citewell.deletion import delete_document, unfinished_removals
+from citewell.deployments import open_local
 from citewell.errors import NotFound
 from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.runner import ingest
@@ -32,7 +33,6 @@ from citewell.ingest.stages import IngestRequest, register
 from citewell.keys import raw_key
 from citewell.models import Identity
 from citewell.search import search
-from citewell.services import open_local
 from tests.conftest import make_services
 from tests.fake_model_service import start
 from tests.integrity.test_deletion import traces

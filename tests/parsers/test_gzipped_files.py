@@ -18,9 +18,9 @@ import pytest
 
 from citewell import errors
 from citewell.cli import main
+from citewell.deployments import open_local
 from citewell.models import BlockKind
 from citewell.parsers import parse
-from citewell.services import open_local
 
 # A help2man page as coreutils installs it (abridged from ls.1): every italic word sits in
 # groff's \, and \/ italic corrections.

@@ -16,10 +16,10 @@ from benchmarks import ROOT
 from benchmarks.cache import CachedEmbedder
 from benchmarks.grow import grow
 from benchmarks.homes import fresh_home
+from citewell.deployments import open_local
 from citewell.evaluation.retrieval import EVAL_IDENTITY, EVAL_ROLE, ingest_corpus
 from citewell.models import Identity
 from citewell.search import search
-from citewell.services import open_local
 
 CORPUS = [
     {"_id": "d1", "title": "Crane safety", "text": "Storm pins secure a crane when the wind exceeds the limit of the yard."},

@@ -36,7 +36,7 @@ def add_ask(command: AddCommand) -> None:
 
 def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.asking import answer_turn
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     services = open_local(args.home, existing=True)
     identity = Identity(tenant=args.tenant, roles=args.roles)
@@ -63,7 +63,7 @@ def add_citations(command: AddCommand) -> None:
 
 def cmd_citations(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.service import recorded_citations
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     identity = Identity(tenant=args.tenant, roles=args.roles)
     record = recorded_citations(open_local(args.home, existing=True), identity, args.answer_id)

@@ -16,7 +16,7 @@ def add_audit(command: AddCommand) -> None:
 
 def cmd_audit(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.audit import audit
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     report = audit(open_local(args.home, existing=True), repair=args.repair)
     return report.model_dump(), EXIT_OK if report.ok else EXIT_FAILED

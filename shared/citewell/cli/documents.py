@@ -19,7 +19,7 @@ def add_delete(command: AddCommand) -> None:
 
 def cmd_delete(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.deletion import delete_document
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     report = delete_document(open_local(args.home, existing=True), args.tenant, args.document_id)
     for line in report.pending:
@@ -39,8 +39,8 @@ def add_read(command: AddCommand) -> None:
 def cmd_read(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """Refused over the evidence budget (``CITEWELL_EVIDENCE_CHARS``), never cut."""
     from citewell.answers.config import evidence_budget
+    from citewell.deployments import open_local
     from citewell.reads import read
-    from citewell.services import open_local
 
     identity = Identity(tenant=args.tenant, roles=args.roles)
     snapshot = read(open_local(args.home, existing=True), identity, args.document_id, evidence_budget(), args.section)
@@ -57,7 +57,7 @@ DOCS_PAGE = 500
 
 
 def cmd_docs(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     records = open_local(args.home, existing=True).documents
     documents: list[dict[str, Any]] = []

@@ -20,8 +20,8 @@ def add_eval_answers(command: AddCommand) -> None:
 
 def cmd_eval_answers(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.config import evidence_budget, generator_from_env
+    from citewell.deployments import open_local
     from citewell.evaluation.answers import asker, evaluate, load_cases
-    from citewell.services import open_local
 
     cases = load_cases(args.questions, args.split)
     services = open_local(args.home, existing=True)
@@ -40,10 +40,10 @@ def add_eval(command: AddCommand) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.deployments import default_home, open_local
     from citewell.evaluation.retrieval import document_run, ingest_corpus, load_qrels, load_queries, score
     from citewell.progress import IngestDisplay
     from citewell.search import LANE_CHOICES
-    from citewell.services import default_home, open_local
 
     lanes = args.lanes
     qrels = load_qrels(args.dataset, args.split)

@@ -32,7 +32,7 @@ def add_feedback(command: AddCommand) -> None:
 
 def cmd_feedback(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.conversations import unhelpful
-    from citewell.services import open_local
+    from citewell.deployments import open_local
 
     found = unhelpful(open_local(args.home, existing=True), args.since, args.tenant)
     items: list[dict[str, Any]] = [{

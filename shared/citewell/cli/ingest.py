@@ -109,12 +109,12 @@ def add_ingest(command: AddCommand) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.deployments import open_local
     from citewell.fetch.urls import looks_like_url
     from citewell.ingest.runner import ingest
     from citewell.ingest.stages import IngestRequest
     from citewell.ingest.walk import read_failure, shown, walk
     from citewell.progress import IngestDisplay
-    from citewell.services import open_local
 
     urls = [p for p in args.paths if looks_like_url(p)]
     args.paths = [Path(p) for p in args.paths if not looks_like_url(p)]

@@ -80,8 +80,8 @@ def add_search(command: AddCommand) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.deployments import open_local
     from citewell.search import LANE_CHOICES, search
-    from citewell.services import open_local
 
     lanes = tuple(dict.fromkeys(lane for name in args.lanes for lane in LANE_CHOICES[name]))
     identity = Identity(tenant=args.tenant, roles=args.roles)

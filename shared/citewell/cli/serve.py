@@ -27,9 +27,9 @@ def add_serve(command: AddCommand) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.deployments import default_home
     from citewell.serve.server import serve
     from citewell.serve.settings import ServeSettings
-    from citewell.services import default_home
 
     settings = ServeSettings.from_env()
     if args.grace is not None:
@@ -65,9 +65,9 @@ def add_token(command: AddCommand) -> None:
 
 
 def cmd_token(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from citewell.deployments import default_home
     from citewell.serve.settings import ServeSettings
     from citewell.serve.tokens import home_key, mint
-    from citewell.services import default_home
 
     settings = ServeSettings.from_env()
     if settings.external_issuer:

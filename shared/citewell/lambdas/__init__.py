@@ -1,6 +1,7 @@
 """The Lambda runtime: the functions' handlers (the stages, the API, the fetch step, the audit, the
-index migration), the stage pipeline, the upload form, and the deployment's settings and services
-(:func:`citewell.lambdas.settings.open_aws`, beside :func:`citewell.services.open_local`). It runs on
+index migration), the stage pipeline, the upload form, and the function's settings and the services
+built from them once per container (:func:`citewell.lambdas.settings.services_from_env`, through
+:func:`citewell.deployments.open_aws`, beside :func:`~citewell.deployments.open_local`). It runs on
 the AWS adapters (:mod:`citewell.objects.s3`, :mod:`citewell.metadata.dynamodb`,
 :mod:`citewell.index.opensearch`, :mod:`citewell.ocr.textract`); ``functions/*/app.py`` pick its handlers."""
 

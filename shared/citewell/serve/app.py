@@ -35,6 +35,7 @@ from citewell.api.dependencies import ApiBackend
 from citewell.api.events import MAX_BODY_BYTES, allowed_methods, handle
 from citewell.api.resolver import IsolatedHttpResolver
 from citewell.api.routes import build_resolver, openapi_document
+from citewell.deployments import open_local
 from citewell.errors import CitewellError, Conflict, EmptyText, ServerStopped, TooLarge
 from citewell.ingest.stages import record_failure
 from citewell.keys import parse_key
@@ -55,7 +56,7 @@ from citewell.serve.tokens import (
 from citewell.serve.transport import LocalContext, build_event, response_parts
 from citewell.serve.uploads import UPLOAD_PATH, FormRefused, UploadSigner
 from citewell.serve.worker import IngestWorker
-from citewell.services import Services, open_local
+from citewell.services import Services
 
 logger = logging.getLogger("citewell.serve")
 WEB = Path(__file__).resolve().parents[1] / "web"
