@@ -25,7 +25,7 @@ from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.evaluation.answers import AnswerCase, asker, evaluate
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Answer
+from citewell.models.answers import Answer
 from citewell.services import Services
 
 

@@ -53,7 +53,7 @@ class Calls:
 
 
 def _chunks(n: int, document_id: str) -> list[Any]:
-    from citewell.models import Chunk
+    from citewell.models.chunks import Chunk
 
     return [Chunk(chunk_id=f"{document_id}#0#{i}", document_id=document_id, tenant="northpier",
                   allowed_roles=frozenset({"staff"}), revision="r1", title="Handbook", section_index=0, index=i,

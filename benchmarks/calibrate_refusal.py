@@ -55,7 +55,7 @@ from citewell.answers.extractive.refusal import MODEL_FILE, VERIFIED, LogisticMo
 from citewell.answers.extractive.scoring import score_support
 from citewell.answers.extractive.units import Unit
 from citewell.answers.extractive.vectors import UnitEmbeddings
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.ports import Embedder
 from citewell.search import search
 from citewell.services import Services

@@ -34,7 +34,7 @@ def mark(name):
 import citewell.cli
 mark("import cli")
 from pathlib import Path
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.search import search
 from citewell.deployments import open_local
 mark("import engine")

@@ -10,7 +10,8 @@ import numpy as np
 from benchmarks.cache import CachedEmbedder
 from citewell.deployments import open_local
 from citewell.evaluation.retrieval import EVAL_TENANT
-from citewell.models import Chunk, Document
+from citewell.models.chunks import Chunk
+from citewell.models.documents import Document
 from citewell.services import Services
 
 

@@ -18,7 +18,7 @@ from benchmarks.homes import fresh_home
 from benchmarks.measure import emit, percentiles
 from citewell.answers.service import ask
 from citewell.evaluation.retrieval import EVAL_IDENTITY, ingest_corpus, load_squad_questions, squad_fitting_articles
-from citewell.models import Answer
+from citewell.models.answers import Answer
 
 
 def _rate(part: int, whole: int) -> float:

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.homes import published
-from citewell.models import Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
 from citewell.ports import Embedder
 from citewell.services import Services
 

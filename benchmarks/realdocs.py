@@ -21,7 +21,7 @@ from citewell.answers.service import ask
 from citewell.evaluation.answers import AnswerCase, Report, evaluate, judge, load_cases
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Answer
+from citewell.models.answers import Answer
 from citewell.services import Services
 
 TENANT = "realdocs"

@@ -25,7 +25,7 @@ from citewell.answers.extractive.unit_encoder import UnitEncoder
 from citewell.answers.service import ask
 from citewell.deployments import open_local
 from citewell.evaluation.answers import AnswerCase, evaluate, load_cases
-from citewell.models import Answer
+from citewell.models.answers import Answer
 
 
 def main() -> None:

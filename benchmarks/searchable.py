@@ -29,7 +29,8 @@ from pathlib import Path
 from benchmarks.large_files import one_line, real_text
 from citewell.deployments import open_local
 from citewell.errors import CitewellError
-from citewell.models import DocumentStatus, Identity
+from citewell.models.documents import DocumentStatus
+from citewell.models.identity import Identity
 from citewell.search import search
 
 TENANT, ROLE = "bench", "staff"

@@ -22,7 +22,7 @@ import numpy as np
 from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.answers.extractive.refusal import shipped_model
 from citewell.answers.service import ask
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.services import Services
 
 

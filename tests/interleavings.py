@@ -77,7 +77,10 @@ from citewell.ingest.stages import (
 )
 from citewell.keys import STAGES, document_prefix, raw_key, units_identity
 from citewell.leases import Lease, current
-from citewell.models import Document, DocumentStatus, Draft, EvidenceItem, Identity, Upload
+from citewell.models.answers import Draft
+from citewell.models.documents import Document, DocumentStatus, Upload
+from citewell.models.evidence import EvidenceItem
+from citewell.models.identity import Identity
 from citewell.ports import Generator
 from citewell.records import current_upload, is_current
 from citewell.search import search

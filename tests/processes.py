@@ -25,7 +25,8 @@ from citewell.errors import CitewellError, NotFound
 from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.stages import chunk_stage, embed_stage, parse_stage, publish_stage, release_embeddings
 from citewell.keys import raw_key
-from citewell.models import DocumentStatus, Identity
+from citewell.models.documents import DocumentStatus
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.interleavings import IDENTITY_ROLES, ROLES, TOPICS, marker, text_of
 from tests.residue import file_residue, tantivy_residue

@@ -11,7 +11,8 @@ from citewell.answers.service import ask
 from citewell.conversations import ask_in_conversation
 from citewell.deletion import expire_conversations
 from citewell.filters import SearchFilter
-from citewell.models import Answer, Identity
+from citewell.models.answers import Answer
+from citewell.models.identity import Identity
 from citewell.search import LANES
 from citewell.services import Services
 

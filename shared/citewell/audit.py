@@ -49,7 +49,9 @@ from citewell.ingest.stages import (
     vector_stage,
 )
 from citewell.keys import STAGES, parse_key, raw_key, units_identity
-from citewell.models import Chunk, Document, DocumentStatus, ErrorInfo, Upload, descriptive, utcnow
+from citewell.models.chunks import Chunk
+from citewell.models.documents import Document, DocumentStatus, ErrorInfo, Upload, descriptive
+from citewell.models.values import utcnow
 from citewell.ports import StagedIndex
 from citewell.records import is_current, update_document
 from citewell.services import Services

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from citewell.models import Block, BlockKind, Chunk, Document, ParsedDocument
+from citewell.models.chunks import Chunk
+from citewell.models.documents import Document
+from citewell.models.parsed import Block, BlockKind, ParsedDocument
 from citewell.ports import TokenCounter
 from citewell.settings import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS
 

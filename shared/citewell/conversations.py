@@ -24,7 +24,10 @@ from pydantic import BaseModel, Field
 from citewell.answers.followups import standalone
 from citewell.deletion import compact, removing, withdraw_turns
 from citewell.errors import GeneratorUnavailable, NotFound
-from citewell.models import Answer, AnswerRecord, Conversation, Feedback, Identity, Outcome, Turn, utcnow
+from citewell.models.answers import Answer, AnswerRecord, Outcome
+from citewell.models.conversations import Conversation, Feedback, Turn
+from citewell.models.identity import Identity
+from citewell.models.values import utcnow
 from citewell.ports import ConversationRecords, Generator
 from citewell.records import update_conversation
 from citewell.services import Services

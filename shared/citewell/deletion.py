@@ -26,7 +26,10 @@ from citewell import leases
 from citewell.errors import NotFound
 from citewell.interrupts import deferred
 from citewell.keys import STAGES, document_prefix, units_identity, upload_keys
-from citewell.models import AnswerRecord, Citation, Conversation, Document, DocumentStatus, Upload, utcnow
+from citewell.models.answers import AnswerRecord, Citation
+from citewell.models.conversations import Conversation
+from citewell.models.documents import Document, DocumentStatus, Upload
+from citewell.models.values import utcnow
 from citewell.ports import ConversationRecords
 from citewell.records import update_conversation, update_document
 from citewell.services import Services

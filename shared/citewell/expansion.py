@@ -18,7 +18,7 @@ import re
 from pydantic import BaseModel, Field, ValidationError
 
 from citewell.errors import ExpansionUnavailable, GeneratorUnavailable
-from citewell.models import Probes
+from citewell.models.search import Probes
 from citewell.ports import Completer
 from citewell.settings import Settings, settings
 

@@ -15,7 +15,8 @@ from typing import TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
-from citewell.models import Descriptive, Document, validate_document_id, validate_locale, validate_tag
+from citewell.models.documents import Descriptive, Document
+from citewell.models.values import validate_document_id, validate_locale, validate_tag
 
 MAX_DOCUMENT_IDS = 100  # ids a caller names in one filter
 # Documents a filter may resolve to: the set goes into each lane's query (a ``terms`` clause on

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from urllib.parse import quote, unquote
 
 from citewell.errors import InvalidInput
-from citewell.models import validate_document_id, validate_tenant, validate_token
+from citewell.models.values import validate_document_id, validate_tenant, validate_token
 
 RAW = "raw"
 PARSED = "parsed"

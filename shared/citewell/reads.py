@@ -4,7 +4,7 @@ section -> chunks.
 A read is a snapshot of one revision, the active one, taken from the chunk records (the text a
 citation is checked against), and it fits a budget in characters or is refused with
 :class:`~citewell.errors.OverBudget`, never cut. Sections are named by
-:func:`citewell.models.section_id`, so a section id taken from a search hit or a citation
+:func:`citewell.models.chunks.section_id`, so a section id taken from a search hit or a citation
 names that section of that revision only: after a replacement it names nothing.
 
 The answerer uses the same reads (:func:`widened`): a model is given the document of its best
@@ -23,7 +23,10 @@ from typing import Literal
 from pydantic import BaseModel
 
 from citewell.errors import NotFound, OverBudget
-from citewell.models import Chunk, Document, EvidenceItem, EvidenceSpan, Identity, section_id
+from citewell.models.chunks import Chunk, section_id
+from citewell.models.documents import Document
+from citewell.models.evidence import EvidenceItem, EvidenceSpan
+from citewell.models.identity import Identity
 from citewell.services import Services
 
 REREADS = 3  # a document replaced (and purged) between reading its record and its chunks is read again

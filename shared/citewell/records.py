@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from citewell.errors import Busy
-from citewell.models import Conversation, Document, DocumentStatus, Upload
+from citewell.models.conversations import Conversation
+from citewell.models.documents import Document, DocumentStatus, Upload
 from citewell.ports import ConversationRecords, DocumentRecords, UploadRecords
 
 ATTEMPTS = 20

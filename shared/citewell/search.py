@@ -10,7 +10,9 @@ from citewell.errors import CitewellError, EmbedderSwitched, ExpansionUnavailabl
 from citewell.expansion import expand, expander_from_env
 from citewell.filters import Scope, SearchFilter
 from citewell.fusion import reciprocal_rank_fusion
-from citewell.models import Document, Identity, LaneRanks, Probes, SearchHit, SearchResult
+from citewell.models.documents import Document
+from citewell.models.identity import Identity
+from citewell.models.search import LaneRanks, Probes, SearchHit, SearchResult
 from citewell.ports import Completer, LaneHit, Reranker, StagedIndex
 from citewell.rerankers import rerank_depth, reranker_from_env
 from citewell.services import Services

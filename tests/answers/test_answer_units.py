@@ -14,7 +14,8 @@ from citewell.answers.extractive.vectors import UnitEmbeddings
 from citewell.answers.service import ask
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import EvidenceItem, EvidenceSpan, Identity
+from citewell.models.evidence import EvidenceItem, EvidenceSpan
+from citewell.models.identity import Identity
 
 DEV = Identity(tenant="realfiles", roles=frozenset({"dev"}))
 

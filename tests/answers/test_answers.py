@@ -20,7 +20,9 @@ from citewell.chunking import Chunker, ChunkingConfig
 from citewell.errors import EmbedderUnavailable, NotFound, RetrievalUnavailable
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import AnswerRecord, Draft, Identity, Outcome, utcnow
+from citewell.models.answers import AnswerRecord, Draft, Outcome
+from citewell.models.identity import Identity
+from citewell.models.values import utcnow
 from citewell.search import search
 from tests import fake_model_service
 from tests.fake_model_service import Reply
@@ -264,7 +266,7 @@ def test_a_passage_over_the_budget_is_cut_back_to_its_hit_not_left_out(services)
     from citewell.answers.evidence import gather_evidence
     from citewell.ingest.runner import ingest
     from citewell.ingest.stages import IngestRequest
-    from citewell.models import Identity
+    from citewell.models.identity import Identity
     from citewell.search import search
 
     rows = ["code,component,action"] + [f"E{1000 + i},unit {i},Reset breaker {i} and log the reading" for i in range(300)]
@@ -282,7 +284,7 @@ def test_hits_chained_by_the_rows_stitched_after_them_are_read_apart_so_a_later_
     """Each hit in a table brings the rows after it, which can chain hits far apart into one
     passage over the budget; cut back to its best hit, that passage lost the row a later hit
     held ("errno value of ENOSPC" found the row, ranked sixth, and the evidence lacked it)."""
-    from citewell.models import LaneRanks, SearchHit
+    from citewell.models.search import LaneRanks, SearchHit
 
     rows = ["code,component,action"] + [f"E{1000 + i},unit {i},Reset breaker {i} and log the reading" for i in range(300)]
     (outcome,) = ingest(services, [IngestRequest(document_id="codes.csv", tenant="northpier", allowed_roles=frozenset({"staff"}),

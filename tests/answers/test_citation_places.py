@@ -6,7 +6,7 @@ from __future__ import annotations
 from citewell.answers.service import ask, recorded_citations
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.samples.writer import pdf_bytes, xlsx_bytes
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))
@@ -138,7 +138,7 @@ def test_an_xlsx_citation_names_the_sheet_and_row_of_its_record(services):
 
 
 def test_chunk_records_written_before_the_map_still_load_and_cite_their_chunks_range(services):
-    from citewell.models import Chunk
+    from citewell.models.chunks import Chunk
 
     add(services, plain_pdf(PAGE_TEXTS), "office.pdf")
     chunk = only_chunk(services, "office.pdf")
@@ -153,7 +153,7 @@ def test_chunk_records_written_before_the_map_still_load_and_cite_their_chunks_r
 def test_an_elided_quote_shows_its_parts_and_names_only_their_pages(services):
     from citewell.answers.evidence import gather_evidence
     from citewell.answers.verify import verify
-    from citewell.models import Draft
+    from citewell.models.answers import Draft
     from citewell.search import search
 
     add(services, plain_pdf(PAGE_TEXTS), "office.pdf")
@@ -168,7 +168,7 @@ def test_an_elided_quote_shows_its_parts_and_names_only_their_pages(services):
 def test_two_neighbouring_sentences_are_quoted_with_the_space_between_them():
     from citewell.answers.extractive.quoting import quotes_of
     from citewell.answers.extractive.units import units_of
-    from citewell.models import EvidenceItem, EvidenceSpan
+    from citewell.models.evidence import EvidenceItem, EvidenceSpan
 
     text = "Rail travel is standard class. First class needs the written approval of a director. Taxis are rare."
     item = EvidenceItem(ref="S1", document_id="d", revision="r", title="Travel", section_path=[], text=text, rank=1,

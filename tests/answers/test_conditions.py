@@ -18,7 +18,9 @@ from citewell.deletion import delete_document
 from citewell.evaluation.answers import AnswerCase, judge
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Answer, ConditionAnswer, Draft, EvidenceItem, EvidenceSpan, Identity, Outcome
+from citewell.models.answers import Answer, ConditionAnswer, Draft, Outcome
+from citewell.models.evidence import EvidenceItem, EvidenceSpan
+from citewell.models.identity import Identity
 from tests import fake_model_service
 from tests.conftest import make_services
 

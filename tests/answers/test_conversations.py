@@ -17,7 +17,9 @@ from citewell.deletion import delete_document, expire_conversations
 from citewell.errors import NotFound
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Identity, Outcome, utcnow
+from citewell.models.answers import Outcome
+from citewell.models.identity import Identity
+from citewell.models.values import utcnow
 from tests import fake_model_service
 
 ANNA = Identity(tenant="northpier", roles=frozenset({"staff"}), subject="anna")

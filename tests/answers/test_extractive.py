@@ -37,7 +37,9 @@ from citewell.evaluation.answers import AnswerCase, judge, score
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.metadata.sqlite import SqliteMetadataStore
-from citewell.models import Answer, Citation, EvidenceItem, EvidenceSpan, Identity, Outcome
+from citewell.models.answers import Answer, Citation, Outcome
+from citewell.models.evidence import EvidenceItem, EvidenceSpan
+from citewell.models.identity import Identity
 from citewell.search import search
 
 SUPPORT = Identity(tenant="northpier", roles=frozenset({"support"}))

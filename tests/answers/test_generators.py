@@ -12,7 +12,7 @@ from citewell.answers.generators.bedrock import BedrockGenerator
 from citewell.answers.generators.openai_compatible import OpenAICompatibleGenerator
 from citewell.answers.prompt import REFUSAL_SENTINEL, SYSTEM_PROMPT, user_prompt
 from citewell.errors import GeneratorUnavailable
-from citewell.models import EvidenceItem, EvidenceSpan
+from citewell.models.evidence import EvidenceItem, EvidenceSpan
 from tests import fake_model_service
 from tests.fake_model_service import Reply
 

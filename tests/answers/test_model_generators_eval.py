@@ -24,7 +24,8 @@ from citewell.cli import main
 from citewell.evaluation.answers import AnswerCase, evaluate
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import EvidenceItem, EvidenceSpan, Identity
+from citewell.models.evidence import EvidenceItem, EvidenceSpan
+from citewell.models.identity import Identity
 from tests import fake_model_service
 from tests.conftest import make_services
 from tests.fake_model_service import Reply

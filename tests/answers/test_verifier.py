@@ -14,7 +14,7 @@ from citewell.answers.extractive.cross_encoder import MAX_TOKENS, MODEL_FILE, QU
 from citewell.answers.extractive.features import RERANK_FEATURES
 from citewell.answers.extractive.refusal import LogisticModel, reranked, shipped_model
 from citewell.answers.extractive.units import units_of
-from citewell.models import EvidenceItem, EvidenceSpan
+from citewell.models.evidence import EvidenceItem, EvidenceSpan
 
 
 def _item(text: str, document_id: str = "teamA/README.md", title: str = "Team A", section: tuple[str, ...] = ("Contacts",)) -> EvidenceItem:
@@ -65,7 +65,7 @@ def test_discrimination_reads_only_the_first_units_the_verifier_would_read():
     from benchmarks.calibrate_refusal import Observed, Question, discrimination
     from citewell.answers.extractive.features import UNIT_FEATURES, UnitFeatures
     from citewell.answers.extractive.refusal import RefusalModel
-    from citewell.models import Identity
+    from citewell.models.identity import Identity
 
     def observed(cosines: list[float], holds: list[bool]) -> Observed:
         rows = [UnitFeatures(**dict.fromkeys(UNIT_FEATURES, 0.0) | {"cosine": c}) for c in cosines]
@@ -86,7 +86,7 @@ def test_the_unit_encoder_trains_on_the_units_own_text_even_under_a_title_holdin
     from benchmarks.calibrate_refusal import Observed, Question
     from benchmarks.train_unit_encoder import unit_text
     from benchmarks.verifier_pairs import pairs
-    from citewell.models import Identity
+    from citewell.models.identity import Identity
 
     (unit,) = units_of(_item("Pass override=True to override existing variables.", "dev/README.md", "python-dotenv | PyPI"))
     passage = unit_passage(unit)

@@ -28,7 +28,7 @@ from moto import mock_aws
 from citewell.keys import raw_key
 from citewell.lambdas.settings import services_from_env
 from citewell.metadata.dynamodb import TABLE_DEFINITION
-from citewell.models import MAX_DOCUMENT_ID_BYTES, validate_document_id
+from citewell.models.values import MAX_DOCUMENT_ID_BYTES, validate_document_id
 from tests.aws.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
 from tests.aws_roles import refusals
 from tests.strict_aws import RECORDED, StrictAws, invocation

@@ -22,7 +22,7 @@ from citewell.api.callers import claims_identity  # noqa: E402
 from citewell.api.settings import ApiSettings  # noqa: E402
 from citewell.cli import main  # noqa: E402
 from citewell.cli.cognito import claims  # noqa: E402
-from citewell.models import Identity  # noqa: E402
+from citewell.models.identity import Identity  # noqa: E402
 from tests.project.test_infra import CONTEXT, synth  # noqa: E402
 from tests.project.test_plain_install import cli, plain_python  # noqa: E402, F401
 

@@ -6,7 +6,8 @@ deleted document's embedding, or drop one a new chunk just started to use."""
 from __future__ import annotations
 
 from citewell.metadata.dynamodb import SORT_KEY_BYTES
-from citewell.models import MAX_DOCUMENT_ID_BYTES, Chunk
+from citewell.models.chunks import Chunk
+from citewell.models.values import MAX_DOCUMENT_ID_BYTES
 from tests.conftest import moto_dynamodb
 
 
@@ -52,7 +53,8 @@ def test_references_fit_for_the_longest_ids_and_keep_the_spelling_of_those_that_
 def test_the_audit_inventories_query_and_never_scan(monkeypatch):
     import numpy as np
 
-    from citewell.models import AnswerRecord, Document, Upload
+    from citewell.models.answers import AnswerRecord
+    from citewell.models.documents import Document, Upload
 
     with moto_dynamodb(monkeypatch) as store:
         operations = []

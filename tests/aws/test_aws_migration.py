@@ -20,7 +20,7 @@ from citewell.keys import chunks_key, embedded_key
 from citewell.lambdas.migrate import migrate
 from citewell.lambdas.pipeline import run_stage
 from citewell.lambdas.settings import services_from_env
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.aws.test_aws_chain import HANDBOOK, LambdaContext, api, aws, knn_proxy, pump, sqs_event, upload  # noqa: F401
 

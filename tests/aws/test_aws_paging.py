@@ -12,7 +12,8 @@ import pytest
 
 from citewell.api.paging import LIST_PAGE_MAX, TEXT_PAGE_CHARS
 from citewell.lambdas.settings import services_from_env
-from citewell.models import Chunk, Document, DocumentStatus
+from citewell.models.chunks import Chunk
+from citewell.models.documents import Document, DocumentStatus
 from tests.aws.test_aws_chain import HANDBOOK, LambdaContext, api, aws, knn_proxy, pump, upload  # noqa: F401
 from tests.strict_aws import PAYLOAD_BYTES, PayloadTooLarge, invocation
 

@@ -11,7 +11,9 @@ from opensearchpy import OpenSearch
 
 from citewell.errors import EmbedderMismatch, RetrievalUnavailable
 from citewell.index.opensearch import MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
-from citewell.models import MAX_DOCUMENT_ID_BYTES, Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
+from citewell.models.values import MAX_DOCUMENT_ID_BYTES
 from tests.aws.test_aws_knn import knn_proxy  # noqa: F401
 
 TITAN = "amazon.titan-embed-text-v2@2:1024"

@@ -11,7 +11,8 @@ import pytest
 
 from citewell.filters import SearchFilter
 from citewell.metadata.dynamodb import TAG_MARKER, DynamoMetadataStore, _tag_key
-from citewell.models import Document, Identity
+from citewell.models.documents import Document
+from citewell.models.identity import Identity
 from tests.conftest import moto_dynamodb
 
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

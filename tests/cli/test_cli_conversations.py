@@ -11,7 +11,7 @@ from citewell.cli import main
 from citewell.conversations import give_feedback
 from citewell.deployments import open_local
 from citewell.evaluation.answers import load_cases
-from citewell.models import Identity
+from citewell.models.identity import Identity
 
 ALLOWANCES = "# Allowances\n\nThe meal allowance in Manchester is 18 pounds per day.\n\nThe meal allowance in Leeds is 16 pounds per day.\n"
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from citewell.answers.verify import verify
-from citewell.models import Draft, EvidenceItem, EvidenceSpan
+from citewell.models.answers import Draft
+from citewell.models.evidence import EvidenceItem, EvidenceSpan
 from citewell.render import snippet, where
 
 LONG = "crane-operations-handbook-for-the-night-shift-at-the-northern-terminal.md"

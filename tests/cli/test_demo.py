@@ -10,7 +10,7 @@ from pathlib import Path
 from citewell.cli import main
 from citewell.conversations import give_feedback, thread
 from citewell.demo import run
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.samples.writer import write_samples
 
 ROOT = Path(__file__).resolve().parents[2]

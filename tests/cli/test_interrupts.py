@@ -25,7 +25,7 @@ from citewell.deployments import open_local
 from citewell.ingest.runner import IngestInterrupted, ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.metadata.sqlite import SqliteMetadataStore
-from citewell.models import DocumentStatus
+from citewell.models.documents import DocumentStatus
 from citewell.sqlite import compact_file
 from tests.conftest import make_services
 

@@ -10,7 +10,8 @@ from opensearchpy import OpenSearch
 from citewell.errors import EmbedderMismatch
 from citewell.index.opensearch import OpenSearchIndex, access_filter, lexical_body, vector_body
 from citewell.index.sqlite import SqliteSearchIndex
-from citewell.models import Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
 STAFF = Identity(tenant="northpier", roles=frozenset({"staff"}))

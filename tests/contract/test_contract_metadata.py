@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from citewell.metadata.sqlite import SqliteMetadataStore
-from citewell.models import AnswerRecord, Chunk, Citation, Document, DocumentStatus, Outcome, SourceRef, Upload
+from citewell.models.answers import AnswerRecord, Citation, Outcome, SourceRef
+from citewell.models.chunks import Chunk
+from citewell.models.documents import Document, DocumentStatus, Upload
 from tests.conftest import moto_dynamodb
 
 
@@ -58,7 +60,7 @@ class TestDocumentRecords:
         assert store.delete_document("northpier", "handbook.md", generation=GEN) == 1
 
     def test_a_listing_comes_in_pages_by_key_with_only_what_the_reader_may_read(self, store):
-        from citewell.models import Identity
+        from citewell.models.identity import Identity
 
         for n in range(23):  # every third one is for hr only; ids sort as the store sorts them
             roles = frozenset({"hr"}) if n % 3 == 0 else frozenset({"staff", "support"})
@@ -87,7 +89,7 @@ class TestDocumentRecords:
     def test_a_dynamodb_listing_reads_a_bounded_number_of_records_a_page(self, monkeypatch):
         """A reader of 2 of 30 records gets short pages that still go on, each read bounded, never a miss."""
         from citewell.metadata import dynamodb as dynamo
-        from citewell.models import Identity
+        from citewell.models.identity import Identity
 
         with moto_dynamodb(monkeypatch) as store:
             for n in range(30):
@@ -221,7 +223,8 @@ class TestConversationRecords:
     def test_conversations_are_written_by_compare_and_set_and_found_by_subject_answer_and_age(self, store):
         from datetime import timedelta
 
-        from citewell.models import Conversation, Turn, utcnow
+        from citewell.models.conversations import Conversation, Turn
+        from citewell.models.values import utcnow
 
         now = utcnow()
         old = Conversation(conversation_id="c1", tenant="northpier", subject="anna", roles=["staff"],

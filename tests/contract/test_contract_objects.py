@@ -7,7 +7,7 @@ from botocore.awsrequest import AWSResponse
 
 from citewell.errors import InvalidInput, NotFound
 from citewell.keys import chunks_key, document_prefix, parse_key, raw_key
-from citewell.models import validate_document_id
+from citewell.models.values import validate_document_id
 from citewell.objects.folder import FolderObjectStore
 from citewell.objects.s3 import ObjectsNotDeleted
 from tests.conftest import moto_bucket

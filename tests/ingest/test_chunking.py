@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citewell.chunking import Chunker, ChunkingConfig
-from citewell.models import BlockKind, Document
+from citewell.models.documents import Document
+from citewell.models.parsed import BlockKind
 from citewell.parsers.builder import TextBuilder
 
 REVISION = "r1"

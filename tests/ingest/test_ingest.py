@@ -10,7 +10,8 @@ import pytest
 from citewell.errors import EmbedderMismatch
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest, chunk_stage, embed_stage, parse_stage, publish_stage, register
-from citewell.models import DocumentStatus, Identity
+from citewell.models.documents import DocumentStatus
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.conftest import make_services
 

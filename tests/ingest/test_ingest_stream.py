@@ -27,7 +27,9 @@ from citewell.errors import CitewellError, EmbedderUnavailable
 from citewell.index.sqlite import SqliteSearchIndex
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Chunk, DocumentStatus, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.documents import DocumentStatus
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.conftest import make_services
 

@@ -13,7 +13,8 @@ from citewell.deletion import delete_document
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest, register
 from citewell.keys import parsed_key, raw_key
-from citewell.models import DocumentStatus, Identity
+from citewell.models.documents import DocumentStatus
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.integrity.test_deletion import NEEDLES, SECRET, traces
 

@@ -13,7 +13,8 @@ from citewell.deletion import STORES, delete_document, purge_revision
 from citewell.errors import NotFound
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import DocumentStatus, Identity
+from citewell.models.documents import DocumentStatus
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.residue import tantivy_residue
 

@@ -22,7 +22,8 @@ from citewell.errors import Conflict, InvalidInput, NotFound
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest, chunk_stage, embed_stage, parse_stage, publish_stage, register
 from citewell.keys import raw_key
-from citewell.models import DocumentStatus, Identity
+from citewell.models.documents import DocumentStatus
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.integrity.test_deletion import traces
 

@@ -31,7 +31,7 @@ from citewell.ingest.orphans import adopt_orphans
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest, register
 from citewell.keys import raw_key
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.conftest import make_services
 from tests.fake_model_service import start
@@ -396,7 +396,7 @@ def test_an_upload_killed_between_its_rows_by_words_and_the_switch_is_published_
     with pytest.raises(KeyboardInterrupt):
         publish_stage(services, upload, parsed.revision, parsed.content_sha256, vectors_follow=True)
     monkeypatch.undo()
-    from citewell.models import DocumentStatus
+    from citewell.models.documents import DocumentStatus
 
     assert services.documents.get_document("northpier", "berths.md").status is DocumentStatus.PROCESSING
     report = audit(services, repair=True, stuck=timedelta(0))

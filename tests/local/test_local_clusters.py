@@ -14,7 +14,8 @@ import pytest
 
 from citewell.index import clusters, vectors
 from citewell.index.sqlite import SqliteSearchIndex
-from citewell.models import Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
 EVERYONE = Identity(tenant="northpier", roles=frozenset({"staff", "hr"}))
@@ -248,7 +249,7 @@ from pathlib import Path
 import numpy as np
 from citewell.index import clusters
 from citewell.index.sqlite import SqliteSearchIndex
-from citewell.models import Chunk
+from citewell.models.chunks import Chunk
 
 clusters.IVF_MIN_ROWS, clusters.CLUSTERS, clusters.SAMPLE_PER_CLUSTER = 2_000, 32, 40
 home, moment = Path(sys.argv[1]), sys.argv[2]

@@ -17,7 +17,8 @@ from citewell.index.lexical import LAYOUT, analyse, term_counter, text_of
 from citewell.index.sqlite import FLUSH_ROWS, SqliteSearchIndex
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
 from tests.conftest import make_services
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from citewell.index.sqlite import SqliteSearchIndex
-from citewell.models import Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
 CALLERS = [

@@ -23,7 +23,8 @@ import pytest
 from citewell.errors import Busy, InvalidInput
 from citewell.index.sqlite import SqliteSearchIndex
 from citewell.metadata.sqlite import SqliteMetadataStore
-from citewell.models import Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
 from citewell.objects.folder import FolderObjectStore
 from citewell.settings import InvalidSetting
 from tests.conftest import moto_bucket

@@ -13,7 +13,8 @@ import pytest
 
 from citewell.index import vectors as vector_rows
 from citewell.index.sqlite import SqliteSearchIndex
-from citewell.models import Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
 
 MODEL = "all-MiniLM-L6-v2-int8-onnx@1.0.0:384"
 TENANTS = ("northpier", "bluefen")

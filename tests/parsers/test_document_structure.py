@@ -13,7 +13,7 @@ import pytest
 
 from citewell import errors
 from citewell.answers.extractive.units import RECORD
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers import parse
 from citewell.parsers.manpage import RECORD_WORDS
 from citewell.parsers.titles import usable

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewell.models import BlockKind
+from citewell.models.parsed import BlockKind
 from citewell.parsers import parse
 
 # -- 1. XHTML is HTML, whatever its name -----------------------------------------------------

@@ -19,7 +19,7 @@ import pytest
 from citewell import errors
 from citewell.cli import main
 from citewell.deployments import open_local
-from citewell.models import BlockKind
+from citewell.models.parsed import BlockKind
 from citewell.parsers import parse
 
 # A help2man page as coreutils installs it (abridged from ls.1): every italic word sits in

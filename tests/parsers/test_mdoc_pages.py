@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers import parse
 
 PAGES = Path(__file__).parent / "pages"

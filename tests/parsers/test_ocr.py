@@ -11,7 +11,8 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 from citewell import errors
 from citewell.chunking import Chunker
 from citewell.embedders.minilm import MiniLMEmbedder
-from citewell.models import Chunk, Document
+from citewell.models.chunks import Chunk
+from citewell.models.documents import Document
 from citewell.ocr import CONFIDENCE_FLOOR
 from citewell.ocr.rapid import embedded_engine
 from citewell.parsers import parse

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from citewell import errors
-from citewell.models import BlockKind
+from citewell.models.parsed import BlockKind
 from citewell.parsers import parse
 from tests import files
 

@@ -12,7 +12,7 @@ import pytest
 
 from citewell import errors
 from citewell.chunking import SENTENCE_WINDOW, Chunker, ChunkingConfig, sentence_spans
-from citewell.models import Document
+from citewell.models.documents import Document
 from citewell.parsers import parse
 
 DOC = Document(document_id="manual", tenant="t", allowed_roles=frozenset({"r"}), title="Manual", source="test")
@@ -122,7 +122,7 @@ class CountingText(str):
 
 
 def test_chunking_one_long_line_copies_each_character_a_bounded_number_of_times(embedder):
-    from citewell.models import BlockKind, ParsedDocument
+    from citewell.models.parsed import BlockKind, ParsedDocument
     from citewell.parsers.builder import TextBuilder
 
     sentence = "Crane {} on the north quay stopped after the wind alarm and the operator logged it. "

@@ -18,7 +18,7 @@ from benchmarks.grow import grow
 from benchmarks.homes import fresh_home
 from citewell.deployments import open_local
 from citewell.evaluation.retrieval import EVAL_IDENTITY, EVAL_ROLE, ingest_corpus
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.search import search
 
 CORPUS = [
@@ -203,7 +203,7 @@ def test_answer_precision_counts_answers_to_questions_that_have_none_as_wrong():
 
 def test_the_stand_in_rerank_server_speaks_the_wire_format_the_http_reranker_reads():
     """The seam's benchmark reorders by a known signal: the share of the query's words each passage holds."""
-    from citewell.models import LaneRanks, SearchHit
+    from citewell.models.search import LaneRanks, SearchHit
     from citewell.rerankers.http import HttpReranker
 
     server = subprocess.Popen([sys.executable, "-m", "benchmarks.standin_reranker"], cwd=ROOT, stdout=subprocess.PIPE, text=True)

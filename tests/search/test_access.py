@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.conftest import make_services
 

@@ -18,7 +18,7 @@ from citewell.filters import SearchFilter
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.llm.openai_compatible import OpenAICompatibleModel
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests import fake_model_service
 from tests.aws.test_aws_chain import aws, knn_proxy  # noqa: F401

@@ -16,7 +16,8 @@ from citewell.errors import InvalidInput
 from citewell.filters import SearchFilter
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Document, Identity, TrustTier
+from citewell.models.documents import Document, TrustTier
+from citewell.models.identity import Identity
 from citewell.search import search
 from tests.aws.test_aws_chain import aws, knn_proxy  # noqa: F401
 from tests.contract.test_contract_metadata import store  # noqa: F401

@@ -16,7 +16,8 @@ from citewell.cli import main
 from citewell.errors import NotFound, OverBudget
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Identity, section_id
+from citewell.models.chunks import section_id
+from citewell.models.identity import Identity
 from citewell.reads import read
 from citewell.search import search
 from tests import fake_model_service

@@ -18,7 +18,8 @@ from citewell.errors import RerankerUnavailable
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.llm.openai_compatible import OpenAICompatibleModel
-from citewell.models import Identity, LaneRanks, SearchHit
+from citewell.models.identity import Identity
+from citewell.models.search import LaneRanks, SearchHit
 from citewell.rerankers.bedrock import BedrockReranker
 from citewell.rerankers.http import HttpReranker
 from citewell.rerankers.llm import LlmReranker, blend

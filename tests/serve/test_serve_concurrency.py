@@ -22,7 +22,8 @@ from citewell.api.resolver import IsolatedHttpResolver
 from citewell.index.sqlite import SqliteSearchIndex
 from citewell.keys import parsed_key
 from citewell.metadata.sqlite import SqliteMetadataStore
-from citewell.models import Chunk, Document
+from citewell.models.chunks import Chunk
+from citewell.models.documents import Document
 from citewell.objects.folder import FolderObjectStore
 from citewell.records import update_document
 from tests.serve.test_serve_resume import ENV, write_lock

@@ -30,7 +30,7 @@ from citewell.ingest.registration import register_upload
 from citewell.keys import parsed_key, raw_key
 from citewell.leases import Lease
 from citewell.metadata.sqlite import SqliteMetadataStore
-from citewell.models import Document, DocumentStatus
+from citewell.models.documents import Document, DocumentStatus
 from citewell.objects.folder import FolderObjectStore
 from citewell.records import update_document
 from citewell.serve.worker import IngestWorker

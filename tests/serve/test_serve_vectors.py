@@ -26,7 +26,8 @@ from citewell.index.sqlite import SqliteSearchIndex
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
 from citewell.metadata.sqlite import SqliteMetadataStore
-from citewell.models import DocumentStatus, Identity
+from citewell.models.documents import DocumentStatus
+from citewell.models.identity import Identity
 from citewell.search import search
 from citewell.serve.worker import IngestWorker
 from citewell.services import Services

@@ -28,7 +28,7 @@ from citewell.answers.extractive.kinds import MONEY, NUMBER, Wants
 from citewell.answers.extractive.question import identifiers, stems
 from citewell.answers.extractive.quoting import quotes_of
 from citewell.answers.extractive.units import Unit, field_names, run_around
-from citewell.models import ConditionAnswer, Draft, Outcome
+from citewell.models.answers import ConditionAnswer, Draft, Outcome
 
 MAX_LISTED = 6  # conditions answered one by one (here and in the model's prompt); more, and the question is asked back
 OTHERWISE = "otherwise"  # how the case no condition names is shown

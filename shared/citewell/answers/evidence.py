@@ -10,7 +10,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from citewell.models import Chunk, Document, EvidenceItem, Identity, SearchHit
+from citewell.models.chunks import Chunk
+from citewell.models.documents import Document
+from citewell.models.evidence import EvidenceItem
+from citewell.models.identity import Identity
+from citewell.models.search import SearchHit
 from citewell.reads import stitched_text
 from citewell.services import Services
 from citewell.settings import DEFAULT_BUDGET_CHARS

@@ -6,7 +6,8 @@ import re
 from collections.abc import Sequence
 
 from citewell.answers.conditions import MAX_LISTED, OTHERWISE
-from citewell.models import ConditionAnswer, Draft, EvidenceItem, Outcome
+from citewell.models.answers import ConditionAnswer, Draft, Outcome
+from citewell.models.evidence import EvidenceItem
 
 REFUSAL_SENTINEL = "NOT_IN_DOCUMENTS"
 

@@ -29,7 +29,9 @@ from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.answers.verify import Verdict, verify
 from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.filters import SearchFilter
-from citewell.models import Answer, AnswerRecord, EvidenceItem, Identity, Outcome, Passage, SourceRef
+from citewell.models.answers import Answer, AnswerRecord, Outcome, Passage, SourceRef
+from citewell.models.evidence import EvidenceItem
+from citewell.models.identity import Identity
 from citewell.ports import Generator
 from citewell.reads import widened
 from citewell.search import LANES, search

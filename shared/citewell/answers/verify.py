@@ -24,7 +24,8 @@ from enum import StrEnum
 
 from citewell.answers.conditions import compose
 from citewell.answers.prompt import REFUSAL_SENTINEL
-from citewell.models import Citation, ConditionAnswer, Draft, EvidenceItem, Outcome
+from citewell.models.answers import Citation, ConditionAnswer, Draft, Outcome
+from citewell.models.evidence import EvidenceItem
 from citewell.terms import FUNCTION_WORDS, words
 
 _REF = re.compile(r"\[(S\d+)\]")

@@ -9,7 +9,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler.exceptions import ForbiddenError, NotFoundError
 
 from citewell.api.settings import ApiSettings
-from citewell.models import Identity, validate_name, validate_tenant, validate_token
+from citewell.models.identity import Identity
+from citewell.models.values import validate_name, validate_tenant, validate_token
 
 
 def claim_roles(value: Any) -> frozenset[str]:

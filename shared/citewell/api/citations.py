@@ -6,7 +6,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from citewell.api.callers import token_id
 from citewell.api.dependencies import ApiDependencies
-from citewell.models import AnswerRecord
+from citewell.models.answers import AnswerRecord
 
 
 def router(api: ApiDependencies) -> Router:

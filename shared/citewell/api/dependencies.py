@@ -14,7 +14,8 @@ from citewell.api.callers import claims_identity
 from citewell.api.resolver import IsolatedHttpResolver
 from citewell.api.settings import ApiSettings
 from citewell.leases import Lease
-from citewell.models import Identity, Upload
+from citewell.models.documents import Upload
+from citewell.models.identity import Identity
 from citewell.services import Services
 
 

@@ -18,11 +18,13 @@ from citewell.api.models import NewDocument
 from citewell.errors import readable
 from citewell.ingest.registration import register_upload
 from citewell.keys import raw_key
-from citewell.models import Document, Identity, validate_document_id
+from citewell.models.documents import Document
+from citewell.models.identity import Identity
+from citewell.models.values import validate_document_id
 from citewell.services import Services
 
 UPLOAD_URL_SECONDS = 900
-_SECTION = re.compile(r"[0-9]{1,6}-[0-9a-f]{16}")  # a section id (citewell.models.section_id); ASCII digits only
+_SECTION = re.compile(r"[0-9]{1,6}-[0-9a-f]{16}")  # a section id (citewell.models.chunks.section_id); ASCII digits only
 
 
 def checked_id(document_id: str) -> str:

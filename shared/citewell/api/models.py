@@ -7,7 +7,9 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
 from citewell.filters import SearchFilter
-from citewell.models import MAX_COMMENT_CHARS, Descriptive, validate_name, validate_question
+from citewell.models.conversations import MAX_COMMENT_CHARS
+from citewell.models.documents import Descriptive
+from citewell.models.values import validate_name, validate_question
 
 MAX_QUESTION_CHARS = 2000
 MAX_K = 100

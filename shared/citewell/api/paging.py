@@ -18,7 +18,9 @@ from typing import Literal, TypedDict, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from citewell.errors import Conflict, InvalidInput
-from citewell.models import Chunk, Document, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.documents import Document
+from citewell.models.identity import Identity
 from citewell.ports import ChunkRecords, DocumentRecords
 
 # Characters of text a page holds at most. Serialized twice (the body, then the Lambda reply

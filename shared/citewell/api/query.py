@@ -6,7 +6,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from citewell.api.dependencies import ApiDependencies
 from citewell.api.models import QueryRequest
-from citewell.models import Answer
+from citewell.models.answers import Answer
 
 
 def router(api: ApiDependencies) -> Router:

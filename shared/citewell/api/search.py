@@ -6,7 +6,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from citewell.api.dependencies import ApiDependencies
 from citewell.api.models import SearchRequest
-from citewell.models import SearchResult
+from citewell.models.search import SearchResult
 
 
 def router(api: ApiDependencies) -> Router:

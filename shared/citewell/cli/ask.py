@@ -8,11 +8,12 @@ from typing import Any
 
 from citewell.cli.common import EXIT_OK, ROLES_HELP, TENANT_HELP, AddCommand, _question, _roles, _tenant
 from citewell.cli.search import add_filter_flags, operator_note, query_filter
-from citewell.models import Identity, Outcome
+from citewell.models.answers import Outcome
+from citewell.models.identity import Identity
 
 
 def _conversation(value: str) -> str:
-    from citewell.models import validate_token
+    from citewell.models.values import validate_token
 
     try:
         return validate_token(value.strip())

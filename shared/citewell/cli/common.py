@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from citewell.models import validate_document_id, validate_name, validate_question, validate_tenant
+from citewell.models.values import validate_document_id, validate_name, validate_question, validate_tenant
 
 TENANT_HELP = "the tenant (organisation) the documents belong to: letters, digits, '_', '.' or '-'"
 ROLES_HELP = 'the caller\'s roles, comma-separated; "" means none, which finds nothing'

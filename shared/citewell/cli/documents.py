@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from citewell.cli.common import EXIT_FAILED, EXIT_OK, ROLES_HELP, TENANT_HELP, AddCommand, _document_id, _roles, _tenant
-from citewell.models import Identity
+from citewell.models.identity import Identity
 
 
 def add_delete(command: AddCommand) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from citewell.cli.common import EXIT_FAILED, EXIT_OK, TENANT_HELP, AddCommand, _roles, _tenant
 from citewell.errors import InvalidInput, readable
-from citewell.models import Descriptive, descriptive
+from citewell.models.documents import Descriptive, descriptive
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -19,7 +19,7 @@ from citewell.cli.common import (
     _tenant,
 )
 from citewell.errors import InvalidInput, readable
-from citewell.models import Identity
+from citewell.models.identity import Identity
 
 if TYPE_CHECKING:
     from datetime import date

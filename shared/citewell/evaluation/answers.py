@@ -31,7 +31,8 @@ from pydantic import BaseModel, Field, ValidationError
 from citewell.answers.service import DRAFT_REJECTED, GENERATOR_UNAVAILABLE
 from citewell.answers.verify import Rejection
 from citewell.errors import InvalidInput
-from citewell.models import Answer, Identity, Outcome
+from citewell.models.answers import Answer, Outcome
+from citewell.models.identity import Identity
 
 if TYPE_CHECKING:
     from citewell.ports import Generator

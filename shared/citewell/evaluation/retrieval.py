@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from citewell.errors import InvalidInput
 from citewell.ingest.runner import IngestProgress, StageClock, ingest
 from citewell.ingest.stages import IngestRequest
-from citewell.models import Identity
+from citewell.models.identity import Identity
 from citewell.search import search
 from citewell.services import Services
 

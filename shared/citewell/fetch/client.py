@@ -46,7 +46,7 @@ from citewell.fetch.deadline import Transport, until
 from citewell.fetch.encodings import ACCEPTED, codings, decoded
 from citewell.fetch.guard import Guard
 from citewell.fetch.urls import Scope, normalise, parse_url
-from citewell.models import Fetched
+from citewell.models.documents import Fetched
 from citewell.settings import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ import httpx
 from citewell.errors import CitewellError, FetchFailed, HttpStatus, UrlRefused
 from citewell.fetch.client import USER_AGENT, Fetcher, Page, said_gone
 from citewell.fetch.urls import Scope, filename_of, normalise, parse_url
-from citewell.models import Fetched
+from citewell.models.documents import Fetched
 
 DEFAULT_DEPTH = 5
 DEFAULT_MAX_PAGES = 500

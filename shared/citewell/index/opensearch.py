@@ -26,7 +26,9 @@ import numpy as np
 
 from citewell.errors import EmbedderMismatch, EmbedderSwitched, RetrievalUnavailable
 from citewell.filters import Scope
-from citewell.models import Chunk, Identity, sha256_text
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
+from citewell.models.values import sha256_text
 from citewell.ports import LaneHit, QueryVector, query_vector
 
 DEFAULT_ALIAS = "citewell-chunks"

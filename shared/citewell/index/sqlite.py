@@ -36,7 +36,8 @@ from citewell.errors import Busy, EmbedderMismatch
 from citewell.filters import Scope
 from citewell.index.clusters import CLUSTER_SCHEMA, cluster_rows
 from citewell.index.vectors import VECTOR_SCHEMA, VectorRows, log_changes, refresh
-from citewell.models import Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
 from citewell.ports import LaneHit, QueryVector, query_vector
 from citewell.sqlite import Connection, PerThread, Transaction, busy_seconds, compact_file, ensure_schema
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from citewell.index.clusters import centroids_of, clusters_version
 from citewell.index.codes import ClusterCodes
-from citewell.models import Identity
+from citewell.models.identity import Identity
 
 LOAD_SLICE = 20_000  # rows read at a time into a block
 LOG_ROWS = 100_000  # log entries kept; a process further behind reads every row again

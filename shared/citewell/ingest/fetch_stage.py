@@ -15,7 +15,7 @@ from citewell.errors import CitewellError, NotFound, UploadMissing
 from citewell.fetch.client import Fetcher
 from citewell.ingest.stages import record_failure
 from citewell.keys import raw_key
-from citewell.models import Upload
+from citewell.models.documents import Upload
 from citewell.services import Services
 
 

@@ -32,7 +32,7 @@ from citewell.errors import UploadMissing
 from citewell.ingest.stages import record_failure
 from citewell.keys import raw_key
 from citewell.leases import Lease
-from citewell.models import Document, DocumentStatus, Upload
+from citewell.models.documents import Document, DocumentStatus, Upload
 from citewell.records import current_upload, is_current, update_document
 from citewell.services import Services
 

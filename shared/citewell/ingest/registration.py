@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from citewell.errors import Conflict, DocumentIdTaken
 from citewell.leases import Lease
-from citewell.models import Descriptive, Document, DocumentStatus, Fetched, Upload, descriptive, new_token
+from citewell.models.documents import Descriptive, Document, DocumentStatus, Fetched, Upload, descriptive
+from citewell.models.values import new_token
 from citewell.records import ATTEMPTS
 from citewell.services import Services
 

@@ -43,7 +43,8 @@ from citewell.ingest.stages import (
     vector_stage,
 )
 from citewell.interrupts import deferred, interrupt_behind
-from citewell.models import Chunk, DocumentStatus, ErrorInfo, Upload
+from citewell.models.chunks import Chunk
+from citewell.models.documents import DocumentStatus, ErrorInfo, Upload
 from citewell.ports import StagedIndex
 from citewell.services import Services
 

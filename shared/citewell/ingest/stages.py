@@ -1,12 +1,12 @@
 """The ingestion stages, written once against the ports, as a state machine over uploads.
 
-``register`` records an immutable :class:`~citewell.models.Upload` (its own id, a sequence
+``register`` records an immutable :class:`~citewell.models.documents.Upload` (its own id, a sequence
 number per document, the access fields) and moves the record to ``processing``. Every later
 stage is handed that upload and works from it, never from the live record; before it writes
 anything that is served, it checks that its upload is still the current one (same generation,
 latest sequence, no delete under way), and the record changes only by compare-and-set. An
 upload that is no longer current is *superseded*: it removes what it wrote (it owns its
-revision, artifacts and raw object, see :func:`citewell.models.publication_revision`) and stops,
+revision, artifacts and raw object, see :func:`citewell.models.documents.publication_revision`) and stops,
 which on AWS acknowledges the message instead of retrying it. The cloud transport delivers at
 least once, so every stage is idempotent on its upload.
 """
@@ -26,18 +26,18 @@ from citewell.errors import IngestError, InvalidInput, NotFound, PublishConflict
 from citewell.ingest.registration import register_upload
 from citewell.interrupts import deferred
 from citewell.keys import STAGES, chunks_key, document_prefix, parse_key, parsed_key, raw_key, upload_keys
-from citewell.models import (
-    Chunk,
+from citewell.models.chunks import Chunk
+from citewell.models.documents import (
     Descriptive,
     Document,
     DocumentStatus,
     ErrorInfo,
     Fetched,
-    ParsedDocument,
     Upload,
     descriptive,
     publication_revision,
 )
+from citewell.models.parsed import ParsedDocument
 from citewell.parsers import PageProgress, parse
 from citewell.parsers.gzipped import inner_name
 from citewell.ports import StagedIndex

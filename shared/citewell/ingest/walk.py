@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from citewell.ingest.runner import IngestOutcome, OutcomeStatus
-from citewell.models import ErrorInfo, validate_document_id
+from citewell.models.documents import ErrorInfo
+from citewell.models.values import validate_document_id
 
 _NOT_IN_ID = re.compile(r"[#\\\x00-\x1f\x7f]")
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # nothing there to read (Path.exists() is False)

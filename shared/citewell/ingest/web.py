@@ -32,7 +32,7 @@ from citewell.ingest.runner import IngestOutcome, OutcomeStatus
 from citewell.ingest.stages import IngestRequest, record_failure
 from citewell.interrupts import deferred
 from citewell.keys import raw_key
-from citewell.models import Descriptive, Document, DocumentStatus, ErrorInfo, Fetched, descriptive
+from citewell.models.documents import Descriptive, Document, DocumentStatus, ErrorInfo, Fetched, descriptive
 from citewell.services import Services
 
 

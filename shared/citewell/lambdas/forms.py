@@ -24,7 +24,7 @@ from dataclasses import replace
 from pydantic import BaseModel, ConfigDict
 
 from citewell.keys import ObjectKey
-from citewell.models import Upload
+from citewell.models.documents import Upload
 from citewell.objects.s3 import ObjectVersion, S3ObjectStore
 from citewell.ports import ClaimingUploads
 from citewell.services import Services

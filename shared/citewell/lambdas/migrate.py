@@ -14,7 +14,7 @@ import numpy as np
 
 from citewell.index.opensearch import OpenSearchIndex, migrate_index
 from citewell.ingest.stages import embed_stage
-from citewell.models import Chunk
+from citewell.models.chunks import Chunk
 from citewell.ports import Embedder
 from citewell.services import Services
 

@@ -29,7 +29,7 @@ from citewell.ingest.stages import (
 )
 from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, ObjectKey, chunks_key, embedded_key, parse_key
 from citewell.lambdas.forms import Notified, admit
-from citewell.models import Upload
+from citewell.models.documents import Upload
 from citewell.ports import EmbedderCheckedIndex, SizedObjects
 from citewell.records import is_current
 from citewell.services import Services

@@ -10,18 +10,13 @@ import numpy as np
 
 from citewell.filters import SearchFilter, checked_scope
 from citewell.leases import Lease
-from citewell.models import (
-    AnswerRecord,
-    Chunk,
-    Conversation,
-    Document,
-    DocumentStatus,
-    Identity,
-    Removal,
-    Upload,
-    new_token,
-    utcnow,
-)
+from citewell.models.answers import AnswerRecord
+from citewell.models.chunks import Chunk
+from citewell.models.conversations import Conversation
+from citewell.models.documents import Document, DocumentStatus, Upload
+from citewell.models.identity import Identity
+from citewell.models.removals import Removal
+from citewell.models.values import new_token, utcnow
 from citewell.ports import DocumentPage
 from citewell.sqlite import Connection, PerThread, Transaction, compact_file, ensure_schema
 

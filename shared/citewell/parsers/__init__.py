@@ -7,7 +7,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from citewell.errors import CitewellError, CorruptFile, EmptyText, TooLarge
-from citewell.models import ParsedDocument
+from citewell.models.parsed import ParsedDocument
 from citewell.parsers.gzipped import gunzip, is_gzip
 from citewell.settings import DEFAULT_MAX_BYTES
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import TypedDict, Unpack
 
-from citewell.models import Block, BlockKind, ParsedDocument, Section
+from citewell.models.parsed import Block, BlockKind, ParsedDocument, Section
 
 
 class Where(TypedDict, total=False):
-    """Where a block came from, as :class:`~citewell.models.Block` keeps it."""
+    """Where a block came from, as :class:`~citewell.models.parsed.Block` keeps it."""
 
     page: int | None
     sheet: str | None

@@ -6,7 +6,7 @@ import csv
 import io
 
 from citewell.errors import EmptyText
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
 from citewell.parsers.records import record_text
 from citewell.parsers.sniff import MIME, Kind

@@ -25,7 +25,7 @@ from html import escape
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from citewell.errors import CorruptFile, UndecodableText
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
 from citewell.parsers.encoding import decode
 from citewell.parsers.records import record, record_text

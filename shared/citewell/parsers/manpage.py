@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
 from citewell.parsers.man_events import HEADER, OVERSTRIKE, Code, Event, Heading, Item, Paragraph, Part, roff_first
 from citewell.parsers.mdoc import is_mdoc, mdoc_events

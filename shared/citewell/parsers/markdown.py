@@ -12,7 +12,7 @@ import re
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder, decorative
 from citewell.parsers.html import fragment
 from citewell.parsers.records import record_text

@@ -33,7 +33,7 @@ from pypdf import PageObject, PdfReader, PdfWriter
 from pypdf.errors import FileNotDecryptedError, PdfReadError
 
 from citewell.errors import CorruptFile, EmptyText, EncryptedPdf
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder, split_paragraphs
 from citewell.parsers.scan import NOT_INSTALLED, emit_page
 from citewell.parsers.sniff import MIME, Kind

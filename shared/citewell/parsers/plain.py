@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder, split_paragraphs
 from citewell.parsers.config import is_commented_config, uncommented
 from citewell.parsers.sniff import MIME, Kind

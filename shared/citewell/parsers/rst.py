@@ -24,7 +24,7 @@ from collections.abc import Callable
 from docutils import nodes
 from docutils.core import publish_doctree
 
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder, decorative
 from citewell.parsers.records import record, record_text
 from citewell.parsers.sniff import MIME, Kind

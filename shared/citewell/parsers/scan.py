@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from citewell.errors import EmptyText, OcrLowConfidence
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.ocr import CONFIDENCE_FLOOR, OcrPage
 from citewell.parsers.builder import TextBuilder
 from citewell.ports import OcrEngine

@@ -9,7 +9,7 @@ from docx import Document as open_docx
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from citewell.models import BlockKind, ParsedDocument
+from citewell.models.parsed import BlockKind, ParsedDocument
 from citewell.parsers.builder import TextBuilder
 from citewell.parsers.records import record_text
 from citewell.parsers.sniff import MIME, Kind

@@ -9,7 +9,8 @@ from typing import Protocol, TypeAlias, runtime_checkable
 import numpy as np
 
 from citewell.filters import Scope
-from citewell.models import Chunk, Identity
+from citewell.models.chunks import Chunk
+from citewell.models.identity import Identity
 
 
 @dataclass(frozen=True)

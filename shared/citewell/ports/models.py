@@ -8,7 +8,9 @@ from typing import Protocol
 
 import numpy as np
 
-from citewell.models import Draft, EvidenceItem, SearchHit
+from citewell.models.answers import Draft
+from citewell.models.evidence import EvidenceItem
+from citewell.models.search import SearchHit
 from citewell.ocr import OcrPage, ScanLimits
 
 

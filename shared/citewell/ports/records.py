@@ -22,7 +22,12 @@ import numpy as np
 
 from citewell.filters import SearchFilter
 from citewell.leases import Lease
-from citewell.models import AnswerRecord, Chunk, Conversation, Document, Identity, Removal, Upload
+from citewell.models.answers import AnswerRecord
+from citewell.models.chunks import Chunk
+from citewell.models.conversations import Conversation
+from citewell.models.documents import Document, Upload
+from citewell.models.identity import Identity
+from citewell.models.removals import Removal
 
 
 @dataclass(frozen=True)

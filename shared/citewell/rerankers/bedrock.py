@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from citewell.errors import RerankerUnavailable
-from citewell.models import SearchHit
+from citewell.models.search import SearchHit
 from citewell.ports import Reranked
 from citewell.rerankers.http import checked
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from citewell.errors import FetchFailed, RerankerUnavailable
 from citewell.fetch.deadline import Transport, until
 from citewell.fetch.encodings import codings, decoded
-from citewell.models import SearchHit
+from citewell.models.search import SearchHit
 from citewell.ports import Reranked
 
 

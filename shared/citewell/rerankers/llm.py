@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ValidationError
 
 from citewell.errors import GeneratorUnavailable, RerankerUnavailable
-from citewell.models import SearchHit
+from citewell.models.search import SearchHit
 from citewell.ports import Completer, Reranked
 
 RERANK_WEIGHT, PRIOR_WEIGHT = 0.7, 0.3

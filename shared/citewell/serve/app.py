@@ -39,7 +39,7 @@ from citewell.deployments import open_local
 from citewell.errors import CitewellError, Conflict, EmptyText, ServerStopped, TooLarge
 from citewell.ingest.stages import record_failure
 from citewell.keys import parse_key
-from citewell.models import Upload
+from citewell.models.documents import Upload
 from citewell.serve.events import stream_query, wants_events
 from citewell.serve.forms import TooSlow, read_form
 from citewell.serve.settings import ServeSettings
@@ -236,7 +236,7 @@ class Server:
 
     def warm(self) -> None:
         """Load the model and the access mask before the first request pays for them."""
-        from citewell.models import Identity
+        from citewell.models.identity import Identity
         from citewell.search import search
 
         search(self.services, Identity(tenant="warm-up", roles=frozenset({"warm-up"})), "warm up", k=1)

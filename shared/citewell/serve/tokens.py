@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from citewell.errors import CitewellError
-from citewell.models import new_token
+from citewell.models.values import new_token
 
 KEY_FILE = Path("keys") / "token-signing.pem"
 LOCAL_ISSUER = "citewell-local"

@@ -41,7 +41,7 @@ from citewell.ingest.runner import IngestOutcome, Reporter, StageClock, VectorBa
 from citewell.ingest.stages import record_failure
 from citewell.keys import raw_key
 from citewell.leases import Lease
-from citewell.models import Document, DocumentStatus, Upload
+from citewell.models.documents import Document, DocumentStatus, Upload
 from citewell.ports import StagedIndex
 from citewell.records import current_upload
 from citewell.services import Services

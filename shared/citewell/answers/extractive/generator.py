@@ -41,7 +41,9 @@ from citewell.answers.extractive.scoring import score_support
 from citewell.answers.extractive.units import Unit, completion
 from citewell.answers.extractive.vectors import UnitEmbeddings
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable
-from citewell.models import Draft, EvidenceItem, Outcome, sha256_text
+from citewell.models.answers import Draft, Outcome
+from citewell.models.evidence import EvidenceItem
+from citewell.models.values import sha256_text
 from citewell.ports import Embedder, EmbeddingCache
 
 MAX_UNITS = 2  # a question of several asks quotes the best unit of this many of them

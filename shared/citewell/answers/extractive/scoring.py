@@ -33,7 +33,7 @@ from citewell.answers.extractive.quoting import quoted_units
 from citewell.answers.extractive.refusal import VERIFIED, RefusalModel, coverage, reranked, shipped_model, term_weights
 from citewell.answers.extractive.units import Unit, companions, run_around, units_of
 from citewell.answers.extractive.vectors import UnitEmbeddings, unit_cosines
-from citewell.models import EvidenceItem
+from citewell.models.evidence import EvidenceItem
 
 # A typeset manual writes an option's dash as a minus sign or a hyphen of its own ("−−priority",
 # "‐l", as groff sets them in a PDF): the question's "--priority" names the same option.

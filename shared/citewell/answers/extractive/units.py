@@ -16,7 +16,7 @@ from functools import lru_cache
 from citewell.answers.extractive.kinds import CURRENCY_FIELD, ECHOED, FILLABLE, PATTERNS, Wants, echoes
 from citewell.answers.extractive.question import stems
 from citewell.chunking import sentence_spans
-from citewell.models import EvidenceItem
+from citewell.models.evidence import EvidenceItem
 from citewell.parsers.records import NAME_CHARS
 
 _BLOCK_GAP = re.compile(r"\n[ \t]*\n")

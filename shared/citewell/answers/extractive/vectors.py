@@ -16,7 +16,7 @@ from citewell.answers.extractive.refusal import LogisticModel
 from citewell.answers.extractive.unit_encoder import shipped_unit_encoder
 from citewell.answers.extractive.units import Unit
 from citewell.keys import units_identity
-from citewell.models import sha256_text
+from citewell.models.values import sha256_text
 from citewell.ports import Embedder, EmbeddingCache
 
 

@@ -14,7 +14,8 @@ from citewell.answers.prompt import (
     rewritten_from_reply,
     user_prompt,
 )
-from citewell.models import Draft, EvidenceItem
+from citewell.models.answers import Draft
+from citewell.models.evidence import EvidenceItem
 
 
 class _Model(Protocol):
