@@ -16,7 +16,7 @@ from typing import TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from citewell.models.documents import Descriptive, Document
-from citewell.models.values import validate_document_id, validate_locale, validate_tag
+from citewell.models.values import DocumentIds, Locale, TagSet, validate_document_id
 
 MAX_DOCUMENT_IDS = 100  # ids a caller names in one filter
 # Documents a filter may resolve to: the set goes into each lane's query (a ``terms`` clause on
@@ -30,17 +30,12 @@ class SearchFilter(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    document_ids: frozenset[str] = Field(default=frozenset(), max_length=MAX_DOCUMENT_IDS)
+    document_ids: DocumentIds = Field(default=frozenset(), max_length=MAX_DOCUMENT_IDS)
     prefix: str | None = None  # a folder of ids: "policies/" admits "policies/leave.md"
     source: str | None = Field(default=None, min_length=1, max_length=2048)  # the document's source, exactly
-    tags: frozenset[str] = Field(default=frozenset(), max_length=32)
-    locale: str | None = None  # "en" admits en and en-GB; "en-GB" only en-GB
+    tags: TagSet = Field(default=frozenset(), max_length=32)
+    locale: Locale | None = None  # "en" admits en and en-GB; "en-GB" only en-GB
     effective_on: date | None = None  # in effect at some moment of that day (UTC)
-
-    @field_validator("document_ids")
-    @classmethod
-    def _ids(cls, v: frozenset[str]) -> frozenset[str]:
-        return frozenset(validate_document_id(i) for i in v)
 
     @field_validator("prefix")
     @classmethod
@@ -51,16 +46,6 @@ class SearchFilter(BaseModel):
             raise ValueError("prefix must be a folder of document ids, ending in '/' (policies/, not policies)")
         validate_document_id(v.removesuffix("/"))
         return v
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, v: frozenset[str]) -> frozenset[str]:
-        return frozenset(validate_tag(t) for t in v)
-
-    @field_validator("locale")
-    @classmethod
-    def _locale(cls, v: str | None) -> str | None:
-        return None if v is None else validate_locale(v)
 
     @model_validator(mode="before")
     @classmethod

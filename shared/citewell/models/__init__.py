@@ -1,7 +1,7 @@
 """The corpus contract as pydantic models, one module per concept:
 
 - :mod:`~citewell.models.values`: the grammars of ids, tenants, names, tokens, locales and
-  questions, times in UTC and text digests;
+  questions (as functions, and as ``Annotated`` field types), times in UTC and text digests;
 - :mod:`~citewell.models.identity`: who is asking;
 - :mod:`~citewell.models.documents`: the document record, upload intents and their fields;
 - :mod:`~citewell.models.parsed`: what a parser extracted (sections, blocks);

@@ -5,23 +5,24 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from citewell.leases import Lease
 from citewell.models.identity import Identity
 from citewell.models.values import (
     MAX_TAGS,
-    as_utc,
+    DocumentId,
+    Locale,
+    Tenant,
+    Token,
+    UtcTime,
+    each,
     sha256_text,
     utcnow,
-    validate_document_id,
-    validate_locale,
-    validate_name,
+    validate_role,
     validate_tag,
-    validate_tenant,
-    validate_token,
 )
 
 
@@ -43,29 +44,28 @@ class ErrorInfo(BaseModel):
     message: str
 
 
+def _some_role(roles: frozenset[str]) -> frozenset[str]:
+    if not roles:
+        raise ValueError("a document needs at least one allowed role")
+    return roles
+
+
+def _at_most_max_tags(tags: frozenset[str]) -> frozenset[str]:
+    if len(tags) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags")
+    return tags
+
+
+AllowedRoles = Annotated[frozenset[str], AfterValidator(_some_role), AfterValidator(each(validate_role))]
+Tags = Annotated[frozenset[str], AfterValidator(_at_most_max_tags), AfterValidator(each(validate_tag))]
+
+
 class AccessFields(BaseModel):
     """Who a document belongs to and who may read it: one grammar wherever these are held."""
 
-    document_id: str
-    tenant: str
-    allowed_roles: frozenset[str]
-
-    @field_validator("document_id")
-    @classmethod
-    def _document_id(cls, v: str) -> str:
-        return validate_document_id(v)
-
-    @field_validator("tenant")
-    @classmethod
-    def _tenant(cls, v: str) -> str:
-        return validate_tenant(v)
-
-    @field_validator("allowed_roles")
-    @classmethod
-    def _roles(cls, v: frozenset[str]) -> frozenset[str]:
-        if not v:
-            raise ValueError("a document needs at least one allowed role")
-        return frozenset(validate_name(r, "role") for r in v)
+    document_id: DocumentId
+    tenant: Tenant
+    allowed_roles: AllowedRoles
 
     @field_serializer("allowed_roles", when_used="json")
     def _sorted_roles(self, v: frozenset[str]) -> list[str]:
@@ -86,29 +86,12 @@ class Descriptive(BaseModel):
     select on these, fusion weighs ``authority``, and outside its effective window a document is
     not served."""
 
-    locale: str = "en"
-    tags: frozenset[str] = frozenset()
+    locale: Locale = "en"
+    tags: Tags = frozenset()
     trust_tier: TrustTier | None = None
     authority: bool = False  # an authoritative source: its hits weigh 1.1 times in fusion
-    effective_from: datetime | None = None
-    effective_until: datetime | None = None
-
-    @field_validator("locale")
-    @classmethod
-    def _locale(cls, v: str) -> str:
-        return validate_locale(v)
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, v: frozenset[str]) -> frozenset[str]:
-        if len(v) > MAX_TAGS:
-            raise ValueError(f"at most {MAX_TAGS} tags")
-        return frozenset(validate_tag(t) for t in v)
-
-    @field_validator("effective_from", "effective_until")
-    @classmethod
-    def _utc(cls, v: datetime | None) -> datetime | None:
-        return as_utc(v)
+    effective_from: UtcTime | None = None
+    effective_until: UtcTime | None = None
 
     @model_validator(mode="after")
     def _window(self) -> Descriptive:
@@ -145,19 +128,14 @@ class Upload(AccessFields, Descriptive):
 
     model_config = ConfigDict(frozen=True)
 
-    upload_id: str
+    upload_id: Token
     seq: int  # per document, in register order: an older upload never replaces a newer one
-    generation: str  # the record's life this upload belongs to: a delete ends it
+    generation: Token  # the record's life this upload belongs to: a delete ends it
     title: str | None = None
     source: str = ""
     filename: str | None = None
     fetched: Fetched | None = None  # a web page's: what its fetch answered, for the next one's conditional request
     created_at: datetime = Field(default_factory=utcnow)
-
-    @field_validator("upload_id", "generation")
-    @classmethod
-    def _token(cls, v: str) -> str:
-        return validate_token(v)
 
 
 class Document(AccessFields, Descriptive):

@@ -1,7 +1,9 @@
 """The values records are made of, and the one grammar of each: document ids, tenants, role and tag
 names, upload tokens, locales, questions; times in UTC and text digests.
 
-The grammars are plain functions: the models' validators, the key builder and the API call them.
+The grammars are plain functions (the key builder and the API call them too) and, for model fields,
+``Annotated`` types that run them after pydantic's own check: ``document_id: DocumentId``. A set's
+rule runs on the whole set (:func:`each`), so an error names the field, not one of its members.
 """
 
 from __future__ import annotations
@@ -9,8 +11,12 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Annotated
 from urllib.parse import quote
+
+from pydantic import AfterValidator
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _WEB_ID = re.compile(r"https?://[^/?#\s]+(?:[/?][^#\s]*)?")  # a web page's id: its normalised URL (citewell.fetch.urls)
@@ -112,3 +118,27 @@ def as_utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def validate_role(value: str) -> str:
+    return validate_name(value, "role")
+
+
+# -- the grammars as field types ------------------------------------------------------------
+
+
+def each(rule: Callable[[str], str]) -> Callable[[frozenset[str]], frozenset[str]]:
+    """``rule`` on every member of a set, as one check of the whole set."""
+    def check(values: frozenset[str]) -> frozenset[str]:
+        return frozenset(rule(value) for value in values)
+
+    return check
+
+
+DocumentId = Annotated[str, AfterValidator(validate_document_id)]
+DocumentIds = Annotated[frozenset[str], AfterValidator(each(validate_document_id))]
+Tenant = Annotated[str, AfterValidator(validate_tenant)]
+Token = Annotated[str, AfterValidator(validate_token)]  # an upload id, a record's generation
+Locale = Annotated[str, AfterValidator(validate_locale)]
+TagSet = Annotated[frozenset[str], AfterValidator(each(validate_tag))]
+UtcTime = Annotated[datetime, AfterValidator(as_utc)]  # one without a zone is taken as UTC
