@@ -55,6 +55,34 @@ def search(
         return SearchResult(hits=[])
     depth = depth or lane_depth(k)
     degraded: list[str] = []
+    results, query_vector = _question_lanes(services, identity, question, lanes, depth, scope, degraded)
+    expander = services.expander if services.expander is not None else expander_from_env()
+    probes = _expanded(expander, question, degraded) if expander is not None else None
+    if probes is not None:
+        results.update(_probe_lanes(services, identity, probes, lanes, depth, scope, degraded))
+    reranker = services.reranker if services.reranker is not None else reranker_from_env()
+    # Read back a pool: the rerank depth, or k and a margin, so an authoritative candidate just past
+    # the k-th can still move up (1.1 times lifts a hit about seven places near rank 10).
+    pool = max(k, rerank_depth()) if reranker is not None else k + min(k, AUTHORITY_MARGIN)
+    hits = _read_back(services, identity, filters, results, k, pool)
+    hits.sort(key=lambda h: -h.score)  # stable: the fused order among equals
+    if reranker is not None and len(hits) > 1:
+        hits = _reranked(reranker, question, hits, k, degraded)
+    hits = [h.model_copy(update={"rank": rank}) for rank, h in enumerate(hits[:k], start=1)]
+    if "vector" in lanes:
+        _note_vectors_pending(services, identity, degraded)
+    result = SearchResult(hits=hits, degraded=degraded, expansion=probes)
+    result._query_vector = query_vector
+    return result
+
+
+def _question_lanes(
+    services: Services, identity: Identity, question: str, lanes: Sequence[str], depth: int, scope: Scope,
+    degraded: list[str],
+) -> tuple[dict[str, list[LaneHit]], np.ndarray | None]:
+    """The question's own ranked lists, and its vector (None when the vector lane did not run). An
+    embedder that fails with a typed error leaves the lexical lane alone, said so in ``degraded``;
+    any other failure of the embedder is raised as it is."""
     embedded: list[np.ndarray] = []
     failed: list[Exception] = []
 
@@ -80,20 +108,22 @@ def search(
         results = _lanes(lambda: services.index.lanes(text, None, services.embedder.identity, identity, depth, scope))
     if failed:
         raise failed[0]
-    expander = services.expander if services.expander is not None else expander_from_env()
-    probes = _expanded(expander, question, degraded) if expander is not None else None
-    if probes is not None:
-        results.update(_probe_lanes(services, identity, probes, lanes, depth, scope, degraded))
+    return results, embedded[0] if embedded else None
+
+
+def _read_back(
+    services: Services, identity: Identity, filters: SearchFilter | None, results: dict[str, list[LaneHit]], k: int,
+    pool: int,
+) -> list[SearchHit]:
+    """The lanes' lists fused, then read back in fused order until ``pool`` hits serve: a candidate
+    counts only if its record still serves its revision to the caller (and the filter still admits
+    it); its score is the fused one, weighed for an authoritative document."""
     by_key = {(h.chunk_id, h.revision): h for lane in results.values() for h in lane}
     similarity = {(h.chunk_id, h.revision): h.score for h in results.get("vector", [])}  # cosine
     # A row published by words first is not in the vector lane yet: it stands there at its lexical rank.
     stand_ins = {(h.chunk_id, h.revision): {"vector": h.rank} for h in results.get("bm25", []) if h.vectorless}
     fused = reciprocal_rank_fusion({lane: [(h.chunk_id, h.revision) for h in hits] for lane, hits in results.items()},
                                    stand_ins=stand_ins)
-    reranker = services.reranker if services.reranker is not None else reranker_from_env()
-    # Read back a pool: the rerank depth, or k and a margin, so an authoritative candidate just past
-    # the k-th can still move up (1.1 times lifts a hit about seven places near rank 10).
-    pool = max(k, rerank_depth()) if reranker is not None else k + min(k, AUTHORITY_MARGIN)
     documents: dict[str, Document | None] = {}
     hits: list[SearchHit] = []
     for start in range(0, len(fused), 2 * k):
@@ -120,21 +150,19 @@ def search(
                 )
             )
             if len(hits) == pool:
-                break
-        if len(hits) == pool:
-            break
-    hits.sort(key=lambda h: -h.score)  # stable: the fused order among equals
-    if reranker is not None and len(hits) > 1:
-        hits = _reranked(reranker, question, hits, k, degraded)
-    hits = [h.model_copy(update={"rank": rank}) for rank, h in enumerate(hits[:k], start=1)]
-    if "vector" in lanes and isinstance(services.index, StagedIndex):
-        waiting = services.index.vectorless_documents(identity)
-        if waiting:  # published by words first: their vectors are still being made
-            degraded.append(f"vector index not ready: lexical results only for {waiting} "
-                            f"document{'s' if waiting != 1 else ''} still being embedded")
-    result = SearchResult(hits=hits, degraded=degraded, expansion=probes)
-    result._query_vector = embedded[0] if embedded else None
-    return result
+                return hits
+    return hits
+
+
+def _note_vectors_pending(services: Services, identity: Identity, degraded: list[str]) -> None:
+    """Says in ``degraded`` how many of the caller's documents were published by words first and
+    wait for their vectors (an index that stages them)."""
+    if not isinstance(services.index, StagedIndex):
+        return
+    waiting = services.index.vectorless_documents(identity)
+    if waiting:  # published by words first: their vectors are still being made
+        degraded.append(f"vector index not ready: lexical results only for {waiting} "
+                        f"document{'s' if waiting != 1 else ''} still being embedded")
 
 
 def _reranked(reranker: Reranker, question: str, hits: list[SearchHit], k: int, degraded: list[str]) -> list[SearchHit]:
