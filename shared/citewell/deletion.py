@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -232,6 +233,22 @@ def delete_document(services: Services, tenant: str, document_id: str, generatio
     With ``generation`` (the audit finishing a delete it saw), only that life of the record:
     a document deleted and uploaded again since is left alone."""
     prefixes = [document_prefix(stage, tenant, document_id) for stage in STAGES]  # validates tenant and id
+    marked = _mark_deleting(services, tenant, document_id, generation)
+    traces = _traces(services, tenant, document_id, prefixes, marked)
+    if marked is None and not (traces.revisions or any(services.objects.exists(k) for k in traces.objects)
+                               or traces.unfinished or traces.uploads):
+        compact(services)  # finishes a deletion that stopped right after removing the record
+        raise NotFound(f"no document {document_id!r} in tenant {tenant!r}")
+    removed: Counter[str] = Counter()
+    with removing(services):
+        _remove_traces(services, tenant, document_id, prefixes, marked, traces, removed)
+    pending = compact(services)
+    return DeletionReport(document_id=document_id, removed={k: removed[k] for k in STORES}, pending=pending)
+
+
+def _mark_deleting(services: Services, tenant: str, document_id: str, generation: str | None) -> Document | None:
+    """The record turned into a tombstone (no longer served, leased to this process); None when
+    there is no record. With ``generation``, only that life of it: another is NotFound."""
     if generation is not None:
         seen = services.documents.get_document(tenant, document_id)
         if seen is None or seen.generation != generation:
@@ -248,6 +265,19 @@ def delete_document(services: Services, tenant: str, document_id: str, generatio
     marked = update_document(services.documents, tenant, document_id, tombstone)
     if marked is None and generation is not None:
         raise NotFound(f"{document_id!r} in tenant {tenant!r} is no longer the record that was being deleted")
+    return marked
+
+
+class _Traces(NamedTuple):
+    """What a document left in the stores, listed before anything is removed."""
+
+    revisions: set[str]  # with chunk records or index rows
+    uploads: list[Upload]
+    objects: list[str]  # its raw objects and stage artifacts
+    unfinished: list[str]  # temporaries of writes that never finished
+
+
+def _traces(services: Services, tenant: str, document_id: str, prefixes: list[str], marked: Document | None) -> _Traces:
     revisions = set(services.chunks.chunk_revisions(tenant, document_id)) | set(services.index.revisions(tenant, document_id))
     uploads = services.uploads.list_uploads(tenant, document_id)
     # Listed, and named: a key whose current version is a delete marker is not listed, yet holds versions.
@@ -255,10 +285,15 @@ def delete_document(services: Services, tenant: str, document_id: str, generatio
     objects = sorted({key for prefix in prefixes for key in services.objects.list(prefix)}
                      | {key for upload_id in known for key in upload_keys(tenant, document_id, upload_id)})
     unfinished = [key for prefix in prefixes for key, _ in services.objects.temporaries(prefix)]
-    if marked is None and not (revisions or any(services.objects.exists(k) for k in objects) or unfinished or uploads):
-        compact(services)  # finishes a deletion that stopped right after removing the record
-        raise NotFound(f"no document {document_id!r} in tenant {tenant!r}")
-    removed: Counter[str] = Counter()
+    return _Traces(revisions, uploads, objects, unfinished)
+
+
+def _remove_traces(
+    services: Services, tenant: str, document_id: str, prefixes: list[str], marked: Document | None, traces: _Traces,
+    removed: Counter[str],
+) -> None:
+    """Remove what ``traces`` lists, counted into ``removed``; with the tombstone ``marked``, every
+    row of the id, the answers resting on it, its uploads and at last its record."""
 
     def still_ours() -> bool:
         """Under our tombstone no upload can register. Without one (the record was already gone)
@@ -266,22 +301,25 @@ def delete_document(services: Services, tenant: str, document_id: str, generatio
         old life left goes only while no record exists (a new life's are written after its record)."""
         return marked is not None or services.documents.get_document(tenant, document_id) is None
 
-    with removing(services):
-        removed["cached_answers"] += services.answers.bump_epoch(tenant)
-        for revision in sorted(revisions):
-            if still_ours():
-                purge_revision(services, tenant, document_id, revision, removed)
-        if marked is not None:  # every row of the id: without a tombstone, only the revisions listed above
-            removed["index_chunks"] += services.index.delete_document(tenant, document_id)
-        for key in objects + unfinished:
-            if still_ours():
-                removed["raw_objects" if key.startswith(prefixes[0]) else "artifacts"] += services.objects.delete(key)
-        # Answers resting on a revision no longer known anywhere else (a crash between steps) go too.
-        if marked is not None:
-            _withdraw_answers(services, tenant, document_id, None, removed)
-        for upload in uploads if marked is not None else []:  # an intent comes before its record: without one, the audit's
-            removed["uploads"] += services.uploads.delete_upload(tenant, document_id, upload.upload_id)
-        if marked is not None:
-            removed["documents"] += services.documents.delete_document(tenant, document_id, marked.generation)
-    pending = compact(services)
-    return DeletionReport(document_id=document_id, removed={k: removed[k] for k in STORES}, pending=pending)
+    removed["cached_answers"] += services.answers.bump_epoch(tenant)
+    for revision in sorted(traces.revisions):
+        if still_ours():
+            purge_revision(services, tenant, document_id, revision, removed)
+    if marked is not None:  # every row of the id: without a tombstone, only the revisions listed above
+        removed["index_chunks"] += services.index.delete_document(tenant, document_id)
+    for key in traces.objects + traces.unfinished:
+        if still_ours():
+            removed["raw_objects" if key.startswith(prefixes[0]) else "artifacts"] += services.objects.delete(key)
+    if marked is not None:  # without a record an intent is the audit's: it comes before its record
+        _remove_record(services, tenant, document_id, marked, traces.uploads, removed)
+
+
+def _remove_record(
+    services: Services, tenant: str, document_id: str, marked: Document, uploads: list[Upload], removed: Counter[str],
+) -> None:
+    """The tombstone's last steps: the answers resting on a revision no longer known anywhere else
+    (a crash between steps), the upload intents, then the record of this life."""
+    _withdraw_answers(services, tenant, document_id, None, removed)
+    for upload in uploads:
+        removed["uploads"] += services.uploads.delete_upload(tenant, document_id, upload.upload_id)
+    removed["documents"] += services.documents.delete_document(tenant, document_id, marked.generation)
