@@ -188,6 +188,18 @@ def _answer(payload: dict[str, Any], command: str) -> None:
     """An answer as today (per condition, each on its line, when the question leaves one open); a
     question asking which condition is meant; a quote not confirmed to answer, labelled so before
     its words; or that nothing the caller may read is about it (never that no such document exists)."""
+    _answer_heading(payload, command)
+    _answer_text(payload, command)
+    _sources(payload["citations"])
+    _closest(payload.get("closest", []))
+    _id_line(("answer id ", "dim"), payload["answer_id"])
+    if payload.get("conversation_id") and command == "ask":
+        _id_line(("conversation ", "dim"), payload["conversation_id"])
+
+
+def _answer_heading(payload: dict[str, Any], command: str) -> None:
+    """What comes before an answer: what was degraded, the question it was answered as, the probes
+    searched beside it, and (a recorded answer's citations) when and what was asked."""
     for note in payload.get("degraded", []):
         _wrapped(f"degraded: {note}", 0, "yellow")
     if payload.get("question") and command == "ask":
@@ -195,6 +207,10 @@ def _answer(payload: dict[str, Any], command: str) -> None:
     _probes(payload.get("expansion"))
     if command == "citations":
         _wrapped(f"{payload['created_at']}  question: {payload['question']}", 0, "dim")
+
+
+def _answer_text(payload: dict[str, Any], command: str) -> None:
+    """The answer by its outcome, or that it was withdrawn."""
     outcome = payload["outcome"]
     if payload.get("source_deleted"):
         console.print("This answer was withdrawn: a source it rested on has been deleted or replaced by a newer revision; "
@@ -214,16 +230,16 @@ def _answer(payload: dict[str, Any], command: str) -> None:
         _wrapped(payload["answer"], 2)
     else:
         console.print(Text.assemble(("Not confirmed:", "bold yellow"), " I could not check what I found against your question."))
-    _sources(payload["citations"])
-    if payload.get("closest"):
+
+
+def _closest(passages: list[dict[str, Any]]) -> None:
+    """The passages shown beside a refusal, as passages and not as an answer."""
+    if passages:
         console.print("\n[bold]Closest passages you can read[/bold] [dim](not an answer)[/dim]")
-    for number, passage in enumerate(payload.get("closest", [])):
+    for number, passage in enumerate(passages):
         if number:
             console.print()
         _passage("", passage, snippet(passage["text"], passage["section_path"], 240))
-    _id_line(("answer id ", "dim"), payload["answer_id"])
-    if payload.get("conversation_id") and command == "ask":
-        _id_line(("conversation ", "dim"), payload["conversation_id"])
 
 
 def _feedback(payload: dict[str, Any]) -> None:
