@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
@@ -43,6 +43,9 @@ from citewell.parsers.gzipped import inner_name
 from citewell.ports import StagedIndex
 from citewell.records import is_current, update_document
 from citewell.services import Services
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # what breaks or garbles a line
 
@@ -260,8 +263,6 @@ def publish_stage(
     absent = [c.chunk_id for c in chunks if c.content_hash not in cached]
     if absent and not vectors_follow:
         raise NotFound(f"{len(absent)} chunks have no embedding yet, first {absent[0]!r}")
-    import numpy as np
-
     listed = set(services.index.revisions(tenant, document_id)) | set(services.chunks.chunk_revisions(tenant, document_id))
     older_revisions = listed - {revision}
     older_objects = [
@@ -269,15 +270,7 @@ def publish_stage(
         if _upload_of(key) not in (None, upload.upload_id)  # a key not of our making is left to the audit to report
     ]
     older_uploads = [u for u in services.uploads.list_uploads(tenant, document_id) if u.seq < upload.seq]
-    if absent:
-        index = services.index
-        if not isinstance(index, StagedIndex):
-            raise TypeError(f"{type(index).__name__} takes whole publications: embed before publishing")
-        width = next(iter(cached.values())).shape[0] if cached else dimensions(identity)
-        blank = np.zeros(width, dtype=np.float32)
-        index.upsert(chunks, np.stack([cached.get(c.content_hash, blank) for c in chunks]), identity, pending=absent)
-    else:
-        services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), identity)
+    _index_chunks(services, chunks, cached, absent)
     if flush:
         services.index.flush()
     indexed = services.index.count(tenant, document_id, revision)
@@ -303,6 +296,24 @@ def publish_stage(
 
     finish_purges(services, tenant, document_id, older_revisions, Counter(), (older_objects, older_uploads))
     return len(chunks)
+
+
+def _index_chunks(services: Services, chunks: list[Chunk], cached: dict[str, np.ndarray], absent: list[str]) -> None:
+    """Write the revision's rows with their cached vectors; the chunks named in ``absent`` (no
+    vector cached yet) as pending rows of a :class:`~citewell.ports.StagedIndex`, whose vectors
+    follow. Any other index takes whole publications only."""
+    import numpy as np
+
+    identity = services.embedder.identity
+    if absent:
+        index = services.index
+        if not isinstance(index, StagedIndex):
+            raise TypeError(f"{type(index).__name__} takes whole publications: embed before publishing")
+        width = next(iter(cached.values())).shape[0] if cached else dimensions(identity)
+        blank = np.zeros(width, dtype=np.float32)
+        index.upsert(chunks, np.stack([cached.get(c.content_hash, blank) for c in chunks]), identity, pending=absent)
+    else:
+        services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), identity)
 
 
 def dimensions(identity: str) -> int:
