@@ -94,9 +94,13 @@ def block(figures: dict[str, object], command: str, commit: str, each: dict[str,
     from benchmarks.report import REALDOCS_END, REALDOCS_START
     from citewell.answers.extractive.refusal import shipped_model
 
-    fitted = ("The shipped answer models were fitted on these questions too (`calibrate_refusal --realdocs`): held-out "
-              "real documents, kept outside the project, measure the result." if "realdocs" in shipped_model().fitted_on else
-              f"The shipped answer models were not fitted on them ({shipped_model().fitted_on}).")
+    fitted_on = shipped_model().fitted_on
+    seen = [name for name in (each or {"realdocs-tune": {}}) if f"{name} (" in fitted_on or f"{name} and " in fitted_on]
+    unseen = [name for name in (each or {}) if name not in seen]
+    fitted = (f"The shipped answer models were fitted on {' and '.join(seen)}'s questions too (`calibrate_refusal --realdocs`); "
+              if seen else "The shipped answer models were fitted on none of these questions; ") + (
+              f"{' and '.join(unseen)} they never saw. " if unseen and seen else "") + \
+        "Held-out real documents, kept outside the project, measure the result."
     names = {"answered_right_share": "answered right, of answerable",
              "answered_must_refuse_share": "answered though it must be refused, of those",
              "answered_wrong_share": "answered wrong (a fact missing), of answerable",
