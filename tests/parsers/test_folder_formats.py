@@ -5,7 +5,10 @@ under rows of badges, and old manuals laid out in nested tables with their menus
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from pypdf import PdfReader
 
 from citewell.models.parsed import BlockKind
 from citewell.parsers import parse
@@ -124,6 +127,33 @@ def test_a_break_is_judged_by_the_document_own_spelling():
     ), "log.pdf")
     assert "by e-mail to the harbour master, and crosscheck it" in parsed.text
     assert "in non-interactive mode." in parsed.text
+
+
+def kerned_pdf(*lines: str) -> bytes:
+    """A page of lines where "|" marks a kerning gap inside a word: the pieces are drawn apart by
+    a millimetre, as a typesetter kerns, and pypdf's extraction puts a space there."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=11)
+    for number, line in enumerate(lines):
+        x = 20.0
+        for piece in line.split("|"):
+            pdf.text(x, 30 + 8 * number, piece)
+            x += pdf.get_string_width(piece) + 1.0
+    return bytes(pdf.output())
+
+
+def test_a_space_kerning_put_inside_a_word_is_taken_out_by_the_document_own_spelling():
+    parsed = parse(kerned_pdf(
+        "The server checks each file and falls back to the fallback list.",
+        "Specifies what checks to perform on serv|er certificates in the f|ile.",
+        "When the list is empty it will fall back to the defaults.",
+    ), "kerned.pdf")
+    assert "serv er" in PdfReader(io.BytesIO(kerned_pdf("on serv|er certificates"))).pages[0].extract_text()
+    assert "on server certificates in the file." in parsed.text
+    assert "fall back to the defaults" in parsed.text  # two words of the document: "fallback" is another
 
 
 # -- 3. READMEs: the title is the document's, badges are no text ------------------------------

@@ -199,24 +199,55 @@ _CODE_AFTER = _CODE_MARKS - {".", ":"}  # after the token: "publish-" "dns-serve
 COMPOUND_PART = 5  # a second part this long that the document writes as a word of its own makes a compound
 
 
+# Two runs of letters a single space apart: a word the extraction may have cut where the
+# typesetter kerned it ("serv er", "v ersion", "ef fectively" in groff's PDFs).
+SPACED_PIECE = 3  # letters a kerned word's smaller piece has at most, unless both pieces are no words
+_SPACED = re.compile(r"(?<![\w-])([^\W\d_]+) (?=([^\W\d_]+)(?![\w-]))")
+
+
 @dataclass
 class _Words:
     """The document's own spelling, lower-cased: how often it writes each word and each
-    hyphenated compound within a line, the words broken at a line's end not counted."""
+    hyphenated compound within a line, the words broken at a line's end not counted; and the
+    pieces that occur only where a space cuts one of its words in two (``fragments``)."""
 
     words: Counter[str]
     compounds: Counter[str]
+    fragments: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, pages: list[list[_Line]]) -> _Words:
         words, compounds = Counter[str](), Counter[str]()
+        texts = []
         for page in pages:
             text = "\n".join(line.text for line in page).lower()
+            texts.append(text)
             words.update(_WORD.findall(text.replace("\u00ad", "")))
             compounds.update(compound.replace("\u2010", "-") for compound in _COMPOUND.findall(text))
             for broken in _BROKEN.finditer(text):  # "prob" and "lem" are no words of the document
                 words.subtract(part for part in broken.group("left", "right") if _WORD.fullmatch(part))
-        return cls(words, compounds)
+        cut = Counter[str]()  # how often a piece stands where joining it to its neighbour spells a word
+        for text in texts:
+            for spaced in _SPACED.finditer(text):
+                left, right = spaced.groups()
+                if words[left + right] > 0:
+                    cut.update({left, right})
+        fragments = frozenset(piece for piece, seen in cut.items() if words[piece] <= seen)
+        return cls(words, compounds, fragments)
+
+    def unspaced(self, spaced: re.Match[str]) -> str:
+        """Two pieces a space apart, joined when the document spells the joined word whole
+        elsewhere and one piece is no word of its own there ("serv er" where "server" is
+        written): a space kerning put inside a word. "any one", "in to" stay: both are words."""
+        left, right = spaced.groups()
+        cut = [piece.lower() in self.fragments for piece in (left, right)]
+        # a kerned word loses a letter or two to one side ("f ile", "inte ger"), or both sides are
+        # no words ("certif icate"); "fall back" and "vertical layout" are two words each
+        short = any(mine and len(piece) <= SPACED_PIECE for mine, piece in zip(cut, (left, right)))
+        if self.words[(left + right).lower()] > 0 and (short or all(cut)) \
+                and (right.islower() or left.isupper() and right.isupper()):
+            return left
+        return spaced.group(0)
 
     def join(self, broken: re.Match[str]) -> str:
         """A break's text: the word joined ("prob-" "lem": "problem") unless the hyphen is the
@@ -246,8 +277,8 @@ class _Words:
 
 def dehyphenate(text: str, words: _Words) -> str:
     """``text``'s line breaks inside words taken out, by the document's evidence (:class:`_Words`);
-    a soft hyphen inside a line is invisible, and dropped."""
-    return _BROKEN.sub(words.join, text).replace("\u00ad", "")
+    a soft hyphen inside a line is invisible, and dropped; a space kerning put inside a word, too."""
+    return _SPACED.sub(words.unspaced, _BROKEN.sub(words.join, text).replace("\u00ad", ""))
 
 
 def _page(builder: TextBuilder, lines: list[_Line], number: int, marks: list[tuple[int, str]], path: list[str],
