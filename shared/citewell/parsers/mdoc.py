@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from citewell.parsers.man_events import Event, Row
 from citewell.parsers.mdoc_inline import Setter, Token, Words, tokens
-from citewell.parsers.roff import EventSink, definitions, is_comment, request, unescape
+from citewell.parsers.roff import EventSink, request, text_lines, unescape
 
 _FIRST_MACRO = re.compile(r"^\.\s*(Dd|Dt|Sh|TH|SH)\b")
 _COMMENT = re.compile(r'(?<!\\)\\".*$')
@@ -76,11 +76,8 @@ class _MdocReader:
     # -- lines ---------------------------------------------------------------------------------
 
     def read(self, lines: list[str]) -> list[Event]:
-        defined = definitions(lines)
-        for number, raw in enumerate(lines):
-            line = raw.rstrip("\n")
-            if number not in defined and not is_comment(line):
-                self._line(line)
+        for line in text_lines(lines):
+            self._line(line)
         self._close_all()
         return self.sink.finished()
 

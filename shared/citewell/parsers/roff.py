@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from citewell.parsers.man_events import Code, Event, Heading, Item, Paragraph, Row
 
@@ -104,6 +104,16 @@ def is_comment(line: str) -> bool:
     return line.startswith(('.\\"', "'\\\"", '.\\\\"')) or line.rstrip() in (".", "'")
 
 
+def text_lines(lines: list[str]) -> Iterator[str]:
+    """The page's lines a reader reads, without their line ends: neither macro definitions
+    (``definitions``) nor comments (``is_comment``). Both the man(7) and the mdoc readers read these."""
+    defined = definitions(lines)
+    for number, raw in enumerate(lines):
+        line = raw.rstrip("\n")
+        if number not in defined and not is_comment(line):
+            yield line
+
+
 def request(line: str) -> tuple[str, str]:
     """A request or macro line's name and the rest of it: ``.SH "EXIT STATUS"`` is ``SH``, ``"EXIT STATUS"``."""
     name, _, rest = line[1:].strip().partition(" ")
@@ -168,11 +178,8 @@ class _ManReader:
         }
 
     def read(self, lines: list[str]) -> list[Event]:
-        defined = definitions(lines)
-        for number, raw in enumerate(lines):
-            line = raw.rstrip("\n")
-            if number not in defined and not is_comment(line):
-                self._line(line)
+        for line in text_lines(lines):
+            self._line(line)
         self._end_item()
         if self.code:  # an unfilled block the page never ended
             self.sink.events.append(Code("\n".join(self.code)))
