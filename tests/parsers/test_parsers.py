@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from citewell import errors
@@ -86,6 +88,24 @@ def test_a_pdf_without_bookmarks_gets_its_headings_from_their_size_and_paragraph
     paragraphs = [parsed.text[b.start : b.end] for b in parsed.blocks if b.kind is BlockKind.PARAGRAPH]
     assert paragraphs == [("Rail travel is standard class. " * 4).strip(), "First class needs a director.",
                           "Hotels are paid up to 95 pounds a night."]
+
+
+def test_a_docx_paragraph_of_lines_in_a_monospace_font_is_code_with_its_lines():
+    from docx import Document
+
+    document = Document()
+    document.add_paragraph("When your branch is merged, clean it up:")
+    commands = document.add_paragraph().add_run("git branch textual -d")
+    commands.add_break()
+    commands.add_text("git push yourgit :textual")
+    commands.font.name = "Courier New"
+    document.add_paragraph().add_run("A line of prose set in Courier.").font.name = "Courier New"
+    data = io.BytesIO()
+    document.save(data)
+    parsed = parse(data.getvalue(), "howto.docx")
+    kinds = [(block.kind, parsed.text[block.start : block.end]) for block in parsed.blocks]
+    assert kinds[1] == (BlockKind.CODE, "git branch textual -d\ngit push yourgit :textual")  # not one line of both
+    assert kinds[2] == (BlockKind.PARAGRAPH, "A line of prose set in Courier.")
 
 
 def test_docx_heading_styles_become_sections_and_tables_records():

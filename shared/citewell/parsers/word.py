@@ -1,4 +1,5 @@
-"""DOCX through python-docx: heading styles become sections, tables become records."""
+"""DOCX through python-docx: heading styles become sections, tables become records, and a
+paragraph set in a code style or wholly in a monospace font is code, its lines kept."""
 
 from __future__ import annotations
 
@@ -26,6 +27,25 @@ def _heading_level(paragraph: Paragraph) -> int | None:
     return int(match.group(1)) if match else None
 
 
+# Fonts and style names a document sets code in: "Courier New", "Consolas", "DejaVu Sans Mono";
+# "HTML Preformatted", "Source Code", "Code".
+_MONOSPACE = re.compile(r"courier|consolas|mono|menlo|monaco|lucida console|inconsolata", re.IGNORECASE)
+_CODE_STYLE = re.compile(r"\bcode\b|preformatted|source", re.IGNORECASE)
+
+
+def _is_code(paragraph: Paragraph) -> bool:
+    """A paragraph in a code style, or broken into lines and set wholly in a monospace font: a
+    command or a configuration, whose line breaks are its lines ("git branch textual -d" then
+    "git push yourgit :textual", not one line of both). A line of prose in Courier stays prose."""
+    style = paragraph.style
+    while style is not None:
+        if _CODE_STYLE.search(style.name or ""):
+            return True
+        style = style.base_style
+    runs = [run for run in paragraph.runs if run.text.strip()]
+    return "\n" in paragraph.text and bool(runs) and all(_MONOSPACE.search(run.font.name or "") for run in runs)
+
+
 def _table(table: Table, builder: TextBuilder) -> None:
     rows = [[cell.text for cell in row.cells] for row in table.rows]
     if not rows:
@@ -51,5 +71,5 @@ def parse_docx(data: bytes) -> ParsedDocument:
         else:
             style = (item.style.name if item.style is not None else "") or ""
             kind = BlockKind.LIST_ITEM if style.lower().startswith("list") else BlockKind.PARAGRAPH
-            builder.block(kind, item.text)
+            builder.block(BlockKind.CODE if kind is BlockKind.PARAGRAPH and _is_code(item) else kind, item.text)
     return builder.build(MIME[Kind.DOCX], title=choose(document.core_properties.title, styled_title))
