@@ -28,10 +28,9 @@ from citewell.answers.extractive.kinds import PERSON, Wants
 from citewell.answers.extractive.question import parts, stems, wants
 from citewell.answers.extractive.quoting import (
     lead_in,
-    led_by,
     list_of,
     neighbour,
-    paragraph_of,
+    quoted_around,
     quotes_of,
     runner_up_of,
     runner_up_quote,
@@ -121,9 +120,7 @@ class ExtractiveGenerator:
             lead = None if companion else lead_in(support.in_order, best)
             near = None if companion or lead else neighbour(question, support.in_order, best)
             beside = companion or lead or near
-            whole = paragraph_of(support.in_order, best) if Wants.LIST in support.wanted else []
-            chosen = sorted({id(u): u for u in [best, *([beside] if beside else []), *led_by(support.in_order, best), *whole]}
-                            .values(), key=lambda u: u.start)
+            chosen = quoted_around(support.in_order, best, beside, plural=Wants.LIST in support.wanted)
             direct = None if near else direct_answer(question, companion or best, support.wanted)
             if direct and Wants.PERSON in support.wanted and not best.record:
                 hop = _who_is(direct, chosen, support.units)
@@ -165,7 +162,7 @@ class ExtractiveGenerator:
             return Draft(text=None, refused=True, outcome=Outcome.NOT_FOUND)
         best = support.units[rank]
         companion = completion(support.in_order, best, set(support.wanted), question) or lead_in(support.in_order, best)
-        chosen = sorted([best, *([companion] if companion else []), *led_by(support.in_order, best)], key=lambda u: u.start)
+        chosen = quoted_around(support.in_order, best, companion, plural=False)
         # A word shared only through the document's name ("Northpier" in Northpier's handbook) says
         # the passage is about the document, not about what was asked.
         named = stems(" ".join(u.item.title for u in chosen))

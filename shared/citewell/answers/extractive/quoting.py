@@ -59,7 +59,15 @@ def quoted_units(question: str, unit: Unit, row: UnitFeatures, wanted: frozenset
     if len(run) > 1:
         return [intro, *run] if intro else run
     beside = companion or lead_in(in_order, unit) or neighbour(question, in_order, unit)
-    whole = paragraph_of(in_order, unit) if Wants.LIST in wanted else []
+    return quoted_around(in_order, unit, beside, plural=Wants.LIST in wanted)
+
+
+def quoted_around(in_order: list[Unit], unit: Unit, beside: Unit | None, plural: bool) -> list[Unit]:
+    """``unit`` with what its quote holds beside it, each once, in source order: ``beside`` (its
+    companion, lead-in or neighbouring sentence), the block it introduces (``led_by``) and, for a
+    plural ask, every sentence of its paragraph (``paragraph_of``). An answer, the fit's labels and
+    a quote not confirmed all read it."""
+    whole = paragraph_of(in_order, unit) if plural else []
     return sorted({id(u): u for u in [unit, *([beside] if beside else []), *led_by(in_order, unit), *whole]}.values(),
                   key=lambda u: u.start)
 
