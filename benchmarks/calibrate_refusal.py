@@ -30,7 +30,7 @@ import math
 import pickle
 import shutil
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -55,6 +55,7 @@ from citewell.answers.extractive.refusal import MODEL_FILE, VERIFIED, LogisticMo
 from citewell.answers.extractive.scoring import score_support
 from citewell.answers.extractive.units import Unit
 from citewell.answers.extractive.vectors import UnitEmbeddings
+from citewell.evaluation.answers import AnswerCase
 from citewell.models.identity import Identity
 from citewell.ports import Embedder
 from citewell.search import search
@@ -343,6 +344,12 @@ def document_fold(folder: Path, document: str, folds: int) -> int:
     return zlib.crc32(f"{folder.name}/{document}".encode()) % folds
 
 
+def case_fold(folder: Path, case: AnswerCase, folds: int) -> int:
+    """A realdocs question's fold: its (first) expected document's, or for a question about no
+    document, its id's."""
+    return document_fold(folder, case.expected_documents[0] if case.expected_documents else case.id, folds)
+
+
 def realdocs_questions(services: Services, folder: Path, folds: int = 2) -> list[Question]:
     """A realdocs folder's questions (real files nobody here wrote; see ``benchmarks/realdocs``),
     every one fitted on: the held-out real documents are kept outside the project. Each is in
@@ -358,7 +365,7 @@ def realdocs_questions(services: Services, folder: Path, folds: int = 2) -> list
     return [
         Question(text=c.question, identity=c.identity, facts=c.must_contain, answerable=not c.refuse, source="realdocs",
                  fit=True, every_fact=True, case_id=c.id,
-                 fold=document_fold(folder, c.expected_documents[0] if c.expected_documents else c.id, folds))
+                 fold=case_fold(folder, c, folds))
         for c in cases
     ]
 
@@ -385,6 +392,39 @@ def fold_models(observed: list[Observed], weights: dict[str, float], scores: dic
                 model.unconfirmed_threshold = choose_unconfirmed(fitting, model, recall, scores[fold])
             out[fold] = (held, model)
     return out
+
+
+def question_sources(squad: Path, work: Path, realdocs: Sequence[Path], folds: int,
+                     answerset: bool = True) -> dict[str, Callable[[Services], list[Question]]]:
+    """Each source's questions by the name its observations are saved and its home kept under in
+    ``work``: SQuAD, the answer set, and each realdocs folder (one source "realdocs" in the fits)."""
+    sources: dict[str, Callable[[Services], list[Question]]] = {"squad": lambda services: squad_questions(services, squad)}
+    if answerset:
+        sources["answerset"] = lambda services: answerset_questions(services, work / "answerset-files")
+    for folder in realdocs:
+        sources[f"realdocs-{folder.name}"] = lambda services, folder=folder: realdocs_questions(services, folder, folds)
+    return sources
+
+
+def observe_sources(work: Path, sources: dict[str, Callable[[Services], list[Question]]], reuse: bool,
+                    encoder: Embedder | None = None) -> list[Observed]:
+    """Every source's questions observed (``observe``) and saved in ``work``, one file a source; with
+    ``reuse``, a source saved before is read back instead (the same questions through the same path),
+    so a refit or a new set of pairs needs no asking again."""
+    from citewell.deployments import open_local
+
+    observed: list[Observed] = []
+    for source, questions in sources.items():
+        saved = work / f"observed-{source}.pickle"
+        if reuse and saved.exists():
+            observed += pickle.loads(saved.read_bytes())
+            continue
+        services = open_local(work / source)
+        fresh = observe(services, questions(services), encoder)
+        saved.write_bytes(pickle.dumps(fresh))
+        observed += fresh
+        print(f"{source}: {len(fresh)} questions observed", flush=True)
+    return observed
 
 
 def cross_validated(observed: list[Observed], weights: dict[str, float], scores: dict[int, Scores | None], folds: int = 2,
@@ -432,23 +472,9 @@ def main() -> None:
                         help="verifiers trained without each realdocs fold in turn, for its cross-validated figures")
     args = parser.parse_args()
     from citewell.answers.extractive.unit_encoder import UnitEncoder
-    from citewell.deployments import open_local
 
-    sources = {"squad": lambda services: squad_questions(services, args.squad)}
-    if not args.squad_only:
-        sources["answerset"] = lambda services: answerset_questions(services, args.work / "answerset-files")
-    for folder in args.realdocs:  # one source "realdocs" in the fits; observed and saved a folder at a time
-        sources[f"realdocs-{folder.name}"] = lambda services, folder=folder: realdocs_questions(services, folder, args.folds)
-    observed: list[Observed] = []
-    for source, questions in sources.items():
-        saved = args.work / f"observed-{source}.pickle"  # one a source: a reuse may observe just one again
-        if args.reuse and saved.exists():  # the same questions through the same path: refit without asking again
-            observed += pickle.loads(saved.read_bytes())
-            continue
-        services = open_local(args.work / source)
-        fresh = observe(services, questions(services), UnitEncoder(args.unit_encoder) if args.unit_encoder else None)
-        saved.write_bytes(pickle.dumps(fresh))
-        observed += fresh
+    sources = question_sources(args.squad, args.work, args.realdocs, args.folds, answerset=not args.squad_only)
+    observed = observe_sources(args.work, sources, args.reuse, UnitEncoder(args.unit_encoder) if args.unit_encoder else None)
     weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
     scores = Scores(args.verifier) if args.verifier else None
     model = fit(observed, weights, scores, args.runner_up, args.answer_threshold)

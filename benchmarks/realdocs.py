@@ -124,7 +124,7 @@ def block(figures: dict[str, object], command: str, commit: str, each: dict[str,
         "caller may not read.", "", REALDOCS_END])
 
 
-def _replay(cases: list[AnswerCase], answers: list[Answer]) -> Callable[[AnswerCase], Answer]:
+def replay(cases: list[AnswerCase], answers: list[Answer]) -> Callable[[AnswerCase], Answer]:
     """``evaluate``'s asker for questions already asked: each case's answer (by the case itself:
     two folders may use the same ids)."""
     by_case = {id(case): answer for case, answer in zip(cases, answers)}
@@ -151,10 +151,10 @@ def main() -> None:
         failed += ingest_realdocs(services, folder)
         mine = load_cases(folder / "questions.jsonl")
         theirs = [ask(services, case.identity, case.question) for case in mine]
-        each[folder.name] = breakdown(mine, theirs, evaluate(mine, _replay(mine, theirs)))
+        each[folder.name] = breakdown(mine, theirs, evaluate(mine, replay(mine, theirs)))
         cases += mine
         answers += theirs
-    report = evaluate(cases, _replay(cases, answers))
+    report = evaluate(cases, replay(cases, answers))
     figures = breakdown(cases, answers, report)
     if args.show:
         for case, answer in zip(cases, answers):

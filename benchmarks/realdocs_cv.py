@@ -18,8 +18,8 @@ import pickle
 import sys
 from pathlib import Path
 
-from benchmarks.calibrate_refusal import Observed, document_fold, fold_models
-from benchmarks.realdocs import TARGETS, breakdown, meets
+from benchmarks.calibrate_refusal import Observed, case_fold, fold_models
+from benchmarks.realdocs import TARGETS, breakdown, meets, replay
 from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.answers.extractive.unit_encoder import UnitEncoder
 from citewell.answers.service import ask
@@ -60,21 +60,20 @@ def main() -> None:
     for folder in args.realdocs:
         services = open_local(args.work / f"realdocs-{folder.name}")
         cases = load_cases(folder / "questions.jsonl")
-        answers: dict[str, Answer] = {}
+        generators = {fold: ExtractiveGenerator(services.embedder, services.embeddings, model=model, encoder=encoder)
+                      for fold, (_, model) in models.items()}
+        answers: list[Answer] = []
         for case in cases:
-            fold = document_fold(folder, case.expected_documents[0] if case.expected_documents else case.id, args.folds)
-            generator = ExtractiveGenerator(services.embedder, services.embeddings, model=models[fold][1], encoder=encoder)
-            answers[case.id] = ask(services, case.identity, case.question, generator=generator)
+            fold = case_fold(folder, case, args.folds)
+            answers.append(ask(services, case.identity, case.question, generator=generators[fold]))
             if args.show:
-                shown = answers[case.id].answer or ""
-                print(f"--- {folder.name} {case.id} fold {fold}: {answers[case.id].outcome} {' '.join(shown.split())[:300]}",
+                shown = answers[-1].answer or ""
+                print(f"--- {folder.name} {case.id} fold {fold}: {answers[-1].outcome} {' '.join(shown.split())[:300]}",
                       file=sys.stderr)
-        report = evaluate(cases, lambda case, answers=answers: answers[case.id])
-        figures[folder.name] = breakdown(cases, [answers[c.id] for c in cases], report)
-        every += [(c, answers[c.id]) for c in cases]
+        figures[folder.name] = breakdown(cases, answers, evaluate(cases, replay(cases, answers)))
+        every += zip(cases, answers)
     cases = [c for c, _ in every]
-    by_case = {id(c): a for c, a in every}  # two folders may reuse an id: key by the case itself
-    report = evaluate(cases, lambda case: by_case[id(case)])
+    report = evaluate(cases, replay(cases, [a for _, a in every]))
     together = breakdown(cases, [a for _, a in every], report)
     together["targets_met"] = {key: meets(together, key, op, bound) for key, op, bound in TARGETS}
     figures["together"] = together

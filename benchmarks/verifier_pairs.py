@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 from pathlib import Path
 
-from benchmarks.calibrate_refusal import Observed, answerset_questions, observe, realdocs_questions, squad_questions
+from benchmarks.calibrate_refusal import Observed, observe_sources, question_sources
 
 
 def pairs(observed: list[Observed]) -> list[dict[str, object]]:
@@ -40,26 +39,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--reuse", action="store_true", help="read the observations the last run saved in --work")
     args = parser.parse_args()
-    from citewell.deployments import open_local
 
     args.work.mkdir(parents=True, exist_ok=True)
-    sources = {
-        "squad": lambda services: squad_questions(services, args.squad),
-        "answerset": lambda services: answerset_questions(services, args.work / "answerset-files"),
-    }
-    for folder in args.realdocs:  # saved and ingested as calibrate_refusal does, so either reads the other's
-        sources[f"realdocs-{folder.name}"] = lambda services, folder=folder: realdocs_questions(services, folder, args.folds)
-    observed: list[Observed] = []
-    for source, questions in sources.items():
-        saved = args.work / f"observed-{source}.pickle"
-        if args.reuse and saved.exists():
-            observed += pickle.loads(saved.read_bytes())
-            continue
-        services = open_local(args.work / source)
-        fresh = observe(services, questions(services))
-        saved.write_bytes(pickle.dumps(fresh))
-        observed += fresh
-        print(f"{source}: {len(fresh)} questions observed", flush=True)
+    # saved and ingested as calibrate_refusal does, so either reads the other's
+    observed = observe_sources(args.work, question_sources(args.squad, args.work, args.realdocs, args.folds), args.reuse)
     rows = pairs(observed)
     if args.qa_train:
         from benchmarks.qa_train import groups, pair_rows
