@@ -21,6 +21,7 @@ from citewell.errors import EmbedderUnavailable, NotFound, RetrievalUnavailable
 from citewell.ingest.runner import ingest
 from citewell.ingest.stages import IngestRequest
 from citewell.models.answers import AnswerRecord, Draft, Outcome
+from citewell.models.evidence import EvidenceItem, EvidenceSpan
 from citewell.models.identity import Identity
 from citewell.models.values import utcnow
 from citewell.search import search
@@ -128,6 +129,17 @@ def test_a_draft_is_bound_to_its_evidence_or_rejected_whole(services):
     assert verify(Draft(text="1. Staff get 27 days [S1].\n2. Since 2024 [S1].", refused=False), evidence,
                   "Since 2024?").rejected is None
     assert verify(Draft(text="Staff get 027 days [S1].", refused=False), evidence).rejected is None  # the same figure
+
+
+def test_a_space_before_punctuation_is_dropped_only_after_a_citation_marker():
+    """A command keeps its own spaces ("git push yourgit :textual" deletes the remote branch;
+    "yourgit:textual" names another thing); "[S1] ." closes up to "[S1]."."""
+    text = "Delete the merged branch:\n\ngit branch textual -d\ngit push yourgit :textual\n\nThen copy it here: cp x/y ."
+    item = EvidenceItem(ref="S1", document_id="howto.docx", revision="r1", title="How to", section_path=["Cleanup"],
+                        text=text, spans=[EvidenceSpan(chunk_id="howto.docx#0#0", section_path=["Cleanup"], start=0,
+                                                       end=len(text))], rank=1)
+    draft = Draft(text="git branch textual -d git push yourgit :textual [S1] . Then cp x/y . [S1] ,", refused=False)
+    assert verify(draft, [item]).answer == "git branch textual -d git push yourgit :textual [S1]. Then cp x/y . [S1],"
 
 
 def test_extractive_answer_cites_the_supporting_sentence_and_refuses_otherwise(services):

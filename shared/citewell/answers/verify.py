@@ -29,7 +29,9 @@ from citewell.models.evidence import EvidenceItem
 from citewell.terms import FUNCTION_WORDS, words
 
 _REF = re.compile(r"\[(S\d+)\]")
-_SPACES_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?])")
+# A citation's marker set apart from the punctuation it closes ("... 30 days [S1] ."). Only there:
+# a space before punctuation elsewhere is the source's ("git push yourgit :textual", "cp a/b .").
+_SPACES_BEFORE_PUNCT = re.compile(r"(?<=\])[ \t]+(?=[.,;:!?])")
 # A quoted span holds no citation: quote marks on either side of a [Sn] are not one quotation.
 _QUOTED = re.compile(r'"((?:(?!\[S\d+\])[^"\n])+)"|“((?:(?!\[S\d+\])[^”\n])+)”')
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -163,7 +165,7 @@ def verify(draft: Draft, evidence: Sequence[EvidenceItem], question: str = "") -
     if any(not _condition_holds(c, by_ref, refs) for c in draft.conditions):
         return Verdict(None, rejected=Rejection.CONDITION_NOT_IN_SOURCE,
                        detail=f"it names a condition or an answer for it that the source it cites ({names}) does not hold")
-    text = re.sub(r"[ \t]{2,}", " ", _SPACES_BEFORE_PUNCT.sub(r"\1", text)).strip()
+    text = re.sub(r"[ \t]{2,}", " ", _SPACES_BEFORE_PUNCT.sub("", text)).strip()
     # Numbered as the reader meets them: the evidence's numbers are the prompt's, and an answer
     # citing only its third source shows [S1], in its text and its citations alike.
     shown = {ref: f"S{number}" for number, ref in enumerate(refs, 1)}
