@@ -128,6 +128,9 @@ def units_of(item: EvidenceItem) -> list[Unit]:
 
 
 AHEAD = 3  # sentences after a unit that may complete it
+# "Which release added ...?", "In what Node.js version ...?": asked of a changelog, whose entries
+# sit under their release's heading ("v5.2.0 (2025-10-30)"), not beside the next entry.
+RELEASE = re.compile(r"\b(?:which|what) (?:\w[\w.+#-]* )?(?:release|version)\b", re.I)
 
 
 def companions(units: list[Unit], wanted: set[Wants], question: str = "") -> list[Unit | None]:
@@ -146,6 +149,7 @@ def companions(units: list[Unit], wanted: set[Wants], question: str = "") -> lis
         return found
     holding = [any(unit.holds(k, question) for k in kinds) for unit in units]
     asked = stems(question)
+    by_release = RELEASE.search(question) is not None
     headed: list[Unit | None] = [None] * len(units)
     item, block, holder, heading = None, -1, None, None
     for position, unit in enumerate(units):
@@ -161,6 +165,9 @@ def companions(units: list[Unit], wanted: set[Wants], question: str = "") -> lis
             holder = unit
     for position, unit in enumerate(units):
         if found[position] is not None or holding[position] or unit.heading:
+            continue
+        if by_release and headed[position] is not None:  # a changelog's entry answers "which release" by its heading
+            found[position] = headed[position]
             continue
         section = unit.item.span_at(unit.start).section_path
         lacking = asked - stems(" ".join([unit.text, unit.item.title, *section, unit.asked]))
