@@ -75,7 +75,8 @@ def sections_of(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
     return found
 
 
-def _info(sid: str, chunks: list[Chunk]) -> SectionInfo:
+def section_info(sid: str, chunks: list[Chunk]) -> SectionInfo:
+    """One section's id, headings and length, as a read lists it."""
     return SectionInfo(section_id=sid, heading_path=chunks[0].heading_path, chars=len(stitched_text(chunks)[0]))
 
 
@@ -100,7 +101,7 @@ def snapshot(document: Document, chunks: list[Chunk], budget: int, section: str 
         what = f"section {section!r} of {document_id!r}" if section is not None else repr(document_id)
         hint = "" if section is not None else ": read one section of it (a search hit's or citation's section_id)"
         raise OverBudget(f"{what} is {len(text):,} characters, over the budget of {budget:,}{hint}", len(text), budget)
-    listed = [_info(sid, part) for sid, part in sections.items()]
+    listed = [section_info(sid, part) for sid, part in sections.items()]
     chosen = next((i for i in listed if i.section_id == section), None)
     return Snapshot(document_id=document.document_id, title=document.title, revision=document.active_revision or "",
                     section=chosen, sections=[chosen] if chosen else listed, text=text, chars=len(text), budget=budget)

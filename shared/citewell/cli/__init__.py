@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from citewell import __version__
-from citewell.cli import ask, audit, documents, evaluation, feedback, ingest, login, search, serve
+from citewell.cli import ask, audit, documents, evaluation, feedback, ingest, login, mcp, search, serve
 from citewell.cli.common import EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from citewell.errors import CitewellError, readable
 from citewell.interrupts import interrupt_behind
@@ -64,8 +64,8 @@ def _parser(json_errors: bool = False) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     command = functools.partial(sub.add_parser, parents=[common])
     for add in (ingest.add_ingest, search.add_search, ask.add_ask, feedback.add_feedback, evaluation.add_eval_answers,
-                ask.add_citations, documents.add_delete, audit.add_audit, serve.add_serve, serve.add_token, login.add_login,
-                documents.add_read, documents.add_docs, evaluation.add_eval):  # the order --help lists them in
+                ask.add_citations, documents.add_delete, audit.add_audit, serve.add_serve, serve.add_token, mcp.add_mcp,
+                login.add_login, documents.add_read, documents.add_docs, evaluation.add_eval):  # the order --help lists them in
         add(command)
     return parser
 
@@ -74,7 +74,7 @@ COMMANDS = {
     "ingest": ingest.cmd_ingest, "search": search.cmd_search, "ask": ask.cmd_ask, "feedback": feedback.cmd_feedback,
     "eval-answers": evaluation.cmd_eval_answers, "citations": ask.cmd_citations, "delete": documents.cmd_delete,
     "audit": audit.cmd_audit, "read": documents.cmd_read, "docs": documents.cmd_docs, "eval": evaluation.cmd_eval,
-    "serve": serve.cmd_serve, "token": serve.cmd_token, "login": login.cmd_login,
+    "serve": serve.cmd_serve, "token": serve.cmd_token, "mcp": mcp.cmd_mcp, "login": login.cmd_login,
 }
 
 

@@ -4,8 +4,9 @@ Every API request is verified here (the bearer token, as API Gateway's JWT autho
 read within its limits, turned into a payload 2.0 event and answered by the same resolver
 the Lambda runs, in a bounded thread pool so no route blocks the event loop. Each pool thread
 has its own resolver; the home (model, SQLite connections, access mask) is opened once.
-Besides the API: the upload form's endpoint, ``/openapi.json``, the web page and, with
-``--demo``, tokens for the demo's identities.
+Besides the API: the MCP tools at ``/mcp`` (:mod:`citewell.mcp.http`, under the same bearer
+tokens), the upload form's endpoint, ``/openapi.json``, the web page and, with ``--demo``, tokens
+for the demo's identities.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from aws_lambda_powertools.event_handler.exceptions import ForbiddenError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -31,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from citewell import leases
+from citewell.api.callers import claims_identity
 from citewell.api.dependencies import ApiBackend
 from citewell.api.events import MAX_BODY_BYTES, allowed_methods, handle
 from citewell.api.resolver import IsolatedHttpResolver
@@ -39,6 +42,9 @@ from citewell.deployments import open_local
 from citewell.errors import CitewellError, Conflict, EmptyText, ServerStopped, TooLarge
 from citewell.ingest.stages import record_failure
 from citewell.keys import parse_key
+from citewell.mcp.http import PATH as MCP_PATH
+from citewell.mcp.http import foreign_origin, session_manager
+from citewell.mcp.server import IDENTITY_SCOPE_KEY, build_server, request_identity
 from citewell.models.documents import Upload
 from citewell.serve.events import stream_query, wants_events
 from citewell.serve.forms import TooSlow, read_form
@@ -105,6 +111,14 @@ def refusal(status: int, code: str, message: str, headers: dict[str, str] | None
     return status, data, {"Content-Type": "application/json", **(headers or {})}
 
 
+def unauthorized(refused: Unauthorized) -> tuple[int, bytes, dict[str, str]]:
+    """A 401 that says what is wrong with the credential, in the body and the challenge."""
+    # a header holds Latin-1 only, and RFC 6750 allows printable ASCII without '"' or '\\'
+    description = "".join(c if " " <= c <= "~" and c != "\\" else "?" for c in str(refused).replace('"', "'"))
+    challenge = f'Bearer error="invalid_token", error_description="{description}"'
+    return refusal(401, "Unauthorized", str(refused), {"WWW-Authenticate": challenge})
+
+
 def error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
     status, data, headers = refusal(status, code, message, headers)
     return Response(data, status_code=status, headers=headers)
@@ -167,6 +181,8 @@ class Server:
         self._backend = ApiBackend(settings=settings, services=self.services, upload_form=self.upload_form, lease=lease,
                                    fetch_page=self.fetch_page)
         self.openapi = openapi_document()
+        # The MCP tools: each call under the caller its request's token names (see mcp()).
+        self.mcp_sessions = session_manager(build_server(self.services, request_identity, lambda: self.limiter))
         self._local = threading.local()
         self._accepting = threading.Lock()
         self.limiter: anyio.CapacityLimiter | None = None
@@ -249,7 +265,8 @@ class Server:
             self.limiter = anyio.CapacityLimiter(self.settings.threads)
             await anyio.to_thread.run_sync(self.warm)
             self.worker.start()
-            yield
+            async with self.mcp_sessions.run():
+                yield
             await anyio.to_thread.run_sync(functools.partial(self.fetches.shutdown, wait=True, cancel_futures=True))
             await anyio.to_thread.run_sync(self.worker.stop, self.settings.grace_seconds)
 
@@ -259,6 +276,7 @@ class Server:
             Route("/openapi.json", self.openapi_json, methods=["GET"]),
             Route(UPLOAD_PATH, self.upload, methods=["POST"]),
             Route("/demo/identities", self.identities, methods=["GET"]),
+            Route(MCP_PATH, Plain(self.mcp), methods=["GET", "POST", "DELETE"]),
         ]
         routes.append(Route("/{path:path}", Plain(self.api), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
         handlers = {HTTPException: http_error, Exception: server_error}
@@ -308,15 +326,10 @@ class Server:
             elif name == b"content-length":
                 declared = value.decode("latin-1")
         try:
-            claims = self.verifier.claims_without_fetching(authorization)
-            if claims is None:  # the issuer's keys may have to be fetched: never on the loop
-                claims = await anyio.to_thread.run_sync(self.verifier.claims, authorization, limiter=self.limiter)
+            claims = await self.claims(authorization)
             body = await read_body(receive, declared, MAX_BODY_BYTES, self.settings.read_seconds)
         except Unauthorized as refused:
-            # a header holds Latin-1 only, and RFC 6750 allows printable ASCII without '"' or '\\'
-            description = "".join(c if " " <= c <= "~" and c != "\\" else "?" for c in str(refused).replace('"', "'"))
-            challenge = f'Bearer error="invalid_token", error_description="{description}"'
-            status, data, headers = refusal(401, "Unauthorized", str(refused), {"WWW-Authenticate": challenge})
+            status, data, headers = unauthorized(refused)
         except IssuerUnavailable as down:
             status, data, headers = refusal(503, "ServiceUnavailable", str(down))
         except Refused as refused:
@@ -330,12 +343,38 @@ class Server:
                 return
             status, data, headers = await anyio.to_thread.run_sync(
                 self.respond, scope, body, claims, request_id, limiter=self.limiter)
-        headers["Cache-Control"] = "no-store"
-        headers["X-Request-Id"] = request_id
-        headers["Content-Length"] = str(len(data))
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]})
-        await send({"type": "http.response.body", "body": data})
+        await reply(send, status, data, headers, request_id)
+
+    async def claims(self, authorization: str | None) -> dict[str, Any]:
+        """The request's verified claims (Unauthorized, IssuerUnavailable when they cannot be had)."""
+        claims = self.verifier.claims_without_fetching(authorization)
+        if claims is None:  # the issuer's keys may have to be fetched: never on the loop
+            claims = await anyio.to_thread.run_sync(self.verifier.claims, authorization, limiter=self.limiter)
+        return claims
+
+    async def mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """``/mcp``: the MCP tools over streamable HTTP. The bearer token is verified as for every
+        API request (401 without one) and names the caller every tool call of this request reads as;
+        a browser page of another origin is refused."""
+        request_id = uuid.uuid4().hex
+        authorization = next((value.decode("latin-1") for name, value in scope["headers"] if name == b"authorization"), None)
+        try:
+            if (origin := foreign_origin(scope["headers"], self.origin)) is not None:
+                raise Refused(403, "ForbiddenError", f"requests from {origin} are refused: /mcp answers this server's own page "
+                                                     "and clients that send no Origin")
+            identity = claims_identity(await self.claims(authorization), self.settings)
+        except Unauthorized as refused:
+            status, data, headers = unauthorized(refused)
+        except IssuerUnavailable as down:
+            status, data, headers = refusal(503, "ServiceUnavailable", str(down))
+        except ForbiddenError as forbidden:
+            status, data, headers = refusal(403, "ForbiddenError", str(forbidden.msg))
+        except Refused as refused:
+            status, data, headers = refusal(refused.status, refused.code, refused.message)
+        else:
+            await self.mcp_sessions.handle_request({**scope, IDENTITY_SCOPE_KEY: identity}, receive, send)
+            return
+        await reply(send, status, data, headers, request_id)
 
     async def upload(self, request: Request) -> Response:
         """The form's fields are checked before its file is read (:mod:`.forms`); a refusal
@@ -368,6 +407,16 @@ class Server:
         except CitewellError as failed:
             return error(409 if isinstance(failed, Conflict) else 400, failed.code, failed.message)
         return Response(status_code=204)
+
+
+async def reply(send: Send, status: int, data: bytes, headers: dict[str, str], request_id: str) -> None:
+    """One whole response, never cached, with its request id."""
+    headers["Cache-Control"] = "no-store"
+    headers["X-Request-Id"] = request_id
+    headers["Content-Length"] = str(len(data))
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]})
+    await send({"type": "http.response.body", "body": data})
 
 
 def check_length(request: Request, limit: int, message: str) -> None:
