@@ -17,6 +17,8 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from citewell.audit import audit
+from citewell.cli import main
 from citewell.deletion import delete_document
 from citewell.deployments import open_local
 from tests.mcp.corpus import BUDGET, build_home, refused, server_env, structured
@@ -166,3 +168,10 @@ def test_a_document_deleted_between_two_calls_takes_its_answer_with_it(home):
             assert "notice.md" not in {h["document_id"] for h in found["hits"]}
 
     anyio.run(scenario)
+    report = audit(open_local(home, existing=True))  # what the calls recorded and the delete removed agree
+    assert report.ok, report
+
+
+def test_a_home_that_is_not_there_is_said_before_serving(capsys, tmp_path):
+    assert main(["--home", str(tmp_path / "nowhere"), "mcp", "--tenant", "northpier", "--roles", "staff"]) == 2
+    assert "there is no citewell home at" in capsys.readouterr().err and not (tmp_path / "nowhere").exists()
