@@ -18,6 +18,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from citewell.serve.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER
 from tests.mcp.corpus import BUDGET, SERVER_ENV, build_home, refused, structured
@@ -50,6 +51,7 @@ def test_tools_over_http_a_cited_answer_and_every_read(served):
 
     async def scenario() -> None:
         async with agent(served, staff) as client:
+            assert client.protocol_version in MODERN_PROTOCOL_VERSIONS  # each request carries its own envelope
             assert {t.name for t in (await client.list_tools()).tools} == {"search", "ask", "read", "citations", "documents"}
             answer = structured(await client.call_tool("ask", {"question": "When does the staff car park close?"}))
             assert answer["outcome"] == "answered" and answer["citations"][0]["document_id"] == "notice.md"
@@ -64,6 +66,7 @@ def test_tools_over_http_a_cited_answer_and_every_read(served):
             documents = structured(await client.call_tool("documents", {}))
             assert [d["document_id"] for d in documents["documents"]] == ["handbook.md", "notice.md", "travel.md"]
         async with agent(served, staff, mode="legacy") as client:  # the initialize handshake, then stateless calls
+            assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
             again = structured(await client.call_tool("search", {"question": "meal allowance on a travel day", "k": 2}))
             assert again["hits"][0]["chunk_id"] == meals["chunk_id"]
 
@@ -92,6 +95,9 @@ def test_no_verified_token_no_tools(served):
     assert reply.status_code == 403 and "http://evil.example" in reply.json()["error"]["message"]
     reply = post(served, INITIALIZE, staff)  # the same request with the token: the SDK answers it
     assert reply.status_code == 200 and reply.json()["result"]["serverInfo"]["name"] == "citewell"
+    for method in ("GET", "DELETE", "PUT"):  # no event stream to hold a connection open: each reply is its response
+        reply = served.client.request(method, "/mcp", headers={**staff, "Accept": "text/event-stream"})
+        assert reply.status_code == 405 and reply.headers["allow"] == "POST", reply.text
     huge = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"question": "x" * 100_000}}}
     assert post(served, huge, staff).status_code == 413
 

@@ -16,6 +16,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from citewell.audit import audit
 from citewell.cli import main
@@ -31,15 +32,16 @@ def home(tmp_path_factory) -> Path:
     return build_home(tmp_path_factory.mktemp("mcp-stdio"))
 
 
-def agent(home: Path, tenant: str = "northpier", roles: str = "staff") -> Client:
+def agent(home: Path, tenant: str = "northpier", roles: str = "staff", mode: Any = "auto") -> Client:
     """A client that starts ``citewell mcp`` with the operator's flags, as an agent's config does."""
     command = ["-m", "citewell", "--home", str(home), "mcp", "--tenant", tenant, "--roles", roles]
-    return Client(StdioServerParameters(command=sys.executable, args=command, env=server_env()))
+    return Client(StdioServerParameters(command=sys.executable, args=command, env=server_env()), mode=mode)
 
 
 def test_tools_listed_with_schemas_a_cited_answer_and_every_read(home):
     async def scenario() -> None:
         async with agent(home) as client:
+            assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert set(listed) == TOOLS
             for tool in listed.values():
@@ -147,7 +149,8 @@ def test_nothing_another_tenant_or_role_holds_is_reached_whatever_the_arguments(
 
 def test_a_document_deleted_between_two_calls_takes_its_answer_with_it(home):
     async def scenario() -> None:
-        async with agent(home) as client:
+        async with agent(home, mode="legacy") as client:  # the initialize handshake (the other tests: per-request envelopes)
+            assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
             question = {"question": "When does the car park on Quay Road close?"}
             answer = structured(await client.call_tool("ask", question))
             assert answer["outcome"] == "answered" and answer["citations"][0]["document_id"] == "notice.md"

@@ -56,6 +56,7 @@ def test_the_plain_environment_lacks_the_extras(plain_python):
     ["docs", "--tenant", "northpier"],
     ["delete", "leave.md", "--tenant", "northpier"],
     ["audit"],
+    ["mcp", "--tenant", "northpier", "--roles", "staff"],
 ])
 def test_every_command_works_or_names_the_extra_in_one_line(plain_python, tmp_path, argv):
     (tmp_path / "leave.md").write_text("# Leave\n\nStaff receive 27 days of annual leave.\n")
@@ -66,7 +67,7 @@ def test_every_command_works_or_names_the_extra_in_one_line(plain_python, tmp_pa
         done = cli(plain_python, "--home", str(tmp_path / "home"), *argv, *output)
         assert "Traceback" not in done.stderr and done.stderr.count("\n") <= 1, done.stderr
         missing = "not installed" in done.stderr
-        if argv[0] in ("ingest", "search", "ask"):  # these always need the parsers or the model
+        if argv[0] in ("ingest", "search", "ask", "mcp"):  # these always need the parsers, the model or the MCP SDK
             assert missing
         if missing:
             assert done.returncode == 2 and "pip install 'citewell[local]'" in done.stderr, done.stderr

@@ -276,7 +276,7 @@ class Server:
             Route("/openapi.json", self.openapi_json, methods=["GET"]),
             Route(UPLOAD_PATH, self.upload, methods=["POST"]),
             Route("/demo/identities", self.identities, methods=["GET"]),
-            Route(MCP_PATH, Plain(self.mcp), methods=["GET", "POST", "DELETE"]),
+            Route(MCP_PATH, Plain(self.mcp), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
         ]
         routes.append(Route("/{path:path}", Plain(self.api), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
         handlers = {HTTPException: http_error, Exception: server_error}
@@ -355,10 +355,14 @@ class Server:
     async def mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``/mcp``: the MCP tools over streamable HTTP. The bearer token is verified as for every
         API request (401 without one) and names the caller every tool call of this request reads as;
-        a browser page of another origin is refused."""
+        a browser page of another origin is refused. Only POST: each call's reply is its response, and
+        a stateless server has no events to stream on a GET (which would hold its connection for good)."""
         request_id = uuid.uuid4().hex
         authorization = next((value.decode("latin-1") for name, value in scope["headers"] if name == b"authorization"), None)
         try:
+            if scope["method"] != "POST":
+                raise Refused(405, "MethodNotAllowedError", f"{MCP_PATH} takes POST: each call's reply is its response, "
+                                                            "and no events are streamed")
             if (origin := foreign_origin(scope["headers"], self.origin)) is not None:
                 raise Refused(403, "ForbiddenError", f"requests from {origin} are refused: /mcp answers this server's own page "
                                                      "and clients that send no Origin")
@@ -370,7 +374,8 @@ class Server:
         except ForbiddenError as forbidden:
             status, data, headers = refusal(403, "ForbiddenError", str(forbidden.msg))
         except Refused as refused:
-            status, data, headers = refusal(refused.status, refused.code, refused.message)
+            status, data, headers = refusal(refused.status, refused.code, refused.message,
+                                            {"Allow": "POST"} if refused.status == 405 else None)
         else:
             await self.mcp_sessions.handle_request({**scope, IDENTITY_SCOPE_KEY: identity}, receive, send)
             return
