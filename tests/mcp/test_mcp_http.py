@@ -99,7 +99,10 @@ def test_no_verified_token_no_tools(served):
         reply = served.client.request(method, "/mcp", headers={**staff, "Accept": "text/event-stream"})
         assert reply.status_code == 405 and reply.headers["allow"] == "POST", reply.text
     huge = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"question": "x" * 100_000}}}
-    assert post(served, huge, staff).status_code == 413
+    reply = post(served, huge, staff)  # read by the server within the API's limit, before the SDK parses it
+    assert reply.status_code == 413 and "64 KiB" in reply.json()["error"]["message"]
+    reply = post(served, INITIALIZE, staff)
+    assert reply.headers["cache-control"] == "no-store" and len(reply.headers["x-request-id"]) == 32
 
 
 def test_the_token_bounds_every_call_whatever_the_arguments(served):

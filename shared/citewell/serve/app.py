@@ -43,7 +43,7 @@ from citewell.errors import CitewellError, Conflict, EmptyText, ServerStopped, T
 from citewell.ingest.stages import record_failure
 from citewell.keys import parse_key
 from citewell.mcp.http import PATH as MCP_PATH
-from citewell.mcp.http import foreign_origin, session_manager
+from citewell.mcp.http import foreign_origin, header, not_stored, replayed, session_manager
 from citewell.mcp.server import IDENTITY_SCOPE_KEY, build_server, request_identity
 from citewell.models.documents import Upload
 from citewell.serve.events import stream_query, wants_events
@@ -355,18 +355,19 @@ class Server:
     async def mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``/mcp``: the MCP tools over streamable HTTP. The bearer token is verified as for every
         API request (401 without one) and names the caller every tool call of this request reads as;
-        a browser page of another origin is refused. Only POST: each call's reply is its response, and
-        a stateless server has no events to stream on a GET (which would hold its connection for good)."""
+        a browser page of another origin is refused; the body is read within the API's limits. Only
+        POST: each call's reply is its response, and a stateless server has no events to stream on
+        a GET (which would hold its connection for good)."""
         request_id = uuid.uuid4().hex
-        authorization = next((value.decode("latin-1") for name, value in scope["headers"] if name == b"authorization"), None)
         try:
             if scope["method"] != "POST":
                 raise Refused(405, "MethodNotAllowedError", f"{MCP_PATH} takes POST: each call's reply is its response, "
                                                             "and no events are streamed")
-            if (origin := foreign_origin(scope["headers"], self.origin)) is not None:
+            if (origin := foreign_origin(scope, self.origin)) is not None:
                 raise Refused(403, "ForbiddenError", f"requests from {origin} are refused: /mcp answers this server's own page "
                                                      "and clients that send no Origin")
-            identity = claims_identity(await self.claims(authorization), self.settings)
+            identity = claims_identity(await self.claims(header(scope, b"authorization")), self.settings)
+            body = await read_body(receive, header(scope, b"content-length"), MAX_BODY_BYTES, self.settings.read_seconds)
         except Unauthorized as refused:
             status, data, headers = unauthorized(refused)
         except IssuerUnavailable as down:
@@ -376,8 +377,11 @@ class Server:
         except Refused as refused:
             status, data, headers = refusal(refused.status, refused.code, refused.message,
                                             {"Allow": "POST"} if refused.status == 405 else None)
+        except ClientDisconnect:
+            return
         else:
-            await self.mcp_sessions.handle_request({**scope, IDENTITY_SCOPE_KEY: identity}, receive, send)
+            await self.mcp_sessions.handle_request({**scope, IDENTITY_SCOPE_KEY: identity}, replayed(body, receive),
+                                                   not_stored(send, request_id))
             return
         await reply(send, status, data, headers, request_id)
 
