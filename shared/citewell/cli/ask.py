@@ -8,8 +8,8 @@ from typing import Any
 
 from citewell.cli.common import EXIT_OK, ROLES_HELP, TENANT_HELP, AddCommand, _question, _roles, _tenant
 from citewell.cli.search import add_filter_flags, operator_note, query_filter
+from citewell.identities import operator_identity
 from citewell.models.answers import Outcome
-from citewell.models.identity import Identity
 
 
 def _conversation(value: str) -> str:
@@ -40,7 +40,7 @@ def cmd_ask(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.deployments import open_local
 
     services = open_local(args.home, existing=True)
-    identity = Identity(tenant=args.tenant, roles=args.roles)
+    identity = operator_identity(args.tenant, args.roles)
     filters = query_filter(args)
     answer = answer_turn(services, identity, args.question, args.conversation, filters=filters,
                          mixed_locales=args.mixed_locales)
@@ -66,6 +66,6 @@ def cmd_citations(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.answers.service import recorded_citations
     from citewell.deployments import open_local
 
-    identity = Identity(tenant=args.tenant, roles=args.roles)
+    identity = operator_identity(args.tenant, args.roles)
     record = recorded_citations(open_local(args.home, existing=True), identity, args.answer_id)
     return record.model_dump(mode="json"), EXIT_OK

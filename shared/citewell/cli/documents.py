@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from citewell.cli.common import EXIT_FAILED, EXIT_OK, ROLES_HELP, TENANT_HELP, AddCommand, _document_id, _roles, _tenant
-from citewell.models.identity import Identity
+from citewell.identities import operator_identity
 
 
 def add_delete(command: AddCommand) -> None:
@@ -42,7 +42,7 @@ def cmd_read(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.deployments import open_local
     from citewell.reads import read
 
-    identity = Identity(tenant=args.tenant, roles=args.roles)
+    identity = operator_identity(args.tenant, args.roles)
     snapshot = read(open_local(args.home, existing=True), identity, args.document_id, evidence_budget(), args.section)
     return snapshot.model_dump(mode="json"), EXIT_OK
 

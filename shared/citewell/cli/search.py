@@ -19,6 +19,7 @@ from citewell.cli.common import (
     _tenant,
 )
 from citewell.errors import InvalidInput, readable
+from citewell.identities import operator_identity
 from citewell.models.identity import Identity
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.search import LANE_CHOICES, search
 
     lanes = tuple(dict.fromkeys(lane for name in args.lanes for lane in LANE_CHOICES[name]))
-    identity = Identity(tenant=args.tenant, roles=args.roles)
+    identity = operator_identity(args.tenant, args.roles)
     services = open_local(args.home, existing=True)
     result = search(services, identity, args.question, k=args.k, lanes=lanes, filters=query_filter(args))
     payload = result.model_dump(mode="json")
