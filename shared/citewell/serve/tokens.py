@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from citewell.errors import CitewellError
 from citewell.models.values import new_token
+from citewell.serve.jwks import JwksKeys, KeysUnavailable, UnknownKey
 
 KEY_FILE = Path("keys") / "token-signing.pem"
 LOCAL_ISSUER = "citewell-local"
@@ -148,15 +149,24 @@ ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 class TokenVerifier:
     """Verifies ``Authorization: Bearer`` tokens against one issuer, audience and key source."""
 
-    def __init__(self, *, issuer: str, audience: str, public_key: Any = None, jwks_url: str | None = None) -> None:
-        if (public_key is None) == (jwks_url is None):
+    def __init__(self, *, issuer: str, audience: str, public_key: Any = None, jwks_url: str | None = None,
+                 keys: JwksKeys | None = None, algorithms: Iterable[str] | None = None) -> None:
+        """One key source: a public key, a JWKS URL, or a :class:`JwksKeys` (an OIDC issuer's).
+        ``algorithms`` pins what tokens may be signed with (asymmetric ones only, and only those
+        the key's type allows)."""
+        if jwks_url is not None:
+            keys = JwksKeys(jwks_url)
+        if (public_key is None) == (keys is None):
             raise ValueError("give exactly one of a public key and a JWKS URL")
         if not issuer or not audience:
             raise ValueError("a token issuer needs both its issuer (iss) and the audience (aud) tokens are for")
         self.issuer, self.audience = issuer, audience
         self.public_key = public_key
-        self.algorithms = algorithms_for(public_key) if public_key is not None else list(ASYMMETRIC)
-        self.jwks = jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300, timeout=10) if jwks_url else None
+        allowed = algorithms_for(public_key) if public_key is not None else list(ASYMMETRIC)
+        self.algorithms = [a for a in allowed if algorithms is None or a in set(algorithms)]
+        if not self.algorithms:
+            raise ValueError(f"none of the algorithms {sorted(algorithms or [])} is one this issuer's keys may sign with here")
+        self.jwks = keys
         self._verified: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
         self._verified_lock = threading.Lock()
 
@@ -174,8 +184,15 @@ class TokenVerifier:
 
     def _without_fetching(self, token: str) -> dict[str, Any] | None:
         remembered = self._remembered(token)
-        if remembered is not None or self.jwks is not None:
+        if remembered is not None:
             return remembered
+        if self.jwks is not None:
+            try:
+                kid = jwt.get_unverified_header(token).get("kid")
+            except jwt.PyJWTError:
+                kid = None  # _verify says what is wrong with it
+            if self.jwks.known(kid if isinstance(kid, str) else None) is None:
+                return None
         return self._checked(token)
 
     def _checked(self, token: str) -> dict[str, Any]:
@@ -239,14 +256,15 @@ class TokenVerifier:
     def _key(self, token: str, algorithm: str) -> tuple[Any, list[str]]:
         if self.jwks is None:
             return self.public_key, [algorithm]
+        kid = jwt.get_unverified_header(token).get("kid")
         try:
-            found = self.jwks.get_signing_key_from_jwt(token)
-        except jwt.PyJWKClientConnectionError:
+            found = self.jwks.key(kid if isinstance(kid, str) else None)
+        except KeysUnavailable:
             raise IssuerUnavailable("the token issuer's keys cannot be fetched right now; try again") from None
-        except jwt.PyJWTError:
+        except UnknownKey:
             raise Unauthorized("the token was not signed by a key of the configured issuer") from None
-        if algorithm not in algorithms_for(found.key):
-            raise Unauthorized(f"the issuer's key {found.key_id!r} does not sign with {algorithm!r}")
+        if algorithm not in algorithms_for(found.key) or found.algorithm not in (None, algorithm):
+            raise Unauthorized(f"the issuer's key {found.kid!r} does not sign with {algorithm!r}")
         return found.key, [algorithm]
 
 
