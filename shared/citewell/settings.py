@@ -127,6 +127,14 @@ class Settings(BaseSettings):
     jwt_audience: str | None = None
     jwt_jwks_url: str | None = Field(None, description="an http(s) URL")
     jwt_public_key: Path | None = Field(None, description="the path of a PEM file")
+    oidc_issuer: str | None = Field(None, description="the issuer's https URL")
+    oidc_client_id: str | None = None
+    oidc_audience: str | None = None
+    oidc_tenant_claim: str | None = None
+    oidc_tenant: str | None = None
+    oidc_groups_claim: str = "groups"
+    oidc_group_roles: Path | None = Field(None, description="the path of a TOML file")
+    oidc_scope: str = "openid"
     public_url: str | None = Field(None, description="http(s)://host[:port]")
     read_seconds: Seconds = 30.0
     idle_seconds: Seconds = 5.0

@@ -4,6 +4,7 @@ token for it, signed with the home's key."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from citewell.cli.common import EXIT_OK, TENANT_HELP, AddCommand, _roles, _tenant
@@ -24,16 +25,31 @@ def add_serve(command: AddCommand) -> None:
     p.add_argument("--demo", action="store_true", help="hand out tokens of the demo's identities at /demo/identities")
     p.add_argument("--grace", type=float, help="seconds uploads in flight may take to finish on SIGTERM "
                    "(default: $CITEWELL_GRACE_SECONDS or 30)")
+    oidc = p.add_argument_group("sign-in with an OpenID Connect provider (each also CITEWELL_OIDC_*)")
+    oidc.add_argument("--oidc-issuer", metavar="URL", help="the issuer (https); its discovery document must name it exactly")
+    oidc.add_argument("--oidc-client-id", metavar="ID", help="the client the page signs in as (a public client: no secret)")
+    oidc.add_argument("--oidc-audience", metavar="AUD", help="the aud its ID tokens carry (default: the client id)")
+    oidc.add_argument("--oidc-tenant-claim", metavar="CLAIM", help="the claim that names the caller's tenant, or")
+    oidc.add_argument("--oidc-tenant", metavar="TENANT", type=_tenant, help="one tenant for every user of the issuer")
+    oidc.add_argument("--oidc-groups-claim", metavar="CLAIM", help="the claim that lists the caller's groups (default: groups; "
+                      "a dotted name reads a nested claim, e.g. realm_access.roles)")
+    oidc.add_argument("--oidc-group-roles", metavar="FILE", type=Path,
+                      help='a TOML file mapping groups to roles ("group" = ["role", ...]); without it each group is a role')
+    oidc.add_argument("--oidc-scope", metavar="SCOPES", help="the scopes the page asks for (default: openid)")
 
 
 def cmd_serve(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from citewell.deployments import default_home
     from citewell.serve.server import serve
-    from citewell.serve.settings import ServeSettings
+    from citewell.serve.settings import OidcSettings, ServeSettings, oidc_settings
+    from citewell.settings import settings as app_settings
 
     settings = ServeSettings.from_env()
     if args.grace is not None:
         settings = settings.model_copy(update={"grace_seconds": args.grace})
+    flags = {name: getattr(args, f"oidc_{name}") for name in OidcSettings.model_fields}
+    if any(value is not None for value in flags.values()):
+        settings = settings.model_copy(update={"oidc": oidc_settings(app_settings(), **flags)})
     serve((args.home or default_home()).expanduser(), host=args.host, port=args.port, demo=args.demo, settings=settings)
     return {}, EXIT_OK
 

@@ -46,8 +46,10 @@ from citewell.mcp.http import PATH as MCP_PATH
 from citewell.mcp.http import foreign_origin, header, not_stored, replayed, session_manager
 from citewell.mcp.server import IDENTITY_SCOPE_KEY, build_server, request_identity
 from citewell.models.documents import Upload
+from citewell.serve.bearer import BearerTokens
 from citewell.serve.events import stream_query, wants_events
 from citewell.serve.forms import TooSlow, read_form
+from citewell.serve.oidc import OidcIssuer
 from citewell.serve.settings import ServeSettings
 from citewell.serve.tokens import (
     LOCAL_AUDIENCE,
@@ -70,6 +72,13 @@ FORM_SLACK = 64 * 1024  # multipart framing and the form's fields around the fil
 DEMO_TTL_SECONDS = 2 * 3600
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+def csp(connect: list[str]) -> str:
+    """The page's policy, letting it also call ``connect`` (an OpenID Connect issuer's token endpoint)."""
+    return CSP.replace("connect-src 'self'", " ".join(["connect-src 'self'", *connect]))
+
+
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -167,7 +176,14 @@ class Server:
         """``origin`` is ``scheme://host:port`` as clients reach this server, from its configuration."""
         self.home, self.settings, self.demo, self.origin = home, settings, demo, origin
         self.domain = origin.split("://", 1)[1]
-        self.verifier = verifier_for(settings, home)
+        # The page is its own redirect URI: the issuer sends the browser back to it with the code.
+        self.oidc = OidcIssuer(settings.oidc, f"{origin}/") if settings.oidc else None
+        verifiers = [verifier_for(settings, home)]
+        if self.oidc is not None:
+            verifiers.append(self.oidc.verifier)
+            settings = settings.model_copy(update={"issuer_rules": (self.oidc.rules,)})
+            self.settings = settings
+        self.verifier = BearerTokens(verifiers, settings.claim_rules)  # what every transport of serve verifies with
         if demo and settings.external_issuer:
             raise ValueError("--demo mints tokens with the home's key; it cannot be used with an external issuer")
         self.key = home_key(home) if demo else None
@@ -277,10 +293,13 @@ class Server:
             Route(UPLOAD_PATH, self.upload, methods=["POST"]),
             Route("/demo/identities", self.identities, methods=["GET"]),
             Route(MCP_PATH, Plain(self.mcp), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            Route("/auth/config", self.auth_config, methods=["GET"]),
         ]
         routes.append(Route("/{path:path}", Plain(self.api), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
         handlers = {HTTPException: http_error, Exception: server_error}
-        return SecurityHeaders(Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers))
+        headers = SECURITY_HEADERS if self.oidc is None else [
+            (b"content-security-policy", csp(self.oidc.origins()).encode()), *SECURITY_HEADERS[1:]]
+        return SecurityHeaders(Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers), headers)
 
     async def index(self, request: Request) -> Response:
         page = WEB / "index.html"
@@ -301,6 +320,11 @@ class Server:
 
     async def openapi_json(self, request: Request) -> Response:
         return Response(self.openapi, media_type="application/json")
+
+    async def auth_config(self, request: Request) -> Response:
+        """How the page signs in: ``{"oidc": null}``, or the issuer's endpoints, the client id and
+        the redirect URI for the authorization code flow with PKCE."""
+        return JSONResponse({"oidc": self.oidc.page_config() if self.oidc else None}, headers={"Cache-Control": "no-cache"})
 
     async def identities(self, request: Request) -> Response:
         if self.key is None:
@@ -492,8 +516,8 @@ class Plain:
 class SecurityHeaders:
     """Every response forbids other origins (CSP) and sniffing, framing and referrers."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, headers: list[tuple[bytes, bytes]] = SECURITY_HEADERS) -> None:
+        self.app, self.headers = app, headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -504,7 +528,7 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 names = {name.lower() for name, _ in message.get("headers", [])}
                 message = {**message, "headers": [*message.get("headers", []),
-                                                  *(h for h in SECURITY_HEADERS if h[0] not in names)]}
+                                                  *(h for h in self.headers if h[0] not in names)]}
             await send(message)
 
         await self.app(scope, receive, with_headers)

@@ -172,7 +172,7 @@ class TokenVerifier:
 
     def claims(self, authorization: str | None) -> dict[str, Any]:
         """The verified claims, or :class:`Unauthorized` saying what is wrong."""
-        token = _bearer(authorization)
+        token = bearer_token(authorization)
         found = self._without_fetching(token)
         return found if found is not None else self._checked(token)
 
@@ -180,7 +180,7 @@ class TokenVerifier:
         """The verified claims when knowing them needs no I/O (a remembered token, or any token
         against a configured public key), else None: only the issuer's JWKS endpoint can tell.
         The server calls this on its event loop, and :meth:`claims` in a pool thread only on None."""
-        return self._without_fetching(_bearer(authorization))
+        return self._without_fetching(bearer_token(authorization))
 
     def _without_fetching(self, token: str) -> dict[str, Any] | None:
         remembered = self._remembered(token)
@@ -268,7 +268,7 @@ class TokenVerifier:
         return found.key, [algorithm]
 
 
-def _bearer(authorization: str | None) -> str:
+def bearer_token(authorization: str | None) -> str:
     """The token of an ``Authorization: Bearer TOKEN`` header."""
     if not authorization:
         raise Unauthorized("this needs a token: send it as 'Authorization: Bearer TOKEN'")
