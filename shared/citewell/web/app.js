@@ -20,6 +20,7 @@
     drawn: null,  // the documents list as last drawn: redrawn only when it changes
     refreshTimer: null,
     conversation: null,  // the conversation a next question follows up; null starts a new one
+    oidc: null,  // the OpenID Connect issuer the page signs in with, from /auth/config
   };
 
   /* ---------- small DOM helpers: text only ---------- */
@@ -335,6 +336,111 @@
         el("span", { class: "identity-detail", text: `${identity.tenant} · ${roles}` })))]);
     }
     show($("demo"), true);
+  }
+
+  /* ---------- sign in with an OpenID Connect provider ---------- */
+
+  // When the server names an issuer (/auth/config), the page signs in as a public client: the
+  // authorization code flow with PKCE (S256), state and nonce kept in this tab only. The bearer
+  // token it then sends is the ID token: its audience is this page's client id, which the server
+  // checks, and it carries the user's groups; an access token is meant for the issuer's own APIs.
+  const OIDC_KEY = "citewell.oidc";
+
+  function base64url(bytes) {
+    let text = "";
+    for (const byte of new Uint8Array(bytes)) text += String.fromCharCode(byte);
+    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function randomText() {
+    return base64url(crypto.getRandomValues(new Uint8Array(32)));
+  }
+
+  function oidcError(message) {
+    const node = $("oidc-error");
+    node.textContent = message;
+    show(node, Boolean(message));
+  }
+
+  async function loadSignInConfig() {
+    try {
+      const response = await fetch("/auth/config", { cache: "no-store" });
+      if (!response.ok) return;
+      state.oidc = (await response.json()).oidc || null;
+    } catch (_) {
+      return;
+    }
+    if (!state.oidc) return;
+    $("oidc-issuer").textContent = new URL(state.oidc.issuer).host;
+    show($("oidc"), true);
+  }
+
+  async function beginOidcSignIn() {
+    const config = state.oidc;
+    if (!config) return;
+    if (!window.crypto || !crypto.subtle) {
+      oidcError("Signing in needs a secure page (https): this browser offers no hashing here.");
+      return;
+    }
+    const verifier = randomText();
+    const pending = { verifier, state: randomText(), nonce: randomText(), hash: location.hash || "" };
+    const challenge = base64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+    sessionStorage.setItem(OIDC_KEY, JSON.stringify(pending));
+    const query = new URLSearchParams({
+      response_type: "code", client_id: config.client_id, redirect_uri: config.redirect_uri, scope: config.scope,
+      state: pending.state, nonce: pending.nonce, code_challenge: challenge, code_challenge_method: "S256",
+    });
+    location.assign(`${config.authorization_endpoint}?${query}`);
+  }
+
+  /** Back from the issuer (`?code=…&state=…`, or `?error=…`): the code exchanged for tokens, the
+   *  ID token checked for this sign-in's nonce, then signed in with. False when this is no return. */
+  async function finishOidcSignIn() {
+    const params = new URLSearchParams(location.search);
+    if (!params.has("state") || !(params.has("code") || params.has("error"))) return false;
+    let pending = null;
+    try {
+      pending = JSON.parse(sessionStorage.getItem(OIDC_KEY) || "null");
+    } catch (_) { /* treated as none */ }
+    sessionStorage.removeItem(OIDC_KEY);  // a code and its verifier are good once
+    history.replaceState(null, "", location.pathname + ((pending && pending.hash) || ""));  // the code leaves the address bar
+    await loadSignInConfig();
+    const config = state.oidc;
+    if (!pending || !config || params.get("state") !== pending.state) {
+      oidcError("This sign-in was not started here (its state does not match): sign in again.");
+      return false;
+    }
+    if (params.has("error")) {
+      oidcError(`The identity provider did not sign you in: ${params.get("error_description") || params.get("error")}`);
+      return false;
+    }
+    let tokens;
+    try {
+      const response = await fetch(config.token_endpoint, {
+        method: "POST", cache: "no-store", credentials: "omit",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "authorization_code", code: params.get("code"), redirect_uri: config.redirect_uri,
+          client_id: config.client_id, code_verifier: pending.verifier,
+        }),
+      });
+      tokens = await response.json();
+      if (!response.ok) throw new Error(tokens.error_description || tokens.error || `status ${response.status}`);
+    } catch (error) {
+      oidcError(`The identity provider's token endpoint refused the sign-in: ${error.message}`);
+      return false;
+    }
+    let claims = null;
+    try {
+      const payload = String(tokens.id_token || "").split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      claims = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(payload), (c) => c.charCodeAt(0))));
+    } catch (_) { /* no usable ID token */ }
+    if (!claims || claims.nonce !== pending.nonce) {
+      oidcError("The identity provider's answer is not for this sign-in (no ID token with its nonce).");
+      return false;
+    }
+    oidcError("");
+    return signIn(tokens.id_token);
   }
 
   /* ---------- views ---------- */
@@ -1273,8 +1379,13 @@
     window.addEventListener("hashchange", route);
     wireDropzone();
     loadDemoIdentities();
-    if (state.token) signIn(state.token).then((ok) => { if (!ok) route(); });
-    else route();
+    $("oidc-sign-in").addEventListener("click", beginOidcSignIn);
+    finishOidcSignIn().then((returned) => {
+      if (returned) return;
+      if (!state.oidc) loadSignInConfig();
+      if (state.token) signIn(state.token).then((ok) => { if (!ok) route(); });
+      else route();
+    });
   }
 
   start();
