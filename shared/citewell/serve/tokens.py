@@ -183,7 +183,7 @@ class TokenVerifier:
         return self._without_fetching(bearer_token(authorization))
 
     def _without_fetching(self, token: str) -> dict[str, Any] | None:
-        remembered = self._remembered(token)
+        remembered = self.remembered(token)
         if remembered is not None:
             return remembered
         if self.jwks is not None:
@@ -200,7 +200,7 @@ class TokenVerifier:
         self._remember(token, claims)
         return _copied(claims)
 
-    def _remembered(self, token: str) -> dict[str, Any] | None:
+    def remembered(self, token: str) -> dict[str, Any] | None:
         """A token this verifier checked lately, byte for byte, while it is still within its lifetime.
 
         A client sends the same token with every request, and an ECDSA check costs about 0.4 ms,
