@@ -58,6 +58,7 @@ def test_citewell_token_makes_a_private_key_and_refuses_one_others_can_read(tmp_
 def test_demo_identities_are_tokens_of_the_demos_people(tmp_path):
     server = Served(tmp_path / "home", demo=True)
     try:
+        assert server.client.get("/auth/config").json() == {"oidc": None}  # no provider: the page shows no "Sign in" of one
         listed = server.client.get("/demo/identities").json()
         assert [(i["tenant"], sorted(i["roles"])) for i in listed] == [
             ("northpier", ["staff"]), ("northpier", ["engineering", "support"]),

@@ -57,6 +57,9 @@ def test_tokens_of_the_issuer_name_callers_by_their_mapped_groups(tmp_path, prov
         refused = _me(server, provider.sign({"groups": ["citewell-staff"]}))  # no tenant
         assert refused.status_code == 403 and "no tenant" in refused.json()["error"]["message"]
         assert _me(server, provider.sign({"org": "not a tenant!", "groups": ["citewell-staff"]})).status_code == 403
+        for garbage in ("not-a-token", "a.b.c", "e30.e30.e30"):  # whichever issuer it claims, none: a 401
+            reply = _me(server, garbage)
+            assert reply.status_code == 401, (garbage, reply.text)
         # The home's own tokens (citewell token, the demo) are still taken beside the issuer's.
         assert _me(server, server.token("bluefen", ["staff"])).json()["tenant"] == "bluefen"
         config = server.client.get("/auth/config").json()["oidc"]
@@ -128,9 +131,9 @@ def test_a_rotated_key_is_fetched_and_made_up_key_ids_do_not_refetch(tmp_path, p
         assert server.stop() in CLEAN_EXIT
 
 
-def test_a_fixed_tenant_and_keycloak_realm_roles(tmp_path, provider):
-    server = Served(tmp_path / "home", args=["--oidc-issuer", provider.issuer, "--oidc-client-id", provider.client_id,
-                                             "--oidc-tenant", "northpier", "--oidc-groups-claim", "realm_access.roles"])
+def test_a_fixed_tenant_and_keycloak_realm_roles_from_the_environment(tmp_path, provider):
+    server = Served(tmp_path / "home", env={"CITEWELL_OIDC_ISSUER": provider.issuer, "CITEWELL_OIDC_CLIENT_ID": provider.client_id,
+                                            "CITEWELL_OIDC_TENANT": "northpier", "CITEWELL_OIDC_GROUPS_CLAIM": "realm_access.roles"})
     try:
         keycloak = {"realm_access": {"roles": ["staff", "offline_access", "hr,finance"]}, "org": "bluefen"}
         assert _me(server, provider.sign(keycloak)).json() == {  # no mapping: each role whole, as Cognito's groups
