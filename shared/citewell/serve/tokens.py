@@ -1,6 +1,7 @@
-"""Bearer tokens for ``citewell serve``: verified against one configured issuer, never trusted unsigned.
+"""Bearer tokens for ``citewell serve``: each verified against one issuer, never trusted unsigned.
 
-The issuer is either external (a JWKS URL, or a PEM public key file, with its issuer and
+A :class:`TokenVerifier` is one issuer's (:mod:`.bearer` holds those serve trusts). The issuer is
+an OpenID Connect provider (:mod:`.oidc`), external (a JWKS URL, or a PEM public key file, with its issuer and
 audience) or the home's own signing key: ``HOME/keys/token-signing.pem``, an ECDSA P-256 key
 created on first use with mode 0600, which ``citewell token`` signs with. Only asymmetric
 algorithms are accepted, and only those the key's type allows, so ``alg: none`` and an
@@ -177,8 +178,9 @@ class TokenVerifier:
         return found if found is not None else self._checked(token)
 
     def claims_without_fetching(self, authorization: str | None) -> dict[str, Any] | None:
-        """The verified claims when knowing them needs no I/O (a remembered token, or any token
-        against a configured public key), else None: only the issuer's JWKS endpoint can tell.
+        """The verified claims when knowing them needs no I/O (a remembered token, any token
+        against a configured public key, or one whose key the fresh JWKS held names), else None:
+        only the issuer's JWKS endpoint can tell.
         The server calls this on its event loop, and :meth:`claims` in a pool thread only on None."""
         return self._without_fetching(bearer_token(authorization))
 
