@@ -4,9 +4,16 @@ The API takes the Cognito **ID token**: it carries the user's ``custom:tenant`` 
 ``cognito:groups`` and its ``aud`` is the app client, which the authorizer checks. An access
 token carries no custom attributes, so the handler would refuse it (403, saying which token to
 send). An external issuer must name its audience; synthesis refuses it otherwise.
+
+The stage is throttled (every route: a steady rate and a burst; beyond them API Gateway answers
+429 and no function runs) and writes one JSON access-log line a request, with what failed before
+the function (the authorizer's error, API Gateway's own, the integration's), to a log group the
+stack keeps ``log_retention_days``.
 """
 
 from __future__ import annotations
+
+import json
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigatewayv2 as apigw
@@ -14,6 +21,7 @@ from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 ROUTES = [
@@ -26,10 +34,30 @@ ROUTES = [
     ("/me", apigw.HttpMethod.GET),
 ]
 
+# One access-log line a request, as JSON: API Gateway's $context variables for HTTP APIs
+# ("Customize HTTP API access logs"). No claim is logged: a line names the request, not its user.
+# ``$context.error.messageString`` is the message already quoted, so a quote in it keeps the line JSON.
+ACCESS_LOG = {
+    "requestId": "$context.requestId", "extendedRequestId": "$context.extendedRequestId",
+    "requestTime": "$context.requestTime", "ip": "$context.identity.sourceIp",
+    "userAgent": "$context.identity.userAgent", "httpMethod": "$context.httpMethod", "routeKey": "$context.routeKey",
+    "path": "$context.path", "protocol": "$context.protocol", "status": "$context.status",
+    "responseLength": "$context.responseLength", "responseLatency": "$context.responseLatency",
+    "integrationStatus": "$context.integrationStatus", "integrationLatency": "$context.integrationLatency",
+    "integrationError": "$context.integrationErrorMessage", "authorizerError": "$context.authorizer.error",
+    "errorType": "$context.error.responseType", "error": "$context.error.messageString",
+}
+
+
+def access_log_format() -> str:
+    """The format API Gateway fills in: JSON with ``error`` unquoted, since its value arrives quoted."""
+    return json.dumps(ACCESS_LOG, separators=(",", ":")).replace('"$context.error.messageString"',
+                                                                 "$context.error.messageString")
+
 
 class Api(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction,
-                 issuer: str | None, audience: str | None) -> None:
+                 issuer: str | None, audience: str | None, throttle_rate: float, throttle_burst: int) -> None:
         super().__init__(scope, construct_id)
         if issuer is None:
             pool = cognito.UserPool(self, "Users", self_sign_up_enabled=False, sign_in_aliases=cognito.SignInAliases(email=True),
@@ -55,4 +83,13 @@ class Api(Construct):
         integration = integrations.HttpLambdaIntegration("Handler", handler)
         for path, method in ROUTES:
             self.http_api.add_routes(path=path, methods=[method], integration=integration, authorizer=authorizer)
+        self.access_logs = logs.LogGroup(self, "AccessLogs", removal_policy=cdk.RemovalPolicy.DESTROY)
+        stage = self.http_api.default_stage.node.default_child  # type: ignore[union-attr]
+        assert isinstance(stage, apigw.CfnStage)
+        # The default stage itself (a new construct would replace the $default stage), set through its resource.
+        stage.default_route_settings = apigw.CfnStage.RouteSettingsProperty(
+            throttling_rate_limit=throttle_rate, throttling_burst_limit=throttle_burst)
+        group = cdk.Stack.of(self).format_arn(service="logs", resource="log-group", resource_name=self.access_logs.log_group_name,
+                                               arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
+        stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(destination_arn=group, format=access_log_format())
         cdk.CfnOutput(self, "Url", value=self.http_api.api_endpoint)

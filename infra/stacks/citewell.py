@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -43,6 +44,10 @@ class CitewellStack(cdk.Stack):
     def __init__(self, scope: Construct, construct_id: str, config: StackConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)
         config.check()
+        # An environment-agnostic stack deploys to the CLI's region, which the CLI hands the app.
+        region = self.region if not cdk.Token.is_unresolved(self.region) else os.environ.get("CDK_DEFAULT_REGION")
+        if unchecked := config.check_region(region):
+            cdk.Annotations.of(self).add_warning_v2("citewell:rerank-region", unchecked)
         layer = lambda_.LayerVersion(
             self, "CoreLayer",
             code=layer_asset(config, self),
@@ -52,7 +57,8 @@ class CitewellStack(cdk.Stack):
         storage = Storage(self, "Storage", noncurrent_version_days=config.noncurrent_version_days)
         search = Search(self, "Search", profile=config.profile)
         functions = Functions(self, "Functions", storage=storage, search=search, layer=layer, config=config)
-        api = Api(self, "Api", handler=functions.api, issuer=config.jwt_issuer, audience=config.jwt_audience)
-        Alarms(self, "Alarms", queues=functions.dead_letter_queues, functions=functions.all, email=config.alarm_email,
-               domain=search.domain, volume_gib=search.volume_gib, http_api=api.http_api)
+        api = Api(self, "Api", handler=functions.api, issuer=config.jwt_issuer, audience=config.jwt_audience,
+                  throttle_rate=config.api_throttle_rate, throttle_burst=config.api_throttle_burst)
+        Alarms(self, "Alarms", queues=functions.dead_letter_queues, inboxes=functions.inboxes, functions=functions.all,
+               email=config.alarm_email, domain=search.domain, capacity=search.capacity, http_api=api.http_api)
         keep_logs(self, config.log_retention_days, retention(config.log_retention_days))

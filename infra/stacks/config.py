@@ -14,6 +14,20 @@ from stacks.search import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# Where Bedrock offers each reranking model (single-region support), as "Supported Regions and
+# models for reranking in Amazon Bedrock" lists them
+# (https://docs.aws.amazon.com/bedrock/latest/userguide/rerank-supported.html): Amazon Rerank 1.0
+# is not offered in us-east-1. A model not listed here is not checked (synthesis warns).
+RERANK_REGIONS = {
+    "amazon.rerank-v1:0": frozenset({"ap-northeast-1", "ca-central-1", "eu-central-1", "us-west-2"}),
+    "cohere.rerank-v3-5:0": frozenset({"ap-northeast-1", "ca-central-1", "eu-central-1", "us-east-1", "us-west-2"}),
+}
+# A third-party model is sold through AWS Marketplace: the first call in an account subscribes to
+# its product under the caller's role, which needs aws-marketplace:ViewSubscriptions and Subscribe
+# ("Permissions for reranking in Amazon Bedrock"); Subscribe is held to the model's product by the
+# aws-marketplace:ProductId key. The product id is the model card's (Cohere Rerank 3.5).
+MARKETPLACE_PRODUCTS = {"cohere.rerank-v3-5:0": "prod-2o5bej62oxkbi"}
+
 
 class ConfigError(ValueError):
     """A context value the stack cannot deploy with; the message says which and what to pass."""
@@ -43,7 +57,14 @@ class StackConfig:
         default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4, "fetch": 4})
     batch_size: dict[str, int] = field(
         default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1, "fetch": 1})
-    api_reserved_concurrency: int | None = None
+    # The API function's reserved concurrency: at most this many run at once, and this many are
+    # always available to it whatever the stages use. 0 reserves none (an account whose
+    # concurrency quota leaves no room: Lambda keeps 100 unreserved).
+    api_reserved_concurrency: int = 25
+    # The HTTP API stage's throttle (every route): steady requests per second and burst; beyond
+    # them API Gateway answers 429 before any function runs.
+    api_throttle_rate: float = 20.0
+    api_throttle_burst: int = 40
     fetch_allow: tuple[str, ...] = ()  # CIDRs or host names the fetch function may reach although private (CITEWELL_FETCH_ALLOW)
     profile: str = "default"  # the search domain's nodes: default | production (stacks/search.py PROFILES)
 
@@ -60,9 +81,11 @@ class StackConfig:
             values["synth_only"] = values["synth_only"].lower() == "true"
         if isinstance(values.get("fetch_allow"), str):
             values["fetch_allow"] = tuple(x.strip() for x in values["fetch_allow"].split(",") if x.strip())
-        for name in ("log_retention_days", "noncurrent_version_days", "api_reserved_concurrency"):
+        for name in ("log_retention_days", "noncurrent_version_days", "api_reserved_concurrency", "api_throttle_burst"):
             if isinstance(values.get(name), str):
                 values[name] = int(values[name])
+        if isinstance(values.get("api_throttle_rate"), str | int):
+            values["api_throttle_rate"] = float(values["api_throttle_rate"])
         return cls(**{k: v for k, v in values.items() if v is not None})
 
     def check(self) -> None:
@@ -87,8 +110,31 @@ class StackConfig:
                 "context reranker=bedrock needs rerank_model (a Bedrock reranking model id, such as amazon.rerank-v1:0)")
         if self.profile not in PROFILES:
             raise ConfigError(f"context profile must be one of {', '.join(sorted(PROFILES))}")
+        if self.api_reserved_concurrency < 0:
+            raise ConfigError("context api_reserved_concurrency is a count of concurrent invocations (0 reserves none)")
+        if self.api_throttle_rate <= 0 or self.api_throttle_burst < 1:
+            raise ConfigError("context api_throttle_rate (requests per second) and api_throttle_burst must be positive")
         if set(self.max_concurrency) != set(self.batch_size) or any(v < 2 for v in self.max_concurrency.values()):
             raise ConfigError("context max_concurrency names every queue-fed stage, each at least 2 (Lambda's floor)")
+
+    def check_region(self, region: str | None) -> str | None:
+        """Refuse a reranking model Bedrock does not offer in ``region`` (the stack's, or the CLI's
+        target for an environment-agnostic stack); a warning's text when it cannot be checked."""
+        if self.reranker != "bedrock" or not self.rerank_model:
+            return None
+        offered = RERANK_REGIONS.get(self.rerank_model)
+        if offered is None:
+            return (f"rerank_model {self.rerank_model} is not in the table of reranking models' regions "
+                    "(infra/stacks/config.py RERANK_REGIONS): check that Bedrock offers it in the stack's region")
+        if region is None:
+            return (f"the stack's region is not known at synthesis (no env, no CDK_DEFAULT_REGION): rerank_model "
+                    f"{self.rerank_model} is offered only in {', '.join(sorted(offered))}")
+        if region not in offered:
+            raise ConfigError(f"rerank_model {self.rerank_model} is not offered by Bedrock in {region}; it is offered in "
+                              f"{', '.join(sorted(offered))}: deploy to one of them, pick another model "
+                              f"({', '.join(m for m, r in sorted(RERANK_REGIONS.items()) if region in r) or 'none here'} "
+                              f"in {region}), or -c reranker=none")
+        return None
 
     def layer(self) -> Path:
         path = Path(self.layer_path)

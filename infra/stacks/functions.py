@@ -18,7 +18,7 @@ from aws_cdk import aws_s3_notifications as notifications
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from stacks.config import ROOT
+from stacks.config import MARKETPLACE_PRODUCTS, ROOT
 from stacks.search import ALIAS, Search
 from stacks.storage import Storage
 
@@ -60,6 +60,7 @@ class Functions(Construct):
         bucket, table = storage.bucket, storage.table
         self.all: list[lambda_.Function] = []
         self.dead_letter_queues: list[sqs.Queue] = []
+        self.inboxes: dict[str, tuple[sqs.Queue, int]] = {}  # each function's queue, with the function's timeout (s)
         environment = {
             "CITEWELL_BUCKET": bucket.bucket_name,
             "CITEWELL_TABLE": table.table_name,
@@ -98,11 +99,13 @@ class Functions(Construct):
             dead = sqs.Queue(self, f"{name.capitalize()}Dlq", encryption=sqs.QueueEncryption.SQS_MANAGED,
                              retention_period=cdk.Duration.days(14), enforce_ssl=True)
             self.dead_letter_queues.append(dead)
-            return sqs.Queue(
+            inbox = sqs.Queue(
                 self, f"{name.capitalize()}Queue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
                 visibility_timeout=cdk.Duration.seconds(timeout * 6),
                 dead_letter_queue=sqs.DeadLetterQueue(queue=dead, max_receive_count=MAX_RECEIVES),
             )
+            self.inboxes[name] = (inbox, timeout)
+            return inbox
 
         def fed(fn: lambda_.Function, name: str, inbox: sqs.Queue) -> None:
             """A queue feeds the function in small batches, at most ``max_concurrency`` at once:
@@ -232,6 +235,14 @@ class Functions(Construct):
             self.api.add_environment("CITEWELL_BEDROCK_RERANK_MODEL_ARN", model)
             self.api.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:Rerank"], resources=["*"]))
             self.api.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[model]))
+            if product := MARKETPLACE_PRODUCTS.get(config.rerank_model):
+                # Sold through AWS Marketplace: the first call subscribes the account, under this role.
+                # Neither action has a resource type ("*" is the only resource IAM accepts).
+                self.api.add_to_role_policy(iam.PolicyStatement(actions=["aws-marketplace:ViewSubscriptions"],
+                                                                resources=["*"]))
+                self.api.add_to_role_policy(iam.PolicyStatement(
+                    actions=["aws-marketplace:Subscribe"], resources=["*"],
+                    conditions={"ForAnyValue:StringEquals": {"aws-marketplace:ProductId": [product]}}))
 
 
 def generator_resources(model_id: str, stack: cdk.Stack) -> list[str]:

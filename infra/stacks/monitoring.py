@@ -1,8 +1,10 @@
 """Alarms, sent to one SNS topic (an email subscription from context ``alarm_email``): anything
-in a dead-letter queue, any function error, any 5xx the API answers, the search domain's health
-(red cluster, free storage, JVM memory pressure, a failed automated snapshot), an audit finding
-it could not repair, an expunge the domain refused, and a stage refusing to write for an index
-a migration moved to another embedder before the redeploy.
+in a dead-letter queue, a message waiting in a stage's queue longer than its function may run,
+any function error, any 5xx the API answers, the search domain's health (red or yellow cluster,
+writes blocked, no reachable master, CPU, free storage, JVM memory pressure, a failed automated
+snapshot, and the dedicated masters' CPU and memory where there are any), an audit finding it
+could not repair, an expunge the domain refused, and a stage refusing to write for an index a
+migration moved to another embedder before the redeploy.
 
 The API handler answers an unexpected exception with a 500 instead of raising, so its Lambda
 ``Errors`` alarm never sees one: the 5xx alarm on the HTTP API does. A topic nobody subscribes
@@ -21,9 +23,15 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks.search import Capacity
+
 AT_LEAST = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 AT_MOST = cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD
+BELOW = cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD
 MINUTE = cdk.Duration.minutes(1)
+# A message older than its function's timeout plus this has waited through a whole invocation
+# and more: the stage is stalled or behind (a function that hangs until its timeout, a backlog).
+QUEUE_AGE_MARGIN_S = 300
 # What the audit function emits (citewell.lambdas.handlers.audit_handler, Powertools' EMF: the
 # service is a dimension of every metric).
 NAMESPACE, AUDIT_SERVICE = "citewell", "citewell-audit"
@@ -31,8 +39,9 @@ SWITCH_STAGES = ("embed", "publish")  # the stages that check the index's embedd
 
 
 class Alarms(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, queues: list[sqs.Queue], functions: list[lambda_.Function],
-                 email: str | None, domain: opensearch.Domain, volume_gib: int, http_api: apigw.HttpApi) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, queues: list[sqs.Queue],
+                 inboxes: dict[str, tuple[sqs.Queue, int]], functions: list[lambda_.Function], email: str | None,
+                 domain: opensearch.Domain, capacity: Capacity, http_api: apigw.HttpApi) -> None:
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(self, "Alarms", display_name="citewell alarms", enforce_ssl=True)
         if email:
@@ -46,6 +55,15 @@ class Alarms(Construct):
         for n, queue in enumerate(queues):
             self._alarm(f"DeadLetters{n}", queue.metric_approximate_number_of_messages_visible(), 1, AT_LEAST,
                         "messages were dead-lettered: a document failed more than the retry limit", missing=False)
+        # SQS publishes its metrics each minute, and none for an empty queue (no data: no alarm). A
+        # message received three times leaves this metric (SQS moves it to the back of the queue),
+        # but the visibility timeout is six function timeouts, so the age passes the threshold first.
+        for name, (inbox, timeout) in inboxes.items():
+            age = inbox.metric_approximate_age_of_oldest_message(period=MINUTE, statistic="Maximum")
+            self._alarm(f"QueueAge{name.capitalize()}", age, timeout + QUEUE_AGE_MARGIN_S, AT_LEAST,
+                        f"a message has waited in {name}'s queue over {(timeout + QUEUE_AGE_MARGIN_S) // 60} minutes "
+                        f"(the function's {timeout} s timeout and {QUEUE_AGE_MARGIN_S // 60} more): {name} is stalled or "
+                        "behind")
         for n, fn in enumerate(functions):
             self._alarm(f"Errors{n}", fn.metric_errors(), 1, AT_LEAST, f"{fn.node.id} raised an error")
         self._alarm("Api5xx", http_api.metric_server_error(period=MINUTE, statistic="Sum"), 1, AT_LEAST,
@@ -54,8 +72,25 @@ class Alarms(Construct):
         # The domain, as AWS recommends for OpenSearch Service (AWS/ES, by DomainName and ClientId).
         self._alarm("ClusterRed", domain.metric_cluster_status_red(period=MINUTE, statistic="Maximum"), 1, AT_LEAST,
                     "the search domain is red: a primary shard and its replicas are unassigned", missing=False)
+        self._alarm("ClusterYellow", domain.metric_cluster_status_yellow(period=MINUTE, statistic="Maximum"), 1, AT_LEAST,
+                    "the search domain is yellow: a replica shard is unassigned (a node is gone)", periods=5, missing=False)
+        self._alarm("WritesBlocked", domain.metric_cluster_index_writes_blocked(period=cdk.Duration.minutes(5),
+                                                                                statistic="Maximum"), 1, AT_LEAST,
+                    "the search domain blocks writes (ClusterBlockException: storage or memory): publish fails", missing=False)
+        self._alarm("MasterUnreachable", domain.metric("MasterReachableFromNode", period=cdk.Duration.minutes(5),
+                                                       statistic="Maximum"), 1, BELOW,
+                    "no search node reached an elected master for five minutes (MasterNotDiscovered)", missing=False)
+        self._alarm("Cpu", domain.metric_cpu_utilization(period=cdk.Duration.minutes(15), statistic="Maximum"), 80,
+                    AT_LEAST, "a search data node's CPU is at 80% for 45 minutes", periods=3, missing=False)
+        if capacity.masters:
+            self._alarm("MasterCpu", domain.metric_master_cpu_utilization(period=cdk.Duration.minutes(15),
+                                                                          statistic="Maximum"), 50, AT_LEAST,
+                        "a dedicated master's CPU is at 50% for 45 minutes", periods=3, missing=False)
+            self._alarm("MasterJvmPressure", domain.metric_master_jvm_memory_pressure(period=MINUTE, statistic="Maximum"),
+                        95, AT_LEAST, "a dedicated master's JVM memory pressure is at 95%", periods=3, missing=False)
         self._alarm("FreeStorage", domain.metric_free_storage_space(period=MINUTE, statistic="Minimum"),
-                    volume_gib * 1024 // 4, AT_MOST, "a search node is down to 25% of its storage (MiB)", missing=False)
+                    capacity.volume_gib * 1024 // 4, AT_MOST, "a search node is down to 25% of its storage (MiB)",
+                    missing=False)
         self._alarm("JvmPressure", domain.metric_jvm_memory_pressure(period=MINUTE, statistic="Maximum"), 95, AT_LEAST,
                     "search nodes' JVM memory pressure is at 95%: out-of-memory errors are near", periods=3, missing=False)
         self._alarm("SnapshotFailed", domain.metric_automated_snapshot_failure(period=MINUTE, statistic="Maximum"), 1,

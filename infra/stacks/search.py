@@ -8,6 +8,12 @@ because the domain refuses an index named in a request body
 the index in its path, so every one is sent to the alias's (or a migration's index's). OpenSearch
 Serverless is not offered: its vector collections take no custom document ids, no
 ``refresh``, no ``_delete_by_query`` and no force merge, which the deletion guarantee rests on.
+
+The domain publishes its search and indexing slow logs and its application (error) logs to
+CloudWatch Logs. OpenSearch Service writes them as ``es.amazonaws.com``, which the log groups'
+resource policy must allow before the domain is created or updated (it refuses a group it cannot
+write to): the stack writes that policy itself, as an ``AWS::Logs::ResourcePolicy``, rather than
+through the CDK's custom resource (a Lambda function and its role, for one API call).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_opensearchservice as opensearch
 from constructs import Construct
 
@@ -53,7 +60,21 @@ class Search(Construct):
     def __init__(self, scope: Construct, construct_id: str, profile: str = "default") -> None:
         super().__init__(scope, construct_id)
         capacity = PROFILES[profile]
+        self.capacity = capacity
         self.volume_gib = capacity.volume_gib
+        stack = cdk.Stack.of(self)
+        # Retention: the stack's log_retention_days, set on every log group (stacks.logs.keep_logs).
+        self.log_groups = {name: logs.LogGroup(self, f"{name}Logs", removal_policy=cdk.RemovalPolicy.DESTROY)
+                           for name in ("SearchSlow", "IndexSlow", "Application")}
+        writes = logs.ResourcePolicy(self, "LogDelivery", policy_statements=[iam.PolicyStatement(
+            principals=[iam.ServicePrincipal("es.amazonaws.com")],
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+            resources=[group.log_group_arn for group in self.log_groups.values()],
+            # Only this account's domains (the confused-deputy guard AWS recommends; the domain's own
+            # ARN would make the domain and the policy it waits for depend on each other).
+            conditions={"StringEquals": {"aws:SourceAccount": stack.account},
+                        "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:es:{stack.region}:{stack.account}:domain/*"}},
+        )])
         masters = ({"master_nodes": capacity.masters, "master_node_instance_type": capacity.master_node_type}
                    if capacity.masters else {})
         self.domain = opensearch.Domain(
@@ -68,8 +89,14 @@ class Search(Construct):
             enforce_https=True,
             tls_security_policy=opensearch.TLSSecurityPolicy.TLS_1_2_PFS,  # TLS 1.2 and 1.3, forward-secret ciphers only
             advanced_options={"rest.action.multi.allow_explicit_index": "false"},
+            logging=opensearch.LoggingOptions(
+                slow_search_log_enabled=True, slow_search_log_group=self.log_groups["SearchSlow"],
+                slow_index_log_enabled=True, slow_index_log_group=self.log_groups["IndexSlow"],
+                app_log_enabled=True, app_log_group=self.log_groups["Application"]),
+            suppress_logs_resource_policy=True,  # written above, without a custom resource
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
+        self.domain.node.add_dependency(writes)
         account = cdk.Stack.of(self).account
         # Delegate to IAM: a request is allowed when the caller's identity policy allows it.
         self.domain.add_access_policies(iam.PolicyStatement(
