@@ -31,8 +31,9 @@ Policies = list[dict[str, Any]]
 # -- the synthesized roles -------------------------------------------------------------
 
 
-def synthesize(tmp: Path) -> dict[str, Any]:
-    """The stack's CloudFormation template (the layer is an empty stand-in: only roles are read)."""
+def synthesize(tmp: Path, **config: Any) -> dict[str, Any]:
+    """The stack's CloudFormation template (the layer is an empty stand-in: only roles are read),
+    with ``config`` over the defaults (``reranker="bedrock"``, say)."""
     os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
     import aws_cdk as cdk
 
@@ -47,7 +48,7 @@ def synthesize(tmp: Path) -> dict[str, Any]:
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
     flags = {name: value for name, value in context.items() if name.startswith("@aws-cdk")}  # as `cdk deploy` synthesizes
     app = cdk.App(outdir=str(tmp / "cdk.out"), context=flags)
-    stack = CitewellStack(app, "Citewell", config=StackConfig(layer_path=str(layer)))
+    stack = CitewellStack(app, "Citewell", config=StackConfig(layer_path=str(layer), **config))
     return cdk.assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
 
 
@@ -138,9 +139,14 @@ _OPERATORS = {
 }
 
 
-def _condition_holds(operator: str, key: str, expected: Any, context: dict[str, str]) -> bool:
-    if operator.startswith(("ForAnyValue:", "ForAllValues:")):
+def _condition_holds(operator: str, key: str, expected: Any, context: dict[str, Any]) -> bool:
+    if operator.startswith("ForAllValues:"):
         raise AssertionError(f"condition operator {operator} is not evaluated here: add it to tests/aws_roles.py")
+    if operator.startswith("ForAnyValue:"):  # a multivalued key: some value in the request matches; an absent key, none
+        if key not in context:
+            return False
+        values = context[key] if isinstance(context[key], list) else [context[key]]
+        return any(_condition_holds(operator.removeprefix("ForAnyValue:"), key, expected, {key: v}) for v in values)
     if_exists = operator.endswith("IfExists")
     base = operator.removesuffix("IfExists")
     negated = base.replace("Not", "", 1) if base.startswith(("StringNot", "ArnNot")) else None
@@ -153,7 +159,7 @@ def _condition_holds(operator: str, key: str, expected: Any, context: dict[str, 
     return not matched if negated else matched
 
 
-def _applies(statement: dict[str, Any], action: str, resource: str, context: dict[str, str]) -> bool:
+def _applies(statement: dict[str, Any], action: str, resource: str, context: dict[str, Any]) -> bool:
     if "NotAction" in statement:
         if any(_like(a, action, case=False) for a in _listed(statement["NotAction"])):
             return False
@@ -168,7 +174,7 @@ def _applies(statement: dict[str, Any], action: str, resource: str, context: dic
                for operator, keys in statement.get("Condition", {}).items() for key, expected in keys.items())
 
 
-def permitted(documents: Policies, action: str, resource: str, context: dict[str, str] | None = None) -> bool:
+def permitted(documents: Policies, action: str, resource: str, context: dict[str, Any] | None = None) -> bool:
     """Whether identity policies ``documents`` let ``action`` on ``resource`` through, the request
     carrying the condition keys ``context`` (``s3:prefix`` of a listing, say)."""
     statements = [s for d in documents for s in _listed(d["Statement"])]
@@ -179,7 +185,7 @@ def permitted(documents: Policies, action: str, resource: str, context: dict[str
 # -- the calls, as IAM sees them -------------------------------------------------------
 
 
-def needs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
+def needs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """The (action, resource, condition keys) AWS authorizes for one API call made by ``params['caller']``.
 
     A read of a key S3 found absent (``params['absent']``) also asked for ``s3:ListBucket``:
@@ -224,7 +230,27 @@ def needs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[st
         return [("sqs:SendMessage", f"arn:aws:sqs:{region}:{account}:{name}", {})]
     if service == "bedrock-runtime":
         return [("bedrock:InvokeModel", f"arn:aws:bedrock:{REGION}::foundation-model/{params['modelId']}", {})]
+    if service == "bedrock-agent-runtime" and operation == "Rerank":
+        return rerank_needs(params)
     raise AssertionError(f"no IAM mapping for {service}.{operation} ({params}): add it here")
+
+
+# Reranking models sold through AWS Marketplace, by their Marketplace product id (Bedrock's model
+# card for Cohere Rerank 3.5). Amazon's own models are not.
+MARKETPLACE_PRODUCTS = {"cohere.rerank-v3-5:0": "prod-2o5bej62oxkbi"}
+
+
+def rerank_needs(params: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``bedrock:Rerank`` (no resource type: "*") and ``bedrock:InvokeModel`` on the model, as
+    "Permissions for reranking in Amazon Bedrock" pairs them; for a Marketplace model also
+    ``aws-marketplace:ViewSubscriptions`` and ``aws-marketplace:Subscribe`` of its product, which
+    the first call in an account makes under the caller's role (neither has a resource type)."""
+    model = params["rerankingConfiguration"]["bedrockRerankingConfiguration"]["modelConfiguration"]["modelArn"]
+    needed: list[tuple[str, str, dict[str, Any]]] = [("bedrock:Rerank", "*", {}), ("bedrock:InvokeModel", model, {})]
+    if product := MARKETPLACE_PRODUCTS.get(model.rsplit("/", 1)[-1]):
+        needed += [("aws-marketplace:ViewSubscriptions", "*", {}),
+                   ("aws-marketplace:Subscribe", "*", {"aws-marketplace:ProductId": [product]})]
+    return needed
 
 
 def refusals(synthesized: dict[str, Policies], calls: list[tuple[str, str, str, dict[str, Any]]]) -> list[str]:
