@@ -285,7 +285,8 @@ def kept_logs(synthesized: Template, days: int) -> None:
 
 def test_logs_are_kept_for_the_configured_days(template, tmp_path_factory):
     kept_logs(template, CONTEXT["log_retention_days"])
-    assert len(template.find_resources("AWS::Logs::LogGroup")) == 10  # 8 functions, the domain policy's helper, the notifications'
+    # 8 functions, the domain policy's helper, the notifications', the domain's three, the API's access log
+    assert len(template.find_resources("AWS::Logs::LogGroup")) == 14
     kept_logs(synth(tmp_path_factory, log_retention_days=30), 30)
 
 
@@ -402,6 +403,22 @@ def test_no_function_may_do_everything_everywhere(template):
             assert not any(a.endswith(":*") for a in actions) or "*" not in resources, statement
 
 
+def domain_alarms(volume_gib: int) -> dict[str, tuple[str, float, str, int, int]]:
+    """metric: statistic, threshold, comparison, period (s), periods in a row, as "Recommended
+    CloudWatch alarms for Amazon OpenSearch Service" gives them (docs/aws.md#alarms), but for the
+    master's reachability: five minutes, where AWS's table waits a day."""
+    return {
+        "ClusterStatus.red": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 60, 1),
+        "ClusterStatus.yellow": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 60, 5),
+        "ClusterIndexWritesBlocked": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 300, 1),
+        "MasterReachableFromNode": ("Maximum", 1, "LessThanThreshold", 300, 1),
+        "CPUUtilization": ("Maximum", 80, "GreaterThanOrEqualToThreshold", 900, 3),
+        "FreeStorageSpace": ("Minimum", volume_gib * 1024 // 4, "LessThanOrEqualToThreshold", 60, 1),  # 25% of a node's MiB
+        "JVMMemoryPressure": ("Maximum", 95, "GreaterThanOrEqualToThreshold", 60, 3),
+        "AutomatedSnapshotFailure": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 60, 1),
+    }
+
+
 def test_the_domain_the_api_and_the_audit_are_alarmed(template):
     """As AWS recommends for OpenSearch Service (AWS/ES by DomainName and ClientId); the HTTP
     API's 5xx (its handler answers an unexpected error with a 500, so no function error shows
@@ -410,18 +427,13 @@ def test_the_domain_the_api_and_the_audit_are_alarmed(template):
     single = {a["MetricName"]: a for a in alarms if "MetricName" in a}
     (domain,) = template.find_resources("AWS::OpenSearchService::Domain")
     volume = template.find_resources("AWS::OpenSearchService::Domain")[domain]["Properties"]["EBSOptions"]["VolumeSize"]
-    expected = {  # metric: statistic, threshold, comparison, minutes in a row
-        "ClusterStatus.red": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 1),
-        "FreeStorageSpace": ("Minimum", volume * 1024 // 4, "LessThanOrEqualToThreshold", 1),  # 25% of a node's MiB
-        "JVMMemoryPressure": ("Maximum", 95, "GreaterThanOrEqualToThreshold", 3),
-        "AutomatedSnapshotFailure": ("Maximum", 1, "GreaterThanOrEqualToThreshold", 1),
-    }
-    for name, (statistic, threshold, comparison, periods) in expected.items():
+    for name, (statistic, threshold, comparison, period, periods) in domain_alarms(volume).items():
         alarm = single[name]
         assert alarm["Namespace"] == "AWS/ES" and sorted(alarm["Dimensions"], key=lambda d: d["Name"]) == [
             {"Name": "ClientId", "Value": {"Ref": "AWS::AccountId"}}, {"Name": "DomainName", "Value": {"Ref": domain}}], name
         assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"], alarm["Period"], alarm["EvaluationPeriods"]) == (
-            statistic, threshold, comparison, 60, periods), name
+            statistic, threshold, comparison, period, periods), name
+    assert not {"MasterCPUUtilization", "MasterJVMMemoryPressure"} & set(single)  # no dedicated masters by default
     (api,) = template.find_resources("AWS::ApiGatewayV2::Api")
     server = single["5xx"]
     assert server["Namespace"] == "AWS/ApiGateway" and server["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": api}}]
@@ -452,6 +464,169 @@ def test_synthesis_warns_when_nobody_is_subscribed_to_the_alarms(tmp_path_factor
     unsubscribed.has_warning("/Citewell/Alarms", Match.string_like_regexp("no alarm_email"))
     subscribed = Annotations.from_stack(build(tmp_path_factory, alarm_email="ops@example.com"))
     subscribed.has_no_warning("*", Match.string_like_regexp("alarm_email"))
+
+
+def alarms_on(synthesized: Template, metric: str) -> list[dict]:
+    return [a["Properties"] for a in synthesized.find_resources("AWS::CloudWatch::Alarm").values()
+            if a["Properties"].get("MetricName") == metric]
+
+
+def test_a_stalled_stage_alarms_once_a_message_outwaits_its_functions_timeout(template):
+    """ApproximateAgeOfOldestMessage (AWS/SQS, by QueueName; SQS publishes it each minute) on each
+    function's own queue, not its dead-letter queue: a message older than the function's timeout
+    and five minutes has waited through a whole invocation. Embed (900 s) alarms at 20 minutes."""
+    queues = template.find_resources("AWS::SQS::Queue")
+    functions = {logical: f["Properties"] for logical, f in template.find_resources("AWS::Lambda::Function").items()
+                 if "POWERTOOLS_SERVICE_NAME" in f["Properties"].get("Environment", {}).get("Variables", {})}
+    timeouts = {f["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"].removeprefix("citewell-"): f["Timeout"]
+                for f in functions.values()}
+    fed = {}  # queue's logical id: the function it feeds
+    for mapping in template.find_resources("AWS::Lambda::EventSourceMapping").values():
+        function = functions[mapping["Properties"]["FunctionName"]["Ref"]]
+        fed[mapping["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]] = function["Environment"]["Variables"][
+            "POWERTOOLS_SERVICE_NAME"].removeprefix("citewell-")
+    ages = alarms_on(template, "ApproximateAgeOfOldestMessage")
+    assert len(ages) == len(fed) == 6
+    found = {}
+    for alarm in ages:
+        (dimension,) = alarm["Dimensions"]
+        queue = dimension["Value"]["Fn::GetAtt"][0]
+        assert dimension["Name"] == "QueueName" and "RedrivePolicy" in queues[queue]["Properties"]  # an inbox, not a DLQ
+        assert (alarm["Namespace"], alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"], alarm["ComparisonOperator"]) == (
+            "AWS/SQS", "Maximum", 60, 1, "GreaterThanOrEqualToThreshold")
+        assert alarm["TreatMissingData"] == "notBreaching"  # an empty queue publishes no age
+        found[fed[queue]] = alarm["Threshold"]
+    assert found == {name: timeouts[name] + 300 for name in fed.values()}
+    assert found["embed"] == 1200
+
+
+def test_the_production_profiles_dedicated_masters_are_alarmed(tmp_path_factory):
+    production = synth(tmp_path_factory, profile="production")
+    (cpu,) = alarms_on(production, "MasterCPUUtilization")
+    (jvm,) = alarms_on(production, "MasterJVMMemoryPressure")
+    assert (cpu["Statistic"], cpu["Threshold"], cpu["Period"], cpu["EvaluationPeriods"]) == ("Maximum", 50, 900, 3)
+    assert (jvm["Statistic"], jvm["Threshold"], jvm["Period"], jvm["EvaluationPeriods"]) == ("Maximum", 95, 60, 3)
+    assert cpu["Namespace"] == jvm["Namespace"] == "AWS/ES"
+
+
+def test_the_domain_publishes_its_slow_and_application_logs_to_groups_it_may_write(template):
+    (domain_id, domain), = template.find_resources("AWS::OpenSearchService::Domain").items()
+    published = domain["Properties"]["LogPublishingOptions"]
+    assert set(published) == {"SEARCH_SLOW_LOGS", "INDEX_SLOW_LOGS", "ES_APPLICATION_LOGS"}
+    assert all(option["Enabled"] is True for option in published.values())
+    groups = {option["CloudWatchLogsLogGroupArn"]["Fn::GetAtt"][0] for option in published.values()}
+    assert groups <= set(template.find_resources("AWS::Logs::LogGroup")) and len(groups) == 3
+    # OpenSearch Service writes as es.amazonaws.com, allowed by the groups' resource policy, which
+    # the domain waits for (it refuses a group it cannot write to); no custom resource writes it.
+    ((policy_id, policy),) = template.find_resources("AWS::Logs::ResourcePolicy").items()
+    assert policy_id in domain["DependsOn"]
+    document = policy["Properties"]["PolicyDocument"]["Fn::Join"][1]
+    text = "".join(part if isinstance(part, str) else json.dumps(part) for part in document)
+    assert '"Principal":{"Service":"es.amazonaws.com"}' in text
+    assert '"Action":["logs:CreateLogStream","logs:PutLogEvents"]' in text
+    assert '"aws:SourceAccount"' in text and ":domain/*" in text
+    assert {part["Fn::GetAtt"][0] for part in document if isinstance(part, dict) and "Fn::GetAtt" in part} == groups
+    assert not [r for r in template.to_json()["Resources"].values() if "LogResourcePolicy" in r["Type"]]
+
+
+# The $context variables API Gateway documents for HTTP API access logs ("Customize HTTP API access
+# logs"), those the format may name.
+HTTP_API_LOG_VARIABLES = {
+    "requestId", "extendedRequestId", "requestTime", "identity.sourceIp", "identity.userAgent", "httpMethod", "routeKey",
+    "path", "protocol", "status", "responseLength", "responseLatency", "integrationStatus", "integrationLatency",
+    "integrationErrorMessage", "authorizer.error", "error.responseType", "error.messageString",
+}
+
+
+def test_the_api_stage_is_throttled_and_writes_a_json_access_log(tmp_path_factory, template):
+    (stage,) = template.find_resources("AWS::ApiGatewayV2::Stage").values()
+    props = stage["Properties"]
+    assert props["StageName"] == "$default"
+    assert props["DefaultRouteSettings"] == {"ThrottlingRateLimit": 20, "ThrottlingBurstLimit": 40}  # StackConfig's defaults
+    destination = props["AccessLogSettings"]["DestinationArn"]["Fn::Join"][1]
+    (group,) = [part["Ref"] for part in destination if isinstance(part, dict) and "Ref" in part and not part["Ref"].startswith("AWS::")]
+    assert group in template.find_resources("AWS::Logs::LogGroup") and destination[-2] == ":log-group:"  # the group's ARN, no ":*"
+    form = props["AccessLogSettings"]["Format"]
+    named = set(re.findall(r"\$context\.([\w.]+)", form))
+    assert named <= HTTP_API_LOG_VARIABLES and {"requestId", "status", "routeKey", "authorizer.error"} <= named
+    # Filled in as API Gateway does (error.messageString arrives quoted, with a quote inside), a line is JSON.
+    line = re.sub(r"\$context\.([\w.]+)", lambda m: '"said \\"no\\""' if m.group(1) == "error.messageString" else "x", form)
+    assert json.loads(line)["error"] == 'said "no"' and json.loads(line)["status"] == "x"
+    assert "claims" not in form  # a line names the request, not its user
+    throttled = synth(tmp_path_factory, api_throttle_rate=5.5, api_throttle_burst=11)
+    (stage,) = throttled.find_resources("AWS::ApiGatewayV2::Stage").values()
+    assert stage["Properties"]["DefaultRouteSettings"] == {"ThrottlingRateLimit": 5.5, "ThrottlingBurstLimit": 11}
+    with pytest.raises(ConfigError, match="api_throttle_rate"):
+        synth(tmp_path_factory, api_throttle_burst=0)
+    context = cdk.App(context={"api_throttle_rate": "7", "api_throttle_burst": "9", "api_reserved_concurrency": "0"}).node
+    assert (StackConfig.from_context(context).api_throttle_rate, StackConfig.from_context(context).api_throttle_burst) == (7.0, 9)
+
+
+def test_the_api_function_has_reserved_concurrency_unless_told_not_to(tmp_path_factory, template):
+    def reserved(synthesized: Template) -> int | None:
+        (api,) = [f["Properties"] for f in synthesized.find_resources("AWS::Lambda::Function").values()
+                  if f["Properties"].get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME") == "citewell-api"]
+        return api.get("ReservedConcurrentExecutions")
+
+    assert reserved(template) == 25
+    assert reserved(synth(tmp_path_factory, api_reserved_concurrency=50)) == 50
+    assert reserved(synth(tmp_path_factory, api_reserved_concurrency=0)) is None  # 0: none reserved (not a function that never runs)
+    assert StackConfig.from_context(cdk.App(context={"api_reserved_concurrency": "0"}).node).api_reserved_concurrency == 0
+    with pytest.raises(ConfigError, match="api_reserved_concurrency"):
+        synth(tmp_path_factory, api_reserved_concurrency=-1)
+
+
+def in_region(tmp_path_factory, region: str | None, **config: object) -> CitewellStack:
+    app = cdk.App(outdir=str(tmp_path_factory.mktemp("cdk.out")), context=FLAGS)
+    config.setdefault("layer_path", str(built_layer(tmp_path_factory)))
+    return CitewellStack(app, "Citewell", config=StackConfig(**config),  # type: ignore[arg-type]
+                         env=cdk.Environment(region=region) if region else None)
+
+
+def test_synthesis_fails_for_a_reranking_model_bedrock_does_not_offer_in_the_region(tmp_path_factory, monkeypatch):
+    """Amazon Rerank 1.0 is not offered in us-east-1 (Bedrock's table of reranking models and
+    regions, docs/aws.md): synthesis says so, and what would work, before a deploy that reranks nothing."""
+    monkeypatch.delenv("CDK_DEFAULT_REGION", raising=False)
+    amazon = {"reranker": "bedrock", "rerank_model": "amazon.rerank-v1:0", "embedder": "minilm",
+              "layer_path": str(built_layer(tmp_path_factory, "minilm"))}
+    with pytest.raises(ConfigError, match=r"rerank_model amazon\.rerank-v1:0 is not offered by Bedrock in us-east-1; it is "
+                                          r"offered in ap-northeast-1, ca-central-1, eu-central-1, us-west-2.*cohere\.rerank-v3-5:0 "
+                                          r"in us-east-1"):
+        in_region(tmp_path_factory, "us-east-1", **amazon)
+    with pytest.raises(ConfigError, match="not offered by Bedrock in eu-west-1"):
+        in_region(tmp_path_factory, "eu-west-1", **amazon)
+    in_region(tmp_path_factory, "us-west-2", **amazon)
+    in_region(tmp_path_factory, "us-east-1", **{**amazon, "rerank_model": "cohere.rerank-v3-5:0"})
+    in_region(tmp_path_factory, "us-east-1", **{**amazon, "reranker": "none"})  # no reranker: nothing to check
+    # An environment-agnostic stack deploys to the CLI's region, which the CLI passes the app.
+    monkeypatch.setenv("CDK_DEFAULT_REGION", "us-east-1")
+    with pytest.raises(ConfigError, match="not offered by Bedrock in us-east-1"):
+        in_region(tmp_path_factory, None, **amazon)
+    monkeypatch.delenv("CDK_DEFAULT_REGION")
+    unknown = Annotations.from_stack(in_region(tmp_path_factory, None, **amazon))
+    unknown.has_warning("/Citewell", Match.string_like_regexp("region is not known at synthesis"))
+    other = Annotations.from_stack(in_region(tmp_path_factory, "us-west-2", **{**amazon, "rerank_model": "acme.rerank-v9"}))
+    other.has_warning("/Citewell", Match.string_like_regexp("not in the table of reranking models' regions"))
+
+
+def test_a_marketplace_reranker_may_subscribe_to_its_product_and_an_amazon_one_needs_nothing_of_it(tmp_path_factory, monkeypatch):
+    monkeypatch.delenv("CDK_DEFAULT_REGION", raising=False)
+
+    def marketplace(synthesized: Template) -> list[tuple[str, str, str]]:
+        """(action, resource, condition) of every aws-marketplace grant, whatever statements the CDK merged."""
+        return sorted((action, json.dumps(s["Resource"]), json.dumps(s.get("Condition")))
+                      for p in synthesized.find_resources("AWS::IAM::Policy").values()
+                      for s in p["Properties"]["PolicyDocument"]["Statement"]
+                      for action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+                      if action.startswith("aws-marketplace:"))
+
+    base = {"reranker": "bedrock", "embedder": "minilm", "layer_path": str(built_layer(tmp_path_factory, "minilm"))}
+    cohere = marketplace(Template.from_stack(in_region(tmp_path_factory, "us-east-1", rerank_model="cohere.rerank-v3-5:0", **base)))
+    assert cohere == [
+        ("aws-marketplace:Subscribe", '"*"',
+         json.dumps({"ForAnyValue:StringEquals": {"aws-marketplace:ProductId": ["prod-2o5bej62oxkbi"]}})),
+        ("aws-marketplace:ViewSubscriptions", '"*"', "null")]
+    assert marketplace(Template.from_stack(in_region(tmp_path_factory, "us-west-2", rerank_model="amazon.rerank-v1:0", **base))) == []
 
 
 # --- The documented deploy: cdk.json's app, as the CDK CLI runs it ---------------------------------
