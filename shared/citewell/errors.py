@@ -203,6 +203,13 @@ class OutOfScope(UrlRefused):
     code = "out_of_scope"
 
 
+class RobotsDisallowed(IngestError):
+    """The site's robots.txt asks crawlers not to fetch the page: it was not fetched (a crawl skips
+    such a page with the same code)."""
+
+    code = "robots"
+
+
 class FetchFailed(IngestError):
     """The page could not be fetched: no answer, a timeout, a broken connection, too many redirects."""
 

@@ -53,6 +53,22 @@ def test_a_refused_address_fails_the_document_and_stores_nothing(aws_services, m
     assert list(aws_services.objects.list("raw/")) == []
 
 
+def test_a_url_its_sites_robots_txt_disallows_fails_the_document_and_is_never_requested(aws_services, monkeypatch):
+    """A URL sent to ``POST /documents`` is fetched as its site's robots.txt allows, like a crawl's pages."""
+    monkeypatch.setenv("CITEWELL_FETCH_ALLOW", "127.0.0.1/32")
+    pages = {"/private/pay.html": page("Pay", "Salaries."), "/leave.html": page("Annual leave", "Staff receive 27 days."),
+             "/robots.txt": b"User-agent: *\nDisallow: /private/\n"}
+    with serving(Site(pages=pages)) as site:
+        upload, body = queued(aws_services, f"{site.url}/private/pay.html")
+        assert fetch_message(aws_services, body) == "failed"
+        _, allowed = queued(aws_services, f"{site.url}/leave.html")
+        assert fetch_message(aws_services, allowed) == "fetched"
+    document = aws_services.documents.get_document("northpier", upload.document_id)
+    assert document.status.value == "failed" and document.error.code == "robots" and "robots.txt" in document.error.message
+    assert [path for path, _ in site.requests] == ["/robots.txt", "/robots.txt", "/leave.html"]  # the private page never
+    assert [key for key in aws_services.objects.list("raw/") if "pay.html" in key] == []
+
+
 def test_without_the_allow_list_loopback_is_refused_on_aws_too(aws_services, monkeypatch):
     monkeypatch.delenv("CITEWELL_FETCH_ALLOW", raising=False)
     with serving(Site(pages={"/": page("Home", "Welcome.")})) as site:

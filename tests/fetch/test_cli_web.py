@@ -145,6 +145,34 @@ def test_robots_txt_is_honoured(capsys, tmp_path):
     assert docs[f"{site.url}/docs/leave.html"]["status"] == "published"
 
 
+def test_one_page_named_without_crawl_honours_robots_txt_too(capsys, tmp_path):
+    """robots.txt rules a page named alone as it rules a crawl's: disallowed, the page is not
+    requested and fails with code ``robots``; a robots.txt that answers a server error says
+    nothing, so nothing is fetched (RFC 9309)."""
+    pages = {**site_pages(), "/robots.txt": b"User-agent: *\nDisallow: /docs/cranes/\n"}
+    with serving(Site(pages=pages)) as site:
+        code, out = ingest(capsys, tmp_path, f"{site.url}/docs/cranes/", f"{site.url}/docs/leave.html")
+    docs = by_id(out)
+    cranes = docs[f"{site.url}/docs/cranes/"]
+    assert code == 1 and cranes["status"] == "failed" and cranes["error"]["code"] == "robots", cranes
+    assert not any(p.startswith("/docs/cranes/") for p, _ in site.requests)
+    assert docs[f"{site.url}/docs/leave.html"]["status"] == "published"
+    record = open_local(tmp_path).documents.get_document("northpier", f"{site.url}/docs/cranes/")
+    assert record.status.value == "failed" and "robots.txt" in record.error.message
+
+    def unavailable(handler) -> None:
+        handler.send_response(503)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    with serving(Site(pages=site_pages())) as site:
+        site.routes["/robots.txt"] = unavailable
+        code, out = ingest(capsys, tmp_path / "down", f"{site.url}/docs/leave.html")
+    (leave,) = out["documents"]
+    assert code == 1 and leave["error"]["code"] == "fetch_failed" and "robots.txt answered 503" in leave["error"]["message"]
+    assert [p for p, _ in site.requests] == ["/robots.txt"]
+
+
 def test_a_failing_page_is_recorded_with_its_reason_and_the_crawl_goes_on(capsys, tmp_path):
     pages = site_pages()
 

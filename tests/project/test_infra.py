@@ -527,6 +527,12 @@ def test_the_domain_publishes_its_slow_and_application_logs_to_groups_it_may_wri
     assert '"aws:SourceAccount"' in text and ":domain/*" in text
     assert {part["Fn::GetAtt"][0] for part in document if isinstance(part, dict) and "Fn::GetAtt" in part} == groups
     assert not [r for r in template.to_json()["Resources"].values() if "LogResourcePolicy" in r["Type"]]
+    # A slow log holds only what passes an index's thresholds: every chunk index is created with them.
+    from citewell.index.opensearch import index_body
+
+    settings = index_body("test@1:3", 3)["settings"]["index"]
+    assert {name for name in settings if ".slowlog.threshold." in name} >= {
+        "search.slowlog.threshold.query.warn", "indexing.slowlog.threshold.index.warn"}
 
 
 # The $context variables API Gateway documents for HTTP API access logs ("Customize HTTP API access

@@ -3,10 +3,9 @@
 The scope is the root's scheme, host, port and path prefix (:class:`~citewell.fetch.urls.Scope`),
 held by every link and every redirect's target; ``depth`` counts links followed from the root
 (0: the root alone); ``max_pages`` caps the fetches. robots.txt is read once through the same
-guarded fetcher and honoured with the standard library's parser: a missing one (404, another
-4xx) allows everything; one that answers 401 or 403 allows nothing, and one that answers a server
-error or nothing at all says nothing, so the crawl ends there (RFC 9309 asks a crawler to assume
-the whole site disallowed). Its Crawl-delay is honoured up to :data:`MAX_CRAWL_DELAY`.
+guarded fetcher and honoured (:mod:`citewell.fetch.robots`: a missing one allows everything; one
+that answers 401 or 403 allows nothing, and one that answers a server error or nothing at all
+says nothing, so the crawl ends there). Its Crawl-delay is honoured up to :data:`MAX_CRAWL_DELAY`.
 Politeness: at most ``concurrency`` requests in flight, and request starts at least ``delay``
 seconds apart.
 
@@ -31,8 +30,9 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from citewell.errors import CitewellError, FetchFailed, HttpStatus, UrlRefused
+from citewell.errors import CitewellError, FetchFailed
 from citewell.fetch.client import USER_AGENT, Fetcher, Page, said_gone
+from citewell.fetch.robots import allowed, read_robots
 from citewell.fetch.urls import Scope, filename_of, normalise, parse_url
 from citewell.models.documents import Fetched
 
@@ -85,7 +85,7 @@ class Crawl:
     def __iter__(self) -> Iterator[Visit]:
         self.unfinished, self.notes = ["it did not end"], []
         root = normalise(self.root)
-        robots = self._robots(root)
+        robots = read_robots(self.fetcher, root)
         delay = max(self.delay, self._crawl_delay(robots))
         queued: dict[str, int] = {root: 0}  # every URL ever queued, with its depth
         frontier = [root]
@@ -99,7 +99,7 @@ class Crawl:
                 while frontier or running:
                     while frontier and len(running) < max(1, self.concurrency) and fetched < self.max_pages:
                         url = frontier.pop(0)
-                        if not robots.can_fetch(USER_AGENT, url):
+                        if not allowed(robots, url):
                             visit = Visit(url, queued[url], robots=True)
                             if url == root:
                                 root_visit = visit
@@ -163,29 +163,6 @@ class Crawl:
         if start > now:
             time.sleep(start - now)
         return self.fetcher.fetch(url, known, within=self.scope)
-
-    def _robots(self, root: str) -> urllib.robotparser.RobotFileParser:
-        """The site's rules; :class:`FetchFailed` when robots.txt says nothing (a server error, no
-        answer) or allows no crawler (401, 403): the crawl fetches no page then."""
-        parser = urllib.robotparser.RobotFileParser()
-        origin = root[: root.index("/", root.index("//") + 2)]
-        try:
-            page = self.fetcher.fetch(f"{origin}/robots.txt")
-            parser.parse(page.data.decode("utf-8", "replace").splitlines())
-        except HttpStatus as error:
-            if error.status in (401, 403):
-                raise FetchFailed(f"{origin}/robots.txt answered {error.status}: the site allows no crawler, "
-                                  "so no page was fetched") from None
-            if error.status >= 500:
-                raise FetchFailed(f"{origin}/robots.txt answered {error.status}: until it can be read no page is "
-                                  "fetched, and none is called gone") from None
-            parser.allow_all = True  # type: ignore[attr-defined]  # as read() sets it; typeshed omits the attribute
-        except UrlRefused:
-            raise
-        except CitewellError as error:  # no answer, or too large: nothing is known to be allowed
-            raise FetchFailed(f"{origin}/robots.txt could not be read ({error.message}): no page was fetched, "
-                              "and none is called gone") from None
-        return parser
 
     def _links(self, page: Page) -> list[str] | None:
         """The page's in-scope links; None when they cannot be known (a 304 whose stored copy is gone)."""

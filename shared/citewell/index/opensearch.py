@@ -86,10 +86,21 @@ def msearch_body(
     return bodies
 
 
+# What passes these is written to the slow logs, which the stack's domain publishes to CloudWatch
+# Logs (infra/stacks/search.py): without thresholds an index logs nothing slow. A search (an
+# _msearch's query phase) is slow at 1 s and worrying at 2 s; a bulk write of a document's rows
+# at 2 s and 5 s.
+SLOW_LOG = {
+    "search.slowlog.threshold.query.info": "1s", "search.slowlog.threshold.query.warn": "2s",
+    "search.slowlog.threshold.fetch.warn": "1s",
+    "indexing.slowlog.threshold.index.info": "2s", "indexing.slowlog.threshold.index.warn": "5s",
+}
+
+
 def index_body(embedder_identity: str, dims: int) -> dict[str, Any]:
     keyword = {"type": "keyword"}
     return {
-        "settings": {"index": {"knn": True}},
+        "settings": {"index": {"knn": True, **SLOW_LOG}},
         "mappings": {
             "_meta": {"embedder_identity": embedder_identity},
             # The k-NN engine searches the vectors it indexed; a copy in _source would only be

@@ -2,7 +2,8 @@
 
 ``POST /documents`` with ``{"url": ...}`` registers an upload whose source is the URL, as a file's
 upload is registered before its bytes arrive; this step stands where the upload form stands.
-It fetches through the guard (the operator's allow-list, never the caller's), sending the served
+It fetches through the guard (the operator's allow-list, never the caller's), as the site's
+robots.txt allows (a page it disallows fails with code ``robots``, not fetched), sending the served
 page's validators; a 304 hands on the served bytes. The validators the fetch answered are written
 onto the upload intent before its bytes are stored: nobody follows the intent until then (the
 bytes' arrival starts parse), so publish copies them to the record. A refused or failed fetch
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from citewell.errors import CitewellError, NotFound, UploadMissing
 from citewell.fetch.client import Fetcher
+from citewell.fetch.robots import fetch_page
 from citewell.ingest.stages import record_failure
 from citewell.keys import raw_key
 from citewell.models.documents import Upload
@@ -25,7 +27,7 @@ def fetch_upload(services: Services, fetcher: Fetcher, upload: Upload) -> Upload
     document = services.documents.get_document(upload.tenant, upload.document_id)
     served = document if document is not None and document.active_revision and document.active_upload else None
     try:
-        page = fetcher.fetch(upload.source, served.fetched if served is not None else None)
+        page = fetch_page(fetcher, upload.source, served.fetched if served is not None else None)
         data = page.data
         if page.status == "not_modified":
             assert served is not None and served.active_upload is not None

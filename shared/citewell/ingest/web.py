@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from citewell.errors import CitewellError, NotFound, OutOfScope
 from citewell.fetch.client import Fetcher, Page, said_gone
 from citewell.fetch.crawl import MAX_CRAWL_DELAY, Crawl, Visit
+from citewell.fetch.robots import fetch_page
 from citewell.fetch.urls import Scope, filename_of, normalise
 from citewell.ingest.registration import register_upload
 from citewell.ingest.runner import IngestOutcome, OutcomeStatus
@@ -94,7 +95,7 @@ class WebRun:
             return
         try:
             self.requests_sent += 1
-            page = self.fetcher.fetch(page_id, self._known(page_id))
+            page = fetch_page(self.fetcher, page_id, self._known(page_id))
         except CitewellError as error:
             yield from self._failed(Visit(page_id, 0, error=error), named=True)
             return
