@@ -20,7 +20,6 @@ from botocore.awsrequest import AWSResponse
 
 from tests.aws.test_aws_chain import HANDBOOK, api, aws, knn_proxy, pump, upload  # noqa: F401
 from tests.aws_roles import names, needs, permitted, resolve, roles, synthesize
-from tests.strict_aws import refusal
 
 MODEL = "cohere.rerank-v3-5:0"
 
@@ -60,7 +59,8 @@ class Rerank:
         count = len(request["sources"])
         wanted = request["rerankingConfiguration"]["bedrockRerankingConfiguration"]["numberOfResults"]
         results = [{"index": i, "relevanceScore": round(0.9 - 0.1 * n, 3)} for n, i in enumerate(reversed(range(count)))]
-        http, parsed = refusal(200, "", "")  # a 200 reply's shape; the parsed body is what botocore hands back
+        # What a before-call handler returns in place of sending: the HTTP reply and its parsed body.
+        http = AWSResponse("https://bedrock-agent-runtime.eu-west-1.amazonaws.com/rerank", 200, {}, None)
         return http, {"results": results[:wanted], "ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}}}
 
 
