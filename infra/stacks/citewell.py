@@ -60,5 +60,6 @@ class CitewellStack(cdk.Stack):
         api = Api(self, "Api", handler=functions.api, issuer=config.jwt_issuer, audience=config.jwt_audience,
                   throttle_rate=config.api_throttle_rate, throttle_burst=config.api_throttle_burst)
         Alarms(self, "Alarms", queues=functions.dead_letter_queues, inboxes=functions.inboxes, functions=functions.all,
-               email=config.alarm_email, domain=search.domain, capacity=search.capacity, http_api=api.http_api)
+               api=functions.api, email=config.alarm_email, domain=search.domain, capacity=search.capacity,
+               http_api=api.http_api)
         keep_logs(self, config.log_retention_days, retention(config.log_retention_days))

@@ -1,10 +1,11 @@
 """Alarms, sent to one SNS topic (an email subscription from context ``alarm_email``): anything
 in a dead-letter queue, a message waiting in a stage's queue longer than its function may run,
-any function error, any 5xx the API answers, the search domain's health (red or yellow cluster,
-writes blocked, no reachable master, CPU, free storage, JVM memory pressure, a failed automated
-snapshot, and the dedicated masters' CPU and memory where there are any), an audit finding it
-could not repair, an expunge the domain refused, and a stage refusing to write for an index a
-migration moved to another embedder before the redeploy.
+any function error, the API function throttled at its reserved concurrency, any 5xx the API
+answers, the search domain's health (red or yellow cluster, writes blocked, no reachable master,
+CPU, free storage, JVM memory pressure, a failed automated snapshot, and the dedicated masters'
+CPU and memory where there are any), an audit finding it could not repair, an expunge the domain
+refused, and a stage refusing to write for an index a migration moved to another embedder before
+the redeploy.
 
 The API handler answers an unexpected exception with a 500 instead of raising, so its Lambda
 ``Errors`` alarm never sees one: the 5xx alarm on the HTTP API does. A topic nobody subscribes
@@ -40,8 +41,8 @@ SWITCH_STAGES = ("embed", "publish")  # the stages that check the index's embedd
 
 class Alarms(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, queues: list[sqs.Queue],
-                 inboxes: dict[str, tuple[sqs.Queue, int]], functions: list[lambda_.Function], email: str | None,
-                 domain: opensearch.Domain, capacity: Capacity, http_api: apigw.HttpApi) -> None:
+                 inboxes: dict[str, tuple[sqs.Queue, int]], functions: list[lambda_.Function], api: lambda_.Function,
+                 email: str | None, domain: opensearch.Domain, capacity: Capacity, http_api: apigw.HttpApi) -> None:
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(self, "Alarms", display_name="citewell alarms", enforce_ssl=True)
         if email:
@@ -66,6 +67,11 @@ class Alarms(Construct):
                         "behind")
         for n, fn in enumerate(functions):
             self._alarm(f"Errors{n}", fn.metric_errors(), 1, AT_LEAST, f"{fn.node.id} raised an error")
+        # The API function's reserved concurrency caps it: a request beyond it is refused by Lambda,
+        # not answered (the stage's throttle is meant to turn the excess into 429s first).
+        self._alarm("ApiThrottled", api.metric_throttles(period=MINUTE, statistic="Sum"), 1, AT_LEAST,
+                    "the API function was throttled at its reserved concurrency: raise api_reserved_concurrency or "
+                    "lower api_throttle_rate")
         self._alarm("Api5xx", http_api.metric_server_error(period=MINUTE, statistic="Sum"), 1, AT_LEAST,
                     "the API answered 5xx: an unexpected error (the handler answers it, so no function error shows it)")
 

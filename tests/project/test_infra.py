@@ -575,6 +575,12 @@ def test_the_api_function_has_reserved_concurrency_unless_told_not_to(tmp_path_f
         return api.get("ReservedConcurrentExecutions")
 
     assert reserved(template) == 25
+    # Lambda refusing a request beyond it alarms (AWS/Lambda Throttles, by FunctionName): no function error shows it.
+    (api_id,) = [logical for logical, f in template.find_resources("AWS::Lambda::Function").items()
+                 if f["Properties"].get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME") == "citewell-api"]
+    (throttled,) = alarms_on(template, "Throttles")
+    assert (throttled["Namespace"], throttled["Dimensions"], throttled["Statistic"], throttled["Period"], throttled["Threshold"]) == (
+        "AWS/Lambda", [{"Name": "FunctionName", "Value": {"Ref": api_id}}], "Sum", 60, 1)
     assert reserved(synth(tmp_path_factory, api_reserved_concurrency=50)) == 50
     assert reserved(synth(tmp_path_factory, api_reserved_concurrency=0)) is None  # 0: none reserved (not a function that never runs)
     assert StackConfig.from_context(cdk.App(context={"api_reserved_concurrency": "0"}).node).api_reserved_concurrency == 0
