@@ -85,6 +85,19 @@ def test_a_kind_the_question_already_names_is_no_answer_and_the_release_heading_
     assert companions(units, wants(question), question)[units.index(fix)] is units[0]  # the release heading
 
 
+def test_a_changelog_entry_asked_which_release_is_completed_by_its_release_heading_not_the_next_entry():
+    """The next entry names a flag (a code, as "function" asks for), and shares "benchmark" with the
+    question; the release asked for is the heading the entry sits under."""
+    changelog = ("v5.2.0 (2025-10-30)\n\n* Added support for a per-round ``teardown`` function to pedantic mode.\n\n"
+                 "* Added --benchmark-time-unit option.")
+    units = units_of(item(changelog, ("Changelog", "v5.2.0 (2025-10-30)")))
+    entry = next(u for u in units if "teardown" in u.text)
+    question = "Which pytest-benchmark release added a per-round teardown function to pedantic mode?"
+    assert companions(units, wants(question), question)[units.index(entry)] is units[0]
+    unasked = "What function does pytest-benchmark's pedantic mode run after each round?"  # asks no release
+    assert companions(units, wants(unasked), unasked)[units.index(entry)] is not units[0]
+
+
 def test_an_option_description_is_completed_by_the_option_it_is_under():
     readme = "OPT_STRICT_INTEGER\n\nEnforce 53-bit limit on integers. The limit is otherwise 64 bits."
     units = units_of(item(readme, ("orjson", "option", "OPT_STRICT_INTEGER")))
