@@ -35,6 +35,7 @@ from citewell.settings import settings
 
 HISTORY = 20  # recent questions a caller is shown
 CONTEXT_TURNS = 3  # earlier questions a model is given to rewrite a follow-up
+FOLLOW_UP_TURNS = 12  # latest turns a follow-up reads to find them (withdrawn ones are skipped): an ask reads no more at turn 5,000
 REWRITE_UNAVAILABLE = "follow-up rewritten by rules"  # in ``degraded`` when the model could not rewrite it
 
 
@@ -72,9 +73,11 @@ def expired(conversation: Conversation, now: datetime | None = None) -> bool:
     return conversation.expired(settings().conversation_days, now)
 
 
-def owned(conversations: ConversationRecords, identity: Identity, conversation_id: str) -> Conversation:
-    """The caller's live conversation of this id; NotFound for anyone else's, an expired one, or none."""
-    found = conversations.get_conversation(identity.tenant, conversation_id) if not identity.is_empty else None
+def owned(conversations: ConversationRecords, identity: Identity, conversation_id: str,
+          last: int | None = None) -> Conversation:
+    """The caller's live conversation of this id, with its latest ``last`` turns (None: all);
+    NotFound for anyone else's, an expired one, or none."""
+    found = conversations.get_conversation(identity.tenant, conversation_id, last=last) if not identity.is_empty else None
     if found is None or not found.owned_by(identity) or expired(found):
         raise NotFound(f"no conversation {conversation_id!r} for this caller")
     return found
@@ -143,7 +146,7 @@ def ask_in_conversation(
 ) -> Answer:
     """Rewrite a follow-up, answer it with ``answer`` (the standalone question in, an answer out)
     and keep the turn. A new conversation is started when none is named."""
-    conversation = (owned(services.conversations, identity, conversation_id) if conversation_id is not None
+    conversation = (owned(services.conversations, identity, conversation_id, FOLLOW_UP_TURNS) if conversation_id is not None
                     else Conversation(conversation_id=uuid.uuid4().hex, tenant=identity.tenant, subject=identity.subject,
                                       roles=sorted(identity.roles)))
     degraded: list[str] = []
@@ -157,10 +160,10 @@ def ask_in_conversation(
         return result
     turn = Turn(seq=0, answer_id=result.answer_id, asked=asked, question=question)
 
-    def joined(current: Conversation) -> Conversation:
-        at = utcnow()
+    def joined(current: Conversation) -> Conversation:  # the head and the one turn added: a write as small at any length
+        at, seq = utcnow(), current.turn_count + 1
         return current.model_copy(update={
-            "turns": [*current.turns, turn.model_copy(update={"seq": len(current.turns) + 1, "at": at})], "updated_at": at})
+            "turns": [turn.model_copy(update={"seq": seq, "at": at})], "turn_count": seq, "updated_at": at})
 
     update_conversation(services.conversations, conversation, joined)
     # A delete that withdrew the answer before the turn was kept found no turn to withdraw: the
@@ -195,7 +198,7 @@ def history(services: Services, identity: Identity, limit: int = HISTORY) -> lis
         return []
     items = [
         HistoryItem(conversation_id=c.conversation_id, seq=t.seq, answer_id=t.answer_id, question=t.asked, at=t.at)
-        for c in services.conversations.conversations_of(identity.tenant, identity.subject)
+        for c in services.conversations.conversations_of(identity.tenant, identity.subject, last=limit)
         if c.owned_by(identity) and not expired(c)
         for t in c.turns if not t.withdrawn and t.asked
     ]
@@ -219,15 +222,17 @@ def give_feedback(services: Services, identity: Identity, answer_id: str, helpfu
     given: list[Turn] = []
 
     def noted(current: Conversation) -> Conversation | None:
-        turns = list(current.turns)
-        index = max((i for i, t in enumerate(turns) if t.answer_id == answer_id and not t.withdrawn), default=None)
-        if index is None:
+        turn = max((t for t in current.turns if t.answer_id == answer_id and not t.withdrawn), key=lambda t: t.seq, default=None)
+        if turn is None:
             return None
-        turns[index] = turns[index].model_copy(update={"feedback": feedback})
-        given[:] = [turns[index]]
-        return current.model_copy(update={"turns": turns})
+        given[:] = [turn.model_copy(update={"feedback": feedback})]
+        return current.model_copy(update={"turns": given})
 
-    if update_conversation(services.conversations, conversation, noted) is None or not given:
+    def reread() -> Conversation | None:
+        return next((c for c in services.conversations.conversations_answering(identity.tenant, [answer_id])
+                     if c.conversation_id == conversation.conversation_id), None)
+
+    if update_conversation(services.conversations, conversation, noted, reread) is None or not given:
         raise missing
     return given[0]
 

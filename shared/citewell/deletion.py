@@ -101,14 +101,17 @@ def withdraw_turns(conversations: ConversationRecords, tenant: str, answer_ids: 
         return 0
     changed = 0
     for conversation in conversations.conversations_answering(tenant, ids):
-        def emptied(current: Conversation) -> Conversation | None:
-            if not any(t.answer_id in ids and not t.withdrawn for t in current.turns):
+        def emptied(current: Conversation) -> Conversation | None:  # carries the turns it empties, no others
+            kept = [t for t in current.turns if t.answer_id in ids and not t.withdrawn]
+            if not kept:
                 return None
             return current.model_copy(update={"turns": [
-                t.model_copy(update={"asked": "", "question": "", "feedback": None, "withdrawn": True})
-                if t.answer_id in ids else t for t in current.turns]})
+                t.model_copy(update={"asked": "", "question": "", "feedback": None, "withdrawn": True}) for t in kept]})
 
-        if update_conversation(conversations, conversation, emptied) is not None:
+        def reread(cid: str = conversation.conversation_id) -> Conversation | None:
+            return next((c for c in conversations.conversations_answering(tenant, ids) if c.conversation_id == cid), None)
+
+        if update_conversation(conversations, conversation, emptied, reread) is not None:
             changed += 1
     return changed
 

@@ -37,8 +37,12 @@ def update_document(
 
 def update_conversation(
     conversations: ConversationRecords, conversation: Conversation, change: Callable[[Conversation], Conversation | None],
+    reread: Callable[[], Conversation | None] | None = None,
 ) -> Conversation | None:
-    """``change`` applied to a conversation with a compare-and-set, read again and retried when another writer won."""
+    """``change`` applied to a conversation with a compare-and-set, read again and retried when
+    another writer won. ``change`` returns the head with the turns to write (see
+    ``ConversationRecords.save_conversation``); ``reread`` reads it again with the turns
+    ``change`` needs (default: the head alone, as appending a turn needs)."""
     current: Conversation | None = conversation
     for _ in range(ATTEMPTS):
         if current is None:
@@ -49,7 +53,8 @@ def update_conversation(
         stored = conversations.save_conversation(wanted)
         if stored is not None:
             return stored
-        current = conversations.get_conversation(conversation.tenant, conversation.conversation_id)
+        current = (reread() if reread is not None
+                   else conversations.get_conversation(conversation.tenant, conversation.conversation_id, last=0))
     raise Busy(f"conversation {conversation.conversation_id!r} kept changing under {ATTEMPTS} attempts; try again")
 
 

@@ -46,7 +46,7 @@ from citewell.filters import SearchFilter, checked_scope
 from citewell.leases import Lease
 from citewell.models.answers import AnswerRecord
 from citewell.models.chunks import Chunk
-from citewell.models.conversations import Conversation
+from citewell.models.conversations import Conversation, Turn, head_json, latest, stored_head
 from citewell.models.documents import Document, DocumentStatus, Upload
 from citewell.models.identity import Identity
 from citewell.models.removals import Removal
@@ -58,6 +58,8 @@ SORT_KEY_BYTES = 1024  # DynamoDB's limit; a partition key may take 2,048 (every
 PARALLEL = 16  # concurrent DynamoDB calls of one bulk read or delete (boto3 clients are thread-safe, resources are not)
 BATCH_WRITE = 25  # DynamoDB's BatchWriteItem limit
 PAGE_READ = 1000  # records one listing request reads at most: a reader of few of many documents gets short pages, not a timeout
+TURN_WRITES = 45  # turns one transaction writes, each with its answer entry, beside the head and 4 lookup keys (100 items at most)
+SEQ_DIGITS = 10  # a turn's seq in its sort key, zero-padded so keys sort as numbers
 DELETE_TRIES = 8  # reads of a record rewritten while it is deleted, before the delete gives up
 TAG_MARKER = "TAGINDEX"  # in a tenant's partition: every record's tags have their G# entries
 SEGMENTS = "123456789abcdef"  # sort-key bounds splitting a partition of SHA-256 hex keys into 16 ranges read at once
@@ -506,60 +508,137 @@ class DynamoMetadataStore:
     # -- conversations -------------------------------------------------------------------
 
     def save_conversation(self, conversation: Conversation) -> Conversation | None:
-        """A compare-and-set on ``version``; the answer entries first, so a withdrawal after the
-        write finds the turn (an entry without its turn is harmless: the turn is looked for)."""
-        from citewell.settings import settings
+        """The head (a compare-and-set on ``version``), its lookup keys and the turns it carries,
+        each with its answer entry, in one transaction: an ask writes 7 items whatever the length.
+        A whole record (turns inside) read at the version is split first, and the caller reads
+        again. More than ``TURN_WRITES`` turns go in several transactions, each moving the head."""
+        tenant, cid = conversation.tenant, conversation.conversation_id
+        turns = sorted({t.seq: t for t in conversation.turns}.values(), key=lambda t: t.seq)
+        conversation = conversation.model_copy(update={"turn_count": max([conversation.turn_count, *(t.seq for t in turns)])})
+        previous: Conversation | None = None
+        if conversation.version:
+            item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"V#{cid}"}, ConsistentRead=True).get("Item")
+            if item is None or int(item["version"]) != conversation.version:
+                return None
+            previous, whole = stored_head(item["record"])
+            if whole is not None:
+                self._split(previous, whole)
+                return None  # its head moved on: read it again
+        self._register("TENANTS", tenant)
+        version = conversation.version
+        parts = [turns[i : i + TURN_WRITES] for i in range(0, len(turns), TURN_WRITES)] or [[]]
+        for index, part in enumerate(parts):
+            head = conversation.model_copy(update={"version": version + 1, "turns": []})
+            writes = [self._head_write(head, version)]
+            if index == 0:
+                writes += self._lookup_writes(head, previous)
+            writes += [w for t in part for w in self._turn_writes(tenant, cid, t)]
+            try:
+                self.client.transact_write_items(TransactItems=writes)
+            except self.client.exceptions.TransactionCanceledException:
+                return None
+            version += 1
+        return conversation.model_copy(update={"version": version, "turns": turns})
 
-        stored = conversation.model_copy(update={"version": conversation.version + 1})
-        self._register("TENANTS", stored.tenant)
-        expires = int(stored.updated_at.timestamp() + settings().conversation_days * 86400)  # the TTL takes both
-        with self.table.batch_writer() as batch:
-            for answer_id in sorted({t.answer_id for t in stored.turns}):
-                batch.put_item(Item={"pk": f"T#{stored.tenant}", "sk": f"VA#{answer_id}#{stored.conversation_id}",
-                                     "conversation_id": stored.conversation_id, "expires_at": expires})
-            for sk in _conversation_keys(stored):
-                batch.put_item(Item={"pk": f"T#{stored.tenant}", "sk": sk, "conversation_id": stored.conversation_id,
-                                     "expires_at": expires})
-        previous = self.get_conversation(stored.tenant, stored.conversation_id) if conversation.version else None
-        condition = "attribute_not_exists(pk)" if conversation.version == 0 else "version = :v"
+    def _head_write(self, head: Conversation, expected: int) -> dict[str, Any]:
+        condition: dict[str, Any] = (
+            {"ConditionExpression": "attribute_not_exists(pk)"} if expected == 0 else
+            {"ConditionExpression": "version = :v AND attribute_exists(turn_count)", "ExpressionAttributeValues": {":v": expected}})
+        return {"Put": {"TableName": self.table.name, "Item": {
+            "pk": f"T#{head.tenant}", "sk": f"V#{head.conversation_id}", "record": head_json(head), "version": head.version,
+            "subject": head.subject, "turn_count": head.turn_count}, **condition}}
+
+    def _lookup_writes(self, head: Conversation, previous: Conversation | None) -> list[dict[str, Any]]:
+        """The head's ``VS#``/``VU#`` keys put, and those of the head it replaces removed."""
+        pk, new = f"T#{head.tenant}", _conversation_keys(head)
+        old = set(_conversation_keys(previous)) - set(new) if previous is not None else set()
+        return [*({"Put": {"TableName": self.table.name, "Item": {"pk": pk, "sk": sk, "conversation_id": head.conversation_id}}}
+                  for sk in new),
+                *({"Delete": {"TableName": self.table.name, "Key": {"pk": pk, "sk": sk}}} for sk in sorted(old))]
+
+    def _turn_writes(self, tenant: str, cid: str, turn: Turn) -> list[dict[str, Any]]:
+        """A turn's item and its answer entry (what a withdrawal finds it by)."""
+        pk = f"T#{tenant}"
+        return [{"Put": {"TableName": self.table.name, "Item": {
+                    "pk": pk, "sk": _turn_key(cid, turn.seq), "record": turn.model_dump_json(), "conversation_id": cid,
+                    "seq": turn.seq, "answer_id": turn.answer_id}}},
+                {"Put": {"TableName": self.table.name, "Item": {
+                    "pk": pk, "sk": f"VA#{turn.answer_id}#{cid}#{turn.seq:0{SEQ_DIGITS}d}", "conversation_id": cid,
+                    "seq": turn.seq}}}]
+
+    def _split(self, head: Conversation, whole: Sequence[Turn]) -> None:
+        """A whole record's turns moved to items of their own: each written only where none is
+        yet (a second splitter never undoes a write made since the first), then the head over the
+        version read, then the record's answer entries that name no turn."""
+        tenant, cid = head.tenant, head.conversation_id
+
+        def put(part: Sequence[Turn]) -> None:
+            for turn in part:
+                turn_item, entry = (w["Put"]["Item"] for w in self._turn_writes(tenant, cid, turn))
+                try:
+                    self.table.put_item(Item=turn_item, ConditionExpression="attribute_not_exists(pk)")
+                except self.client.exceptions.ConditionalCheckFailedException:
+                    pass
+                self.table.put_item(Item=entry)
+
+        self._each(put, [whole[i : i + BATCH_WRITE] for i in range(0, len(whole), BATCH_WRITE)])
         try:
-            self.table.put_item(
-                Item={"pk": f"T#{stored.tenant}", "sk": f"V#{stored.conversation_id}", "record": stored.model_dump_json(),
-                      "version": stored.version, "subject": stored.subject, "expires_at": expires},
-                ConditionExpression=condition,
-                **({"ExpressionAttributeValues": {":v": conversation.version}} if conversation.version else {}),
-            )
+            self.table.put_item(Item={
+                "pk": f"T#{tenant}", "sk": f"V#{cid}", "record": head_json(head.model_copy(update={"version": head.version + 1})),
+                "version": head.version + 1, "subject": head.subject, "turn_count": head.turn_count},
+                ConditionExpression="version = :v AND attribute_not_exists(turn_count)",
+                ExpressionAttributeValues={":v": head.version})
         except self.client.exceptions.ConditionalCheckFailedException:
-            self._delete_all((f"T#{stored.tenant}", sk) for sk in _conversation_keys(stored))  # the winner's stand
-            return None
-        if previous is not None and previous.version == conversation.version:  # the one this write replaced
-            stale = set(_conversation_keys(previous)) - set(_conversation_keys(stored))
-            self._delete_all((f"T#{stored.tenant}", sk) for sk in stale)
-        return stored
+            return  # another writer split it (or moved it) first
+        self._delete_all((f"T#{tenant}", f"VA#{a}#{cid}") for a in {t.answer_id for t in whole})
 
-    def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None:
+    def _turns(self, tenant: str, cid: str, last: int | None) -> list[Turn]:
+        """The conversation's turn items, the latest ``last`` of them (None: all), by ``seq``."""
+        from boto3.dynamodb.conditions import Key
+
+        if last == 0:
+            return []
+        kwargs: dict[str, Any] = {"KeyConditionExpression": Key("pk").eq(f"T#{tenant}") & Key("sk").begins_with(f"VT#{cid}#"),
+                                  "ConsistentRead": True, "ScanIndexForward": last is None}
+        if last is not None:
+            kwargs["Limit"] = last
+        found: list[Turn] = []
+        for item in self._query(**kwargs):
+            found.append(Turn.model_validate_json(item["record"]))
+            if last is not None and len(found) == last:
+                break
+        return sorted(found, key=lambda t: t.seq)
+
+    def _with_turns(self, item: dict[str, Any], last: int | None) -> Conversation:
+        """A stored head with its latest ``last`` turns (as of the head: none a later ask added)."""
+        head, whole = stored_head(item["record"])
+        turns = latest(whole, last) if whole is not None else self._turns(head.tenant, head.conversation_id, last)
+        return head.model_copy(update={"turns": [t for t in turns if t.seq <= head.turn_count]})
+
+    def get_conversation(self, tenant: str, conversation_id: str, last: int | None = None) -> Conversation | None:
         item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"V#{conversation_id}"}, ConsistentRead=True).get("Item")
-        return Conversation.model_validate_json(item["record"]) if item else None
+        return self._with_turns(item, last) if item else None
 
-    def conversations_of(self, tenant: str, subject: str, limit: int = 50) -> list[Conversation]:
+    def conversations_of(self, tenant: str, subject: str, limit: int = 50, last: int | None = None) -> list[Conversation]:
         """The subject's own ``VS#`` entries, newest first, a page of ``limit`` at a time, until
-        ``limit`` of them are current: never another subject's, never the whole partition."""
+        ``limit`` of them are current: never another subject's, never the whole partition; then
+        each one's latest ``last`` turns."""
         from boto3.dynamodb.conditions import Key
 
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": Key("pk").eq(f"T#{tenant}") & Key("sk").begins_with(f"VS#{_subject_key(subject)}#"),
             "ScanIndexForward": False, "Limit": limit, "ConsistentRead": True}
-        found: dict[str, Conversation] = {}
+        found: dict[str, dict[str, Any]] = {}
         while len(found) < limit:
             page = self.table.query(**kwargs)
             entries = [e for e in page.get("Items", []) if e["conversation_id"] not in found]
-            records = self._current(tenant, entries, lambda c, e: c.subject == subject and e["sk"].endswith(
-                f"#{_stamp(c)}#{c.conversation_id}"))
-            found.update((c.conversation_id, c) for c in records)
+            found.update(self._current(tenant, entries, lambda c, e: c.subject == subject and e["sk"].endswith(
+                f"#{_stamp(c)}#{c.conversation_id}")))
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return sorted(found.values(), key=lambda c: c.updated_at, reverse=True)[:limit]
+        items = sorted(found.values(), key=lambda i: stored_head(i["record"])[0].updated_at, reverse=True)[:limit]
+        return self._each(lambda i: self._with_turns(i, last), items)
 
     def conversations_idle_since(self, before: datetime) -> list[Conversation]:
         """Each tenant's ``VU#`` entries older than ``before``: what the expiry sweep removes."""
@@ -569,34 +648,79 @@ class DynamoMetadataStore:
         for tenant in self._tenants():
             entries = list(self._query(KeyConditionExpression=Key("pk").eq(f"T#{tenant}")
                                        & Key("sk").between("VU#", f"VU#{_stamp_of(before)}"), ConsistentRead=True))
-            found += self._current(
-                tenant, entries, lambda c, e: c.updated_at < before and e["sk"] == f"VU#{_stamp(c)}#{c.conversation_id}")
+            found += [stored_head(i["record"])[0] for i in self._current(
+                tenant, entries, lambda c, e: c.updated_at < before and e["sk"] == f"VU#{_stamp(c)}#{c.conversation_id}").values()]
         return found
 
     def _current(self, tenant: str, entries: Sequence[dict[str, Any]],
-                 matches: Callable[[Conversation, dict[str, Any]], bool]) -> list[Conversation]:
-        """The conversations ``entries`` point at whose records they still describe, in their order."""
+                 matches: Callable[[Conversation, dict[str, Any]], bool]) -> dict[str, dict[str, Any]]:
+        """The head items ``entries`` point at whose records they still describe, in their order."""
         ids = list(dict.fromkeys(str(e["conversation_id"]) for e in entries))
-        records = {c.conversation_id: c for c in (Conversation.model_validate_json(i["record"])
-                   for i in self._batch_get([(f"T#{tenant}", f"V#{c}") for c in ids], consistent=True))}
-        return [records[i] for i in ids if i in records
-                and any(e["conversation_id"] == i and matches(records[i], e) for e in entries)]
+        items = {str(i["sk"]).removeprefix("V#"): i
+                 for i in self._batch_get([(f"T#{tenant}", f"V#{c}") for c in ids], consistent=True)}
+        heads = {c: stored_head(i["record"])[0] for c, i in items.items()}
+        return {i: items[i] for i in ids if i in items
+                and any(e["conversation_id"] == i and matches(heads[i], e) for e in entries)}
 
     def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
-        ids = {i["conversation_id"] for a in sorted(set(answer_ids)) for i in self._prefixed(f"T#{tenant}", f"VA#{a}#", True)}
-        items = self._batch_get([(f"T#{tenant}", f"V#{c}") for c in sorted(ids)], consistent=True)
-        return [Conversation.model_validate_json(i["record"]) for i in items]
+        """The ``VA#answer#`` entries name each turn (``#seq``; a whole record's name only the
+        conversation): the heads and those turns, read by key."""
+        wanted = set(answer_ids)
+        seqs: dict[str, set[int]] = {}
+        for a in sorted(wanted):
+            for entry in self._prefixed(f"T#{tenant}", f"VA#{a}#", True):
+                seqs.setdefault(str(entry["conversation_id"]), set()).update([int(entry["seq"])] if "seq" in entry else [])
+        heads = {str(i["sk"]).removeprefix("V#"): stored_head(i["record"])
+                 for i in self._batch_get([(f"T#{tenant}", f"V#{c}") for c in sorted(seqs)], consistent=True)}
+        keys = [(f"T#{tenant}", _turn_key(c, n)) for c, (_, whole) in heads.items() if whole is None for n in sorted(seqs[c])]
+        turns: dict[str, list[Turn]] = {}
+        for item in self._batch_get(keys, consistent=True):
+            turns.setdefault(str(item["conversation_id"]), []).append(Turn.model_validate_json(item["record"]))
+        found = []
+        for c, (head, whole) in heads.items():
+            mine = [t for t in (whole if whole is not None else turns.get(c, [])) if t.answer_id in wanted]
+            if mine:
+                found.append(head.model_copy(update={"turns": sorted(mine, key=lambda t: t.seq)}))
+        return found
 
     def delete_conversation(self, tenant: str, conversation_id: str) -> int:
-        found = self.get_conversation(tenant, conversation_id)
-        if found is None:
-            return 0
-        self._delete_all([*((f"T#{tenant}", f"VA#{t.answer_id}#{conversation_id}") for t in found.turns),
-                          *((f"T#{tenant}", sk) for sk in _conversation_keys(found))])
-        return self._delete_all([(f"T#{tenant}", f"V#{conversation_id}")])
+        """Every turn and entry, then the head, only while it is still the version whose turns
+        were listed (an ask that came between is listed and removed on the next try)."""
+        from boto3.dynamodb.conditions import Key
+
+        pk, key = f"T#{tenant}", {"pk": f"T#{tenant}", "sk": f"V#{conversation_id}"}
+        for _ in range(DELETE_TRIES):
+            item = self.table.get_item(Key=key, ConsistentRead=True).get("Item")
+            if item is None:
+                return 0
+            head, whole = stored_head(item["record"])
+            listed = [(str(i["answer_id"]), int(i["seq"])) for i in self._query(
+                KeyConditionExpression=Key("pk").eq(pk) & Key("sk").begins_with(f"VT#{conversation_id}#"),
+                ConsistentRead=True, ProjectionExpression="answer_id, seq")]
+            listed += [(t.answer_id, t.seq) for t in whole or []]
+            self._delete_all([
+                *((pk, f"VA#{a}#{conversation_id}#{n:0{SEQ_DIGITS}d}") for a, n in listed),
+                *((pk, f"VA#{a}#{conversation_id}") for a, _ in listed),
+                *((pk, _turn_key(conversation_id, n)) for _, n in listed),
+                *((pk, sk) for sk in _conversation_keys(head))])
+            try:
+                self.table.delete_item(Key=key, ConditionExpression="version = :v", ExpressionAttributeValues={":v": item["version"]})
+            except self.client.exceptions.ConditionalCheckFailedException:
+                continue
+            return 1
+        raise Conflict(f"conversation {conversation_id!r} was written {DELETE_TRIES} times while it was being deleted")
 
     def conversation_inventory(self) -> list[Conversation]:
-        return [Conversation.model_validate_json(i["record"]) for _, i in self._tenant_items("V#")]
+        turns: dict[tuple[str, str], list[Turn]] = {}
+        for tenant, item in self._tenant_items("VT#"):
+            turns.setdefault((tenant, str(item["conversation_id"])), []).append(Turn.model_validate_json(item["record"]))
+        found = []
+        for tenant, item in self._tenant_items("V#"):
+            head, whole = stored_head(item["record"])
+            mine = whole if whole is not None else turns.get((tenant, head.conversation_id), [])
+            found.append(head.model_copy(update={"turns": sorted((t for t in mine if t.seq <= head.turn_count),
+                                                                 key=lambda t: t.seq)}))
+        return found
 
     # -- embeddings --------------------------------------------------------------------
 
@@ -718,6 +842,11 @@ def _stamp(conversation: Conversation) -> str:
 def _subject_key(subject: str) -> str:
     """A subject as a key part: any subject (it may hold ``#``), fixed width."""
     return hashlib.sha256(subject.encode()).hexdigest()[:32]
+
+
+def _turn_key(conversation_id: str, seq: int) -> str:
+    """A turn's sort key: its conversation's, then its ``seq`` at fixed width, so they sort in order."""
+    return f"VT#{conversation_id}#{seq:0{SEQ_DIGITS}d}"
 
 
 def _conversation_keys(conversation: Conversation) -> tuple[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from citewell.filters import SearchFilter, checked_scope
 from citewell.leases import Lease
 from citewell.models.answers import AnswerRecord
 from citewell.models.chunks import Chunk
-from citewell.models.conversations import Conversation
+from citewell.models.conversations import Conversation, Turn, head_json, latest, stored_head
 from citewell.models.documents import Document, DocumentStatus, Upload
 from citewell.models.identity import Identity
 from citewell.models.removals import Removal
@@ -98,6 +99,15 @@ CREATE TABLE IF NOT EXISTS conversation_answers (
     conversation_id TEXT NOT NULL,
     PRIMARY KEY (tenant, answer_id, conversation_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS conversation_turns (
+    tenant TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    answer_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (tenant, conversation_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS conversation_turns_by_answer ON conversation_turns (tenant, conversation_id, answer_id);
 CREATE TABLE IF NOT EXISTS embeddings (
     identity TEXT NOT NULL,
     content_hash TEXT NOT NULL,
@@ -313,68 +323,123 @@ class SqliteMetadataStore:
     # -- conversations -------------------------------------------------------------------
 
     def save_conversation(self, conversation: Conversation) -> Conversation | None:
-        """Store ``conversation`` over the version it was read at (0: a new one); None if another
-        writer got there first. Its answers are indexed so a withdrawal finds its turns."""
-        stored = conversation.model_copy(update={"version": conversation.version + 1})
+        """Store the head over the version it was read at (0: a new one) and the turns it carries,
+        one row each; None if another writer got there first. A record holding its turns (written
+        before turns had rows) has them moved to rows first, in the same transaction. Its answers
+        are indexed so a withdrawal finds its turns."""
+        turns = sorted({t.seq: t for t in conversation.turns}.values(), key=lambda t: t.seq)
+        stored = conversation.model_copy(update={"version": conversation.version + 1, "turns": turns,
+                                                 "turn_count": max([conversation.turn_count, *(t.seq for t in turns)])})
         with Transaction(self.conn):
-            row = self.conn.execute("SELECT version FROM conversations WHERE tenant = ? AND conversation_id = ?",
+            row = self.conn.execute("SELECT version, record FROM conversations WHERE tenant = ? AND conversation_id = ?",
                                     (conversation.tenant, conversation.conversation_id)).fetchone()
             if (row["version"] if row else 0) != conversation.version:
                 return None
+            whole = stored_head(row["record"])[1] if row else None
+            if whole:
+                self._put_turns(stored, whole, replace=False)
             self.conn.execute(
                 "INSERT OR REPLACE INTO conversations (tenant, conversation_id, subject, version, updated_at, record) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (stored.tenant, stored.conversation_id, stored.subject, stored.version, stored.updated_at.isoformat(),
-                 stored.model_dump_json()),
+                 head_json(stored)),
             )
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO conversation_answers (tenant, answer_id, conversation_id) VALUES (?, ?, ?)",
-                [(stored.tenant, t.answer_id, stored.conversation_id) for t in stored.turns],
-            )
+            self._put_turns(stored, turns, replace=True)
         return stored
 
-    def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None:
-        row = self.conn.execute("SELECT record FROM conversations WHERE tenant = ? AND conversation_id = ?",
-                                (tenant, conversation_id)).fetchone()
-        return Conversation.model_validate_json(row["record"]) if row else None
+    def _snapshot(self) -> AbstractContextManager[object]:
+        """A read snapshot (a head and its turns as of one moment), or the transaction already open."""
+        return nullcontext() if self.conn.in_transaction else Transaction(self.conn, immediate=False)
 
-    def conversations_of(self, tenant: str, subject: str, limit: int = 50) -> list[Conversation]:
+    def _put_turns(self, conversation: Conversation, turns: Sequence[Turn], replace: bool) -> None:
+        key = (conversation.tenant, conversation.conversation_id)
+        self.conn.executemany(
+            f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO conversation_turns "
+            "(tenant, conversation_id, seq, answer_id, record) VALUES (?, ?, ?, ?, ?)",
+            [(*key, t.seq, t.answer_id, t.model_dump_json()) for t in turns])
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO conversation_answers (tenant, answer_id, conversation_id) VALUES (?, ?, ?)",
+            [(key[0], a, key[1]) for a in sorted({t.answer_id for t in turns})])
+
+    def _read(self, record: str, last: int | None = None, answers: Sequence[str] | None = None) -> Conversation:
+        """A stored record with its turns: its latest ``last`` (None: all), or those that got ``answers``."""
+        head, whole = stored_head(record)
+        if whole is not None:
+            turns = [t for t in whole if t.answer_id in answers] if answers is not None else latest(whole, last)
+        elif last == 0:
+            turns = []
+        else:
+            key = (head.tenant, head.conversation_id)
+            if answers is not None:
+                rows = [r for offset in range(0, len(answers), _BATCH) for r in self.conn.execute(
+                    "SELECT record FROM conversation_turns WHERE tenant = ? AND conversation_id = ? "
+                    f"AND answer_id IN ({','.join('?' * len(answers[offset : offset + _BATCH]))})",
+                    (*key, *answers[offset : offset + _BATCH]))]
+            elif last is None:
+                rows = list(self.conn.execute(
+                    "SELECT record FROM conversation_turns WHERE tenant = ? AND conversation_id = ?", key))
+            else:
+                rows = list(self.conn.execute("SELECT record FROM conversation_turns WHERE tenant = ? AND conversation_id = ? "
+                                              "ORDER BY seq DESC LIMIT ?", (*key, last)))
+            turns = sorted((Turn.model_validate_json(r[0]) for r in rows), key=lambda t: t.seq)
+        return head.model_copy(update={"turns": turns})
+
+    def get_conversation(self, tenant: str, conversation_id: str, last: int | None = None) -> Conversation | None:
+        with self._snapshot():  # the head and its turns as of one moment
+            row = self.conn.execute("SELECT record FROM conversations WHERE tenant = ? AND conversation_id = ?",
+                                    (tenant, conversation_id)).fetchone()
+            return self._read(row["record"], last) if row else None
+
+    def conversations_of(self, tenant: str, subject: str, limit: int = 50, last: int | None = None) -> list[Conversation]:
         """The subject's conversations in ``tenant``, the latest first."""
-        rows = self.conn.execute(
-            "SELECT record FROM conversations WHERE tenant = ? AND subject = ? ORDER BY updated_at DESC LIMIT ?",
-            (tenant, subject, limit),
-        )
-        return [Conversation.model_validate_json(r[0]) for r in rows]
+        with self._snapshot():
+            rows = list(self.conn.execute(
+                "SELECT record FROM conversations WHERE tenant = ? AND subject = ? ORDER BY updated_at DESC LIMIT ?",
+                (tenant, subject, limit),
+            ))
+            return [self._read(r[0], last) for r in rows]
 
     def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
-        """Every conversation with a turn that got one of these answers."""
+        """Every conversation with a turn that got one of these answers, carrying those turns."""
         ids = sorted(set(answer_ids))
         found: dict[str, None] = {}
-        for offset in range(0, len(ids), _BATCH):
-            part = ids[offset : offset + _BATCH]
-            rows = self.conn.execute(
-                "SELECT conversation_id FROM conversation_answers "
-                f"WHERE tenant = ? AND answer_id IN ({','.join('?' * len(part))})",
-                (tenant, *part),
-            )
-            found.update((r[0], None) for r in rows)
-        conversations = (self.get_conversation(tenant, c) for c in found)
-        return [c for c in conversations if c is not None]
+        with self._snapshot():
+            for offset in range(0, len(ids), _BATCH):
+                part = ids[offset : offset + _BATCH]
+                rows = self.conn.execute(
+                    "SELECT conversation_id FROM conversation_answers "
+                    f"WHERE tenant = ? AND answer_id IN ({','.join('?' * len(part))})",
+                    (tenant, *part),
+                )
+                found.update((r[0], None) for r in rows)
+            heads = (self.conn.execute("SELECT record FROM conversations WHERE tenant = ? AND conversation_id = ?",
+                                       (tenant, c)).fetchone() for c in found)
+            return [self._read(h[0], answers=ids) for h in heads if h is not None]
 
     def delete_conversation(self, tenant: str, conversation_id: str) -> int:
         with Transaction(self.conn):
-            self.conn.execute("DELETE FROM conversation_answers WHERE tenant = ? AND conversation_id = ?",
-                              (tenant, conversation_id))
+            for table in ("conversation_answers", "conversation_turns"):
+                self.conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND conversation_id = ?", (tenant, conversation_id))
             return self.conn.execute("DELETE FROM conversations WHERE tenant = ? AND conversation_id = ?",
                                      (tenant, conversation_id)).rowcount
 
     def conversations_idle_since(self, before: datetime) -> list[Conversation]:
         rows = self.conn.execute("SELECT record FROM conversations WHERE julianday(updated_at) < julianday(?)",
                                  (before.astimezone(UTC).isoformat(),))
-        return [Conversation.model_validate_json(r[0]) for r in rows]
+        return [stored_head(r[0])[0] for r in rows]
 
     def conversation_inventory(self) -> list[Conversation]:
-        return [Conversation.model_validate_json(r[0]) for r in self.conn.execute("SELECT record FROM conversations")]
+        with self._snapshot():
+            turns: dict[tuple[str, str], list[Turn]] = {}
+            for r in self.conn.execute("SELECT tenant, conversation_id, record FROM conversation_turns ORDER BY tenant, "
+                                       "conversation_id, seq"):
+                turns.setdefault((r[0], r[1]), []).append(Turn.model_validate_json(r[2]))
+            found = []
+            for (record,) in self.conn.execute("SELECT record FROM conversations"):
+                head, whole = stored_head(record)
+                found.append(head.model_copy(update={"turns": whole if whole is not None
+                                                     else turns.get((head.tenant, head.conversation_id), [])}))
+            return found
 
     # -- answers, the answer cache and tenant epochs --------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
@@ -34,13 +35,20 @@ class Turn(BaseModel):
 
 
 class Conversation(BaseModel):
-    """A thread of turns owned by one identity: tenant, subject and roles, exactly."""
+    """A thread of turns owned by one identity: tenant, subject and roles, exactly.
+
+    Its turns are stored each on its own (a long conversation never outgrows one record, and an
+    ask writes one turn, not all), so ``turns`` holds the turns read with it, in ``seq`` order:
+    all of them, the latest few, or those a lookup asked for (see
+    :class:`~citewell.ports.ConversationRecords`). ``turn_count`` is how many it has; the next is
+    ``turn_count + 1``."""
 
     conversation_id: str
     tenant: str
     subject: str
     roles: list[str]
     turns: list[Turn] = Field(default_factory=list)
+    turn_count: int = 0
     version: int = 0  # compare-and-set: a save succeeds only over the version it read
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
@@ -52,3 +60,24 @@ class Conversation(BaseModel):
     def owned_by(self, identity: Identity) -> bool:
         return (not identity.is_empty and identity.tenant == self.tenant and identity.subject == self.subject
                 and sorted(identity.roles) == self.roles)
+
+
+def stored_head(record: str) -> tuple[Conversation, list[Turn] | None]:
+    """A stored conversation record read: its head (without turns), and the turns it holds when
+    it was written before turns were stored on their own (None for a head). Such a record is
+    read as it is and its turns moved out at its next write."""
+    conversation = Conversation.model_validate_json(record)
+    if "turn_count" in json.loads(record):
+        return conversation, None
+    turns = conversation.turns
+    return conversation.model_copy(update={"turns": [], "turn_count": max((t.seq for t in turns), default=0)}), turns
+
+
+def head_json(conversation: Conversation) -> str:
+    """The record a head is stored as: everything but its turns."""
+    return conversation.model_dump_json(exclude={"turns"})
+
+
+def latest(turns: list[Turn], last: int | None) -> list[Turn]:
+    """The last ``last`` of ``turns`` (all of them for None)."""
+    return turns if last is None else turns[max(0, len(turns) - last):] if last > 0 else []

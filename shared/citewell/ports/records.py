@@ -241,36 +241,49 @@ class AnswerRecords(Protocol):
 
 
 class ConversationRecords(Protocol):
-    """Conversations by ``(tenant, conversation_id)``: a subject's turns, each naming the answer it
-    got. Every write is a compare-and-set on ``version``."""
+    """Conversations by ``(tenant, conversation_id)``: a head (owner, times, ``turn_count``) and a
+    subject's turns stored each on its own, each naming the answer it got. Every write is a
+    compare-and-set on the head's ``version``; a write carries the turns it adds or changes and
+    leaves the others as stored, so an ask costs the same at turn 5,000 as at turn 1. A record
+    stored whole (turns inside, as before turns were stored on their own) is read as it is and
+    split at its first write."""
 
     def save_conversation(self, conversation: Conversation) -> Conversation | None:
-        """Store over the version read (0: new) and return what was stored; None when another writer won."""
+        """Store the head over the version read (0: new) with the turns it carries (new ones, or
+        changed ones replacing theirs by ``seq``; ``turn_count`` is raised to the highest carried); turns it
+        does not carry stay as stored. Returns
+        the head stored, carrying those turns; None when another writer won. A write of more turns
+        than one transaction holds goes in several, each a compare-and-set: a lost race may leave
+        the first written (a withdrawal's rerun finishes it)."""
         ...
 
-    def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None:
-        """The conversation; None when there is none."""
+    def get_conversation(self, tenant: str, conversation_id: str, last: int | None = None) -> Conversation | None:
+        """The conversation with all its turns, or with its latest ``last`` (0: the head alone);
+        None when there is none."""
         ...
 
-    def conversations_of(self, tenant: str, subject: str, limit: int = 50) -> list[Conversation]:
-        """The subject's conversations, the latest first, at most ``limit``."""
+    def conversations_of(self, tenant: str, subject: str, limit: int = 50, last: int | None = None) -> list[Conversation]:
+        """The subject's conversations, the latest first, at most ``limit``, each with its latest
+        ``last`` turns (None: all)."""
         ...
 
     def conversations_answering(self, tenant: str, answer_ids: Iterable[str]) -> list[Conversation]:
-        """Every conversation with a turn that got one of these answers (a withdrawal's turns)."""
+        """Every conversation with a turn that got one of these answers (a withdrawal's turns),
+        each carrying those turns only."""
         ...
 
     def conversations_idle_since(self, before: datetime) -> list[Conversation]:
         """Every conversation whose last question is older than ``before`` (what expiry removes),
-        read without reading the others."""
+        read without reading the others; heads only."""
         ...
 
     def delete_conversation(self, tenant: str, conversation_id: str) -> int:
-        """Remove the conversation; 1 if it was there, else 0."""
+        """Remove the conversation, every turn and lookup entry of it; 1 if it was there, else 0."""
         ...
 
     def conversation_inventory(self) -> list[Conversation]:
-        """Every conversation of every tenant (for the audit and the operator's feedback report)."""
+        """Every conversation of every tenant with all its turns (for the audit and the operator's
+        feedback report)."""
         ...
 
 
