@@ -440,7 +440,8 @@ class _Audit:
                 continue
             owner = (conversation.tenant, conversation.subject)
             if owner not in listed:
-                listed[owner] = {c.conversation_id for c in self.services.conversations.conversations_of(*owner, limit=1_000_000, last=0)}
+                listed[owner] = {c.conversation_id
+                                 for c in self.services.conversations.conversations_of(*owner, limit=1_000_000, last=0)}
             if conversation.conversation_id not in listed[owner]:  # written before its lookup keys were kept
                 self.found("unlisted_conversation", conversation.tenant, "",
                            f"conversation {conversation.conversation_id} is missing from its owner's history "

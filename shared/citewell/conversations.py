@@ -35,7 +35,7 @@ from citewell.settings import settings
 
 HISTORY = 20  # recent questions a caller is shown
 CONTEXT_TURNS = 3  # earlier questions a model is given to rewrite a follow-up
-FOLLOW_UP_TURNS = 12  # latest turns a follow-up reads to find them (withdrawn ones are skipped): an ask reads no more at turn 5,000
+FOLLOW_UP_TURNS = 12  # latest turns a follow-up reads to find those (withdrawn ones skipped): no more at turn 5,000
 REWRITE_UNAVAILABLE = "follow-up rewritten by rules"  # in ``degraded`` when the model could not rewrite it
 
 

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from citewell.api.dependencies import ApiDependencies
 from citewell.api.models import QueryRequest
+from citewell.deadline import Deadline, applying
 from citewell.models.answers import Answer
+
+
+def request_deadline(context: Any) -> Deadline | None:
+    """A Lambda invocation's: 28 s (API Gateway gives up at 30), or what it has left if less.
+    A local server's request has no gateway in front: None, each call's own limit."""
+    return Deadline.for_invocation(context) if callable(getattr(context, "get_remaining_time_in_millis", None)) else None
 
 
 def router(api: ApiDependencies) -> Router:
@@ -18,7 +27,8 @@ def router(api: ApiDependencies) -> Router:
         from citewell.asking import answer_turn
 
         found, who = api.caller()
-        return answer_turn(found.services, who, request.question, request.conversation_id, lanes=found.settings.lanes,
-                           filters=request.filters, mixed_locales=request.mixed_locales)
+        with applying(request_deadline(api.resolver.lambda_context)):
+            return answer_turn(found.services, who, request.question, request.conversation_id, lanes=found.settings.lanes,
+                               filters=request.filters, mixed_locales=request.mixed_locales)
 
     return routes

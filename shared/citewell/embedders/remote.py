@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from citewell.deadline import FALLBACK_RESERVE_S, applying, bounded, current
 from citewell.errors import EmbedderUnavailable
 from citewell.settings import DEFAULT_BEDROCK_EMBED_MODEL
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
+TITAN_CALL_S = 60 + 60  # botocore's default read and connect timeouts: one call's own bound
 THROTTLING = {"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException", "ModelNotReadyException"}
 
 
@@ -40,8 +42,14 @@ class BedrockTitanEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
+        deadline = current()  # each call, in its thread, keeps the request's deadline
+
+        def one(text: str) -> list[float]:
+            with applying(deadline):
+                return self._one(text)
+
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            rows = list(pool.map(self._one, texts))
+            rows = list(pool.map(one, texts))
         return _unit(np.array(rows, dtype=np.float32))
 
     def _one(self, text: str) -> list[float]:
@@ -49,10 +57,10 @@ class BedrockTitanEmbedder:
 
         body = json.dumps({"inputText": text, "dimensions": self.dims, "normalize": True})
         for attempt in range(self.retries + 1):
-            try:
-                reply = self.client.invoke_model(modelId=self.model_id, body=body, contentType="application/json",
-                                                 accept="application/json")
-                vector = json.loads(reply["body"].read())["embedding"]
+            try:  # within what the request has left, keeping time for the answer
+                vector = bounded(lambda: json.loads(self.client.invoke_model(
+                    modelId=self.model_id, body=body, contentType="application/json", accept="application/json",
+                )["body"].read())["embedding"], TITAN_CALL_S, FALLBACK_RESERVE_S)
                 if len(vector) != self.dims:
                     raise EmbedderUnavailable(f"Bedrock returned {len(vector)} dimensions, expected {self.dims}")
                 return vector
@@ -62,9 +70,14 @@ class BedrockTitanEmbedder:
                     raise EmbedderUnavailable(f"Bedrock embedding failed ({code})") from exc
             except BotoCoreError as exc:
                 raise EmbedderUnavailable(f"Bedrock could not be reached ({exc.__class__.__name__})") from exc
+            except TimeoutError as exc:
+                raise EmbedderUnavailable(f"Bedrock gave no embedding in time ({exc})") from None
             except (KeyError, ValueError, TypeError) as exc:
                 raise EmbedderUnavailable("the Bedrock embedding reply is malformed") from exc
-            time.sleep(self.backoff * 2**attempt)
+            pause, deadline = self.backoff * 2**attempt, current()
+            if deadline is not None and deadline.left() - FALLBACK_RESERVE_S < pause:
+                raise EmbedderUnavailable(f"Bedrock throttled the embedding and the request has no time for a retry ({code})")
+            time.sleep(pause)
         raise AssertionError("unreachable")
 
 

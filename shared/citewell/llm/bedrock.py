@@ -8,6 +8,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from citewell.deadline import FALLBACK_RESERVE_S, bounded, time_for
 from citewell.errors import GeneratorUnavailable
 
 READ_TIMEOUT_S, CONNECT_TIMEOUT_S = 20, 3  # one attempt ends by 23 s, inside the API function's 30 s
@@ -57,7 +58,8 @@ class BedrockModel:
         from botocore.exceptions import BotoCoreError, ClientError
 
         pieces: list[str] = []
-        try:
+        try:  # a stream's pieces are handed on as they come, so it is not waited on: it starts only with time left
+            time_for(READ_TIMEOUT_S + CONNECT_TIMEOUT_S, FALLBACK_RESERVE_S)
             response = self.client.converse_stream(**self._request(system, user))
             for event in response["stream"]:  # an exception event raises EventStreamError, a ClientError
                 text = event.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
@@ -69,6 +71,8 @@ class BedrockModel:
             raise GeneratorUnavailable(f"Bedrock refused the request or broke off its stream ({code})") from exc
         except BotoCoreError as exc:
             raise GeneratorUnavailable(f"Bedrock could not be reached ({exc.__class__.__name__})") from exc
+        except TimeoutError as exc:
+            raise GeneratorUnavailable(f"no time left for Bedrock ({exc})") from None
         content = "".join(pieces)
         if not content.strip():
             raise GeneratorUnavailable("the Bedrock stream is empty")
@@ -77,8 +81,11 @@ class BedrockModel:
     def _converse(self, system: str, user: str) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        try:
-            response = self.client.converse(**self._request(system, user))
+        try:  # within what the request has left, keeping time for the extractive answer
+            response = bounded(lambda: self.client.converse(**self._request(system, user)),
+                               READ_TIMEOUT_S + CONNECT_TIMEOUT_S, FALLBACK_RESERVE_S)
+        except TimeoutError as exc:
+            raise GeneratorUnavailable(f"Bedrock gave no reply in time ({exc})") from None
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "ClientError")
             raise GeneratorUnavailable(f"Bedrock refused the request ({code})") from exc

@@ -58,7 +58,7 @@ SORT_KEY_BYTES = 1024  # DynamoDB's limit; a partition key may take 2,048 (every
 PARALLEL = 16  # concurrent DynamoDB calls of one bulk read or delete (boto3 clients are thread-safe, resources are not)
 BATCH_WRITE = 25  # DynamoDB's BatchWriteItem limit
 PAGE_READ = 1000  # records one listing request reads at most: a reader of few of many documents gets short pages, not a timeout
-TURN_WRITES = 45  # turns one transaction writes, each with its answer entry, beside the head and 4 lookup keys (100 items at most)
+TURN_WRITES = 45  # turns one transaction writes, each with its answer entry, beside the head and 4 lookup keys (100 at most)
 SEQ_DIGITS = 10  # a turn's seq in its sort key, zero-padded so keys sort as numbers
 DELETE_TRIES = 8  # reads of a record rewritten while it is deleted, before the delete gives up
 TAG_MARKER = "TAGINDEX"  # in a tenant's partition: every record's tags have their G# entries
@@ -543,7 +543,8 @@ class DynamoMetadataStore:
     def _head_write(self, head: Conversation, expected: int) -> dict[str, Any]:
         condition: dict[str, Any] = (
             {"ConditionExpression": "attribute_not_exists(pk)"} if expected == 0 else
-            {"ConditionExpression": "version = :v AND attribute_exists(turn_count)", "ExpressionAttributeValues": {":v": expected}})
+            {"ConditionExpression": "version = :v AND attribute_exists(turn_count)",
+             "ExpressionAttributeValues": {":v": expected}})
         return {"Put": {"TableName": self.table.name, "Item": {
             "pk": f"T#{head.tenant}", "sk": f"V#{head.conversation_id}", "record": head_json(head), "version": head.version,
             "subject": head.subject, "turn_count": head.turn_count}, **condition}}
@@ -648,8 +649,9 @@ class DynamoMetadataStore:
         for tenant in self._tenants():
             entries = list(self._query(KeyConditionExpression=Key("pk").eq(f"T#{tenant}")
                                        & Key("sk").between("VU#", f"VU#{_stamp_of(before)}"), ConsistentRead=True))
-            found += [stored_head(i["record"])[0] for i in self._current(
-                tenant, entries, lambda c, e: c.updated_at < before and e["sk"] == f"VU#{_stamp(c)}#{c.conversation_id}").values()]
+            idle = self._current(
+                tenant, entries, lambda c, e: c.updated_at < before and e["sk"] == f"VU#{_stamp(c)}#{c.conversation_id}")
+            found += [stored_head(i["record"])[0] for i in idle.values()]
         return found
 
     def _current(self, tenant: str, entries: Sequence[dict[str, Any]],
@@ -704,7 +706,8 @@ class DynamoMetadataStore:
                 *((pk, _turn_key(conversation_id, n)) for _, n in listed),
                 *((pk, sk) for sk in _conversation_keys(head))])
             try:
-                self.table.delete_item(Key=key, ConditionExpression="version = :v", ExpressionAttributeValues={":v": item["version"]})
+                self.table.delete_item(Key=key, ConditionExpression="version = :v",
+                                       ExpressionAttributeValues={":v": item["version"]})
             except self.client.exceptions.ConditionalCheckFailedException:
                 continue
             return 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from citewell.deadline import FALLBACK_RESERVE_S, bounded
 from citewell.errors import RerankerUnavailable
 from citewell.models.search import SearchHit
 from citewell.ports import Reranked
@@ -28,6 +29,7 @@ class BedrockReranker:
             client = boto3.client("bedrock-agent-runtime", region_name=region, config=config)
         self.client = client
         self.model_arn = model_arn
+        self.timeout = timeout
 
     @property
     def name(self) -> str:
@@ -38,14 +40,16 @@ class BedrockReranker:
         from botocore.parsers import ResponseParserError
 
         hits = hits[:MAX_DOCUMENTS]
-        try:
-            response = self.client.rerank(
+        try:  # within what the request has left, keeping time for the answer
+            response = bounded(lambda: self.client.rerank(
                 queries=[{"type": "TEXT", "textQuery": {"text": question}}],
                 sources=[{"type": "INLINE", "inlineDocumentSource": {"type": "TEXT", "textDocument": {"text": h.text}}}
                          for h in hits],
                 rerankingConfiguration={"type": "BEDROCK_RERANKING_MODEL", "bedrockRerankingConfiguration": {
                     "numberOfResults": min(top_n, len(hits)), "modelConfiguration": {"modelArn": self.model_arn}}},
-            )
+            ), self.timeout + min(self.timeout, 5.0), FALLBACK_RESERVE_S)
+        except TimeoutError as exc:
+            raise RerankerUnavailable(f"Bedrock's rerank gave no reply in time ({exc})") from None
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "ClientError")
             raise RerankerUnavailable(f"Bedrock refused the rerank request ({code})") from None

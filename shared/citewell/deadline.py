@@ -1,0 +1,104 @@
+"""One deadline per request, shared by every model call it makes.
+
+API Gateway gives a request 30 s whatever its Lambda does, and a ``/query`` may call a model four
+times (the follow-up rewrite, the question's embedding, the rerank, the answer), each with a limit
+of its own that alone may take most of it. So ``/query`` sets one :class:`Deadline` (28 s, or less
+when the invocation has less left) and each call takes what is left of it, through
+:func:`bounded`: a call with too little left is not made, and one that runs out is given up on,
+so its stage degrades (the rules' rewrite, the lexical lane, the fused order, the extractive
+answer) and the request still answers in time. Without a deadline (ingestion, the CLI) a call has
+its own limit only.
+
+The deadline travels in a context variable, set once where the request starts
+(:func:`applying`), so the stages between need not carry it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+REQUEST_SECONDS = 28.0  # API Gateway's 30 s, less the reply's way back through it
+INVOCATION_MARGIN_S = 1.0  # what a Lambda invocation keeps after the deadline to send its reply
+MIN_CALL_S = 0.5  # a call given less is not made: it could not finish
+FALLBACK_RESERVE_S = 4.0  # what a model's answer leaves to the extractive one that replaces it
+
+T = TypeVar("T")
+_current: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("citewell_deadline", default=None)
+# Calls waited on with a timeout run here; one given up on ends with its own client's limit.
+_calls = ThreadPoolExecutor(max_workers=16, thread_name_prefix="citewell-bounded")
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When a request must have its answer, on the monotonic clock."""
+
+    at: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds)
+
+    @classmethod
+    def for_invocation(cls, context: Any, seconds: float = REQUEST_SECONDS) -> Deadline:
+        """``seconds`` from now, or less when the Lambda invocation ``context`` has less left."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        if callable(remaining):
+            seconds = min(seconds, remaining() / 1000 - INVOCATION_MARGIN_S)
+        return cls.after(max(0.0, seconds))
+
+    def left(self) -> float:
+        return max(0.0, self.at - time.monotonic())
+
+    def budget(self, limit: float, reserve: float = 0.0) -> float:
+        """What a call of at most ``limit`` seconds may take now, keeping ``reserve`` for what follows it."""
+        return max(0.0, min(limit, self.left() - reserve))
+
+
+def current() -> Deadline | None:
+    """The deadline of the request being answered; None outside one."""
+    return _current.get()
+
+
+@contextmanager
+def applying(deadline: Deadline | None) -> Iterator[Deadline | None]:
+    """Every :func:`bounded` call in the block takes what is left of ``deadline`` (None: none has one)."""
+    token = _current.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _current.reset(token)
+
+
+def time_for(limit: float, reserve: float = 0.0) -> float:
+    """The seconds a call of at most ``limit`` may take now (``limit`` outside a request);
+    TimeoutError when less than :data:`MIN_CALL_S` is left."""
+    deadline = current()
+    if deadline is None:
+        return limit
+    seconds = deadline.budget(limit, reserve)
+    if seconds < MIN_CALL_S:
+        raise TimeoutError(f"{deadline.left():.1f} s left of the request")
+    return seconds
+
+
+def bounded(call: Callable[[], T], limit: float, reserve: float = 0.0) -> T:
+    """``call``, given what is left of the request's deadline (at most ``limit``, keeping
+    ``reserve``); TimeoutError when too little is left to start it or it runs out. Outside a
+    request it runs as it is, under its own client's limits."""
+    if current() is None:
+        return call()
+    seconds = time_for(limit, reserve)
+    future = _calls.submit(contextvars.copy_context().run, call)
+    try:
+        return future.result(timeout=seconds)
+    except TimeoutError:
+        if future.done():  # the call's own timeout, raised as it is
+            raise
+        future.cancel()
+        raise TimeoutError(f"no reply in the {seconds:.1f} s the request had left") from None
