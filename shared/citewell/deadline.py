@@ -83,7 +83,8 @@ def time_for(limit: float, reserve: float = 0.0) -> float:
         return limit
     seconds = deadline.budget(limit, reserve)
     if seconds < MIN_CALL_S:
-        raise TimeoutError(f"{deadline.left():.1f} s left of the request")
+        kept = f", {reserve:.0f} s of it kept for what follows" if reserve else ""
+        raise TimeoutError(f"not made: {deadline.left():.1f} s left of the request{kept}")
     return seconds
 
 
