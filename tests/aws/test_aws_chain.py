@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,10 @@ class LambdaContext:
     memory_limit_in_mb: int = 512
     invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:citewell-test"
     aws_request_id: str = "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"
+    remaining_ms: int = 30_000  # the API function's timeout
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
 
 
 class Calls:
@@ -206,7 +211,7 @@ def id_token_claims(tenant: str | None = "northpier", groups: str = "[staff cite
 
 
 def api(method: str, path: str, body: dict | None = None, tenant: str | None = "northpier", groups: str = "[staff citewell:write]",
-        query: dict | None = None, claims: dict | None = None) -> tuple[int, dict]:
+        query: dict | None = None, claims: dict | None = None, context: LambdaContext | None = None) -> tuple[int, dict]:
     event = json.loads((EVENTS / "api_request.json").read_text())
     event["routeKey"] = f"{method} {path}"
     event["rawPath"] = path
@@ -216,8 +221,37 @@ def api(method: str, path: str, body: dict | None = None, tenant: str | None = "
     event["queryStringParameters"] = query
     event["rawQueryString"] = "&".join(f"{k}={v}" for k, v in (query or {}).items())
     event["requestContext"]["authorizer"]["jwt"]["claims"] = claims if claims is not None else id_token_claims(tenant, groups)
-    reply = load_handler("api")(event, LambdaContext())
+    reply = load_handler("api")(event, context or LambdaContext())
     return reply["statusCode"], json.loads(reply["body"]) if reply.get("body") else {}
+
+
+def test_a_query_whose_model_stalls_is_answered_extractively_before_the_invocation_ends(aws, monkeypatch):
+    """API Gateway gives up at 30 s, so a query's model calls (the question's expansion, the
+    answer) share one deadline, bounded by what the invocation has left: against a model that
+    never answers in time, ``/query`` gives the extractive answer, said so, before that deadline."""
+    from citewell.deadline import FALLBACK_RESERVE_S, INVOCATION_MARGIN_S
+    from tests import fake_model_service
+    from tests.fake_model_service import Reply
+
+    upload(aws, "handbook.md", HANDBOOK)
+    pump(aws)
+    service, server = fake_model_service.start()
+    service.respond = lambda body: Reply(delay=8.0, body=service.chat("late"))
+    for name, value in {"CITEWELL_GENERATOR": "openai", "CITEWELL_OPENAI_BASE_URL": service.url,
+                        "CITEWELL_OPENAI_MODEL": "stalls"}.items():
+        monkeypatch.setenv(name, value)
+    seconds = FALLBACK_RESERVE_S + 3.0  # what the request may take: the invocation's time less its margin
+    try:
+        started = time.monotonic()
+        status, answer = api("POST", "/query", {"question": "How many days of paid annual leave do full-time staff receive?"},
+                             context=LambdaContext(remaining_ms=int((seconds + INVOCATION_MARGIN_S) * 1000)))
+        took = time.monotonic() - started
+    finally:
+        server.shutdown()
+    assert status == 200 and "27 days" in answer["answer"] and not answer["refused"], answer
+    assert any("in time" in note and "answering extractively" in note for note in answer["degraded"]), answer["degraded"]
+    assert took < seconds, took
+    assert service.requests  # the model was asked, and given up on
 
 
 def assert_no_residue(aws, answer_id: str) -> None:

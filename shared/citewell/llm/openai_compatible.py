@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from citewell.deadline import FALLBACK_RESERVE_S, time_for
 from citewell.errors import GeneratorUnavailable
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
@@ -34,6 +35,7 @@ class OpenAICompatibleModel:
         self.fingerprint = str(self.client.base_url)
         self.retries = retries
         self.backoff = backoff
+        self.timeout = timeout
 
     @property
     def name(self) -> str:
@@ -60,7 +62,7 @@ class OpenAICompatibleModel:
         for attempt in range(self.retries + 1):
             pieces: list[str] = []
             try:
-                with self.client.stream("POST", "/chat/completions", json=body) as response:
+                with self.client.stream("POST", "/chat/completions", json=body, timeout=self._time_left()) as response:
                     if response.status_code >= 400:
                         failure = f"the model service answered HTTP {response.status_code}"
                         if response.status_code not in RETRY_STATUS:
@@ -92,10 +94,18 @@ class OpenAICompatibleModel:
                 time.sleep(self.backoff * 2**attempt)
         raise GeneratorUnavailable(failure)
 
+    def _time_left(self) -> float:
+        """Each attempt's timeout: what the request has left (see :mod:`citewell.deadline`),
+        keeping time for the extractive answer, at most the client's own; none left: not made."""
+        try:
+            return time_for(self.timeout, FALLBACK_RESERVE_S)
+        except TimeoutError as exc:
+            raise GeneratorUnavailable(f"the model service gave no reply in time ({exc})") from None
+
     def _post(self, body: dict[str, Any]) -> Any:
         for attempt in range(self.retries + 1):
             try:
-                response = self.client.post("/chat/completions", json=body)
+                response = self.client.post("/chat/completions", json=body, timeout=self._time_left())
             except httpx.TimeoutException as exc:
                 failure = f"the model service timed out ({exc.__class__.__name__})"
             except httpx.HTTPError as exc:
