@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 REQUEST_SECONDS = 28.0  # API Gateway's 30 s, less the reply's way back through it
@@ -36,13 +36,15 @@ _calls = ThreadPoolExecutor(max_workers=16, thread_name_prefix="citewell-bounded
 
 @dataclass(frozen=True)
 class Deadline:
-    """When a request must have its answer, on the monotonic clock."""
+    """When a request must have its answer, on the monotonic clock, and what each call leaves of
+    it for the extractive answer that replaces a model's (none once that answer is being made)."""
 
     at: float
+    reserve: float = FALLBACK_RESERVE_S
 
     @classmethod
-    def after(cls, seconds: float) -> Deadline:
-        return cls(time.monotonic() + seconds)
+    def after(cls, seconds: float, reserve: float = FALLBACK_RESERVE_S) -> Deadline:
+        return cls(time.monotonic() + seconds, reserve)
 
     @classmethod
     def for_invocation(cls, context: Any, seconds: float = REQUEST_SECONDS) -> Deadline:
@@ -55,14 +57,22 @@ class Deadline:
     def left(self) -> float:
         return max(0.0, self.at - time.monotonic())
 
-    def budget(self, limit: float, reserve: float = 0.0) -> float:
-        """What a call of at most ``limit`` seconds may take now, keeping ``reserve`` for what follows it."""
-        return max(0.0, min(limit, self.left() - reserve))
+    def budget(self, limit: float) -> float:
+        """What a call of at most ``limit`` seconds may take now, keeping the reserve."""
+        return max(0.0, min(limit, self.left() - self.reserve))
 
 
 def current() -> Deadline | None:
     """The deadline of the request being answered; None outside one."""
     return _current.get()
+
+
+@contextmanager
+def last_resort() -> Iterator[Deadline | None]:
+    """The block is the answer that replaces a model's: its calls may spend the reserve."""
+    deadline = current()
+    with applying(replace(deadline, reserve=0.0) if deadline is not None else None) as spent:
+        yield spent
 
 
 @contextmanager
@@ -75,26 +85,26 @@ def applying(deadline: Deadline | None) -> Iterator[Deadline | None]:
         _current.reset(token)
 
 
-def time_for(limit: float, reserve: float = 0.0) -> float:
+def time_for(limit: float) -> float:
     """The seconds a call of at most ``limit`` may take now (``limit`` outside a request);
     TimeoutError when less than :data:`MIN_CALL_S` is left."""
     deadline = current()
     if deadline is None:
         return limit
-    seconds = deadline.budget(limit, reserve)
+    seconds = deadline.budget(limit)
     if seconds < MIN_CALL_S:
-        kept = f", {reserve:.0f} s of it kept for what follows" if reserve else ""
+        kept = f", {deadline.reserve:.0f} s of it kept for the extractive answer" if deadline.reserve else ""
         raise TimeoutError(f"not made: {deadline.left():.1f} s left of the request{kept}")
     return seconds
 
 
-def bounded(call: Callable[[], T], limit: float, reserve: float = 0.0) -> T:
-    """``call``, given what is left of the request's deadline (at most ``limit``, keeping
-    ``reserve``); TimeoutError when too little is left to start it or it runs out. Outside a
+def bounded(call: Callable[[], T], limit: float) -> T:
+    """``call``, given what is left of the request's deadline (at most ``limit``, keeping the
+    reserve); TimeoutError when too little is left to start it or it runs out. Outside a
     request it runs as it is, under its own client's limits."""
     if current() is None:
         return call()
-    seconds = time_for(limit, reserve)
+    seconds = time_for(limit)
     future = _calls.submit(contextvars.copy_context().run, call)
     try:
         return future.result(timeout=seconds)

@@ -14,7 +14,7 @@ import pytest
 from botocore.config import Config
 
 from citewell.answers.generators.bedrock import BedrockGenerator
-from citewell.deadline import FALLBACK_RESERVE_S, MIN_CALL_S, Deadline, applying, bounded, time_for
+from citewell.deadline import FALLBACK_RESERVE_S, MIN_CALL_S, Deadline, applying, bounded, last_resort, time_for
 from citewell.embedders.remote import BedrockTitanEmbedder
 from citewell.errors import EmbedderUnavailable, GeneratorUnavailable, RerankerUnavailable
 from citewell.models.answers import Outcome
@@ -56,16 +56,19 @@ def test_a_call_gets_what_the_request_has_left_and_none_when_too_little():
     assert time_for(20.0) == 20.0  # no request: the call's own limit
     assert 8.0 < Deadline.for_invocation(Invocation(10_000)).left() <= 9.0  # the invocation's end, less its margin
     assert 27.0 < Deadline.for_invocation(Invocation(900_000)).left() <= 28.0  # API Gateway's, less the way back
-    with applying(Deadline.after(3.0)):
+    with applying(Deadline.after(3.0, reserve=0.0)):
         assert 2.0 < time_for(20.0) <= 3.0 and time_for(1.0) == 1.0
-        assert 0.5 < time_for(20.0, reserve=2.0) <= 1.0
-        with pytest.raises(TimeoutError, match="left of the request"):
-            time_for(20.0, reserve=3.0 - MIN_CALL_S / 2)
+    with applying(Deadline.after(3.0, reserve=2.0)):
+        assert 0.5 < time_for(20.0) <= 1.0  # the reserve is kept for the extractive answer
+        with last_resort():  # which may spend it
+            assert 2.0 < time_for(20.0) <= 3.0
         assert bounded(lambda: "quick", 20.0) == "quick"
         started = time.monotonic()
         with pytest.raises(TimeoutError, match="no reply in the"):
-            bounded(lambda: time.sleep(STALL_S), 20.0, reserve=2.0)
+            bounded(lambda: time.sleep(STALL_S), 20.0)
         assert time.monotonic() - started < 2.0  # given up on at its share, not after the stall
+    with applying(Deadline.after(3.0, reserve=3.0 - MIN_CALL_S / 2)), pytest.raises(TimeoutError, match="not made"):
+        time_for(20.0)
 
 
 def test_each_bedrock_stage_gives_up_when_the_request_runs_out(stalling):

@@ -21,12 +21,14 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from citewell.answers.drafts import retract
 from citewell.answers.evidence import DEFAULT_BUDGET_CHARS, gather_evidence
 from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.answers.verify import Verdict, verify
+from citewell.deadline import last_resort
 from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.filters import SearchFilter
 from citewell.models.answers import Answer, AnswerRecord, Outcome, Passage, SourceRef
@@ -180,14 +182,16 @@ def _verdict(
     unjudged = Verdict(None, outcome=Outcome.UNCONFIRMED)  # evidence that nothing could judge
     for candidate in chain:
         fallback = "; answering extractively" if candidate is not chain[-1] else "; refusing"
-        try:
-            draft, used = candidate.generate(question, evidence), candidate
+        try:  # the extractive answer, replacing a model's, may spend the time the model's calls left it
+            with last_resort() if candidate is extractive else nullcontext():
+                draft, used = candidate.generate(question, evidence), candidate
         except GeneratorUnavailable as error:
             degraded.append(f"{GENERATOR_UNAVAILABLE}: {candidate.name} ({error.message}){fallback}")
             continue
         if draft.outcome is Outcome.NOT_FOUND and candidate is not extractive:
             try:
-                draft = extractive.nearest(question, evidence)
+                with last_resort():
+                    draft = extractive.nearest(question, evidence)
             except GeneratorUnavailable as error:
                 degraded.append(f"{GENERATOR_UNAVAILABLE}: {extractive.name} ({error.message}); nothing quoted")
                 return unjudged, used

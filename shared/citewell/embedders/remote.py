@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from citewell.deadline import FALLBACK_RESERVE_S, applying, bounded, current
+from citewell.deadline import applying, bounded, current
 from citewell.errors import EmbedderUnavailable
 from citewell.settings import DEFAULT_BEDROCK_EMBED_MODEL
 
@@ -60,7 +60,7 @@ class BedrockTitanEmbedder:
             try:  # within what the request has left, keeping time for the answer
                 vector = bounded(lambda: json.loads(self.client.invoke_model(
                     modelId=self.model_id, body=body, contentType="application/json", accept="application/json",
-                )["body"].read())["embedding"], TITAN_CALL_S, FALLBACK_RESERVE_S)
+                )["body"].read())["embedding"], TITAN_CALL_S)
                 if len(vector) != self.dims:
                     raise EmbedderUnavailable(f"Bedrock returned {len(vector)} dimensions, expected {self.dims}")
                 return vector
@@ -75,7 +75,7 @@ class BedrockTitanEmbedder:
             except (KeyError, ValueError, TypeError) as exc:
                 raise EmbedderUnavailable("the Bedrock embedding reply is malformed") from exc
             pause, deadline = self.backoff * 2**attempt, current()
-            if deadline is not None and deadline.left() - FALLBACK_RESERVE_S < pause:
+            if deadline is not None and deadline.left() - deadline.reserve < pause:
                 raise EmbedderUnavailable(f"Bedrock throttled the embedding and the request has no time for a retry ({code})")
             time.sleep(pause)
         raise AssertionError("unreachable")

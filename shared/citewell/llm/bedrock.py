@@ -8,7 +8,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from citewell.deadline import FALLBACK_RESERVE_S, bounded, time_for
+from citewell.deadline import bounded, time_for
 from citewell.errors import GeneratorUnavailable
 
 READ_TIMEOUT_S, CONNECT_TIMEOUT_S = 20, 3  # one attempt ends by 23 s, inside the API function's 30 s
@@ -59,7 +59,7 @@ class BedrockModel:
 
         pieces: list[str] = []
         try:  # a stream's pieces are handed on as they come, so it is not waited on: it starts only with time left
-            time_for(READ_TIMEOUT_S + CONNECT_TIMEOUT_S, FALLBACK_RESERVE_S)
+            time_for(READ_TIMEOUT_S + CONNECT_TIMEOUT_S)
             response = self.client.converse_stream(**self._request(system, user))
             for event in response["stream"]:  # an exception event raises EventStreamError, a ClientError
                 text = event.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
@@ -83,7 +83,7 @@ class BedrockModel:
 
         try:  # within what the request has left, keeping time for the extractive answer
             response = bounded(lambda: self.client.converse(**self._request(system, user)),
-                               READ_TIMEOUT_S + CONNECT_TIMEOUT_S, FALLBACK_RESERVE_S)
+                               READ_TIMEOUT_S + CONNECT_TIMEOUT_S)
         except TimeoutError as exc:
             raise GeneratorUnavailable(f"Bedrock gave no reply in time ({exc})") from None
         except ClientError as exc:

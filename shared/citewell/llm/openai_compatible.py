@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from citewell.deadline import FALLBACK_RESERVE_S, time_for
+from citewell.deadline import time_for
 from citewell.errors import GeneratorUnavailable
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
@@ -98,7 +98,7 @@ class OpenAICompatibleModel:
         """Each attempt's timeout: what the request has left (see :mod:`citewell.deadline`),
         keeping time for the extractive answer, at most the client's own; none left: not made."""
         try:
-            return time_for(self.timeout, FALLBACK_RESERVE_S)
+            return time_for(self.timeout)
         except TimeoutError as exc:
             raise GeneratorUnavailable(f"the model service gave no reply in time ({exc})") from None
 

@@ -5,14 +5,18 @@ Item layout, by partition:
   conditional writes), ``U#doc#upload`` upload intents (``received``: the object version that
   used the upload's form, set once at parse), ``R#doc#revision`` revision markers
   (with the chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
-  ``EPOCH`` the tenant's corpus epoch, ``V#conversation`` conversations (``version`` for
-  conditional writes, ``subject``, and ``expires_at`` for the table's TTL) and
-  ``VA#answer#conversation`` entries: the conversations with a turn that got an answer, and two
-  keys per conversation that read only what is asked: ``VS#subject-hash#updated#conversation``
-  (a subject's latest conversations, newest first) and ``VU#updated#conversation`` (those idle
-  since a time, for the expiry sweep). An entry is written before the conversation it points at
-  and its predecessor removed after, so a reader checks it against the record (a crash leaves a
-  stale entry, which is skipped; the TTL takes it). Document ids cannot contain ``#``, so no prefix of one
+  ``EPOCH`` the tenant's corpus epoch, ``V#conversation`` conversation heads (``version`` for
+  conditional writes, ``subject``, ``turn_count``), ``VT#conversation#seq`` their turns, one item
+  each (``seq`` zero-padded, so a follow-up reads the latest few with one Query and a conversation
+  never nears the 400 KB item limit), and ``VA#answer#conversation#seq`` entries: the turns that
+  got an answer. Two keys per conversation read only what is asked:
+  ``VS#subject-hash#updated#conversation`` (a subject's latest conversations, newest first) and
+  ``VU#updated#conversation`` (those idle since a time, for the expiry sweep). An ask writes the
+  head (a compare-and-set), the new turn, its entry and the moved keys in one transaction: 7
+  items at any length. Nothing of a conversation has a TTL: the expiry sweep removes a head with
+  every turn, where a TTL would take turns and head apart. A head written before turns were
+  items (``record`` holding every turn, no ``turn_count``; ``VA#answer#conversation`` entries) is
+  read as it is and split at its first write. Document ids cannot contain ``#``, so no prefix of one
   document's keys matches another's.
   ``G#tag-sha256#doc`` entries name the documents carrying a tag, written and removed in one
   transaction with the record, so a tag filter reads its tag's entries, not every record;

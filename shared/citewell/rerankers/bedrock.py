@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from citewell.deadline import FALLBACK_RESERVE_S, bounded
+from citewell.deadline import bounded
 from citewell.errors import RerankerUnavailable
 from citewell.models.search import SearchHit
 from citewell.ports import Reranked
@@ -47,7 +47,7 @@ class BedrockReranker:
                          for h in hits],
                 rerankingConfiguration={"type": "BEDROCK_RERANKING_MODEL", "bedrockRerankingConfiguration": {
                     "numberOfResults": min(top_n, len(hits)), "modelConfiguration": {"modelArn": self.model_arn}}},
-            ), self.timeout + min(self.timeout, 5.0), FALLBACK_RESERVE_S)
+            ), self.timeout + min(self.timeout, 5.0))
         except TimeoutError as exc:
             raise RerankerUnavailable(f"Bedrock's rerank gave no reply in time ({exc})") from None
         except ClientError as exc:
