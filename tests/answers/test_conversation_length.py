@@ -46,6 +46,17 @@ def seeded(services, answer_id: str, turns: int, answered: int | None = None) ->
     return head.conversation_id
 
 
+def every_item(table) -> list[dict]:
+    """The whole table, page after page (a Scan stops at 1 MB)."""
+    items, kwargs = [], {}
+    while True:
+        page = table.scan(**kwargs)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
 class Calls:
     """Every DynamoDB call a store's client makes: its operation and the items it writes."""
 
@@ -108,7 +119,7 @@ def test_a_5000_turn_conversation_keeps_answering_at_a_constant_cost_and_goes_wh
     assert services.conversations.get_conversation(ANNA.tenant, long) is None
     assert long not in {c.conversation_id for c in services.conversations.conversation_inventory()}
     if table is not None:
-        left = [i["sk"] for i in table.scan()["Items"] if long in str(i["sk"]) or i.get("conversation_id") == long]
+        left = [i["sk"] for i in every_item(table) if long in str(i["sk"]) or i.get("conversation_id") == long]
         assert not left, left[:5]
 
 
@@ -152,7 +163,7 @@ def test_a_conversation_stored_whole_is_read_and_split_at_its_first_write(servic
     assert split.turn_count == 4 and [t.seq for t in split.turns] == [1, 2, 3, 4] and split.version > whole.version
     table = getattr(services.conversations, "table", None)
     if table is not None:
-        keys = {i["sk"] for i in table.scan()["Items"] if i["pk"] == "T#northpier"}
+        keys = {i["sk"] for i in every_item(table) if i["pk"] == "T#northpier"}
         assert {"VT#whole#0000000001", "VT#whole#0000000004"} <= keys
         assert f"VA#{first.answer_id}#whole" not in keys  # the record's entries give way to the turns'
         head = table.get_item(Key={"pk": "T#northpier", "sk": "V#whole"})["Item"]
@@ -162,7 +173,7 @@ def test_a_conversation_stored_whole_is_read_and_split_at_its_first_write(servic
     assert all(t.withdrawn for t in services.conversations.get_conversation(ANNA.tenant, "whole").turns)
     assert services.conversations.delete_conversation(ANNA.tenant, "whole") == 1
     if table is not None:
-        assert not [i for i in table.scan()["Items"] if "whole" in str(i["sk"])]
+        assert not [i for i in every_item(table) if "whole" in str(i["sk"])]
 
 
 @pytest.mark.parametrize("answers", [1, 2])
