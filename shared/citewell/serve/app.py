@@ -28,11 +28,12 @@ from aws_lambda_powertools.event_handler.exceptions import ForbiddenError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from citewell import leases
+from citewell.answers.prompt import REFUSAL_SENTINEL
 from citewell.api.callers import claims_identity
 from citewell.api.dependencies import ApiBackend
 from citewell.api.events import MAX_BODY_BYTES, allowed_methods, handle
@@ -47,9 +48,11 @@ from citewell.mcp.http import foreign_origin, header, not_stored, replayed, sess
 from citewell.mcp.server import IDENTITY_SCOPE_KEY, build_server, request_identity
 from citewell.models.documents import Upload
 from citewell.serve.bearer import BearerTokens
+from citewell.serve.compression import Compressed
 from citewell.serve.events import stream_query, wants_events
 from citewell.serve.forms import TooSlow, read_form
 from citewell.serve.oidc import OidcIssuer
+from citewell.serve.page import CSP, PageError, WebPage
 from citewell.serve.settings import ServeSettings
 from citewell.serve.tokens import (
     LOCAL_AUDIENCE,
@@ -70,8 +73,6 @@ logger = logging.getLogger("citewell.serve")
 WEB = Path(__file__).resolve().parents[1] / "web"
 FORM_SLACK = 64 * 1024  # multipart framing and the form's fields around the file
 DEMO_TTL_SECONDS = 2 * 3600
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 
 def csp(connect: list[str]) -> str:
@@ -88,12 +89,6 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 _STATIC_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
-CONTENT_TYPES = {
-    ".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-    ".mjs": "text/javascript; charset=utf-8", ".json": "application/json", ".svg": "image/svg+xml",
-    ".png": "image/png", ".jpg": "image/jpeg", ".ico": "image/x-icon", ".woff2": "font/woff2",
-    ".txt": "text/plain; charset=utf-8",
-}
 
 
 def demo_identities(write_role: str) -> list[tuple[str, str, list[str]]]:
@@ -199,6 +194,8 @@ class Server:
         self.openapi = openapi_document()
         # The MCP tools: each call under the caller its request's token names (see mcp()).
         self.mcp_sessions = session_manager(build_server(self.services, request_identity, lambda: self.limiter))
+        self.page = WebPage(WEB, identities=demo_identities(settings.write_role) if demo else None,
+                            refusal_word=REFUSAL_SENTINEL, policy=csp(self.oidc.origins()) if self.oidc else CSP)
         self._local = threading.local()
         self._accepting = threading.Lock()
         self.limiter: anyio.CapacityLimiter | None = None
@@ -299,24 +296,30 @@ class Server:
         handlers = {HTTPException: http_error, Exception: server_error}
         headers = SECURITY_HEADERS if self.oidc is None else [
             (b"content-security-policy", csp(self.oidc.origins()).encode()), *SECURITY_HEADERS[1:]]
-        return SecurityHeaders(Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers), headers)
+        return SecurityHeaders(Compressed(Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)), headers)
 
     async def index(self, request: Request) -> Response:
-        page = WEB / "index.html"
-        if not page.is_file():
+        try:
+            status, body, headers = self.page.index(request.headers.get("accept-encoding", ""),
+                                                    request.headers.get("if-none-match", ""))
+        except (PageError, OSError):
             return error(404, "NotFoundError", "the web page is not installed")
-        return FileResponse(page, media_type=CONTENT_TYPES[".html"], headers={"Cache-Control": "no-cache"})
+        return Response(body, status_code=status, headers=headers)
 
     async def static(self, request: Request) -> Response:
+        """A file of the page, by name only: nothing outside the page's folder, nothing hidden."""
         name = request.path_params["name"]
-        parts = name.split("/")
-        if not all(_STATIC_PART.fullmatch(part) for part in parts):  # no '', '.', '..' or hidden names
+        if not all(_STATIC_PART.fullmatch(part) for part in name.split("/")):  # no '', '.', '..' or hidden names
             return error(404, "NotFoundError", "no such file")
-        root = WEB.resolve()
-        path = (root / name).resolve()
-        if root not in path.parents or not path.is_file() or path.suffix not in CONTENT_TYPES:
+        try:
+            found = self.page.file(name, request.query_params.get("v"), request.headers.get("accept-encoding", ""),
+                                   request.headers.get("if-none-match", ""))
+        except (PageError, OSError):
+            found = None
+        if found is None:
             return error(404, "NotFoundError", "no such file")
-        return FileResponse(path, media_type=CONTENT_TYPES[path.suffix], headers={"Cache-Control": "no-cache"})
+        status, body, headers = found
+        return Response(body, status_code=status, headers=headers)
 
     async def openapi_json(self, request: Request) -> Response:
         return Response(self.openapi, media_type="application/json")

@@ -21,6 +21,7 @@
     refreshTimer: null,
     conversation: null,  // the conversation a next question follows up; null starts a new one
     oidc: null,  // the OpenID Connect issuer the page signs in with, from /auth/config
+    answers: new Map(),  // answer id -> the answer as received or as recorded: a thread's turns with their sources
   };
 
   /* ---------- small DOM helpers: text only ---------- */
@@ -230,11 +231,58 @@
     node.className = `status ${kind || ""}`;
   }
 
+  /** Why a draft was rejected (verification's codes, citewell/answers/verify.py), said to a reader. */
+  const REJECTED_BECAUSE = {
+    unknown_source: "it cited a source it was not given",
+    uncited: "it cited no source",
+    quote_not_in_source: "it quoted words your documents do not say",
+    number_not_in_source: "it gave a number your documents do not hold",
+    uncited_evidence: "it used words from a passage it did not cite",
+    condition_not_in_source: "it named a case your documents do not",
+  };
+
+  /** A `degraded` note of the API (an operator's line: "draft rejected: openai (quote_not_in_source:
+   *  …); answering extractively") in a reader's words; null for a note this page does not know. */
+  function plainNote(note) {
+    const text = String(note || "");
+    const rejected = /^draft rejected: [^(]*\(([a-z_]+)/.exec(text);
+    if (rejected) {
+      const why = REJECTED_BECAUSE[rejected[1]] || "it did not match your documents";
+      return text.endsWith("; answering extractively")
+        ? `The language model's answer was not used (${why}); this answer quotes your documents directly instead.`
+        : `The language model's answer was not used (${why}), and nothing could be confirmed instead.`;
+    }
+    if (text.startsWith("generator unavailable:")) {
+      return text.endsWith("; answering extractively")
+        ? "The language model could not be reached; this answer quotes your documents directly instead."
+        : "Answers could not be checked against your question just now; the passages that came nearest are listed instead.";
+    }
+    if (text.startsWith("follow-up rewritten by rules")) {
+      return "The language model could not be reached, so your follow-up was joined to the earlier question by simple rules.";
+    }
+    if (text.startsWith("vector lane unavailable")) return "Search by meaning is unavailable just now: these passages match your words only.";
+    if (text.startsWith("vector index not ready")) {
+      return "Some documents are still being prepared for search by meaning: for now they are found by their words only.";
+    }
+    if (text.startsWith("reranker unavailable")) return "The passages could not be re-ranked just now: they are in the order the search found them.";
+    if (text.startsWith("query expansion unavailable") || text.startsWith("the expansion's passage")) {
+      return "Your question was searched as you wrote it, without the related wordings usually added.";
+    }
+    return null;
+  }
+
+  /** The API's `degraded` notes said in a reader's words; the notes themselves, for whoever runs
+   *  the server, folded away beneath. */
   function degradedBox(messages) {
     if (!messages || !messages.length) return null;
+    const plain = [...new Set(messages.map((m) => plainNote(m) || "Part of citewell was unavailable, so this may be less complete than usual."))];
+    const reduced = messages.some((m) => !String(m).startsWith("draft rejected"));
     return el("div", { class: "degraded", role: "note" },
-      el("strong", { text: "Running in a reduced mode: " }),
-      el("ul", {}, messages.map((m) => el("li", { text: m }))));
+      el("strong", { text: reduced ? "Running in a reduced mode:" : "Checked against your documents:" }),
+      el("ul", {}, plain.map((m) => el("li", { text: m }))),
+      el("details", { class: "degraded-details" },
+        el("summary", { text: "Details for whoever runs citewell" }),
+        el("ul", {}, messages.map((m) => el("li", { text: m })))));
   }
 
   /* ---------- sign in ---------- */
@@ -278,7 +326,9 @@
     // Nothing the last caller could read may stay in the page, shown or hidden.
     for (const id of ["answer", "search-results", "documents", "upload-list", "upload-role-list", "source-body", "thread", "history"]) clear($(id));
     follow(null);
+    state.answers.clear();
     show($("thread"), false);
+    show($("ask-form"), true);
     for (const id of ["source-title", "confirm-title", "confirm-text"]) $(id).textContent = "";
     delete $("answer").dataset.answerId;
     for (const id of ["ask-status", "search-status", "documents-status", "documents-summary"]) status(id, "");
@@ -314,28 +364,36 @@
     ]);
   }
 
-  async function loadDemoIdentities() {
-    let identities;
-    try {
-      const response = await fetch("/demo/identities", { cache: "no-store" });
-      if (!response.ok) return;
-      identities = await response.json();
-    } catch (_) {
-      return;
+  /** The demo's identities come as buttons in the page itself (with --demo), so nothing appears
+   *  above the sign-in form once it is drawn; their tokens are fetched here, once (again after a
+   *  refused one: they expire). */
+  let demoTokens = null;
+  function demoIdentities() {
+    if (!demoTokens) {
+      demoTokens = fetch("/demo/identities", { cache: "no-store" })
+        .then((response) => (response.ok ? response.json() : []))
+        .catch(() => []);
     }
-    if (!Array.isArray(identities) || !identities.length) return;
-    const list = clear($("demo-list"));
-    for (const identity of identities) {
-      const roles = (identity.roles || []).join(", ") || "no roles";
-      append(list, [el("li", {},
-        el("button", {
-          type: "button", class: "identity", "data-tenant": identity.tenant,
-          onclick: () => signIn(identity.token),
-        },
-        el("span", { class: "identity-label", text: identity.label || identity.tenant }),
-        el("span", { class: "identity-detail", text: `${identity.tenant} · ${roles}` })))]);
+    return demoTokens;
+  }
+
+  function wireDemoIdentities() {
+    const buttons = document.querySelectorAll("#demo-list button.identity");
+    if (!buttons.length) return;
+    demoIdentities();
+    for (const button of buttons) {
+      button.addEventListener("click", async () => {
+        const identities = await demoIdentities();
+        const identity = Array.isArray(identities) ? identities[Number(button.dataset.index)] : null;
+        if (identity && identity.token && (await signIn(identity.token))) return;
+        demoTokens = null;
+        if (!identity || !identity.token) {
+          const node = $("signin-error");
+          node.textContent = "The demo's identities could not be fetched from this server; try again.";
+          show(node, true);
+        }
+      });
     }
-    show($("demo"), true);
   }
 
   /* ---------- sign in with an OpenID Connect provider ---------- */
@@ -496,30 +554,34 @@
     if (!question) return;
     const button = event.submitter || event.target.querySelector("button");
     button.disabled = true;
+    // The thread stays in order above the question box: the answer shown joins it as an earlier
+    // turn, with its sources, and the question asked now follows it, its answer below it.
+    settleLatest();
+    const asked = addTurn({ asked: question });
+    show($("thread"), true);
     status("ask-status", "Reading your documents…", "busy");
-    const previous = $("answer");
-    previous.classList.add("stale");  // an earlier question's answer: not this one's
-    previous.setAttribute("aria-busy", "true");
     const body = { question };
     if (state.conversation) body.conversation_id = state.conversation;
     try {
       const filters = filtersOf($("ask-form"));
       if (filters) body.filters = filters;
       const answer = await streamed(body);
+      if (answer.answer_id) state.answers.set(answer.answer_id, answer);
       follow(answer.conversation_id || null);
       if (!state.conversation || !(await loadThread(state.conversation, true))) {
-        addTurn({ asked: question, question: answer.question || question }, false);
+        asked.replaceWith(addTurn({ asked: question, question: answer.question || question }));
       }
       status("ask-status", "");
       renderAnswer(answer, Boolean(filters));
       $("question").value = "";
       loadHistory();
     } catch (error) {
+      asked.remove();
+      show($("thread"), $("thread").childElementCount > 0);
+      clear($("answer"));
       show($("answer"), false);
       report("ask-status", error);
     } finally {
-      previous.classList.remove("stale");
-      previous.removeAttribute("aria-busy");
       button.disabled = false;
     }
   }
@@ -575,11 +637,22 @@
     }
   }
 
+  /** A model's draft as written so far. Its refusal word (the server's, on the page's body) is
+   *  the model saying the documents do not answer: said so in words, never shown as the draft. */
   function showDraft(text) {
+    const word = document.body.dataset.refusalWord;
+    const written = text.trim();
     const box = clear($("answer"));
-    append(box, [el("div", { class: "draft", id: "draft" },
-      el("p", { class: "draft-label", text: "Draft, still being checked against your documents:" }),
-      el("p", { class: "draft-text", id: "draft-text", text }))]);
+    if (word && written && word.startsWith(written)) {  // perhaps the refusal word, still arriving
+      show(box, false);
+      return;
+    }
+    append(box, [word && written.includes(word)
+      ? el("div", { class: "draft", id: "draft" },
+        el("p", { class: "draft-label", text: "The language model found no answer in your documents; looking for what came nearest…" }))
+      : el("div", { class: "draft", id: "draft" },
+        el("p", { class: "draft-label", text: "Draft, still being checked against your documents:" }),
+        el("p", { class: "draft-text", id: "draft-text", text }))]);
     show(box, true);
   }
 
@@ -587,15 +660,14 @@
     const box = clear($("answer"));
     append(box, [el("div", { class: "draft retracted", id: "retraction", role: "status" },
       el("p", { text: "The draft was withdrawn; checking again…" }),
-      el("p", { class: "hint", text: reason || "" }))]);
+      el("p", { class: "hint", text: plainNote(reason) || reason || "" }))]);
     show(box, true);
   }
 
   /* ---------- the conversation, its history, and feedback ---------- */
 
-  /** What a turn was answered, in a line or two: an earlier turn's answer stays readable in the
-   *  thread once the next question replaces the answer below it, and a conversation reopened from
-   *  the history shows every answer it holds. */
+  /** What a turn was answered, as the thread holds it: the words alone, for a turn whose answer
+   *  and sources could not be read. */
   function turnSummary(turn) {
     const text = (turn.answer || "").replace(/\s*\[S\d+\]/g, "").trim();
     if (turn.outcome === "not_found") return "Not answered: nothing you may read is about this.";
@@ -603,20 +675,77 @@
     return text;
   }
 
-  function addTurn(turn, answered = true) {
-    const list = $("thread");
+  /** A turn's question at the end of the thread; its answer follows it (earlierAnswer, or the
+   *  answer box just below the thread for the latest). */
+  function addTurn(turn) {
     const item = el("li", { class: "turn" }, el("span", { class: "turn-asked", text: turn.asked }));
     if (turn.question && turn.question !== turn.asked) {
       append(item, [el("span", { class: "turn-rewritten", text: `answered as: ${turn.question}` })]);
     }
-    const summary = turnSummary(turn);
-    if (summary) {
-      const said = el("span", { class: "turn-answer", text: summary });
-      said.hidden = !answered;  // the latest answer is the one shown in full below the question box
-      append(item, [said]);
+    $("thread").append(item);
+    return item;
+  }
+
+  /** An earlier turn's answer in the thread: its words with their markers, and its sources as
+   *  chips that open each quote in its document. Ids are the answer's own: a thread holds many. */
+  function earlierAnswer(turn, answer) {
+    const box = el("div", { class: "turn-answer" });
+    if (!answer) return append(box, [el("p", { class: "turn-text", text: turnSummary(turn) })]);
+    const citations = answer.citations || [];
+    const prefix = `cite-${answer.answer_id}`;
+    if (answer.outcome === "not_found") {
+      append(box, [el("p", { class: "turn-text muted", text: "Not answered: nothing you may read is about this." })]);
+    } else if (answer.outcome === "unconfirmed") {
+      append(box, [el("p", { class: "turn-text muted", text: answer.answer ? "Not confirmed. The closest passage says:" : "Not confirmed." })]);
+      if (answer.answer) append(box, [el("p", { class: "turn-text" }, withMarkers(answer.answer, citations, prefix))]);
+    } else {
+      append(box, [el("p", { class: "turn-text" }, withMarkers(answer.answer || "", citations, prefix))]);
     }
-    append(list, [item]);
-    show(list, true);
+    const notes = [...new Set((answer.degraded || []).map(plainNote).filter(Boolean))];
+    if (notes.length) append(box, [el("p", { class: "turn-note", text: notes.join(" ") })]);
+    if (citations.length) append(box, [sourceChips(citations, prefix)]);
+    return box;
+  }
+
+  function sourceChips(citations, prefix) {
+    return el("ul", { class: "chips", "aria-label": citations.length === 1 ? "Source" : "Sources" }, citations.map((citation) => {
+      if (citation.deleted) {
+        return el("li", {}, el("span", { class: "chip gone" }, el("span", { class: "ref", text: citation.ref }), " deleted or replaced since"));
+      }
+      const where = [trail(citation), place(citation)].filter(Boolean).join(" · ");
+      return el("li", {}, el("button", {
+        type: "button", class: "chip", id: `${prefix}-${citation.ref}`, "data-ref": citation.ref, title: citation.quote,
+        onclick: (event) => openSource(citation, citation.quote, event.currentTarget),
+      }, el("span", { class: "ref", text: citation.ref }), ` ${citation.title || citation.document_id}${where ? ` · ${where}` : ""}`));
+    }));
+  }
+
+  /** The answer in the box below the thread, moved into the thread as its last turn's answer. */
+  function settleLatest() {
+    const box = $("answer");
+    const answer = state.answers.get(box.dataset.answerId || "");
+    const last = $("thread").lastElementChild;
+    if (answer && !box.hidden && last && !last.querySelector(".turn-answer") && !last.classList.contains("withdrawn")) {
+      last.append(earlierAnswer({}, answer));
+    }
+    clear(box);
+    delete box.dataset.answerId;
+    show(box, false);
+  }
+
+  /** A turn's answer with its sources: as this page received it, else as it was recorded (GET
+   *  /answers/{id}/citations); null when it cannot be read. Only a turn the server's thread shows
+   *  (not withdrawn, still the caller's to read) is asked for. */
+  async function answerOf(answerId) {
+    if (!state.answers.has(answerId)) {
+      try {
+        state.answers.set(answerId, await api("GET", `/answers/${encodeURIComponent(answerId)}/citations`));
+      } catch (error) {
+        if (error.code === "stale") throw error;
+        return null;
+      }
+    }
+    return state.answers.get(answerId);
   }
 
   function newConversation() {
@@ -652,8 +781,12 @@
    *  not be read. */
   async function loadThread(id, latestBelow = false) {
     let thread;
+    let answers;
     try {
       thread = await api("GET", `/conversations/${encodeURIComponent(id)}`);
+      const last = thread.turns.length - 1;
+      answers = await Promise.all(thread.turns.map((turn, index) =>
+        (turn.withdrawn || (latestBelow && index === last) ? null : answerOf(turn.answer_id))));
     } catch (error) {
       if (error.code === "stale") throw error;
       return false;
@@ -661,8 +794,12 @@
     follow(thread.conversation_id);
     clear($("thread"));
     thread.turns.forEach((turn, index) => {
-      if (turn.withdrawn) append($("thread"), [el("li", { class: "turn withdrawn", text: "(withdrawn: a document it rested on changed)" })]);
-      else addTurn(turn, !(latestBelow && index === thread.turns.length - 1));
+      if (turn.withdrawn) {
+        append($("thread"), [el("li", { class: "turn withdrawn", text: "(withdrawn: a document it rested on changed)" })]);
+      } else {
+        const item = addTurn(turn);
+        if (!(latestBelow && index === thread.turns.length - 1)) item.append(earlierAnswer(turn, answers[index]));
+      }
     });
     show($("thread"), thread.turns.length > 0);
     return true;
@@ -684,12 +821,15 @@
     } catch (_) { /* not ours: forgotten below */ }
     if (!kept || kept.token !== state.token || typeof kept.id !== "string") {
       sessionStorage.removeItem(CONVERSATION_KEY);
+      show($("ask-form"), true);
       return;
     }
     try {
       if (await loadThread(kept.id)) status("ask-status", "Your next question follows up this conversation.");
       else follow(null);
     } catch (_) { /* signed out or in again meanwhile: nothing to show */ }
+    show($("ask-form"), true);  // held back (index.html) until the thread above it was drawn
+    if (document.activeElement === document.body && !$("view-ask").hidden) $("question").focus();
   }
 
   async function openConversation(id) {
@@ -780,7 +920,7 @@
   }
 
   /** The answer's text with each `[S1]` that names a real source as a link to that source. */
-  function withMarkers(text, citations) {
+  function withMarkers(text, citations, prefix = "cite") {
     const refs = new Set(citations.filter((c) => !c.deleted).map((c) => c.ref));
     const nodes = [];
     let last = 0;
@@ -788,7 +928,7 @@
       nodes.push(text.slice(last, match.index));
       const ref = match[1];
       nodes.push(refs.has(ref)
-        ? el("a", { href: `#cite-${ref}`, class: "marker", "data-ref": ref, "aria-label": `source ${ref}`, onclick: jumpToSource }, ref)
+        ? el("a", { href: `#${prefix}-${ref}`, class: "marker", "data-ref": ref, "aria-label": `source ${ref}`, onclick: jumpToSource }, ref)
         : match[0]);
       last = match.index + match[0].length;
     }
@@ -798,7 +938,7 @@
 
   function jumpToSource(event) {
     event.preventDefault();  // the hash routes views; a marker only moves focus to its source
-    const target = $(`cite-${event.currentTarget.dataset.ref}`);
+    const target = $(event.currentTarget.getAttribute("href").slice(1));
     if (!target) return;
     target.scrollIntoView({ block: "nearest", behavior: "smooth" });
     target.focus({ preventScroll: true });
@@ -823,7 +963,7 @@
           el("blockquote", { class: "quote", text: citation.quote }),
           el("button", {
             type: "button", class: "open-source",
-            "aria-label": `Open source ${citation.ref} in its document`,
+            "aria-label": `Open in document: source ${citation.ref}`,
             onclick: (event) => openSource(citation, citation.quote, event.currentTarget),
           }, "Open in document"),
         ]);
@@ -900,7 +1040,7 @@
       meta(item),
       el("p", { class: "snippet", text: snippet(item.text, item) }),
       el("button", {
-        type: "button", class: "open-source", "aria-label": `Open this passage of ${item.title || item.document_id} in its document`,
+        type: "button", class: "open-source", "aria-label": `Open in document: this passage of ${item.title || item.document_id}`,
         onclick: (event) => openSource(item, item.text, event.currentTarget),
       }, "Open in document"));
   }
@@ -1049,7 +1189,7 @@
         el("div", { class: "hit-foot" },
           lanes(hit),
           el("button", {
-            type: "button", class: "open-source", "aria-label": `Open this passage of ${hit.title || hit.document_id} in its document`,
+            type: "button", class: "open-source", "aria-label": `Open in document: this passage of ${hit.title || hit.document_id}`,
             onclick: (event) => openSource(hit, hit.text, event.currentTarget),
           }, "Open in document")))))]);
     }
@@ -1378,12 +1518,12 @@
     });
     window.addEventListener("hashchange", route);
     wireDropzone();
-    loadDemoIdentities();
+    wireDemoIdentities();
     $("oidc-sign-in").addEventListener("click", beginOidcSignIn);
     finishOidcSignIn().then((returned) => {
       if (returned) return;
       if (!state.oidc) loadSignInConfig();
-      if (state.token) signIn(state.token).then((ok) => { if (!ok) route(); });
+      if (state.token) signIn(state.token).then((ok) => { if (!ok) { renderIdentity(); route(); } });  // refused: the page's guess undone
       else route();
     });
   }
