@@ -39,10 +39,14 @@ The meal allowance in Manchester is 18 pounds per day.
 The meal allowance in Leeds is 16 pounds per day.
 """
 
-WATCH = """window.__seen = [];
+WATCH = """window.__seen = []; window.__said = [];
 new MutationObserver(() => {
-  for (const id of ["draft", "retraction"]) if (document.getElementById(id) && !window.__seen.includes(id)) window.__seen.push(id);
-}).observe(document.getElementById("answer"), {childList: true, subtree: true});"""
+  for (const id of ["draft", "retraction"]) {
+    const node = document.getElementById(id);
+    if (node && !window.__seen.includes(id)) window.__seen.push(id);
+    if (node) window.__said.push(node.textContent);
+  }
+}).observe(document.getElementById("answer"), {childList: true, subtree: true, characterData: true});"""
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +85,12 @@ def test_a_thread_with_a_follow_up_a_retracted_draft_and_feedback(browser: Any, 
     assert "18 pounds" in answer.text
     assert browser.execute_script("return window.__seen") == ["draft", "retraction"]  # the draft was shown, then withdrawn
     assert not browser.find_elements(By.ID, "draft") and not browser.find_elements(By.ID, "retraction")
+    # why, in a reader's words: in the retraction, and above the answer; the operator's note folded away
+    plainly = "The language model's answer was not used (it quoted words your documents do not say)"
+    said = browser.execute_script("return window.__said")
+    assert any(plainly in text for text in said) and not any("quote_not_in_source" in text for text in said), said
+    note = answer.find_element(By.CSS_SELECTOR, ".degraded")
+    assert plainly in note.text and "quote_not_in_source" not in note.text and "draft rejected" not in note.text
 
     answer = ask(browser, "what about Leeds?")
     assert "16 pounds" in answer.text
@@ -149,3 +159,65 @@ def test_a_reload_goes_on_with_the_conversation_and_the_next_caller_does_not(bro
 def sign_in_over(browser: Any, token: str) -> None:
     """The token the page keeps replaced by another, as a second sign-in in the same tab leaves it."""
     browser.execute_script("sessionStorage.setItem('citewell.token', arguments[0])", token)
+
+
+def positions(browser: Any, *selectors: str) -> list[dict[str, float]]:
+    return browser.execute_script("""return arguments[0].map((s) => {
+        const box = document.querySelector(s).getBoundingClientRect(); return {top: box.top, bottom: box.bottom}; });""",
+                                  list(selectors))
+
+
+def test_the_thread_reads_in_order_above_the_question_box_every_answer_with_its_sources(
+        browser: Any, site: tuple[str, str, str], screenshots: Path):
+    """The question box sat between the earlier turns and the newest answer, and an earlier answer
+    kept only its words: now the thread reads top to bottom, each answer under its question with
+    its sources as chips, the newest in full, and the box below it all, after a reload too."""
+    base, token, _ = site
+    signed_out(browser, base)
+    sign_in(browser, token)
+    ask(browser, "What is the meal allowance in Manchester?")
+    ask(browser, "what about Leeds?")
+    first, second = browser.find_elements(By.CSS_SELECTOR, "#thread > .turn")
+    earlier = first.find_element(By.CSS_SELECTOR, ".turn-answer")
+    assert "18 pounds" in earlier.text
+    chip = earlier.find_element(By.CSS_SELECTOR, ".chips button.chip")
+    assert chip.text.startswith("S1") and "Travel allowances" in chip.text
+    assert not second.find_elements(By.CSS_SELECTOR, ".turn-answer")  # the newest answer is the one below
+    turn, sources, asked, answer, box = positions(
+        browser, "#thread > .turn:first-child", "#thread > .turn:first-child .chips", "#thread > .turn:last-child",
+        "#answer", "#ask-form")
+    assert turn["top"] < sources["top"] < asked["top"] < answer["top"] < answer["bottom"] <= box["top"]
+    assert "16 pounds" in browser.find_element(By.ID, "answer-text").text
+    ids = browser.execute_script("return [...document.querySelectorAll('[id]')].map((n) => n.id)")
+    assert len(ids) == len(set(ids)), "an id twice: a thread's answers must not share theirs"
+    screenshot(browser, "conversation-thread", screenshots)
+
+    earlier.find_element(By.CSS_SELECTOR, "a.marker").click()  # its marker goes to its own chip
+    assert browser.switch_to.active_element == chip
+    chip.click()  # and the chip opens the quote in its document
+    wait_for(browser, lambda b: "18 pounds" in b.find_element(By.ID, "quote-mark").text, 20, "the quote in its document")
+    browser.find_element(By.ID, "source-close").click()
+
+    browser.refresh()  # the conversation resumed: every turn with its answer and sources, the box below
+    wait_for(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#thread .turn-answer .chip")) == 2, 20, "the thread again")
+    said = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#thread .turn-answer")]
+    assert "18 pounds" in said[0] and "16 pounds" in said[1]
+    wait_for(browser, lambda b: b.find_element(By.ID, "ask-form").is_displayed(), 10, "the question box")
+    last, box = positions(browser, "#thread", "#ask-form")
+    assert last["bottom"] <= box["top"]
+    assert_clean(browser)
+
+
+def test_a_models_refusal_word_is_never_shown_as_a_draft(browser: Any, site: tuple[str, str, str]):
+    """The model refuses with its refusal word, streamed like any draft: the page says so in words."""
+    base, token, _ = site
+    signed_out(browser, base)
+    sign_in(browser, token)
+    browser.execute_script(WATCH)
+    answer = ask(browser, "Which hotel do staff book for a night in Manchester?")
+    said = browser.execute_script("return window.__said")
+    assert said and all("NOT_IN_DOCUMENTS" not in text for text in said), said
+    assert any("found no answer in your documents" in text for text in said), said
+    assert "NOT_IN_DOCUMENTS" not in browser.find_element(By.TAG_NAME, "body").text
+    assert answer.is_displayed()
+    assert_clean(browser)

@@ -1,6 +1,6 @@
 """A reduced mode is shown, not hidden: with the model service down the page still answers
-(extractively) and says so above the answer. A real ``citewell serve`` whose generator points
-at a loopback port where nothing listens."""
+(extractively) and says so above the answer, in a reader's words. A real ``citewell serve``
+whose generator points at a loopback port where nothing listens."""
 
 from __future__ import annotations
 
@@ -60,8 +60,13 @@ def test_an_answer_given_in_a_reduced_mode_says_so(browser: Any, site: tuple[str
     sign_in(page, token)
     answer = ask(page, "How many days of annual leave do full-time staff get?")
     note = answer.find_element(By.CSS_SELECTOR, ".degraded")
-    assert "reduced mode" in note.text and "generator unavailable" in note.text
+    # said in a reader's words; the operator's note ("generator unavailable: openai (...)") folded away
+    assert "reduced mode" in note.text and "The language model could not be reached" in note.text
+    assert "generator unavailable" not in note.text and "openai" not in note.text
     assert "27 days" in answer.find_element(By.ID, "answer-text").text  # the extractive answer, still cited
     assert answer.find_elements(By.CSS_SELECTOR, "#sources li.source")
     screenshot(page, "degraded", screenshots)
+    details = note.find_element(By.CSS_SELECTOR, "details")
+    details.find_element(By.TAG_NAME, "summary").click()
+    assert "generator unavailable: openai" in details.text
     assert_clean(page)

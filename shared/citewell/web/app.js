@@ -643,7 +643,7 @@
     const word = document.body.dataset.refusalWord;
     const written = text.trim();
     const box = clear($("answer"));
-    if (word && written && word.startsWith(written)) {  // perhaps the refusal word, still arriving
+    if (word && written && word.startsWith(written) && written !== word) {  // perhaps the refusal word, still arriving
       show(box, false);
       return;
     }
