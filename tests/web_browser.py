@@ -170,6 +170,15 @@ def signed_out(browser: Any, base: str) -> Any:
     return browser
 
 
+def layout_shift(browser: Any) -> float:
+    """The page's cumulative layout shift so far, as the browser measured it (what Lighthouse
+    scores): every shift of what was already shown, but those right after a person's input."""
+    return float(browser.execute_async_script("""const done = arguments[arguments.length - 1];
+        new PerformanceObserver((list) => done(list.getEntries().filter((e) => !e.hadRecentInput)
+          .reduce((sum, e) => sum + e.value, 0))).observe({type: "layout-shift", buffered: true});
+        setTimeout(() => done(0), 1000);  // no entry at all: nothing moved"""))
+
+
 def assert_clean(browser: Any) -> None:
     """Nothing was rendered as anything but text, and the page logged no error (the expected
     4xx of a refused request and the 404 of /demo/identities without --demo aside)."""

@@ -31,6 +31,7 @@ from tests.web_browser import (
     everything,
     go,
     ingest,
+    layout_shift,
     mint,
     screenshot,
     search,
@@ -203,6 +204,7 @@ def test_demo_identities_sign_in_with_one_click(page: Any, site: Site, screensho
     buttons = wait_for(page, lambda b: b.find_elements(By.CSS_SELECTOR, "#demo-list button.identity"), 10, "demo identities")
     tenants = {button.get_attribute("data-tenant") for button in buttons}
     assert {"northpier", "bluefen"} <= tenants
+    assert layout_shift(page) < 0.01  # they come with the page: nothing above the sign-in form moves it later
     screenshot(page, "signin", screenshots)
     next(b for b in buttons if b.get_attribute("data-tenant") == "bluefen").click()
     wait_for(page, lambda b: b.find_element(By.ID, "whoami").is_displayed(), 20, "signed in as a demo identity")

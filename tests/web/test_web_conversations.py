@@ -17,6 +17,7 @@ from tests.web_browser import (
     assert_clean,
     browser_paths,
     ingest,
+    layout_shift,
     mint,
     screenshot,
     serving,
@@ -205,6 +206,7 @@ def test_the_thread_reads_in_order_above_the_question_box_every_answer_with_its_
     wait_for(browser, lambda b: b.find_element(By.ID, "ask-form").is_displayed(), 10, "the question box")
     last, box = positions(browser, "#thread", "#ask-form")
     assert last["bottom"] <= box["top"]
+    assert layout_shift(browser) < 0.01  # the box waited for the thread above it: nothing shown moved
     assert_clean(browser)
 
 
