@@ -693,6 +693,9 @@
     if (!answer) return append(box, [el("p", { class: "turn-text", text: turnSummary(turn) })]);
     const citations = answer.citations || [];
     const prefix = `cite-${answer.answer_id}`;
+    if (answer.source_deleted) {
+      return append(box, [el("p", { class: "turn-text muted", text: "This answer was withdrawn: a document it rested on has since been deleted or replaced." })]);
+    }
     if (answer.outcome === "not_found") {
       append(box, [el("p", { class: "turn-text muted", text: "Not answered: nothing you may read is about this." })]);
     } else if (answer.outcome === "unconfirmed") {
