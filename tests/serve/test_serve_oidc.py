@@ -66,8 +66,11 @@ def test_tokens_of_the_issuer_name_callers_by_their_mapped_groups(tmp_path, prov
         assert config == {"issuer": provider.issuer, "authorization_endpoint": f"{provider.issuer}/authorize",
                           "token_endpoint": f"{provider.issuer}/token", "client_id": provider.client_id,
                           "redirect_uri": f"{server.url}/", "scope": "openid", "end_session_endpoint": None}
-        policy = server.client.get("/").headers["content-security-policy"]
-        assert f"connect-src 'self' {provider.base};" in policy
+        page = server.client.get("/")
+        assert f"connect-src 'self' {provider.base};" in page.headers["content-security-policy"]
+        # the provider's panel comes shown, naming its host: nothing appears above the token form later
+        host = provider.issuer.split("/")[2]
+        assert '<div id="oidc" class="panel">' in page.text and f'<span id="oidc-issuer">{host}</span>' in page.text
     finally:
         assert server.stop() in CLEAN_EXIT
 

@@ -20,6 +20,7 @@ from tests.web_browser import (
     documents,
     everything,
     ingest,
+    layout_shift,
     search,
     serving,
     sign_out,
@@ -89,6 +90,7 @@ def test_signing_in_with_the_provider_shows_only_what_the_users_groups_map_to(pa
     exchanges = site.provider.fetched.count("/realms/citewell/token")
     assert "127.0.0.1" in page.find_element(By.ID, "oidc-issuer").text
     assert page.find_element(By.ID, "token-form").is_displayed()  # the token box stays, for CLI and demo tokens
+    assert layout_shift(page) < 0.01  # the provider's panel comes with the page: the token box never moves
     _sign_in_with_provider(page)
     assert site.provider.fetched.count("/realms/citewell/token") == exchanges + 1  # the code, with its PKCE verifier
     who = page.find_element(By.ID, "who").text

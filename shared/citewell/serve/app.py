@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from aws_lambda_powertools.event_handler.exceptions import ForbiddenError
@@ -195,7 +196,8 @@ class Server:
         # The MCP tools: each call under the caller its request's token names (see mcp()).
         self.mcp_sessions = session_manager(build_server(self.services, request_identity, lambda: self.limiter))
         self.page = WebPage(WEB, identities=demo_identities(settings.write_role) if demo else None,
-                            refusal_word=REFUSAL_SENTINEL, policy=csp(self.oidc.origins()) if self.oidc else CSP)
+                            refusal_word=REFUSAL_SENTINEL, policy=csp(self.oidc.origins()) if self.oidc else CSP,
+                            sign_in_at=urlsplit(self.oidc.page_config()["issuer"]).netloc if self.oidc else None)
         self._local = threading.local()
         self._accepting = threading.Lock()
         self.limiter: anyio.CapacityLimiter | None = None

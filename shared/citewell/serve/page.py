@@ -3,7 +3,8 @@
 - The stylesheet is inlined into the page, so no request holds back its first paint; the page's
   Content-Security-Policy names it, and any inline script, by its SHA-256 (nothing else inline runs).
 - With ``--demo`` the demo's identities are buttons in the page itself (their tokens come from
-  ``/demo/identities`` when the script runs), so nothing is inserted above the sign-in form later.
+  ``/demo/identities`` when the script runs), and with an OpenID Connect issuer its sign-in panel
+  is shown with the issuer's host, so nothing is inserted above the sign-in form later.
 - Each file the page names is named with its content's hash (``/static/app.js?v=…``): fetched
   under that name it is cached for a year, since a changed file gets a new name.
 - Every file is kept in memory with its gzip form and an ETag (a conditional request gets 304),
@@ -33,6 +34,8 @@ CONTENT_TYPES = {
 STYLESHEET = '<link rel="stylesheet" href="/static/app.css">'
 DEMO_PANEL = '<div id="demo" class="panel" hidden>'
 DEMO_ITEMS = "<!--demo-identities-->"
+OIDC_PANEL = '<div id="oidc" class="panel" hidden>'
+OIDC_ISSUER = '<span id="oidc-issuer"></span>'
 REFUSAL_WORD = 'data-refusal-word=""'
 FOREVER = "public, max-age=31536000, immutable"
 _NAMED = re.compile(r'(?P<lead>(?:src|href)=")/static/(?P<name>[A-Za-z0-9][A-Za-z0-9._/-]*)(?=")')
@@ -101,10 +104,12 @@ class WebPage:
     """The page and its files from ``folder``, built once and again when a file there changes."""
 
     def __init__(self, folder: Path, *, identities: list[tuple[str, str, list[str]]] | None = None,
-                 refusal_word: str = "", policy: str = CSP) -> None:
-        """``policy``: the Content-Security-Policy the page's inline pieces are added to."""
+                 refusal_word: str = "", policy: str = CSP, sign_in_at: str | None = None) -> None:
+        """``policy``: the Content-Security-Policy the page's inline pieces are added to;
+        ``sign_in_at``: the host of the OpenID Connect issuer the page signs in at, if any."""
         self.folder = folder.resolve()
         self.identities = identities
+        self.sign_in_at = sign_in_at
         self.refusal_word = refusal_word
         self.policy = policy
         self._built: Built | None = None
@@ -140,6 +145,9 @@ class WebPage:
         if self.identities:
             page = self._fill(page, DEMO_PANEL, DEMO_PANEL.replace(" hidden", ""))
             page = self._fill(page, DEMO_ITEMS, demo_items(self.identities))
+        if self.sign_in_at:
+            page = self._fill(page, OIDC_PANEL, OIDC_PANEL.replace(" hidden", ""))
+            page = self._fill(page, OIDC_ISSUER, OIDC_ISSUER.replace("></", f">{html.escape(self.sign_in_at)}</"))
         page = self._fill(page, REFUSAL_WORD, f'data-refusal-word="{html.escape(self.refusal_word)}"')
 
         def versioned(match: re.Match[str]) -> str:
