@@ -15,6 +15,8 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_notifications as notifications
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -26,7 +28,11 @@ if TYPE_CHECKING:
     from stacks.config import StackConfig
 
 MAX_RECEIVES = 5  # a message that fails this often goes to the dead-letter queue
-STAGES = ("raw", "parsed", "chunks", "embedded")  # object key prefixes, one per stage's output
+# object key prefixes: one per stage's output, and ocr/ (what a Textract job read of an upload)
+STAGES = ("raw", "parsed", "chunks", "embedded", "ocr")
+# What reading a scanned PDF asynchronously calls: StartDocumentTextDetection on the stored upload,
+# GetDocumentTextDetection for its pages; DetectDocumentText for an image's or a TIFF's pages.
+TEXTRACT = ["textract:DetectDocumentText", "textract:StartDocumentTextDetection", "textract:GetDocumentTextDetection"]
 # The record store: reads, compare-and-set writes and batch writes; nothing scans (the audit
 # queries per tenant and per identity).
 RECORDS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
@@ -58,6 +64,7 @@ class Functions(Construct):
 
         stack = cdk.Stack.of(self)
         bucket, table = storage.bucket, storage.table
+        self._bucket = bucket
         self.all: list[lambda_.Function] = []
         self.dead_letter_queues: list[sqs.Queue] = []
         self.inboxes: dict[str, tuple[sqs.Queue, int]] = {}  # each function's queue, with the function's timeout (s)
@@ -160,6 +167,20 @@ class Functions(Construct):
         for name in ("parse", "chunk", "embed"):  # a superseded upload removes the index rows of its revision
             search.grant_purge(self.stages[name].role)  # type: ignore[arg-type]
 
+        # A Textract job's completion runs parse again for its upload: a function of its own, fed one
+        # completion at a time and given 15 minutes (reading a thousand pages' results is hundreds of
+        # calls), with everything parse may do.
+        self.ocr: lambda_.Function | None = None
+        if config.ocr == "textract":
+            self.ocr = function("ocr", 900, 2048)
+            allow(self.ocr, ["s3:PutObject"], objects("parsed"))
+            cleans_up(self.ocr)
+            records(self.ocr, STAGE_RECORDS["parse"])
+            allow(self.ocr, ["s3:GetObjectVersion"], objects("raw"))
+            search.grant_purge(self.ocr.role)  # type: ignore[arg-type]
+            self._ocr_inbox = queue("ocr", 900)
+            fed(self.ocr, "ocr", self._ocr_inbox)
+
         # Removing an upload from the bucket deletes the document everywhere.
         self.delete = function("delete", 300, 1024)
         removals = queue("delete", 300)
@@ -207,14 +228,35 @@ class Functions(Construct):
         self._textract(config)
 
     def _textract(self, config: StackConfig) -> None:
-        """Scans are read where uploads are parsed: the parse stage, and the audit, whose repair
-        re-runs it. DetectDocumentText takes no resource-level permission, so the grant is the
-        action alone (the resource "*" is the only one IAM accepts for it)."""
+        """Scans are read where uploads are parsed: the parse stage, the OCR function that resumes it,
+        and the audit, whose repair re-runs it. Textract's actions take no resource-level permission,
+        so the grants are the actions alone (the resource "*" is the only one IAM accepts for them).
+
+        A scanned PDF is read by an asynchronous job (docs/aws.md, "Scans"): Textract reads the
+        upload from S3 as the caller (parse's s3:GetObject and s3:GetObjectVersion on raw/), and
+        publishes the job's completion to an SNS topic as a role it is passed (iam:PassRole, to
+        Textract only), whose one permission is to publish there; the topic delivers it, raw, to
+        the OCR queue. What a job read is kept under ocr/."""
         if config.ocr != "textract":
             return
-        for fn in (self.stages["parse"], self.audit):
+        assert self.ocr is not None
+        topic = sns.Topic(self, "TextractDone", enforce_ssl=True)
+        publisher = iam.Role(self, "TextractPublisher", assumed_by=iam.ServicePrincipal("textract.amazonaws.com"),
+                             description="Amazon Textract publishes citewell's OCR job completions to their topic")
+        topic.grant_publish(publisher)
+        topic.add_subscription(subscriptions.SqsSubscription(self._ocr_inbox, raw_message_delivery=True))
+        for fn in (self.stages["parse"], self.ocr):
             fn.add_environment("CITEWELL_OCR", "textract")
-            fn.add_to_role_policy(iam.PolicyStatement(actions=["textract:DetectDocumentText"], resources=["*"]))
+            fn.add_environment("CITEWELL_TEXTRACT_TOPIC_ARN", topic.topic_arn)
+            fn.add_environment("CITEWELL_TEXTRACT_ROLE_ARN", publisher.role_arn)
+            fn.add_to_role_policy(iam.PolicyStatement(actions=TEXTRACT, resources=["*"]))
+            fn.add_to_role_policy(iam.PolicyStatement(
+                actions=["iam:PassRole"], resources=[publisher.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "textract.amazonaws.com"}}))
+            fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"],
+                                                      resources=[self._bucket.arn_for_objects("ocr/*")]))
+        self.audit.add_environment("CITEWELL_OCR", "textract")  # a repair reads a scan's pages one call each
+        self.audit.add_to_role_policy(iam.PolicyStatement(actions=["textract:DetectDocumentText"], resources=["*"]))
 
     def _bedrock(self, config: StackConfig, stack: cdk.Stack) -> None:
         """InvokeModel only for what is configured, only for the functions that call it."""

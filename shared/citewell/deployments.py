@@ -99,6 +99,9 @@ class AwsDeployment(BaseModel):
     max_bytes: int = default_of("max_bytes")
     # textract: scans read by Amazon Textract (the stack sets it where uploads are parsed)
     ocr: Literal["none", "textract"] = default_of("ocr")
+    # a scanned PDF read by an asynchronous job: where Textract publishes its completion, and as whom
+    textract_topic_arn: str | None = None
+    textract_role_arn: str | None = None
 
     @staticmethod
     def deployment_fields() -> dict[str, Any]:
@@ -116,6 +119,8 @@ class AwsDeployment(BaseModel):
             "bedrock_embed_model": found.bedrock_embed_model,
             "max_bytes": found.max_bytes,
             "ocr": found.ocr,
+            "textract_topic_arn": found.textract_topic_arn,
+            "textract_role_arn": found.textract_role_arn,
         }
 
 
@@ -158,8 +163,13 @@ def open_aws(settings: AwsDeployment) -> Services:
     ocr = None
     if settings.ocr == "textract":
         from citewell.ocr.textract import TextractOcr
+        from citewell.ocr.textract_jobs import Channel, TextractJobs
 
-        ocr = TextractOcr(boto3.client("textract", region_name=settings.region))
+        client = boto3.client("textract", region_name=settings.region)
+        jobs = None
+        if settings.textract_topic_arn and settings.textract_role_arn:
+            jobs = TextractJobs(client, Channel(settings.textract_topic_arn, settings.textract_role_arn))
+        ocr = TextractOcr(client, jobs=jobs)
     return Services(
         objects=S3ObjectStore(settings.bucket, regional_client(settings.region)),
         **records(DynamoMetadataStore(settings.table, boto3.resource("dynamodb", region_name=settings.region))),

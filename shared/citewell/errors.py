@@ -63,6 +63,13 @@ class OcrUnavailable(CitewellError):
     code = "ocr_unavailable"
 
 
+class OcrPending(CitewellError):
+    """OCR of the upload runs elsewhere (a Textract job) and has not finished: the stage stops
+    here, acknowledged, and the job's completion runs it again. Not a failure of the file."""
+
+    code = "ocr_pending"
+
+
 class GeneratorUnavailable(CitewellError):
     """The model service timed out, throttled, failed or replied with something unusable."""
 

@@ -22,8 +22,9 @@ RAW = "raw"
 PARSED = "parsed"
 CHUNKS = "chunks"
 EMBEDDED = "embedded"
-STAGES = (RAW, PARSED, CHUNKS, EMBEDDED)
-_SUFFIX = {RAW: "", PARSED: ".json", CHUNKS: ".json", EMBEDDED: ".json"}
+OCR = "ocr"  # what an OCR job read of an upload (and the job's id): kept so no retry pays for it again
+STAGES = (RAW, PARSED, CHUNKS, EMBEDDED, OCR)
+_SUFFIX = {RAW: "", PARSED: ".json", CHUNKS: ".json", EMBEDDED: ".json", OCR: ".json"}
 
 
 class ObjectKey(NamedTuple):
@@ -69,6 +70,11 @@ def chunks_key(tenant: str, document_id: str, upload_id: str) -> str:
 def embedded_key(tenant: str, document_id: str, upload_id: str) -> str:
     """A marker the embed stage writes when every chunk of an upload has its vector."""
     return object_key(EMBEDDED, tenant, document_id, upload_id)
+
+
+def ocr_key(tenant: str, document_id: str, upload_id: str) -> str:
+    """The pages an OCR job read of an upload's scan, and the job's id while it runs."""
+    return object_key(OCR, tenant, document_id, upload_id)
 
 
 def upload_keys(tenant: str, document_id: str, upload_id: str) -> list[str]:

@@ -35,6 +35,9 @@ DEFAULT_BUSY_SECONDS = 30.0
 # pages at 300 dpi (8.7 MP each), or 57 at 600 dpi.
 DEFAULT_OCR_MAX_PAGES = 200
 DEFAULT_OCR_MAX_PIXELS = 2_000_000_000
+# Textract's asynchronous text detection reads a PDF of at most 3,000 pages (and 500 MB): its own
+# limit, and the default cap of a scan read that way (docs/aws.md, "Scans").
+TEXTRACT_MAX_PAGES = 3000
 
 _DAY = 24 * 3600.0
 Seconds = Annotated[float, Field(gt=0, lt=_DAY, description="a number of seconds above 0 and under a day")]
@@ -152,6 +155,13 @@ class Settings(BaseSettings):
     fetch_queue_url: str | None = Field(None, description="an SQS queue URL")  # the API hands URL uploads to the fetch function
     embedder: Literal["bedrock", "openai", "minilm"] = Field("bedrock", description="bedrock, openai or minilm")
     ocr: Literal["none", "textract"] = Field("none", description="none or textract")  # textract: scans read by Amazon Textract
+    # A scanned PDF read by an asynchronous Textract job: the SNS topic its completion is published
+    # to and the role Textract publishes it with (both set by the stack; without them pages are
+    # read one synchronous call each), and the most pages such a PDF may have.
+    textract_topic_arn: str | None = None
+    textract_role_arn: str | None = None
+    textract_max_pages: int = Field(TEXTRACT_MAX_PAGES, ge=1, le=TEXTRACT_MAX_PAGES,
+                                    description=f"a whole number of pages from 1 to {TEXTRACT_MAX_PAGES:,}")
 
     @field_validator("lanes", mode="before")
     @classmethod

@@ -285,8 +285,8 @@ def kept_logs(synthesized: Template, days: int) -> None:
 
 def test_logs_are_kept_for_the_configured_days(template, tmp_path_factory):
     kept_logs(template, CONTEXT["log_retention_days"])
-    # 8 functions, the domain policy's helper, the notifications', the domain's three, the API's access log
-    assert len(template.find_resources("AWS::Logs::LogGroup")) == 14
+    # 9 functions, the domain policy's helper, the notifications', the domain's three, the API's access log
+    assert len(template.find_resources("AWS::Logs::LogGroup")) == 15
     kept_logs(synth(tmp_path_factory, log_retention_days=30), 30)
 
 
@@ -345,17 +345,53 @@ def test_textract_is_granted_and_configured_only_where_uploads_are_parsed(tmp_pa
         return found
 
     default = readers(template)
-    assert sorted(default) == ["citewell-audit", "citewell-parse"]  # the audit's repair re-runs parse
-    assert all(grants == [("textract:DetectDocumentText", "*")] for grants in default.values())  # no resource-level permission exists
-    assert readers(synth(tmp_path_factory, ocr="none")) == {}
+    # the audit's repair re-runs parse; the OCR function resumes it when a job is done
+    assert sorted(default) == ["citewell-audit", "citewell-ocr", "citewell-parse"]
+    assert default["citewell-audit"] == [("textract:DetectDocumentText", "*")]  # no resource-level permission exists
+    asynchronous = [("textract:DetectDocumentText", "*"), ("textract:StartDocumentTextDetection", "*"),
+                    ("textract:GetDocumentTextDetection", "*")]
+    assert sorted(default["citewell-parse"]) == sorted(default["citewell-ocr"]) == sorted(asynchronous)
+    none = synth(tmp_path_factory, ocr="none")
+    assert readers(none) == {}
+    assert not none.find_resources("AWS::SNS::Subscription")
+    assert "citewell-ocr" not in json.dumps(none.find_resources("AWS::Lambda::Function"))
+
+
+def test_a_textract_job_publishes_its_completion_to_the_ocr_queue_as_a_role_only_textract_is_passed(template):
+    """Textract's asynchronous route (docs/aws.md, "Scans"): the job's completion goes to an SNS
+    topic, published as a role Textract assumes (and may only publish there), delivered raw to the
+    queue the OCR function reads; parse and the OCR function are told both, and may pass the role to
+    Textract alone."""
+    (publisher,) = [name for name, r in template.find_resources("AWS::IAM::Role").items()
+                    if "textract.amazonaws.com" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"])]
+    (subscription,) = template.find_resources("AWS::SNS::Subscription", {"Properties": {"Protocol": "sqs"}}).values()
+    topic = subscription["Properties"]["TopicArn"]["Ref"]
+    assert subscription["Properties"]["RawMessageDelivery"] is True
+    policies = [p["Properties"] for p in template.find_resources("AWS::IAM::Policy").values()]
+    (published,) = [p["PolicyDocument"]["Statement"] for p in policies if p["Roles"] == [{"Ref": publisher}]]
+    assert published == [{"Action": "sns:Publish", "Effect": "Allow", "Resource": {"Ref": topic}}]
+    functions = {f["Properties"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]: f["Properties"]
+                 for f in template.find_resources("AWS::Lambda::Function").values()
+                 if "POWERTOOLS_SERVICE_NAME" in f["Properties"].get("Environment", {}).get("Variables", {})}
+    for name in ("citewell-parse", "citewell-ocr"):
+        variables = functions[name]["Environment"]["Variables"]
+        assert variables["CITEWELL_TEXTRACT_TOPIC_ARN"] == {"Ref": topic}
+        assert variables["CITEWELL_TEXTRACT_ROLE_ARN"] == {"Fn::GetAtt": [publisher, "Arn"]}
+        role = functions[name]["Role"]["Fn::GetAtt"][0]
+        passes = [s for p in policies if {"Ref": role} in p["Roles"] for s in p["PolicyDocument"]["Statement"]
+                  if s["Action"] == "iam:PassRole"]
+        assert passes == [{"Action": "iam:PassRole", "Effect": "Allow", "Resource": {"Fn::GetAtt": [publisher, "Arn"]},
+                           "Condition": {"StringEquals": {"iam:PassedToService": "textract.amazonaws.com"}}}]
+    assert functions["citewell-ocr"]["Timeout"] == 900
+    assert "CITEWELL_TEXTRACT_TOPIC_ARN" not in functions["citewell-audit"]["Environment"]["Variables"]
 
 
 def test_every_stage_is_wired_s3_to_sqs_to_lambda_with_a_dead_letter_queue(template):
     queues = template.find_resources("AWS::SQS::Queue")
     inboxes = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]
-    assert len(inboxes) == 6 and all(q["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 5 for q in inboxes)
+    assert len(inboxes) == 7 and all(q["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 5 for q in inboxes)
     mappings = template.find_resources("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 6  # the four stages, delete, and fetch (fed by the API, not by S3)
+    assert len(mappings) == 7  # the four stages, delete, fetch (fed by the API, not by S3) and ocr (by Textract's topic)
     assert all(m["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings.values())
     (notifications,) = template.find_resources("Custom::S3BucketNotifications").values()
     configs = notifications["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
@@ -387,8 +423,8 @@ def test_audit_schedule_and_alarms_to_a_topic(tmp_path_factory, template):
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     dead_letter = [a for a in alarms.values() if a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"]
     errors = [a for a in alarms.values() if a["Properties"].get("MetricName") == "Errors"]
-    assert len(dead_letter) == 6 and len(errors) == 8
-    (topic,) = template.find_resources("AWS::SNS::Topic")
+    assert len(dead_letter) == 7 and len(errors) == 9
+    (topic,) = [name for name in template.find_resources("AWS::SNS::Topic") if "Alarm" in name]
     assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values())
     mailed = synth(tmp_path_factory, alarm_email="ops@example.com")
     mailed.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})

@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from citewell.errors import EmbedderSwitched
 from citewell.lambdas import UNTRACED
 from citewell.lambdas.forms import Notified
-from citewell.lambdas.pipeline import run_stage
+from citewell.lambdas.pipeline import resume_ocr, run_stage
 from citewell.lambdas.settings import services_from_env
 from citewell.ports import ExpungingIndex
 
@@ -32,16 +32,36 @@ def notified_objects(record: SQSRecord, events: tuple[str, ...]) -> list[Notifie
             for o in (r.s3.get_object for r in S3Event(body).records if r.event_name.startswith(events))]
 
 
+# A record is not started with less of the invocation left than this: it goes back to its queue
+# (reported failed) instead of being cut off by the timeout, which would hand back the whole batch,
+# the records already done included.
+RESERVE_MS = 30_000
+
+
+class NoTimeLeft(Exception):
+    """The invocation is too near its timeout to start this record; the queue delivers it again."""
+
+
+def check_time(lambda_context: Any, reserve_ms: int = RESERVE_MS) -> None:
+    """Raise :class:`NoTimeLeft` when ``lambda_context`` has less than ``reserve_ms`` left (a
+    context without a clock, as in a test's, has all the time it needs)."""
+    remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
+    if remaining is not None and remaining() < reserve_ms:
+        raise NoTimeLeft(f"{remaining()} ms left of the invocation, under the {reserve_ms} ms a record is given")
+
+
 def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """An SQS-triggered step: S3 notifications of ``events`` in, partial batch failures out.
-    The ingestion stages take ``ObjectCreated``; ``delete`` takes ``ObjectRemoved``."""
+    """An SQS-triggered step: S3 notifications of ``events`` in, partial batch failures out: each
+    record succeeds or fails alone, and one not started for lack of time (:func:`check_time`) is
+    handed back alone. The ingestion stages take ``ObjectCreated``; ``delete`` takes ``ObjectRemoved``."""
     logger = Logger(service=f"citewell-{stage}")
     tracer = Tracer(service=f"citewell-{stage}")
     metrics = Metrics(namespace="citewell", service=f"citewell-{stage}")
     processor = BatchProcessor(event_type=EventType.SQS)
 
     @tracer.capture_method(**UNTRACED)
-    def record_handler(record: SQSRecord) -> None:
+    def record_handler(record: SQSRecord, lambda_context: Any = None) -> None:
+        check_time(lambda_context)
         _, services = services_from_env()
         for notified in notified_objects(record, events):
             key = notified.key
@@ -54,6 +74,31 @@ def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> C
                 raise
             logger.info(done, extra={"key": key, "message_id": record.message_id})
             metrics.add_metric(name="ObjectsProcessed", unit=MetricUnit.Count, value=1)
+
+    @logger.inject_lambda_context
+    @tracer.capture_lambda_handler(**UNTRACED)
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))
+
+    return handler
+
+
+def ocr_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """Textract's job completions (SNS, delivered raw to the OCR queue): each runs parse again for
+    the upload its job read (:func:`citewell.lambdas.pipeline.resume_ocr`); partial batch failures out."""
+    logger = Logger(service="citewell-ocr")
+    tracer = Tracer(service="citewell-ocr")
+    metrics = Metrics(namespace="citewell", service="citewell-ocr")
+    processor = BatchProcessor(event_type=EventType.SQS)
+
+    @tracer.capture_method(**UNTRACED)
+    def record_handler(record: SQSRecord, lambda_context: Any = None) -> None:
+        check_time(lambda_context)
+        _, services = services_from_env()
+        done = resume_ocr(services, record.body)
+        logger.info(done, extra={"message_id": record.message_id})
+        metrics.add_metric(name="OcrJobsResumed", unit=MetricUnit.Count, value=1)
 
     @logger.inject_lambda_context
     @tracer.capture_lambda_handler(**UNTRACED)

@@ -5,7 +5,8 @@
 intent and works from it; parse first admits the object (:mod:`citewell.lambdas.forms`): one per
 upload form, none for an upload without an intent. A message for an upload that is no longer
 current (a newer upload of the document, or its delete, came first) is acknowledged as a
-no-op, never retried; so is a refused object. Bad input is recorded on the document and not
+no-op, never retried; so is a refused object, and a scan whose OCR job is still running (the
+job's completion, through the OCR queue, runs parse again: :func:`resume_ocr`). Bad input is recorded on the document and not
 retried; anything else raises so the queue retries and, in the end, dead-letters it. Embed and
 publish refuse to work for an index built for another model than theirs (the window between a
 migration's switch and the redeploy: EmbedderSwitched), so the queue retries the message until a
@@ -15,8 +16,9 @@ redeployed container takes it.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from citewell.errors import IngestError, InvalidInput, NotFound, TooLarge
+from citewell.errors import IngestError, InvalidInput, NotFound, OcrPending, TooLarge
 from citewell.ingest.stages import (
     ChunksArtifact,
     abandon,
@@ -27,9 +29,12 @@ from citewell.ingest.stages import (
     record_failure,
     release_embeddings,
 )
-from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, ObjectKey, chunks_key, embedded_key, parse_key
+from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, ObjectKey, chunks_key, embedded_key, ocr_key, parse_key
 from citewell.lambdas.forms import Notified, admit
 from citewell.models.documents import Upload
+from citewell.objects.s3 import S3ObjectStore
+from citewell.ocr.textract import TextractOcr
+from citewell.ocr.textract_jobs import completion
 from citewell.ports import EmbedderCheckedIndex, SizedObjects
 from citewell.records import is_current
 from citewell.services import Services
@@ -84,7 +89,9 @@ def run_stage(services: Services, stage: str, key: str, notified: Notified | Non
     if stage == "parse":
         try:
             _check_size(services, key)
-            outcome = parse_stage(services, upload)
+            outcome = parse_stage(_stored_ocr(services, key, found), upload)
+        except OcrPending as pending:  # the job's completion runs parse again (resume_ocr)
+            return f"waiting {name}: {pending.message}"
         except IngestError as error:
             record_failure(services, upload, error)
             return f"failed {name}: {error.code}"
@@ -100,6 +107,29 @@ def run_stage(services: Services, stage: str, key: str, notified: Notified | Non
     body = json.loads(marker)
     count = publish_stage(services, upload, body["revision"], body["content_sha256"], body.get("encoding"))
     return f"superseded {name}" if count is None else f"published {name}: {count} chunks"
+
+
+def resume_ocr(services: Services, body: str) -> str:
+    """A Textract job's completion (SNS, through the OCR queue): parse its upload again, which now
+    reads the job's pages. Only a notification of this bucket's uploads is acted on; the stage
+    itself finds the upload's job and its status, and trusts nothing else the message says."""
+    done = completion(body)
+    if done is None:
+        return "ignored a message that is no Textract completion"
+    if not isinstance(services.objects, S3ObjectStore) or done.bucket != services.objects.bucket:
+        return f"ignored the completion of job {done.JobId}: not of this bucket"
+    return run_stage(services, "parse", done.key, Notified(key=done.key))
+
+
+def _stored_ocr(services: Services, key: str, found: ObjectKey) -> Services:
+    """Where the engine has an asynchronous route (the stack's Textract with its completion
+    channel), parse reads this upload's scanned PDF where it is stored, the version admitted, by
+    one job whose record is kept under the upload's ``ocr/`` key."""
+    ocr = services.ocr
+    if not isinstance(ocr, TextractOcr) or ocr.jobs is None or not isinstance(services.objects, S3ObjectStore):
+        return services
+    record = ocr_key(found.tenant, found.document_id, found.upload_id)
+    return replace(services, ocr=ocr.jobs.for_upload(ocr, services.objects, key, record, found.upload_id))
 
 
 def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:

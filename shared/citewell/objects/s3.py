@@ -56,6 +56,10 @@ class S3ObjectStore:
         replayed upload form): parse reads the version it admitted, never the latest."""
         return S3ObjectStore(self.bucket, self.client, {**self._pins, key: version_id})
 
+    def pin(self, key: str) -> str | None:
+        """The version of ``key`` this store reads; None: the latest (an unversioned bucket's too)."""
+        return self._version(key).get("VersionId")
+
     def _version(self, key: str) -> dict[str, str]:
         return {"VersionId": self._pins[key]} if key in self._pins and self._pins[key] != "null" else {}
 

@@ -36,6 +36,7 @@ class ScanLimits:
 
     pages: int = DEFAULT_OCR_MAX_PAGES
     pixels: int = DEFAULT_OCR_MAX_PIXELS
+    setting: str = "CITEWELL_OCR_MAX_PAGES"  # the variable that sets ``pages``, named when a scan is over it
 
     @classmethod
     def configured(cls) -> ScanLimits:
@@ -47,7 +48,7 @@ class ScanLimits:
         """:class:`TooLarge` for more pages than the limit; ``at_least``: counting stopped past it."""
         if pages > self.pages:
             raise TooLarge(f"a scan of {'more than ' + _pages(self.pages) if at_least else _pages(pages)} is over "
-                           f"the limit of {_pages(self.pages)} that OCR reads (CITEWELL_OCR_MAX_PAGES)")
+                           f"the limit of {_pages(self.pages)} that OCR reads ({self.setting})")
 
     def check_pixels(self, pixels: int, pages: int) -> None:
         """:class:`TooLarge` for ``pages`` whose pixels add up to more than the limit."""

@@ -10,18 +10,24 @@ before its first page is sent (Textract is paid by the page); an image or a PDF 
 page, whose pixels Textract decodes (its own limits refuse a page too large). Textract reports confidence in
 percent per line; it is kept here as 0 to 1, like RapidOCR's. Textract takes no resource in its
 IAM policy, so the parse function's grant names the action alone.
+
+Where the stack gives it a completion channel (``jobs``), a scanned PDF is not read here page by
+page: parse reads it where it is stored, by one asynchronous job (:mod:`citewell.ocr.textract_jobs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from citewell.errors import CorruptFile, OcrUnavailable, TooLarge, UnsupportedType
 from citewell.ocr import OcrLine, OcrPage, ScanLimits
 from citewell.ocr.tiff import is_tiff, single_pages
+
+if TYPE_CHECKING:
+    from citewell.ocr.textract_jobs import TextractJobs
 
 MAX_BYTES = 10 * 1024 * 1024  # DetectDocumentText's limit for a document passed as bytes
 # What Textract says about the page itself: the upload fails with a typed reason. Anything
@@ -35,13 +41,15 @@ _REFUSALS = {
 
 
 class TextractOcr:
-    """``limits`` default to the settings' (``CITEWELL_OCR_MAX_PAGES``, ``CITEWELL_OCR_MAX_PIXELS``)."""
+    """``limits`` default to the settings' (``CITEWELL_OCR_MAX_PAGES``, ``CITEWELL_OCR_MAX_PIXELS``);
+    ``jobs``: the asynchronous route a stored scanned PDF takes instead (None: none configured)."""
 
     name = "amazon-textract"
 
-    def __init__(self, client: Any, limits: ScanLimits | None = None) -> None:
+    def __init__(self, client: Any, limits: ScanLimits | None = None, jobs: TextractJobs | None = None) -> None:
         self.client = client
         self.limits = limits or ScanLimits.configured()
+        self.jobs = jobs
 
     def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]:
         if len(document) > MAX_BYTES:
@@ -78,14 +86,20 @@ def pages_of(response: dict[str, Any]) -> list[OcrPage]:
     reading order), by their ``Page`` (1 when absent, as for one page)."""
     count = int(response.get("DocumentMetadata", {}).get("Pages") or 1)
     lines: dict[int, list[OcrLine]] = {number: [] for number in range(1, count + 1)}
-    for block in response.get("Blocks", []):
+    add_lines(lines, response.get("Blocks", []))
+    return [OcrPage(lines=lines[number]) for number in sorted(lines)]
+
+
+def add_lines(lines: dict[int, list[OcrLine]], blocks: list[dict[str, Any]]) -> None:
+    """The LINE blocks of ``blocks`` added to ``lines`` by their page, in the order given (Textract's
+    reading order); their WORD and PAGE blocks are left out."""
+    for block in blocks:
         if block.get("BlockType") != "LINE" or not block.get("Text"):
             continue
         box = block.get("Geometry", {}).get("BoundingBox", {})
         lines.setdefault(int(block.get("Page") or 1), []).append(OcrLine(
             text=block["Text"], confidence=float(block.get("Confidence", 0.0)) / 100,
             top=float(box.get("Top", 0.0)), height=float(box.get("Height", 0.0))))
-    return [OcrPage(lines=lines[number]) for number in sorted(lines)]
 
 
-__all__ = ["TextractOcr", "pages_of"]
+__all__ = ["TextractOcr", "add_lines", "pages_of"]

@@ -14,7 +14,10 @@ first page's largest line; never a bookmark, which names a chapter.
 A page without a text layer (a scan) is read by OCR, page by page: a mixed PDF keeps the text
 layer where there is one (:mod:`citewell.parsers.scan` says how a scanned page is judged). The
 scanned pages, and the pixels of the images they draw, are held to the engine's limits before
-the first is read: a PDF of thousands of scanned pages is refused, not read for hours.
+the first is read: a PDF of thousands of scanned pages is refused, not read for hours. An engine
+that reads the stored file in one job (:class:`~citewell.ports.DocumentOcr`, Textract's asynchronous
+route on AWS) is handed no page: it reads every page of the file, so the file's pages are held to
+its limit, and the parse waits for the job (:class:`~citewell.errors.OcrPending`) before a block is built.
 """
 
 from __future__ import annotations
@@ -34,11 +37,12 @@ from pypdf.errors import FileNotDecryptedError, PdfReadError
 
 from citewell.errors import CorruptFile, EmptyText, EncryptedPdf
 from citewell.models.parsed import BlockKind, ParsedDocument
+from citewell.ocr import OcrPage
 from citewell.parsers.builder import TextBuilder, split_paragraphs
 from citewell.parsers.scan import NOT_INSTALLED, emit_page
 from citewell.parsers.sniff import MIME, Kind
 from citewell.parsers.titles import choose
-from citewell.ports import OcrEngine
+from citewell.ports import DocumentOcr, OcrEngine
 
 log = logging.getLogger(__name__)
 
@@ -417,7 +421,12 @@ def parse_pdf(data: bytes, ocr: OcrEngine | None = None,
                 tell("parse", len(pages), count)
             contents = [is_contents_page([line.text for line in lines]) for lines in pages]
             to_read = sum(1 for lines, skip in zip(pages, contents) if not skip and _is_scanned(lines)) if ocr else 0
-            if to_read and ocr is not None:  # before the first page is rendered or sent
+            whole: list[OcrPage] | None = None
+            if to_read and isinstance(ocr, DocumentOcr):  # one job reads the file where it is stored, every page
+                ocr.limits.check_pages(count)  # before the job starts: it is paid by the page
+                tell("ocr", 0, to_read)
+                whole = ocr.read_document(count)
+            elif to_read and ocr is not None:  # before the first page is rendered or sent
                 ocr.limits.check_pages(to_read)
                 ocr.limits.check_pixels(_image_pixels([reader.pages[index] for index, (lines, skip)
                                                        in enumerate(zip(pages, contents))
@@ -440,7 +449,7 @@ def parse_pdf(data: bytes, ocr: OcrEngine | None = None,
                         path.append(title)
                         builder.section(list(path))
                     if ocr is not None:
-                        for read in ocr.read(_one_page(reader, index)):
+                        for read in [whole[index]] if whole is not None else ocr.read(_one_page(reader, index)):
                             emit_page(builder, read, index + 1)
                         tell("ocr", scanned, to_read)
                     continue

@@ -22,7 +22,7 @@ from citewell.ports.index import (
     StagedIndex,
     query_vector,
 )
-from citewell.ports.models import Completer, Embedder, Generator, OcrEngine, Reranked, Reranker, TokenCounter
+from citewell.ports.models import Completer, DocumentOcr, Embedder, Generator, OcrEngine, Reranked, Reranker, TokenCounter
 from citewell.ports.objects import ObjectStore, SizedObjects
 from citewell.ports.records import (
     AnswerRecords,
@@ -40,7 +40,7 @@ from citewell.ports.records import (
 __all__ = [
     "AnswerRecords", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords", "DocumentPage",
     "DocumentRecords", "Embedder", "EmbedderCheckedIndex", "EmbeddingCache", "ExpungingIndex", "Generator",
-    "IndexedChunks", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "query_vector", "QueryVector",
+    "DocumentOcr", "IndexedChunks", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "query_vector", "QueryVector",
     "Removals", "Reranked", "Reranker", "SearchIndex", "SearchLanes", "SizedObjects", "StagedIndex", "TokenCounter",
     "UploadRecords",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -75,6 +75,18 @@ class OcrEngine(Protocol):
     @property
     def limits(self) -> ScanLimits: ...
     def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]: ...
+
+
+@runtime_checkable
+class DocumentOcr(OcrEngine, Protocol):
+    """An engine that reads a whole PDF where it is stored, in one job off the stage's clock (Amazon
+    Textract's asynchronous text detection), instead of page by page. ``read_document(pages)`` gives
+    every page of the file, in order, once the job has finished, and keeps them, so a stage run again
+    pays for nothing twice; until then it starts the job (once) and raises
+    :class:`~citewell.errors.OcrPending`. ``limits.pages`` caps the whole file: the job reads
+    every page of it."""
+
+    def read_document(self, pages: int) -> list[OcrPage]: ...
 
 
 class TokenCounter(Protocol):
