@@ -24,6 +24,9 @@ BUCKET, TABLE, DOMAIN = "citewell-documents", "citewell-metadata", "citewell-sea
 BUCKET_ARN = f"arn:aws:s3:::{BUCKET}"
 TABLE_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}"
 DOMAIN_ARN = f"arn:aws:es:{REGION}:{ACCOUNT}:domain/{DOMAIN}"
+# Textract's completion topic and the role it publishes there with, as the tests name them
+TEXTRACT_TOPIC_ARN = f"arn:aws:sns:{REGION}:{ACCOUNT}:citewell-textract-done"
+TEXTRACT_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/citewell-textract"
 
 Policies = list[dict[str, Any]]
 
@@ -67,6 +70,10 @@ def names(template: dict[str, Any]) -> dict[str, str]:
             name = f"citewell-{queue.group(1).lower()}" + ("-dlq" if queue.group(2) == "Dlq" else "")  # as the tests name them
             found |= {logical: f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}",
                       f"{logical}.Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}", f"{logical}.QueueName": name}
+        elif kind == "AWS::SNS::Topic" and re.fullmatch(r"FunctionsTextractDone[0-9A-F]{8}", logical):
+            found |= {logical: TEXTRACT_TOPIC_ARN}  # a topic's Ref is its ARN
+        elif kind == "AWS::IAM::Role" and re.fullmatch(r"FunctionsTextractPublisher[0-9A-F]{8}", logical):
+            found |= {logical: "citewell-textract", f"{logical}.Arn": TEXTRACT_ROLE_ARN}
         else:
             found |= {logical: f"<{logical}>", f"{logical}.Arn": f"arn:aws:unknown:{REGION}:{ACCOUNT}:{logical}"}
     return found
@@ -223,6 +230,13 @@ def needs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[st
         return [(f"dynamodb:{operation}", f"{table}/index/{params['IndexName']}" if params.get("IndexName") else table, {})]
     if service == "es":  # an HTTP request to the domain: (method, path)
         return [(f"es:ESHttp{operation.capitalize()}", f"{DOMAIN_ARN}{params['path']}", {})]
+    if service == "textract" and operation == "StartDocumentTextDetection":
+        # Textract reads the object as the caller, and publishes the completion as the role it is passed
+        obj = params["DocumentLocation"]["S3Object"]
+        read = ("s3:GetObjectVersion" if obj.get("Version") else "s3:GetObject", f"arn:aws:s3:::{obj['Bucket']}/{obj['Name']}", {})
+        passed = [("iam:PassRole", params["NotificationChannel"]["RoleArn"], {"iam:PassedToService": "textract.amazonaws.com"})
+                  ] if "NotificationChannel" in params else []
+        return [(f"textract:{operation}", "*", {}), read, *passed]
     if service == "textract":  # Textract's actions take no resource: "*" is the only one IAM accepts
         return [(f"textract:{operation}", "*", {})]
     if service == "sqs" and operation == "SendMessage":  # the queue's URL is https://sqs.<region>.amazonaws.com/<account>/<name>

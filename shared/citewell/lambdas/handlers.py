@@ -45,9 +45,10 @@ class NoTimeLeft(Exception):
 def check_time(lambda_context: Any, reserve_ms: int = RESERVE_MS) -> None:
     """Raise :class:`NoTimeLeft` when ``lambda_context`` has less than ``reserve_ms`` left (a
     context without a clock, as in a test's, has all the time it needs)."""
-    remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
-    if remaining is not None and remaining() < reserve_ms:
-        raise NoTimeLeft(f"{remaining()} ms left of the invocation, under the {reserve_ms} ms a record is given")
+    clock = getattr(lambda_context, "get_remaining_time_in_millis", None)
+    left = clock() if clock is not None else None
+    if left is not None and left < reserve_ms:
+        raise NoTimeLeft(f"{left} ms left of the invocation, under the {reserve_ms} ms a record is given")
 
 
 def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ValidationError
 
-from citewell.errors import CorruptFile, IngestError, NotFound, OcrPending, OcrUnavailable, TooLarge, UnsupportedType
+from citewell.errors import (
+    CitewellError,
+    CorruptFile,
+    IngestError,
+    NotFound,
+    OcrPending,
+    OcrUnavailable,
+    TooLarge,
+    UnsupportedType,
+)
 from citewell.ocr import OcrLine, OcrPage, ScanLimits
 from citewell.ocr.textract import add_lines
 from citewell.settings import settings
@@ -103,7 +112,16 @@ class TextractScan:
     def read_document(self, pages: int) -> list[OcrPage]:
         """Every page of the stored PDF (``pages`` of them, as the parser counted), from the record
         when a job read them before; else from the finished job, kept first. A job not started is
-        started, and one still running raises OcrPending."""
+        started, and one still running raises OcrPending. The store or a client failing otherwise is
+        OcrUnavailable, retried: the parser takes any other error for the file's fault."""
+        try:
+            return self._read_document(pages)
+        except CitewellError:
+            raise
+        except Exception as error:  # noqa: BLE001 - S3 or botocore failing is no fault of the file
+            raise OcrUnavailable(f"the scan's OCR could not go on: {type(error).__name__}: {error}") from error
+
+    def _read_document(self, pages: int) -> list[OcrPage]:
         record = self._load()
         if record is not None and record.pages is not None:
             return _pages(record.pages, pages)
