@@ -165,7 +165,10 @@ class FakeTextract:
         from pypdf import PdfReader
         from pypdf.errors import PdfReadError
 
-        data = self._object(job.location)
+        try:
+            data = self._object(job.location)
+        except ClientError:  # removed while the job waited to read it
+            return "INVALID_S3_OBJECT: Unable to get object metadata from S3."
         if len(data) > MAX_BYTES:
             return "DOCUMENT_TOO_LARGE: the document is over 500 MB"
         if not data.startswith(b"%PDF"):

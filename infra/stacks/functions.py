@@ -31,8 +31,8 @@ MAX_RECEIVES = 5  # a message that fails this often goes to the dead-letter queu
 # object key prefixes: one per stage's output, and ocr/ (what a Textract job read of an upload)
 STAGES = ("raw", "parsed", "chunks", "embedded", "ocr")
 # What reading a scanned PDF asynchronously calls: StartDocumentTextDetection on the stored upload,
-# GetDocumentTextDetection for its pages; DetectDocumentText for an image's or a TIFF's pages.
-TEXTRACT = ["textract:DetectDocumentText", "textract:StartDocumentTextDetection", "textract:GetDocumentTextDetection"]
+# GetDocumentTextDetection for its pages (parse reads an image's or a TIFF's with DetectDocumentText).
+JOBS = ["textract:StartDocumentTextDetection", "textract:GetDocumentTextDetection"]
 # The record store: reads, compare-and-set writes and batch writes; nothing scans (the audit
 # queries per tenant and per identity).
 RECORDS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
@@ -249,7 +249,8 @@ class Functions(Construct):
             fn.add_environment("CITEWELL_OCR", "textract")
             fn.add_environment("CITEWELL_TEXTRACT_TOPIC_ARN", topic.topic_arn)
             fn.add_environment("CITEWELL_TEXTRACT_ROLE_ARN", publisher.role_arn)
-            fn.add_to_role_policy(iam.PolicyStatement(actions=TEXTRACT, resources=["*"]))
+            reads = ["textract:DetectDocumentText", *JOBS] if fn is self.stages["parse"] else JOBS  # OCR: PDFs only
+            fn.add_to_role_policy(iam.PolicyStatement(actions=reads, resources=["*"]))
             fn.add_to_role_policy(iam.PolicyStatement(
                 actions=["iam:PassRole"], resources=[publisher.role_arn],
                 conditions={"StringEquals": {"iam:PassedToService": "textract.amazonaws.com"}}))

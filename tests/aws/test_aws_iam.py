@@ -39,10 +39,12 @@ from tests.aws.test_aws_chain import (  # noqa: F401
     upload,
 )
 from tests.aws.test_aws_textract import READ
+from tests.aws.test_aws_textract_jobs import receive, resume, textract  # noqa: F401
 from tests.aws_roles import BUCKET, granted_actions, needs, refusals
+from tests.fake_textract import scanned
 from tests.parsers.test_ocr import MEMO, encoded, page
 
-FUNCTIONS = ("parse", "chunk", "embed", "publish", "delete", "api", "audit", "fetch")
+FUNCTIONS = ("parse", "chunk", "embed", "publish", "delete", "api", "audit", "fetch", "ocr")
 # What the Lambda service itself does with a function's role (poll its queue, send traces, write
 # logs): granted by the stack for the platform, never called by our code.
 PLATFORM = {"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage",
@@ -62,6 +64,7 @@ UNWALKED = {
     "api": BEDROCK | {"s3:AbortMultipartUpload"},  # a delete aborts an unfinished multipart upload of the document
     "delete": {"s3:AbortMultipartUpload"},
     "embed": BEDROCK, "publish": set(), "parse": set(), "chunk": set(), "fetch": set(),
+    "ocr": set(),  # it runs parse for an upload whose job ended: the scans walk its paths
 }
 
 
@@ -154,13 +157,53 @@ def web_pages(aws) -> None:
     assert pump(aws) == []
 
 
-def life(aws) -> None:
+def scans(aws, textract) -> None:
+    """Scanned PDFs, each read by a Textract job whose completion the OCR function takes: one read
+    and published, one Textract fails (recorded failed), one replaced while its job ran (its
+    completion removes what is left of it), one whose job id Textract forgot (a new job)."""
+    fake = textract["fake"]
+    upload(aws, "survey.pdf", scanned(3))
+    upload(aws, "poster.pdf", scanned(1, side_points=3600))
+    upload(aws, "replaced", scanned(2))
+    pump(aws)
+    upload(aws, "replaced", NOTICE)
+    pump(aws)
+    fake.finish()
+    assert resume(aws, textract) == [{"batchItemFailures": []}]
+    pump(aws)
+    assert api("GET", "/documents/survey.pdf")[1]["document"]["status"] == "published"
+    assert api("GET", "/documents/poster.pdf")[1]["document"]["status"] == "failed"
+    assert api("GET", "/documents/replaced")[1]["document"]["status"] == "published"
+    upload(aws, "forgotten.pdf", scanned(2))
+    pump(aws)
+    (job,) = fake.finish()
+    fake.forget(job.job_id)
+    resume(aws, textract)
+    fake.finish()
+    resume(aws, textract)
+    pump(aws)
+    assert api("GET", "/documents/forgotten.pdf")[1]["document"]["status"] == "published"
+    upload(aws, "late", scanned(2))
+    pump(aws)
+    fake.finish()
+    done = receive(aws, textract["inbox"])
+    assert load_handler("ocr")(done, LambdaContext()) == {"batchItemFailures": []}
+    step(aws, "parsed/")
+    step(aws, "chunks/")  # chunked and embedded, not published yet
+    upload(aws, "late", NOTICE)  # a newer upload; then the completion comes again, late: it purges the old revision
+    assert load_handler("ocr")(done, LambdaContext()) == {"batchItemFailures": []}
+    pump(aws)
+    assert api("GET", "/documents/late")[1]["document"]["status"] == "published"
+
+
+def life(aws, textract) -> None:
     """Everything each function does in a document's life."""
     upload(aws, "scan.pdf", b"this is not a pdf")  # a typed failure is recorded
     pump(aws)
-    upload(aws, "memo.png", encoded(page(MEMO, size=(1000, 400)), "PNG"))  # a scan: parse sends it to Textract
+    upload(aws, "memo.png", encoded(page(MEMO, size=(1000, 400)), "PNG"))  # an image: parse sends it to Textract
     pump(aws)
     assert api("GET", "/documents/memo.png")[1]["document"]["status"] == "published"
+    scans(aws, textract)
     for n, stages in enumerate([[], ["raw/"], ["raw/", "parsed/"], ["raw/", "parsed/", "chunks/"]]):
         superseded_at(aws, f"notice-{n}.md", stages)  # each stage meets a stale upload
     upload(aws, "handbook.md", HANDBOOK)
@@ -199,13 +242,13 @@ def life(aws) -> None:
     assert audit["ok"], audit
 
 
-def test_each_function_may_make_every_call_it_makes_and_no_other(aws, function_roles, monkeypatch):
-    monkeypatch.setenv("CITEWELL_OCR", "textract")  # as the stack sets it for parse and the audit
+def test_each_function_may_make_every_call_it_makes_and_no_other(aws, textract, function_roles, monkeypatch):
+    # the textract fixture sets CITEWELL_OCR and the completion channel as the stack sets them for parse
     monkeypatch.setenv("CITEWELL_FETCH_ALLOW", "127.0.0.1/32")  # the stack's fetch_allow: the test's pages are on loopback
     monkeypatch.setattr(TextractBackend, "BLOCKS", READ)  # what moto's Textract answers
     monkeypatch.setattr(TextractBackend, "PAGES", 1)
     aws["calls"].containers = True
-    life(aws)
+    life(aws, textract)
     calls = [(caller, service, op, params) for caller, service, op, params in aws["calls"].all() if caller != "test"]
     assert {caller for caller, *_ in calls} == set(FUNCTIONS)
     assert set(function_roles) == set(FUNCTIONS)
