@@ -31,7 +31,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from tests.strict_aws import PARAMS, refusal
+from tests.strict_aws import PARAMS, StrictAws, refusal
 
 MAX_PAGES, MAX_BYTES, MAX_RESULTS = 3000, 500 * 1024 * 1024, 1000
 MAX_SIDE_POINTS = 40 * 72  # 40 inches
@@ -67,6 +67,7 @@ class FakeTextract:
         self.refuse_next: list[tuple[str, str]] = []  # (key, error code): the next start on that key is refused so
 
     def install(self, events: Any) -> None:
+        events.register("before-parameter-build.textract", StrictAws._keep_params)  # each call's parameters, for its before-call
         events.register("before-call.textract.StartDocumentTextDetection", self._start)
         events.register("before-call.textract.GetDocumentTextDetection", self._get)
 
@@ -203,17 +204,29 @@ class FakeTextract:
 
 
 def _page_blocks(number: int, lines: list[str]) -> list[dict[str, Any]]:
-    """A page's PAGE block, then each LINE followed by its WORDs, as Textract lists them."""
-    def box(top: float, height: float) -> dict[str, Any]:
-        return {"BoundingBox": {"Width": 0.6, "Height": height, "Left": 0.1, "Top": top}}
+    """A page's PAGE block, then each LINE followed by its WORDs, as Textract lists them: ids of 36
+    characters, a bounding box and a four-point polygon each, a parent naming its children."""
+    def geometry(top: float, height: float, left: float = 0.1, width: float = 0.6) -> dict[str, Any]:
+        return {"BoundingBox": {"Width": width, "Height": height, "Left": left, "Top": top},
+                "Polygon": [{"X": left, "Y": top}, {"X": left + width, "Y": top}, {"X": left + width, "Y": top + height},
+                            {"X": left, "Y": top + height}]}
 
-    blocks: list[dict[str, Any]] = [{"BlockType": "PAGE", "Id": f"p{number}", "Page": number, "Geometry": box(0.0, 1.0)}]
-    for n, text in enumerate(lines):
-        top = 0.05 + 0.03 * n
-        blocks.append({"BlockType": "LINE", "Id": f"l{number}.{n}", "Page": number, "Text": text, "Confidence": 99.2,
-                       "Geometry": box(top, 0.02)})
-        blocks.extend({"BlockType": "WORD", "Id": f"w{number}.{n}.{m}", "Page": number, "Text": word, "Confidence": 99.2,
-                       "TextType": "PRINTED", "Geometry": box(top, 0.02)} for m, word in enumerate(text.split()))
+    def ident(*parts: int) -> str:
+        return "-".join(f"{part:08x}" for part in (number, *parts)).ljust(36, "0")[:36]
+
+    page: dict[str, Any] = {"BlockType": "PAGE", "Id": ident(0), "Page": number, "Geometry": geometry(0.0, 1.0, 0.0, 1.0),
+                            "Relationships": [{"Type": "CHILD", "Ids": []}]}
+    blocks = [page]
+    for n, text in enumerate(lines, start=1):
+        top = 0.05 + 0.9 * (n - 1) / max(len(lines), 30)
+        words = text.split()
+        line = {"BlockType": "LINE", "Id": ident(n), "Page": number, "Text": text, "Confidence": 99.2,
+                "Geometry": geometry(top, 0.02), "Relationships": [{"Type": "CHILD", "Ids": [ident(n, m) for m in range(1, len(words) + 1)]}]}
+        page["Relationships"][0]["Ids"].append(line["Id"])
+        blocks.append(line)
+        blocks.extend({"BlockType": "WORD", "Id": ident(n, m), "Page": number, "Text": word, "Confidence": 99.2,
+                       "TextType": "PRINTED", "Geometry": geometry(top, 0.02, 0.1 + 0.06 * (m - 1), 0.05)}
+                      for m, word in enumerate(words, start=1))
     return blocks
 
 
