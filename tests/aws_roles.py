@@ -239,7 +239,7 @@ def needs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[st
         return [(f"textract:{operation}", "*", {}), read, *passed]
     if service == "textract":  # Textract's actions take no resource: "*" is the only one IAM accepts
         return [(f"textract:{operation}", "*", {})]
-    if service == "sqs" and operation == "SendMessage":  # the queue's URL is https://sqs.<region>.amazonaws.com/<account>/<name>
+    if service == "sqs" and operation in ("SendMessage", "SendMessageBatch"):  # the queue's URL is https://sqs.<region>.amazonaws.com/<account>/<name>
         region, account, name = re.fullmatch(r"https://sqs\.([a-z0-9-]+)\.amazonaws\.com/(\d+)/([\w-]+)", params["QueueUrl"]).groups()
         return [("sqs:SendMessage", f"arn:aws:sqs:{region}:{account}:{name}", {})]
     if service == "bedrock-runtime":

@@ -54,9 +54,10 @@ class StackConfig:
     noncurrent_version_days: int = 7
     # per stage: the most concurrent invocations SQS starts (Lambda's floor is 2) and the batch size
     max_concurrency: dict[str, int] = field(
-        default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4, "fetch": 4, "ocr": 4})
+        default_factory=lambda: {"parse": 10, "chunk": 10, "embed": 4, "publish": 4, "delete": 4, "fetch": 4, "ocr": 4,
+                                 "audit": 8})
     batch_size: dict[str, int] = field(
-        default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1, "fetch": 1, "ocr": 1})
+        default_factory=lambda: {"parse": 5, "chunk": 5, "embed": 1, "publish": 1, "delete": 1, "fetch": 1, "ocr": 1, "audit": 1})
     # The API function's reserved concurrency: at most this many run at once, and this many are
     # always available to it whatever the stages use. 0 reserves none (an account whose
     # concurrency quota leaves no room: Lambda keeps 100 unreserved).

@@ -210,9 +210,15 @@ class Functions(Construct):
         if config.fetch_allow:
             self.fetch.add_environment("CITEWELL_FETCH_ALLOW", ",".join(config.fetch_allow))
 
+        # The audit: the schedule's invocation asks the domain to expunge, plans the run and queues
+        # its pages; the queue feeds them back to the same function, a page a call, a few at once.
         self.audit = function("audit", 900, 1024)
         events.Rule(self, "AuditSchedule", schedule=events.Schedule.rate(cdk.Duration.hours(6)),
                     targets=[targets.LambdaFunction(self.audit)])
+        pages = queue("audit", 900)
+        fed(self.audit, "audit", pages)
+        pages.grant_send_messages(self.audit)
+        self.audit.add_environment("CITEWELL_AUDIT_QUEUE_URL", pages.queue_url)
 
         for fn in (self.delete, self.api, self.audit):
             cleans_up(fn)

@@ -153,6 +153,7 @@ class Settings(BaseSettings):
     opensearch_host: str | None = None
     index_alias: str = "citewell-chunks"
     fetch_queue_url: str | None = Field(None, description="an SQS queue URL")  # the API hands URL uploads to the fetch function
+    audit_queue_url: str | None = Field(None, description="an SQS queue URL")  # the audit's pages, fanned out
     embedder: Literal["bedrock", "openai", "minilm"] = Field("bedrock", description="bedrock, openai or minilm")
     ocr: Literal["none", "textract"] = Field("none", description="none or textract")  # textract: scans read by Amazon Textract
     # A scanned PDF read by an asynchronous Textract job: the SNS topic its completion is published

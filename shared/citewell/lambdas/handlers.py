@@ -110,32 +110,112 @@ def ocr_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     return handler
 
 
+class PageUnfinished(Exception):
+    """An audit page stopped for time: the queue hands it back, and it resumes at its checkpoint."""
+
+
 def audit_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The scheduled revision audit, repairing what it safely can, then asking the search
-    domain to expunge deleted rows from its segments (never inside a delete)."""
-    from citewell.audit import audit
+    """The revision audit, repairing what it safely can. The schedule's invocation first asks
+    the search domain to expunge deleted rows from its segments (never inside a delete; first,
+    so a run whose pages outlast the time left still asks), then plans the run and sends its
+    pages to the audit queue (``CITEWELL_AUDIT_QUEUE_URL``), which feeds them back to this
+    function, a few at once; without a queue it runs the pages itself, as far as its time goes.
+    Pages keep their progress in the table (:mod:`citewell.audit_pages`)."""
+    from citewell.audit_checks import Checks, Finding, stuck_after
+    from citewell.audit_pages import AuditPage, MemoryCheckpoints, plan, run_page
+    from citewell.models.values import new_token
+    from citewell.ports import AuditCheckpoints
+    from citewell.settings import settings
 
     logger = Logger(service="citewell-audit")
     tracer = Tracer(service="citewell-audit")
     metrics = Metrics(namespace="citewell", service="citewell-audit")
+    # A page is a batch of one: a page stopped for time is that batch failing, answered as such
+    # (the queue hands it back) rather than as the invocation's error.
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
-    @logger.inject_lambda_context
-    @tracer.capture_lambda_handler(**UNTRACED)
-    @metrics.log_metrics
-    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        _, services = services_from_env()
-        report = audit(services, repair=True)
-        for finding in report.findings:
+    def checkpoints(services: Any) -> AuditCheckpoints:
+        store = services.documents
+        return store if isinstance(store, AuditCheckpoints) else MemoryCheckpoints()
+
+    def reported(findings: list[Finding]) -> int:
+        for finding in findings:
             logger.warning("audit finding", extra=finding.model_dump())
-        repaired = sum(f.repaired for f in report.findings)
-        metrics.add_metric(name="AuditFindings", unit=MetricUnit.Count, value=len(report.findings))
+        repaired = sum(f.repaired for f in findings)
+        metrics.add_metric(name="AuditFindings", unit=MetricUnit.Count, value=len(findings))
         metrics.add_metric(name="AuditRepairs", unit=MetricUnit.Count, value=repaired)
+        return repaired
+
+    def expunge(services: Any) -> None:
         if isinstance(services.index, ExpungingIndex):
             try:
                 services.index.expunge()
             except Exception:  # the next run asks again; the audit's own result stands
                 logger.exception("the index could not start expunging deleted rows")
                 metrics.add_metric(name="ExpungeFailed", unit=MetricUnit.Count, value=1)
-        return {"ok": report.ok, "findings": len(report.findings), "repaired": repaired}
+
+    time_left: Callable[[], float] | None = None  # the invocation's, set by the handler
+
+    @tracer.capture_method(**UNTRACED)
+    def page_handler(record: SQSRecord) -> None:
+        _, services = services_from_env()
+        page = AuditPage.model_validate_json(record.body)
+        checks = Checks(services, page.repair, stuck_after())
+        try:
+            finished = run_page(checks, page, checkpoints(services), time_left)
+        finally:  # what a page found before it stopped is said, and not found again on resuming
+            reported(checks.findings)
+        if not finished:
+            logger.info("audit page stopped for time", extra={"run": page.run_id, "page": page.number, "kind": page.kind})
+            raise PageUnfinished(f"page {page.number} of run {page.run_id} resumes at its checkpoint")
+
+    def start(services: Any, time_left: Callable[[], float] | None) -> dict[str, Any]:
+        expunge(services)
+        checks = Checks(services, True, stuck_after())
+        run_id = new_token()
+        pages = plan(checks, run_id)
+        if queue_url := settings().audit_queue_url:
+            sent = send_pages(queue_url, [p.model_dump_json() for p in pages])
+            logger.info("audit run planned", extra={"run": run_id, "pages": sent})
+            return {"run": run_id, "pages": sent}
+        store = checkpoints(services)
+        unfinished = sum(not run_page(checks, page, store, time_left) for page in pages)
+        repaired = reported(checks.findings)
+        report = {"ok": all(f.repaired for f in checks.findings), "findings": len(checks.findings), "repaired": repaired}
+        return {**report, "unfinished": unfinished} if unfinished else report
+
+    @logger.inject_lambda_context
+    @tracer.capture_lambda_handler(**UNTRACED)
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        nonlocal time_left
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        time_left = (lambda: remaining() / 1000) if callable(remaining) else None
+        if "Records" in event:  # pages from the audit queue
+            return dict(process_partial_response(event=event, record_handler=page_handler, processor=processor,
+                                                 context=context))
+        return start(services_from_env()[1], time_left)
 
     return handler
+
+
+def send_pages(queue_url: str, bodies: list[str]) -> int:
+    """Send each page as a message, up to 10 a SendMessageBatch and within its 256 KB."""
+    import boto3
+
+    client = boto3.client("sqs")
+    batch: list[dict[str, str]] = []
+
+    def flush() -> None:
+        if batch:
+            reply = client.send_message_batch(QueueUrl=queue_url, Entries=batch)
+            if reply.get("Failed"):
+                raise RuntimeError(f"the audit queue refused {len(reply['Failed'])} pages: {reply['Failed'][0]}")
+            batch.clear()
+
+    for n, body in enumerate(bodies):
+        if len(batch) == 10 or sum(len(e["MessageBody"]) for e in batch) + len(body) > 240_000:
+            flush()
+        batch.append({"Id": str(n), "MessageBody": body})
+    flush()
+    return len(bodies)

@@ -31,6 +31,8 @@ Item layout, by partition:
 - ``TENANTS``: ``tenant``, and ``IDENTITIES``: ``identity``: registries, so the audit's inventories
   are queries per tenant (its whole ``T#`` partition in one) and per identity, never a scan.
   ``T#tenant`` also holds ``XI#doc`` for each document answers rest on (its ``X#`` partition).
+- ``AUDIT#run``: ``P#page`` checkpoints of an audit run (how many of the page's items are done),
+  with the table's TTL.
 Every document write is a compare-and-set on ``version``.
 """
 
@@ -58,6 +60,7 @@ from citewell.models.values import new_token, sha256_text, utcnow
 from citewell.ports import DocumentPage
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
+AUDIT_TTL_SECONDS = 7 * 24 * 3600  # an audit run's checkpoints outlive any run (one every 6 hours) and then go
 SORT_KEY_BYTES = 1024  # DynamoDB's limit; a partition key may take 2,048 (every other key here fits the longest ids)
 PARALLEL = 16  # concurrent DynamoDB calls of one bulk read or delete (boto3 clients are thread-safe, resources are not)
 BATCH_WRITE = 25  # DynamoDB's BatchWriteItem limit
@@ -367,6 +370,19 @@ class DynamoMetadataStore:
         items = sorted(self._prefixed(f"C#{tenant}#{document_id}#{revision}", "K#"), key=lambda i: int(i["position"]))
         return [Chunk.model_validate_json(i["record"]) for i in items]
 
+    def chunk_pages(self, tenant: str, document_id: str, revision: str) -> Iterator[list[Chunk]]:
+        """One Query page (1 MB read) at a time, never the partition whole."""
+        kwargs: dict[str, Any] = {"KeyConditionExpression": "pk = :pk AND begins_with(sk, :k)",
+                                  "ExpressionAttributeValues": {":pk": f"C#{tenant}#{document_id}#{revision}", ":k": "K#"},
+                                  "ProjectionExpression": "#r", "ExpressionAttributeNames": {"#r": "record"}}
+        while True:
+            page = self.table.query(**kwargs)
+            if items := page.get("Items", []):
+                yield [Chunk.model_validate_json(i["record"]) for i in items]
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:
         found = {}
         for document_id, revision, chunk_id in sorted(set(keys)):
@@ -475,6 +491,11 @@ class DynamoMetadataStore:
     def get_answer(self, tenant: str, answer_id: str) -> AnswerRecord | None:
         item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"A#{answer_id}"}, ConsistentRead=True).get("Item")
         return AnswerRecord.model_validate_json(item["record"]) if item else None
+
+    def get_answers(self, tenant: str, answer_ids: Iterable[str]) -> dict[str, AnswerRecord]:
+        """100 keys a BatchGetItem, strongly consistent as :meth:`get_answer` is."""
+        items = self._batch_get([(f"T#{tenant}", f"A#{a}") for a in sorted(set(answer_ids))], consistent=True)
+        return {r.answer_id: r for r in (AnswerRecord.model_validate_json(i["record"]) for i in items)}
 
     def answers_citing(self, tenant: str, document_id: str, revision: str | None = None) -> list[AnswerRecord]:
         entries = self._prefixed(f"X#{tenant}#{document_id}", f"{revision}#" if revision else "")
@@ -729,6 +750,15 @@ class DynamoMetadataStore:
                                                                  key=lambda t: t.seq)}))
         return found
 
+    def conversation_keys(self) -> list[tuple[str, str]]:
+        """Each tenant's ``V#`` keys, the records left out of the reply."""
+        found = []
+        for tenant in self._tenants():
+            keys = self._query(KeyConditionExpression="pk = :pk AND begins_with(sk, :v)", ProjectionExpression="sk",
+                               ExpressionAttributeValues={":pk": f"T#{tenant}", ":v": "V#"})
+            found += [(tenant, str(i["sk"])[2:]) for i in keys]
+        return found
+
     # -- embeddings --------------------------------------------------------------------
 
     def get_embeddings(self, identity: str, content_hashes: Iterable[str]) -> dict[str, np.ndarray]:
@@ -770,26 +800,38 @@ class DynamoMetadataStore:
         """Nothing to do: DynamoDB keeps no deleted item (point-in-time backups are the table's policy)."""
         return True
 
-    def embedding_hashes(self, identity: str) -> set[str]:
+    def embedding_hashes(self, identity: str, low: str | None = None, high: str | None = None) -> set[str]:
         """Keys only, in 16 sort-key ranges read at once (the keys are SHA-256 hex; the ranges
-        cover every string, so any other key is read too). DynamoDB counts a page's 1 MB before
-        the projection, so this saves bytes sent, not pages: the ranges are what saves time."""
+        cover every string, so any other key is read too), or the one range asked for. DynamoDB
+        counts a page's 1 MB before the projection, so this saves bytes sent, not pages: the
+        ranges are what saves time."""
+        if low is not None or high is not None:
+            return set(self._hash_range(identity, low, high))
         bounds = [None, *SEGMENTS, None]
+        parts = self._each(lambda n: self._hash_range(identity, bounds[n], bounds[n + 1]), list(range(len(SEGMENTS) + 1)))
+        return {k for part in parts for k in part}
 
-        def segment(n: int) -> list[str]:
-            low, high = bounds[n], bounds[n + 1]
-            condition, values = "pk = :pk", {":pk": f"E#{identity}"}
-            if low is None:
-                condition, values[":hi"] = condition + " AND sk < :hi", str(high)
-            elif high is None:
-                condition, values[":lo"] = condition + " AND sk >= :lo", low
-            else:
-                condition, values[":lo"], values[":hi"] = condition + " AND sk BETWEEN :lo AND :hi", low, high
-            kwargs = {"KeyConditionExpression": condition, "ExpressionAttributeValues": values, "ProjectionExpression": "sk"}
-            found = [str(i["sk"]) for i in self._query(**kwargs)]
-            return [k for k in found if high is None or k < high]  # BETWEEN includes its upper bound
+    def _hash_range(self, identity: str, low: str | None, high: str | None) -> list[str]:
+        condition, values = "pk = :pk", {":pk": f"E#{identity}"}
+        if low is None and high is not None:
+            condition, values[":hi"] = condition + " AND sk < :hi", high
+        elif high is None and low is not None:
+            condition, values[":lo"] = condition + " AND sk >= :lo", low
+        elif low is not None and high is not None:
+            condition, values[":lo"], values[":hi"] = condition + " AND sk BETWEEN :lo AND :hi", low, high
+        kwargs = {"KeyConditionExpression": condition, "ExpressionAttributeValues": values, "ProjectionExpression": "sk"}
+        found = [str(i["sk"]) for i in self._query(**kwargs)]
+        return [k for k in found if high is None or k < high]  # BETWEEN includes its upper bound
 
-        return {k for part in self._each(segment, list(range(len(SEGMENTS) + 1))) for k in part}
+    # -- audit checkpoints: a run's pages, for its fanned-out invocations -----------------
+
+    def audit_progress(self, run_id: str, page: int) -> int:
+        item = self.table.get_item(Key={"pk": f"AUDIT#{run_id}", "sk": f"P#{page}"}, ConsistentRead=True).get("Item")
+        return int(item["done"]) if item else 0
+
+    def save_audit_progress(self, run_id: str, page: int, done: int) -> None:
+        self.table.put_item(Item={"pk": f"AUDIT#{run_id}", "sk": f"P#{page}", "done": done,
+                                  "expires_at": int(time.time()) + AUDIT_TTL_SECONDS})
 
     # -- inventories, for the audit ----------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
@@ -286,6 +286,15 @@ class SqliteMetadataStore:
         )
         return [Chunk.model_validate_json(r["record"]) for r in rows]
 
+    def chunk_pages(self, tenant: str, document_id: str, revision: str) -> Iterator[list[Chunk]]:
+        """By primary key, a page a statement: no read stays open between pages."""
+        after = ""
+        while rows := self.conn.execute(
+                "SELECT chunk_id, record FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ? AND chunk_id > ? "
+                "ORDER BY chunk_id LIMIT ?", (tenant, document_id, revision, after, _BATCH)).fetchall():
+            yield [Chunk.model_validate_json(r["record"]) for r in rows]
+            after = rows[-1]["chunk_id"]
+
     def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:
         wanted = sorted(set(keys))
         found: dict[tuple[str, str, str], Chunk] = {}
@@ -441,6 +450,9 @@ class SqliteMetadataStore:
                                                      else turns.get((head.tenant, head.conversation_id), [])}))
             return found
 
+    def conversation_keys(self) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self.conn.execute("SELECT tenant, conversation_id FROM conversations")]
+
     # -- answers, the answer cache and tenant epochs --------------------------------------
 
     def put_answer(self, record: AnswerRecord) -> None:
@@ -497,6 +509,15 @@ class SqliteMetadataStore:
             "SELECT record FROM answers WHERE tenant = ? AND answer_id = ?", (tenant, answer_id)
         ).fetchone()
         return AnswerRecord.model_validate_json(row["record"]) if row else None
+
+    def get_answers(self, tenant: str, answer_ids: Iterable[str]) -> dict[str, AnswerRecord]:
+        wanted, found = sorted(set(answer_ids)), dict[str, AnswerRecord]()
+        for offset in range(0, len(wanted), _BATCH):
+            part = wanted[offset : offset + _BATCH]
+            rows = self.conn.execute(f"SELECT answer_id, record FROM answers WHERE tenant = ? AND answer_id IN "
+                                     f"({','.join('?' * len(part))})", (tenant, *part))
+            found.update((r["answer_id"], AnswerRecord.model_validate_json(r["record"])) for r in rows)
+        return found
 
     def tenant_epoch(self, tenant: str) -> int:
         row = self.conn.execute("SELECT epoch FROM tenant_epochs WHERE tenant = ?", (tenant,)).fetchone()
@@ -611,8 +632,10 @@ class SqliteMetadataStore:
         """Rewrite the file after a removal and truncate its log (see ``compact_file``)."""
         return compact_file(self.conn, removed)
 
-    def embedding_hashes(self, identity: str) -> set[str]:
-        return {r[0] for r in self.conn.execute("SELECT content_hash FROM embeddings WHERE identity = ?", (identity,))}
+    def embedding_hashes(self, identity: str, low: str | None = None, high: str | None = None) -> set[str]:
+        rows = self.conn.execute("SELECT content_hash FROM embeddings WHERE identity = ? AND content_hash >= ? "
+                                 "AND (? IS NULL OR content_hash < ?)", (identity, low or "", high, high))
+        return {r[0] for r in rows}
 
     def put_embeddings(self, identity: str, vectors: dict[str, np.ndarray]) -> None:
         with Transaction(self.conn):

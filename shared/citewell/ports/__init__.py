@@ -26,6 +26,7 @@ from citewell.ports.models import Completer, DocumentOcr, Embedder, Generator, O
 from citewell.ports.objects import ObjectStore, SizedObjects
 from citewell.ports.records import (
     AnswerRecords,
+    AuditCheckpoints,
     ChunkRecords,
     ClaimingUploads,
     ConversationRecords,
@@ -38,7 +39,7 @@ from citewell.ports.records import (
 )
 
 __all__ = [
-    "AnswerRecords", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords", "DocumentPage",
+    "AnswerRecords", "AuditCheckpoints", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords", "DocumentPage",
     "DocumentRecords", "Embedder", "EmbedderCheckedIndex", "EmbeddingCache", "ExpungingIndex", "Generator",
     "DocumentOcr", "IndexedChunks", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "query_vector", "QueryVector",
     "Removals", "Reranked", "Reranker", "SearchIndex", "SearchLanes", "SizedObjects", "StagedIndex", "TokenCounter",

@@ -13,7 +13,7 @@ deletes return how many items went (0: nothing was there). The SQLite adapter ra
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -137,6 +137,11 @@ class ChunkRecords(Protocol):
         """Chunk records by ``(document_id, revision, chunk_id)``; absent keys are left out."""
         ...
 
+    def chunk_pages(self, tenant: str, document_id: str, revision: str) -> Iterator[list[Chunk]]:
+        """The revision's records a bounded page at a time, in no set order: what reads a whole
+        revision without holding it (the audit's access check at 1M chunks)."""
+        ...
+
     def chunk_revisions(self, tenant: str, document_id: str) -> list[str]:
         """The revisions of the document that have records, sorted."""
         ...
@@ -175,8 +180,9 @@ class EmbeddingCache(Protocol):
         a chunk stage that wrote its records first keeps its vectors. Returns how many went."""
         ...
 
-    def embedding_hashes(self, identity: str) -> set[str]:
-        """Every hash cached under ``identity``."""
+    def embedding_hashes(self, identity: str, low: str | None = None, high: str | None = None) -> set[str]:
+        """Every hash cached under ``identity`` (from ``low`` on and below ``high``, given them:
+        the audit reads the cache a range at a time)."""
         ...
 
     def embedding_identities(self) -> dict[str, int]:
@@ -205,6 +211,10 @@ class AnswerRecords(Protocol):
 
     def get_answer(self, tenant: str, answer_id: str) -> AnswerRecord | None:
         """The record; None when there is none."""
+        ...
+
+    def get_answers(self, tenant: str, answer_ids: Iterable[str]) -> dict[str, AnswerRecord]:
+        """Records by id, read in batches; absent ids are left out."""
         ...
 
     def answers_citing(self, tenant: str, document_id: str, revision: str | None = None) -> list[AnswerRecord]:
@@ -282,8 +292,12 @@ class ConversationRecords(Protocol):
         ...
 
     def conversation_inventory(self) -> list[Conversation]:
-        """Every conversation of every tenant with all its turns (for the audit and the operator's
-        feedback report)."""
+        """Every conversation of every tenant with all its turns (for the operator's feedback report)."""
+        ...
+
+    def conversation_keys(self) -> list[tuple[str, str]]:
+        """``(tenant, conversation_id)`` of every conversation, without reading them: the audit
+        splits them into pages and reads each page's with :meth:`get_conversation`."""
         ...
 
 
@@ -313,6 +327,20 @@ class Removals(Protocol):
         space of live pages; ``removed`` says text was removed since the last compaction that
         finished (a store may then rewrite its files). False when that could not finish now
         (another reader pins the log): the bytes are pending."""
+        ...
+
+
+@runtime_checkable
+class AuditCheckpoints(Protocol):
+    """How far each page of an audit run got, kept where a later invocation finds it: a page
+    cut short (its function timed out, or stopped for time) resumes after its last step done."""
+
+    def audit_progress(self, run_id: str, page: int) -> int:
+        """The items of the page done so far (0 for a page never started)."""
+        ...
+
+    def save_audit_progress(self, run_id: str, page: int, done: int) -> None:
+        """Record that the page's first ``done`` items are done."""
         ...
 
 
