@@ -16,6 +16,7 @@ S3 checks it to answer 404 rather than 403."""
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from urllib.parse import quote
 
@@ -23,6 +24,8 @@ from moto.textract.models import TextractBackend
 
 from benchmarks.loopback_site import Site, serving
 from benchmarks.loopback_site import page as web_page
+from citewell.lambdas.settings import services_from_env
+from tests.aws.test_aws_audit_pages import audit_through_queue
 from tests.aws.test_aws_chain import (  # noqa: F401
     EVENTS,
     HANDBOOK,
@@ -196,7 +199,7 @@ def scans(aws, textract) -> None:
     assert api("GET", "/documents/late")[1]["document"]["status"] == "published"
 
 
-def life(aws, textract) -> None:
+def life(aws, textract, monkeypatch) -> None:
     """Everything each function does in a document's life."""
     upload(aws, "scan.pdf", b"this is not a pdf")  # a typed failure is recorded
     pump(aws)
@@ -240,6 +243,10 @@ def life(aws, textract) -> None:
     assert load_handler("delete")(removal_event(key), LambdaContext()) == {"batchItemFailures": []}
     audit = load_handler("audit")(json.loads((EVENTS / "schedule.json").read_text()), LambdaContext())
     assert audit["ok"], audit
+    # and as the stack runs it: its pages through its queue
+    monkeypatch.setenv("CITEWELL_AUDIT_QUEUE_URL", aws["sqs"].create_queue(QueueName="citewell-audit")["QueueUrl"])
+    services_from_env.cache_clear()
+    audit_through_queue(aws, os.environ["CITEWELL_AUDIT_QUEUE_URL"])
 
 
 def test_each_function_may_make_every_call_it_makes_and_no_other(aws, textract, function_roles, monkeypatch):
@@ -248,7 +255,7 @@ def test_each_function_may_make_every_call_it_makes_and_no_other(aws, textract, 
     monkeypatch.setattr(TextractBackend, "BLOCKS", READ)  # what moto's Textract answers
     monkeypatch.setattr(TextractBackend, "PAGES", 1)
     aws["calls"].containers = True
-    life(aws, textract)
+    life(aws, textract, monkeypatch)
     calls = [(caller, service, op, params) for caller, service, op, params in aws["calls"].all() if caller != "test"]
     assert {caller for caller, *_ in calls} == set(FUNCTIONS)
     assert set(function_roles) == set(FUNCTIONS)

@@ -149,6 +149,15 @@ class TestChunkRecords:
         assert "page_starts" not in chunk(2).record_json()  # a chunk on one page stores no map at all
 
 
+    def test_a_revision_is_read_a_bounded_page_at_a_time(self, store):
+        chunks = [chunk(n) for n in range(1100)]
+        store.put_chunks(chunks + [chunk(0, revision="r2")])
+        pages = list(store.chunk_pages("northpier", "handbook.md", "r1"))
+        assert len(pages) >= 2 and all(0 < len(p) <= 1000 for p in pages)  # SQLite's 500 a statement; DynamoDB's 1,000
+        assert sorted(c.chunk_id for p in pages for c in p) == sorted(c.chunk_id for c in chunks)
+        assert list(store.chunk_pages("northpier", "handbook.md", "r9")) == []
+
+
 class TestEmbeddingCache:
     """EmbeddingCache: vectors by identity and hash."""
 
@@ -170,6 +179,16 @@ class TestEmbeddingCache:
         assert store.embedding_hashes("model@1:384") == {used, unused} and store.embedding_hashes("other@2:384") == set()
         assert store.delete_unused_embeddings("model@1:384", [used, unused]) == 1
         assert store.embedding_hashes("model@1:384") == {used}
+
+
+    def test_the_cache_is_read_a_range_of_hashes_at_a_time(self, store):
+        v = np.ones(384, dtype=np.float32)
+        keys = ["0" * 64, "1" + "a" * 63, "9" * 64, "a" * 64, "abc", "f" * 64]
+        store.put_embeddings("model@1:384", dict.fromkeys(keys, v))
+        assert store.embedding_hashes("model@1:384", None, "1") == {"0" * 64}
+        assert store.embedding_hashes("model@1:384", "1", "a") == {"1" + "a" * 63, "9" * 64}  # from low, below high
+        assert store.embedding_hashes("model@1:384", "a", "b") == {"a" * 64, "abc"}  # any key, not only a hash
+        assert store.embedding_hashes("model@1:384", "f", None) == {"f" * 64}
 
 
 class TestAnswerRecords:
@@ -217,6 +236,16 @@ class TestAnswerRecords:
         assert store.get_answer("northpier", "a2") is None and store.get_cached_answer("k2", "northpier", 0) is None
 
 
+    def test_answers_are_read_in_batches(self, store):
+        record = AnswerRecord(answer_id="a0", tenant="northpier", roles=["staff"], question="leave?", answer=None,
+                              refused=True, citations=[], generator="extractive")
+        for n in range(120):  # more than one batch (DynamoDB's BatchGetItem takes 100 keys)
+            store.put_answer(record.model_copy(update={"answer_id": f"a{n}"}))
+        got = store.get_answers("northpier", [f"a{n}" for n in range(120)] + ["absent"])
+        assert sorted(got) == sorted(f"a{n}" for n in range(120)) and got["a7"].answer_id == "a7"
+        assert store.get_answers("bluefen", ["a1"]) == {} and store.get_answers("northpier", []) == {}
+
+
 class TestConversationRecords:
     """ConversationRecords: a subject's conversations, written by compare-and-set, found by their answers."""
 
@@ -244,6 +273,15 @@ class TestConversationRecords:
         assert store.delete_conversation("northpier", "c1") == 1 and store.delete_conversation("northpier", "c1") == 0
         assert store.get_conversation("northpier", "c1") is None
         assert [c.conversation_id for c in store.conversations_answering("northpier", ["a1"])] == ["c3"]
+
+
+    def test_the_audit_lists_conversations_by_key(self, store):
+        from citewell.models.conversations import Conversation, Turn
+
+        for tenant, cid in [("northpier", "c1"), ("northpier", "c2"), ("bluefen", "c1")]:
+            store.save_conversation(Conversation(conversation_id=cid, tenant=tenant, subject="anna", roles=["staff"],
+                                                 turns=[Turn(seq=1, answer_id="a1", asked="leave?", question="leave?")]))
+        assert sorted(store.conversation_keys()) == [("bluefen", "c1"), ("northpier", "c1"), ("northpier", "c2")]
 
 
 class TestRemovals:

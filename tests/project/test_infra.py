@@ -390,9 +390,9 @@ def test_a_textract_job_publishes_its_completion_to_the_ocr_queue_as_a_role_only
 def test_every_stage_is_wired_s3_to_sqs_to_lambda_with_a_dead_letter_queue(template):
     queues = template.find_resources("AWS::SQS::Queue")
     inboxes = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]
-    assert len(inboxes) == 7 and all(q["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 5 for q in inboxes)
+    assert len(inboxes) == 8 and all(q["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 5 for q in inboxes)
     mappings = template.find_resources("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 7  # the four stages, delete, fetch (fed by the API, not by S3) and ocr (by Textract's topic)
+    assert len(mappings) == 8  # the four stages, delete, fetch (fed by the API), ocr (by Textract's topic) and the audit's pages
     assert all(m["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings.values())
     (notifications,) = template.find_resources("Custom::S3BucketNotifications").values()
     configs = notifications["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
@@ -424,7 +424,7 @@ def test_audit_schedule_and_alarms_to_a_topic(tmp_path_factory, template):
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     dead_letter = [a for a in alarms.values() if a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"]
     errors = [a for a in alarms.values() if a["Properties"].get("MetricName") == "Errors"]
-    assert len(dead_letter) == 7 and len(errors) == 9
+    assert len(dead_letter) == 8 and len(errors) == 9  # a dead-letter queue per queue, the audit's pages too
     (topic,) = [name for name in template.find_resources("AWS::SNS::Topic") if "Alarm" in name]
     assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values())
     mailed = synth(tmp_path_factory, alarm_email="ops@example.com")

@@ -371,8 +371,8 @@ class DynamoMetadataStore:
         return [Chunk.model_validate_json(i["record"]) for i in items]
 
     def chunk_pages(self, tenant: str, document_id: str, revision: str) -> Iterator[list[Chunk]]:
-        """One Query page (1 MB read) at a time, never the partition whole."""
-        kwargs: dict[str, Any] = {"KeyConditionExpression": "pk = :pk AND begins_with(sk, :k)",
+        """One Query page (``PAGE_READ`` records, or 1 MB read) at a time, never the partition whole."""
+        kwargs: dict[str, Any] = {"KeyConditionExpression": "pk = :pk AND begins_with(sk, :k)", "Limit": PAGE_READ,
                                   "ExpressionAttributeValues": {":pk": f"C#{tenant}#{document_id}#{revision}", ":k": "K#"},
                                   "ProjectionExpression": "#r", "ExpressionAttributeNames": {"#r": "record"}}
         while True:
