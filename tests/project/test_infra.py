@@ -523,7 +523,7 @@ def test_a_stalled_stage_alarms_once_a_message_outwaits_its_functions_timeout(te
         fed[mapping["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]] = function["Environment"]["Variables"][
             "POWERTOOLS_SERVICE_NAME"].removeprefix("citewell-")
     ages = alarms_on(template, "ApproximateAgeOfOldestMessage")
-    assert len(ages) == len(fed) == 7  # the four stages, delete, fetch and ocr
+    assert len(ages) == len(fed) == 8  # the four stages, delete, fetch, ocr and the audit's pages
     found = {}
     for alarm in ages:
         (dimension,) = alarm["Dimensions"]
@@ -534,7 +534,7 @@ def test_a_stalled_stage_alarms_once_a_message_outwaits_its_functions_timeout(te
         assert alarm["TreatMissingData"] == "notBreaching"  # an empty queue publishes no age
         found[fed[queue]] = alarm["Threshold"]
     assert found == {name: timeouts[name] + 300 for name in fed.values()}
-    assert found["embed"] == found["ocr"] == 1200
+    assert found["embed"] == found["ocr"] == found["audit"] == 1200
 
 
 def test_the_production_profiles_dedicated_masters_are_alarmed(tmp_path_factory):
