@@ -14,6 +14,7 @@ import json
 from citewell.lambdas.settings import services_from_env
 from tests.aws.test_aws_chain import (  # noqa: F401
     EVENTS,
+    AuditContext,
     LambdaContext,
     api,
     aws,
@@ -48,7 +49,7 @@ def etag(data: bytes) -> str:
 
 
 def audit_is_clean() -> None:
-    report = load_handler("audit")(json.loads((EVENTS / "schedule.json").read_text()), LambdaContext())
+    report = load_handler("audit")(json.loads((EVENTS / "schedule.json").read_text()), AuditContext())
     assert report == {"ok": True, "findings": 0, "repaired": 0}, report
 
 

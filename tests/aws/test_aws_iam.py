@@ -29,6 +29,7 @@ from tests.aws.test_aws_audit_pages import audit_through_queue
 from tests.aws.test_aws_chain import (  # noqa: F401
     EVENTS,
     HANDBOOK,
+    AuditContext,
     LambdaContext,
     api,
     aws,
@@ -241,7 +242,7 @@ def life(aws, textract, monkeypatch) -> None:
     pump(aws)
     aws["s3"].delete_object(Bucket=BUCKET, Key=key)
     assert load_handler("delete")(removal_event(key), LambdaContext()) == {"batchItemFailures": []}
-    audit = load_handler("audit")(json.loads((EVENTS / "schedule.json").read_text()), LambdaContext())
+    audit = load_handler("audit")(json.loads((EVENTS / "schedule.json").read_text()), AuditContext())
     assert audit["ok"], audit
     # and as the stack runs it: its pages through its queue
     monkeypatch.setenv("CITEWELL_AUDIT_QUEUE_URL", aws["sqs"].create_queue(QueueName="citewell-audit")["QueueUrl"])

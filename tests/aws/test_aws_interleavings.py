@@ -13,7 +13,7 @@ import pytest
 
 from citewell.keys import raw_key
 from citewell.lambdas.settings import services_from_env
-from tests.aws.test_aws_chain import LambdaContext, api, aws, knn_proxy, sqs_event  # noqa: F401
+from tests.aws.test_aws_chain import AuditContext, LambdaContext, api, aws, knn_proxy, sqs_event  # noqa: F401
 
 WRITER = "[staff hr citewell:write]"
 
@@ -124,7 +124,7 @@ def test_random_delivery_orders_uploads_and_deletes(aws, seed):
     assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
     from tests.aws.test_aws_chain import EVENTS, load_handler
 
-    audit = load_handler("audit")(json.loads((EVENTS / "schedule.json").read_text()), LambdaContext())
+    audit = load_handler("audit")(json.loads((EVENTS / "schedule.json").read_text()), AuditContext())
     assert audit == {"ok": True, "findings": 0, "repaired": 0}
 
 
