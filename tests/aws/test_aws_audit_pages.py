@@ -6,6 +6,7 @@ at its checkpoint in DynamoDB, doing no step twice. Strict emulation as in test_
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -65,17 +66,25 @@ def queued(aws, url: str) -> list[dict]:
     return messages
 
 
-def logged_findings(capsys) -> list[dict]:
-    """The findings the audit function logged (Powertools' JSON lines on stdout)."""
-    found = []
-    for line in capsys.readouterr().out.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and entry.get("message") == "audit finding":
-            found.append(entry)
-    return found
+class Logged(logging.Handler):
+    """The findings the audit function logs, as its Powertools logger hands them on (each
+    finding's fields are the record's extras)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.findings: list[dict] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == "audit finding":
+            self.findings.append({k: getattr(record, k) for k in ("kind", "tenant", "document_id", "detail", "repaired")})
+
+
+@pytest.fixture
+def logged():
+    handler, logger = Logged(), logging.getLogger("citewell-audit")  # Powertools names its logger by service
+    logger.addHandler(handler)
+    yield handler
+    logger.removeHandler(handler)
 
 
 def audit_through_queue(aws, url: str, reverse: bool = False) -> dict:
@@ -123,7 +132,7 @@ def small_pages(monkeypatch, items: int = 1) -> None:
         monkeypatch.setitem(audit_pages.STEP_ITEMS, kind, 1)
 
 
-def test_pages_fanned_out_find_what_the_single_pass_finds_and_repair_it(aws, audit_queue, monkeypatch, capsys):
+def test_pages_fanned_out_find_what_the_single_pass_finds_and_repair_it(aws, audit_queue, monkeypatch, logged):
     served_corpus(aws)
     planted(aws)
     services = services_from_env()[1]
@@ -131,10 +140,9 @@ def test_pages_fanned_out_find_what_the_single_pass_finds_and_repair_it(aws, aud
     assert {k for k, *_ in single} == {"access_mismatch", "orphan_index_chunks", "missing_raw_upload", "dangling_cache",
                                        "unused_embeddings", "withdrawn_turn"}
     small_pages(monkeypatch)
-    capsys.readouterr()
     started = audit_through_queue(aws, audit_queue, reverse=True)
     assert started["pages"] >= len(DOCUMENTS) + 3 + 1 + 16  # a page per document, cache entry, conversation, hash range
-    fanned = logged_findings(capsys)
+    fanned = logged.findings
     assert sorted((f["kind"], f["tenant"], f["document_id"], f["detail"]) for f in fanned) == single
     assert all(f["repaired"] for f in fanned if f["kind"] != "missing_raw_upload")  # no repair brings a lost upload back
     assert [f.kind for f in audit(services).findings] == ["missing_raw_upload"]
@@ -142,7 +150,7 @@ def test_pages_fanned_out_find_what_the_single_pass_finds_and_repair_it(aws, aud
 
 
 @pytest.mark.parametrize("mode", ["stop", "kill"])
-def test_a_page_cut_short_resumes_at_its_checkpoint_and_repeats_no_step(aws, audit_queue, monkeypatch, capsys, mode):
+def test_a_page_cut_short_resumes_at_its_checkpoint_and_repeats_no_step(aws, audit_queue, monkeypatch, logged, mode):
     served_corpus(aws)
     small_pages(monkeypatch, items=len(DOCUMENTS))  # one page of the live check, a document a step
     handler = load_handler("audit")
@@ -165,10 +173,10 @@ def test_a_page_cut_short_resumes_at_its_checkpoint_and_repeats_no_step(aws, aud
     for message in messages:
         if message is not live:
             assert handler(sqs_event([message]), TimedContext()) == {"batchItemFailures": []}
-    assert logged_findings(capsys) == [] and audit(services).findings == []
+    assert logged.findings == [] and audit(services).findings == []
 
 
-def test_the_expunge_is_asked_first_even_when_the_pages_outlast_the_time(aws, capsys):
+def test_the_expunge_is_asked_first_even_when_the_pages_outlast_the_time(aws):
     served_corpus(aws)
     aws["proxy"].calls.clear()
     report = load_handler("audit")(json.loads((EVENTS / "schedule.json").read_text()), TimedContext(steps=0))

@@ -52,6 +52,7 @@ class LambdaContext:
         return self.remaining_ms
 
 
+@dataclass
 class AuditContext(LambdaContext):
     remaining_ms: int = 900_000  # the audit function's timeout
 
