@@ -75,12 +75,28 @@ def services(
 
 
 @pytest.fixture(scope="session")
-def function_roles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
-    """Each function's policy documents as the stack synthesizes them (tests.aws_roles), once a session."""
+def stack_template(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The stack's CloudFormation template (tests.aws_roles.synthesize), once a session."""
     pytest.importorskip("aws_cdk")
-    from tests.aws_roles import roles, synthesize
+    from tests.aws_roles import synthesize
 
-    return roles(synthesize(tmp_path_factory.mktemp("synth")))
+    return synthesize(tmp_path_factory.mktemp("synth"))
+
+
+@pytest.fixture(scope="session")
+def function_roles(stack_template: dict) -> dict[str, list[dict]]:
+    """Each function's policy documents as the stack synthesizes them (tests.aws_roles)."""
+    from tests.aws_roles import roles
+
+    return roles(stack_template)
+
+
+@pytest.fixture(scope="session")
+def function_limits(stack_template: dict) -> dict:
+    """Each function's memory and timeout as the stack synthesizes them (tests.strict_aws)."""
+    from tests.strict_aws import function_limits
+
+    return function_limits(stack_template)
 
 
 @pytest.fixture(scope="session")

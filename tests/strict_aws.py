@@ -11,9 +11,15 @@
   request that names one, read or write, and an item over 400 KB in every put (moto checks
   key sizes on puts only, and items against a limit of its own).
 
+- DynamoDB refuses a transaction of more than 100 actions, of more than 4 MB, or with two
+  actions on one item (moto checks the first and the last, not the size): :func:`transaction_problem`.
+
 - Lambda takes a request payload and returns a response of at most 6 MB (synchronous
   invocations, API Gateway's included; an SQS batch is held to the same): :func:`invocation`
   fails a bigger one as the Lambda service does, so a test that would exceed it fails.
+- Lambda ends a function that outgrows its memory or its timeout (the ``MemorySize`` and
+  ``Timeout`` the stack synthesizes, :func:`function_limits`): :func:`invocation` given a
+  function's :class:`FunctionLimits` measures the call (:func:`limited`) and fails it as Lambda does.
 
 OpenSearch's 512-byte limit on ``_id`` is osmem's own, on bulk and single writes alike
 (``tests/test_aws_knn`` holds the stand-in to it).
@@ -23,7 +29,11 @@ from __future__ import annotations
 
 import base64
 import json
+import time
+import tracemalloc
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
@@ -99,7 +109,8 @@ class StrictAws:
 
     @staticmethod
     def _dynamodb(model: Any, params: dict[str, Any], **_: object) -> tuple[AWSResponse, dict[str, Any]] | None:
-        problem = dynamodb_problem(model.name, json.loads(params.get("body") or b"{}"))
+        request = json.loads(params.get("body") or b"{}")
+        problem = dynamodb_problem(model.name, request) or transaction_problem(model.name, request)
         return None if problem is None else refusal(400, "ValidationException", problem)
 
 
@@ -167,18 +178,131 @@ def item_bytes(item: dict[str, Any]) -> int:
     return sum(len(name.encode("utf-8")) + attribute_bytes(value) for name, value in item.items())
 
 
+# -- DynamoDB transactions: 100 actions, 4 MB, one action an item ---------------------------
+
+TRANSACTION_ACTIONS, TRANSACTION_BYTES = 100, 4 * 1024 * 1024
+
+
+def transaction_problem(operation: str, request: dict[str, Any]) -> str | None:
+    """Why DynamoDB refuses this transaction (as the JSON on the wire has it), or None. Its size is
+    what the request carries of its items: whole items put, keys (and an update's values) else."""
+    if operation not in ("TransactWriteItems", "TransactGetItems"):
+        return None
+    actions = request["TransactItems"]
+    if len(actions) > TRANSACTION_ACTIONS:
+        return ("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: "
+                f"Member must have length less than or equal to {TRANSACTION_ACTIONS}")
+    seen: set[tuple[str, str]] = set()
+    size = 0
+    for entry in actions:
+        ((kind, body),) = entry.items()
+        attributes = body["Item"] if kind == "Put" else body["Key"]
+        size += item_bytes(attributes) + item_bytes(body.get("ExpressionAttributeValues") or {})
+        key = (body["TableName"], json.dumps({name: attributes.get(name) for name in _KEY.values()}, sort_keys=True))
+        if key in seen:
+            return "Transaction request cannot include multiple operations on one item"
+        seen.add(key)
+    if size > TRANSACTION_BYTES:
+        return f"Transaction request cannot be larger than 4 MB (got {size:,} bytes)"
+    return None
+
+
 class PayloadTooLarge(Exception):
     """What Lambda answers for a request or response over its payload limit (API Gateway then replies 5xx)."""
 
 
-def invocation(handler: Callable[[Any, Any], Any], event: Any, context: Any) -> Any:
+def invocation(handler: Callable[[Any, Any], Any], event: Any, context: Any, limits: FunctionLimits | None = None,
+               usage: Usage | None = None, clock: Callable[[], float] = time.monotonic) -> Any:
     """``handler`` run as Lambda runs it: the event and the reply each serialized to JSON (as the
-    service and the runtime serialize them, non-ASCII escaped) and refused over 6 MB."""
+    service and the runtime serialize them, non-ASCII escaped) and refused over 6 MB; given the
+    function's ``limits``, held to its memory and timeout (:func:`limited`, ``usage`` told what it took)."""
     size = len(json.dumps(event).encode("utf-8"))
     if size > PAYLOAD_BYTES:
         raise PayloadTooLarge(f"Request must be smaller than {PAYLOAD_BYTES} bytes for the InvokeFunction operation (got {size})")
-    reply = handler(event, context)
+    with limited(limits, usage, clock):
+        reply = handler(event, context)
     size = len(json.dumps(reply).encode("utf-8"))
     if size > PAYLOAD_BYTES:
         raise PayloadTooLarge(f"Response payload size ({size} bytes) exceeded maximum allowed payload size ({PAYLOAD_BYTES} bytes).")
     return reply
+
+
+# -- Lambda: each function's memory and timeout, as the stack synthesizes them --------------
+
+# What a function holds before its handler runs: a fresh interpreter's RSS after importing a
+# function's app.py (79.6 MB for publish and embed, 80.9 MB for the API, measured with
+# ``resource.getrusage`` after ``runpy.run_path("functions/publish/app.py")``).
+RUNTIME_MB = 80
+
+
+@dataclass(frozen=True)
+class FunctionLimits:
+    memory_mb: int
+    timeout_s: int
+
+
+@dataclass
+class Usage:
+    """What one call took: the peak of what it allocated, with the runtime's own, and its time."""
+
+    memory_mb: float = 0.0
+    seconds: float = 0.0
+
+
+class OutOfMemory(Exception):
+    """Lambda's ``Runtime.OutOfMemory``: the function passed its ``MemorySize`` and was ended."""
+
+
+class TimedOut(Exception):
+    """Lambda's ``Task timed out after N seconds``: the function passed its ``Timeout``."""
+
+
+def function_limits(template: dict[str, Any]) -> dict[str, FunctionLimits]:
+    """Each function's ``MemorySize`` and ``Timeout`` off the synthesized template, by name
+    (``publish``, ``api`` ...: its ``POWERTOOLS_SERVICE_NAME`` without ``citewell-``)."""
+    found = {}
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::Lambda::Function":
+            continue
+        properties = resource["Properties"]
+        service = properties.get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME", "")
+        if service.startswith("citewell-"):
+            found[service.removeprefix("citewell-")] = FunctionLimits(int(properties.get("MemorySize", 128)),
+                                                                      int(properties.get("Timeout", 3)))
+    return found
+
+
+@contextmanager
+def limited(limits: FunctionLimits | None, usage: Usage | None = None,
+            clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
+    """The call inside held to ``limits`` (none: not measured). Its memory is the peak of what
+    Python and numpy allocated during it (tracemalloc, every thread: the in-process fakes'
+    allocations count too, never kinder) over ``RUNTIME_MB``; its time is ``clock``'s (wall,
+    or a test's simulated one). Lambda ends a function at the limit, whatever it was doing, so
+    going over fails the call even where it raised, with the error Lambda reports."""
+    if limits is None:
+        yield
+        return
+    started, tracing = clock(), tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base, _ = tracemalloc.get_traced_memory()
+    failed: BaseException | None = None
+    try:
+        yield
+    except BaseException as error:  # judged below: Lambda's limit, if passed, is what it reports
+        failed = error
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        if not tracing:
+            tracemalloc.stop()
+    used, took = RUNTIME_MB + (peak - base) / (1024 * 1024), clock() - started
+    if usage is not None:
+        usage.memory_mb, usage.seconds = used, took
+    if used > limits.memory_mb:
+        raise OutOfMemory(f"Runtime.OutOfMemory: Max Memory Used {used:.0f} MB of {limits.memory_mb} MB") from failed
+    if took > limits.timeout_s:
+        raise TimedOut(f"Task timed out after {limits.timeout_s:.2f} seconds (took {took:.2f})") from failed
+    if failed is not None:
+        raise failed

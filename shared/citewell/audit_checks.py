@@ -46,6 +46,7 @@ from citewell.ingest.stages import (
     parsed_artifact,
     publish_stage,
     register,
+    reindex_revision,
     vector_stage,
 )
 from citewell.keys import STAGES, parse_key, raw_key, units_identity
@@ -246,9 +247,7 @@ class Checks:
         """Index the active revision again from its chunk records, or re-ingest the served upload's bytes."""
         services, tenant, document_id = self.services, document.tenant, document.document_id
         assert document.active_revision is not None
-        chunks = services.chunks.get_chunks(tenant, document_id, document.active_revision)
-        if chunks:
-            self._index(chunks)
+        if reindex_revision(services, tenant, document_id, document.active_revision):  # a page at a time
             self._unless_replaced(document)
             return
         if document.active_upload is None:

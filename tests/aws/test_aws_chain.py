@@ -32,7 +32,7 @@ from citewell.metadata.dynamodb import TABLE_DEFINITION
 from citewell.models.values import MAX_DOCUMENT_ID_BYTES, validate_document_id
 from tests.aws.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
 from tests.aws_roles import refusals
-from tests.strict_aws import RECORDED, StrictAws, invocation
+from tests.strict_aws import RECORDED, FunctionLimits, StrictAws, Usage, invocation
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -66,6 +66,8 @@ class Calls:
         self.containers = False  # True: each function gets its own container (services built anew on a switch)
         self.last = ""
         self.pending: list[tuple[str, str, Callable[[], object]]] = []  # see interject
+        self.limits: dict[str, FunctionLimits] = {}  # each function's memory and timeout, as the stack sets them
+        self.usage: dict[str, Usage] = {}  # what each function's last call took
 
     def interject(self, caller: str, operation: str, action: Callable[[], object]) -> None:
         """Run ``action`` once, just before ``caller`` next makes ``operation``: what another
@@ -101,8 +103,8 @@ def load_handler(function: str):
     spec.loader.exec_module(module)
 
     def as_function(event, context):
-        """Run as ``function``, held to Lambda's payload limits: its AWS and OpenSearch calls are
-        recorded under its name."""
+        """Run as ``function``, held to Lambda's payload limits and to its memory and timeout:
+        its AWS and OpenSearch calls are recorded under its name."""
         if not CALLS:
             return invocation(module.lambda_handler, event, context)
         calls = CALLS[-1]
@@ -110,8 +112,9 @@ def load_handler(function: str):
             services_from_env.cache_clear()  # what one container cached, another has to look up itself
         calls.last = function
         previous, calls.proxy.caller = calls.proxy.caller, function
+        calls.usage[function] = Usage()
         try:
-            return invocation(module.lambda_handler, event, context)
+            return invocation(module.lambda_handler, event, context, calls.limits.get(function), calls.usage[function])
         finally:
             calls.proxy.caller = previous
 
@@ -119,7 +122,7 @@ def load_handler(function: str):
 
 
 @pytest.fixture
-def aws(monkeypatch, knn_proxy, function_roles):
+def aws(monkeypatch, knn_proxy, function_roles, function_limits):
     env = {
         "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
         "CITEWELL_BUCKET": "citewell-documents", "CITEWELL_TABLE": "citewell-metadata",
@@ -130,6 +133,7 @@ def aws(monkeypatch, knn_proxy, function_roles):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("CITEWELL_LANES", raising=False)
     calls = Calls(knn_proxy)
+    calls.limits = function_limits
     CALLS.append(calls)
     with mock_aws():
         boto3.setup_default_session()  # mock_aws starts from a fresh default session: record its calls

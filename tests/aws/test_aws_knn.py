@@ -61,6 +61,7 @@ class KnnProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
         self.calls: list[tuple[str, str, str]] = []  # (caller, method, path)
+        self.requests: list[tuple[str, str, str]] = []  # (method, path, query string): what a request asked of the engine
         self.caller = "test"
         self.overloaded: set[str] = set()  # endpoints (``_bulk``) answered 429 as a domain under load does
         proxy = self
@@ -81,6 +82,7 @@ class KnnProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 proxy.calls.append((proxy.caller, self.command, urlsplit(self.path).path))
+                proxy.requests.append((self.command, urlsplit(self.path).path, urlsplit(self.path).query))
                 status, payload, content_type = proxy.handle(self.command, self.path, body, self.headers.get("Content-Type"))
                 self._respond(status, payload, content_type)
 

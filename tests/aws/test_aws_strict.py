@@ -1,19 +1,36 @@
 """The AWS tests' strictness holds the emulation to AWS: S3's 403 for a missing key where the
-caller may not list (tests.strict_aws), DynamoDB's key and item sizes, IAM's evaluation of
-the synthesized policies (tests.aws_roles)."""
+caller may not list (tests.strict_aws), DynamoDB's key and item sizes and its transactions'
+limits, each function's memory and timeout, IAM's evaluation of the synthesized policies
+(tests.aws_roles)."""
 
 from __future__ import annotations
 
 import base64
 
 import boto3
+import numpy as np
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from citewell.metadata.dynamodb import TABLE_DEFINITION
 from tests.aws_roles import permitted
-from tests.strict_aws import ITEM_BYTES, PARTITION_KEY_BYTES, SORT_KEY_BYTES, StrictAws, dynamodb_problem, item_bytes
+from tests.strict_aws import (
+    ITEM_BYTES,
+    PARTITION_KEY_BYTES,
+    RUNTIME_MB,
+    SORT_KEY_BYTES,
+    TRANSACTION_ACTIONS,
+    FunctionLimits,
+    OutOfMemory,
+    StrictAws,
+    TimedOut,
+    Usage,
+    dynamodb_problem,
+    invocation,
+    item_bytes,
+    transaction_problem,
+)
 
 BUCKET = "strict-test"
 READS = {"Effect": "Allow", "Action": ["s3:GetObject", "s3:DeleteObject"], "Resource": f"arn:aws:s3:::{BUCKET}/*"}
@@ -113,3 +130,79 @@ def test_policies_are_evaluated_as_iam_does():
     unknown = {**allow, "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}}
     with pytest.raises(AssertionError, match="IpAddress"):
         permitted([{"Statement": [unknown]}], "s3:ListBucket", bucket)
+
+
+# -- DynamoDB transactions ------------------------------------------------------------------
+
+
+def test_a_transaction_is_held_to_100_actions_4_mb_and_one_action_an_item(strict):
+    _, _, table = strict
+    client = table.meta.client
+
+    def put(n: int, blob: int = 10) -> dict:
+        return {"Put": {"TableName": "strict", "Item": {"pk": "p", "sk": f"s{n}", "blob": b"x" * blob}}}
+
+    client.transact_write_items(TransactItems=[put(n) for n in range(TRANSACTION_ACTIONS)])
+    with pytest.raises(ClientError, match="less than or equal to 100"):
+        client.transact_write_items(TransactItems=[put(n) for n in range(TRANSACTION_ACTIONS + 1)])
+    big = ITEM_BYTES - 100  # each item fits; eleven of them are over 4 MB, which moto lets through
+    with pytest.raises(ClientError, match="larger than 4 MB"):
+        client.transact_write_items(TransactItems=[put(n, big) for n in range(11)])
+    assert len(table.get_item(Key={"pk": "p", "sk": "s10"})["Item"]["blob"].value) == 10  # nothing of it was written
+    check = {"ConditionCheck": {"TableName": "strict", "Key": {"pk": "p", "sk": "s1"},
+                                "ConditionExpression": "attribute_exists(pk)"}}
+    with pytest.raises(ClientError, match="multiple operations on one item"):
+        client.transact_write_items(TransactItems=[check, put(1)])
+    assert transaction_problem("TransactWriteItems", {"TransactItems": [
+        {"Delete": {"TableName": "strict", "Key": {"pk": {"S": "p"}, "sk": {"S": "a"}}}},
+        {"Delete": {"TableName": "strict", "Key": {"pk": {"S": "p"}, "sk": {"S": "b"}}}}]}) is None
+    assert transaction_problem("PutItem", {"Item": {}}) is None
+
+
+# -- Lambda: a function's memory and timeout ------------------------------------------------
+
+
+def test_a_function_past_its_memory_is_ended_as_lambda_ends_it():
+    limits = FunctionLimits(memory_mb=RUNTIME_MB + 64, timeout_s=60)
+
+    def allocating(mb: int, fail: bool = False):  # type: ignore[no-untyped-def]
+        def handler(event, context):  # type: ignore[no-untyped-def]
+            held = np.ones(mb * 1024 * 1024, dtype=np.uint8)
+            if fail:
+                raise ValueError("the handler's own error")
+            return {"held": int(held[-1])}
+        return handler
+
+    usage = Usage()
+    assert invocation(allocating(32), {}, None, limits, usage) == {"held": 1}
+    assert RUNTIME_MB + 32 <= usage.memory_mb < RUNTIME_MB + 40
+    with pytest.raises(OutOfMemory, match=f"of {RUNTIME_MB + 64} MB"):
+        invocation(allocating(96), {}, None, limits, usage)
+    assert usage.memory_mb >= RUNTIME_MB + 96
+    with pytest.raises(OutOfMemory):  # Lambda reports the limit, not what the handler raised meanwhile
+        invocation(allocating(96, fail=True), {}, None, limits)
+    with pytest.raises(ValueError, match="own error"):  # within it, the handler's error is what it is
+        invocation(allocating(8, fail=True), {}, None, limits)
+    assert invocation(allocating(96), {}, None) == {"held": 1}  # no limits given: not measured
+
+
+def test_a_function_past_its_timeout_is_ended_on_the_clock_it_runs_on():
+    now = [0.0]
+
+    def waiting(seconds: float):  # type: ignore[no-untyped-def]
+        def handler(event, context):  # type: ignore[no-untyped-def]
+            now[0] += seconds  # a simulated wait: the test's clock moves, not the machine's
+            return {}
+        return handler
+
+    limits, usage = FunctionLimits(memory_mb=1024, timeout_s=30), Usage()
+    assert invocation(waiting(29.5), {}, None, limits, usage, clock=lambda: now[0]) == {} and usage.seconds == 29.5
+    with pytest.raises(TimedOut, match="Task timed out after 30.00 seconds"):
+        invocation(waiting(30.5), {}, None, limits, clock=lambda: now[0])
+
+
+def test_each_function_is_held_to_the_memory_and_timeout_the_stack_gives_it(function_limits):
+    assert function_limits["publish"] == FunctionLimits(memory_mb=1024, timeout_s=300)
+    assert function_limits["embed"] == FunctionLimits(memory_mb=1024, timeout_s=900)
+    assert function_limits["api"].timeout_s == 30 and function_limits["fetch"].memory_mb == 512
+    assert {"parse", "chunk", "embed", "publish", "delete", "api", "fetch", "audit"} <= set(function_limits)

@@ -138,6 +138,17 @@ class TestChunkRecords:
         assert store.delete_chunks("northpier", "handbook.md", "r1") == 2
         assert store.get_chunks("northpier", "handbook.md", "r1") == [] and store.chunk_revisions("northpier", "handbook.md") == ["r2"]
 
+    def test_a_revision_is_read_a_page_at_a_time_each_record_once(self, store):
+        store.put_chunks([chunk(n) for n in range(7)])
+        store.put_chunks([chunk(0, revision="r2")])  # another revision's record is never in a page
+        pages = list(store.chunk_pages("northpier", "handbook.md", "r1", 3))
+        assert [len(p) for p in pages] == [3, 3, 1]
+        read = [c for p in pages for c in p]
+        assert [c.chunk_id for c in read] == sorted(c.chunk_id for c in read)  # chunk-id order
+        assert sorted(read, key=lambda c: c.index) == store.get_chunks("northpier", "handbook.md", "r1")
+        assert [len(p) for p in store.chunk_pages("northpier", "handbook.md", "r1", 7)] == [7]
+        assert list(store.chunk_pages("northpier", "handbook.md", "r9", 3)) == []
+
     def test_chunk_records_keep_their_page_and_row_maps(self, store):
         mapped = chunk(0).model_copy(update={"pages": [1, 2], "page_starts": [(0, 1), (19, 2)]})
         rows = chunk(1).model_copy(update={"sheet": "Codes", "rows": [4, 6], "row_starts": [(0, 4), (12, 6)]})

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from citewell.ports import LaneHit, QueryVector, query_vector
 
 DEFAULT_ALIAS = "citewell-chunks"
 MAX_ID_BYTES = 512  # OpenSearch refuses a longer _id
+BULK_ROWS = 500  # rows a _bulk request carries (opensearch-py's default): ~10 MB of JSON at 1,024 dimensions
 MAPPING_SECONDS = 30.0  # how long a search trusts the alias's mapping it read (writes read it every time)
 _SOURCE = ["chunk_id", "document_id", "revision", "title", "section_path", "body"]
 
@@ -246,33 +247,62 @@ class OpenSearchIndex:
         self._ensure(embedder_identity)
         for tenant, document_id, revision in sorted({(c.tenant, c.document_id, c.revision) for c in chunks}):
             self.delete_revision(tenant, document_id, revision)
-        return self._bulk(self.alias, chunks, vectors)
+        return self._bulk(self.alias, [(chunks, vectors)])
+
+    def write_revision(self, tenant: str, document_id: str, revision: str,
+                       batches: Iterable[tuple[Sequence[Chunk], np.ndarray]], embedder_identity: str) -> int:
+        """The revision's rows replaced by those of ``batches``, each batch's bulk bodies built as it
+        is sent (a publish of 100,000 chunks holds one batch: see BENCHMARKS.md)."""
+        self.mapped(fresh=True)
+        self._ensure(embedder_identity)
+        self.delete_revision(tenant, document_id, revision)
+
+        def checked() -> Iterator[tuple[Sequence[Chunk], np.ndarray]]:
+            for chunks, vectors in batches:
+                if any((c.tenant, c.document_id, c.revision) != (tenant, document_id, revision) for c in chunks):
+                    raise ValueError(f"a batch of revision {revision[:12]} holds another revision's chunks")
+                yield chunks, vectors
+
+        return self._bulk(self.alias, checked())
 
     def flush(self) -> None:
-        """Nothing to do: each bulk write is refreshed before it returns."""
+        """Nothing to do: each write is refreshed once before it returns."""
 
-    def _bulk(self, target: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
-        """Sent to ``target``'s ``_bulk``, no action naming an index: the domain refuses one
-        (``rest.action.multi.allow_explicit_index: false``), so a role's index paths hold."""
+    def _bulk(self, target: str, batches: Iterable[tuple[Sequence[Chunk], np.ndarray]]) -> int:
+        """Sent to ``target``'s ``_bulk``, ``BULK_ROWS`` rows a request, no action naming an index:
+        the domain refuses one (``rest.action.multi.allow_explicit_index: false``), so a role's
+        index paths hold. A row's action (its vector as JSON floats, ~32 bytes a dimension in
+        Python) is built when its request is, so memory holds one request, whatever the revision's
+        length. No request refreshes (each would cut a segment): one refresh at the end makes
+        every row searchable before this returns, as a publish's count and switch need."""
         from opensearchpy import helpers
 
-        actions = [
-            {
-                "_op_type": "index", "_id": row_id(c),
-                "_source": {
-                    "tenant": c.tenant, "roles": sorted(c.allowed_roles), "document_id": c.document_id,
-                    "revision": c.revision, "status": "live", "chunk_id": c.chunk_id, "title": c.title,
-                    "section_path": c.heading_path, "context": c.context, "body": c.text,
-                    "vector": [float(x) for x in v],
-                },
-            }
-            for c, v in zip(chunks, vectors)
-        ]
-        written, errors = helpers.bulk(self.client, actions, index=target, refresh=True, raise_on_error=False,
-                                       raise_on_exception=False)
-        if errors:
-            raise RetrievalUnavailable(
-                f"{len(errors)} of {len(actions)} chunks were not indexed; first: {_bulk_error(errors[0])}")
+        def actions() -> Iterator[dict[str, Any]]:
+            for chunks, vectors in batches:
+                if len(chunks) != len(vectors):
+                    raise ValueError("one vector per chunk")
+                for c, v in zip(chunks, vectors):
+                    yield {
+                        "_op_type": "index", "_id": row_id(c),
+                        "_source": {
+                            "tenant": c.tenant, "roles": sorted(c.allowed_roles), "document_id": c.document_id,
+                            "revision": c.revision, "status": "live", "chunk_id": c.chunk_id, "title": c.title,
+                            "section_path": c.heading_path, "context": c.context, "body": c.text,
+                            "vector": np.asarray(v, dtype=np.float32).tolist(),
+                        },
+                    }
+
+        written, failed, first = 0, 0, ""
+        for ok, item in helpers.streaming_bulk(self.client, actions(), index=target, chunk_size=BULK_ROWS,
+                                               raise_on_error=False, raise_on_exception=False):
+            if ok:
+                written += 1
+            else:  # only the first is kept: a failed row's item holds its text and vector
+                failed += 1
+                first = first or _bulk_error(item)
+        if failed:
+            raise RetrievalUnavailable(f"{failed} of {written + failed} chunks were not indexed; first: {first}")
+        self.client.indices.refresh(index=target)
         return written
 
     def _delete(self, query: dict[str, Any]) -> int:
@@ -411,10 +441,7 @@ def migrate_index(index: OpenSearchIndex, identity: str, batches: Iterable[tuple
     if client.indices.exists(index=target):  # what an interrupted run left: not served, start it again
         client.indices.delete(index=target)
     client.indices.create(index=target, body=index_body(identity, identity_dims(identity)))
-    written = 0
-    for chunks, vectors in batches:
-        written += index._bulk(target, chunks, vectors)
-    client.indices.refresh(index=target)
+    written = index._bulk(target, batches)  # refreshed once, after the last batch
     previous = sorted(client.indices.get_alias(name=index.alias)) if client.indices.exists_alias(name=index.alias) else []
     actions = [{"remove": {"index": name, "alias": index.alias}} for name in previous]
     client.indices.update_aliases(body={"actions": [*actions, {"add": {"index": target, "alias": index.alias}}]})

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
@@ -40,7 +41,7 @@ from citewell.models.documents import (
 from citewell.models.parsed import ParsedDocument
 from citewell.parsers import PageProgress, parse
 from citewell.parsers.gzipped import inner_name
-from citewell.ports import StagedIndex
+from citewell.ports import BatchedIndex, StagedIndex
 from citewell.records import is_current, update_document
 from citewell.services import Services
 
@@ -187,6 +188,7 @@ def chunk_stage(services: Services, upload: Upload, progress: Callable[[int, int
     return result
 
 
+PUBLISH_PAGE = 500  # chunk records read, vectors looked up and rows sent per step of a publish to a BatchedIndex
 EMBED_SLICE = 128  # chunks embedded and stored per step: progress moves, and a stop keeps what was done
 
 
@@ -200,8 +202,7 @@ def embed_stage(
     file deleted or replaced mid-ingest stops costing the model at once, not minutes later."""
     identity = services.embedder.identity
     wanted = {c.content_hash: c.embedding_text for c in chunks}
-    cached = services.embeddings.get_embeddings(identity, wanted)
-    todo = [h for h in wanted if h not in cached]
+    todo = _uncached(services, identity, list(wanted))
     done, total = 0, len(todo)
     if on_embedded:
         on_embedded(0, total)
@@ -220,6 +221,15 @@ def embed_stage(
                 if on_embedded:
                     on_embedded(done, total)
     return done
+
+
+def _uncached(services: Services, identity: str, hashes: list[str]) -> list[str]:
+    """Those of ``hashes`` the cache lacks, looked up ``PUBLISH_PAGE`` at a time: only the answer
+    is kept, never the cached vectors (a re-upload of 50,000 chunks would hold 200 MB of them)."""
+    cached: set[str] = set()
+    for start in range(0, len(hashes), PUBLISH_PAGE):
+        cached.update(services.embeddings.get_embeddings(identity, hashes[start : start + PUBLISH_PAGE]))
+    return [h for h in hashes if h not in cached]
 
 
 def release_embeddings(services: Services, chunks: Sequence[Chunk]) -> int:
@@ -255,14 +265,11 @@ def publish_stage(
     if not is_current(document, upload):
         abandon(services, upload, revision)
         return None
-    chunks = services.chunks.get_chunks(tenant, document_id, revision)
-    if not chunks:
+    pages = services.chunks.chunk_pages(tenant, document_id, revision, PUBLISH_PAGE)
+    first = next(pages, None)
+    if first is None:
         raise NotFound(f"no chunk records for revision {revision[:12]} of {document_id!r}")
-    identity = services.embedder.identity
-    cached = services.embeddings.get_embeddings(identity, (c.content_hash for c in chunks))
-    absent = [c.chunk_id for c in chunks if c.content_hash not in cached]
-    if absent and not vectors_follow:
-        raise NotFound(f"{len(absent)} chunks have no embedding yet, first {absent[0]!r}")
+    title = first[0].title
     listed = set(services.index.revisions(tenant, document_id)) | set(services.chunks.chunk_revisions(tenant, document_id))
     older_revisions = listed - {revision}
     older_objects = [
@@ -270,20 +277,20 @@ def publish_stage(
         if _upload_of(key) not in (None, upload.upload_id)  # a key not of our making is left to the audit to report
     ]
     older_uploads = [u for u in services.uploads.list_uploads(tenant, document_id) if u.seq < upload.seq]
-    _index_chunks(services, chunks, cached, absent)
+    count = _index_pages(services, (tenant, document_id, revision), chain([first], pages), vectors_follow)
     if flush:
         services.index.flush()
     indexed = services.index.count(tenant, document_id, revision)
-    if indexed != len(chunks):
-        raise PublishConflict(f"index holds {indexed} chunks of revision {revision[:12]}, expected {len(chunks)}")
+    if indexed != count:
+        raise PublishConflict(f"index holds {indexed} chunks of revision {revision[:12]}, expected {count}")
 
     def switch(d: Document) -> Document | None:
         if not is_current(d, upload):
             return None
         return d.model_copy(update={
             "active_revision": revision, "active_upload": upload.upload_id, "content_sha256": content_sha256,
-            "encoding": encoding, "chunk_count": len(chunks), "status": DocumentStatus.PUBLISHED, "error": None,
-            "allowed_roles": upload.allowed_roles, "title": chunks[0].title, "source": upload.source,
+            "encoding": encoding, "chunk_count": count, "status": DocumentStatus.PUBLISHED, "error": None,
+            "allowed_roles": upload.allowed_roles, "title": title, "source": upload.source,
             "filename": upload.filename, **descriptive(upload), "fetched": upload.fetched,
             "purging": sorted(set(d.purging) | older_revisions),  # an intent until the purge below is done (see finish_purges)
         })
@@ -295,7 +302,57 @@ def publish_stage(
     from citewell.deletion import finish_purges
 
     finish_purges(services, tenant, document_id, older_revisions, Counter(), (older_objects, older_uploads))
-    return len(chunks)
+    return count
+
+
+def reindex_revision(services: Services, tenant: str, document_id: str, revision: str) -> int:
+    """Write a revision's rows again from its chunk records, a page at a time, each page embedded
+    where the cache lacks it (the audit's repair of a served revision missing from the index).
+    Returns how many rows were written: 0 when the revision has no records."""
+    pages = services.chunks.chunk_pages(tenant, document_id, revision, PUBLISH_PAGE)
+    first = next(pages, None)
+    if first is None:
+        return 0
+
+    def embedded() -> Iterator[list[Chunk]]:
+        for page in chain([first], pages):
+            embed_stage(services, page)
+            yield page
+
+    return _index_pages(services, (tenant, document_id, revision), embedded(), vectors_follow=False)
+
+
+def _index_pages(services: Services, key: tuple[str, str, str], pages: Iterable[list[Chunk]], vectors_follow: bool) -> int:
+    """Index a revision's chunk records, given page by page, with their cached vectors; returns how
+    many. A :class:`~citewell.ports.BatchedIndex` takes each page as it is read, its vectors looked
+    up for that page alone, so the function holds one page whatever the revision's length; a chunk
+    without a cached vector fails it (NotFound, retried: the rows written so far are this upload's,
+    replaced by the retry). Any other index (the embedded one) takes the revision whole."""
+    import numpy as np
+
+    index, identity = services.index, services.embedder.identity
+    if not isinstance(index, BatchedIndex):
+        chunks = [c for page in pages for c in page]
+        cached = services.embeddings.get_embeddings(identity, (c.content_hash for c in chunks))
+        absent = [c.chunk_id for c in chunks if c.content_hash not in cached]
+        if absent and not vectors_follow:
+            raise NotFound(f"{len(absent)} chunks have no embedding yet, first {absent[0]!r}")
+        _index_chunks(services, chunks, cached, absent)
+        return len(chunks)
+    counted = 0
+
+    def batches() -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        nonlocal counted
+        for page in pages:
+            cached = services.embeddings.get_embeddings(identity, {c.content_hash for c in page})
+            absent = [c.chunk_id for c in page if c.content_hash not in cached]
+            if absent:
+                raise NotFound(f"{len(absent)} chunks (of a page of {len(page)}) have no embedding yet, first {absent[0]!r}")
+            counted += len(page)
+            yield page, np.stack([cached[c.content_hash] for c in page])
+
+    index.write_revision(*key, batches(), identity)
+    return counted
 
 
 def _index_chunks(services: Services, chunks: list[Chunk], cached: dict[str, np.ndarray], absent: list[str]) -> None:

@@ -370,9 +370,10 @@ class DynamoMetadataStore:
         items = sorted(self._prefixed(f"C#{tenant}#{document_id}#{revision}", "K#"), key=lambda i: int(i["position"]))
         return [Chunk.model_validate_json(i["record"]) for i in items]
 
-    def chunk_pages(self, tenant: str, document_id: str, revision: str) -> Iterator[list[Chunk]]:
-        """One Query page (``PAGE_READ`` records, or 1 MB read) at a time, never the partition whole."""
-        kwargs: dict[str, Any] = {"KeyConditionExpression": "pk = :pk AND begins_with(sk, :k)", "Limit": PAGE_READ,
+    def chunk_pages(self, tenant: str, document_id: str, revision: str, size: int = PAGE_READ) -> Iterator[list[Chunk]]:
+        """One Query page (``size`` records, or 1 MB read) at a time, in sort-key order (``K#chunk_id``),
+        never the partition whole."""
+        kwargs: dict[str, Any] = {"KeyConditionExpression": "pk = :pk AND begins_with(sk, :k)", "Limit": size,
                                   "ExpressionAttributeValues": {":pk": f"C#{tenant}#{document_id}#{revision}", ":k": "K#"},
                                   "ProjectionExpression": "#r", "ExpressionAttributeNames": {"#r": "record"}}
         while True:

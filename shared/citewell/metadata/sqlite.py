@@ -286,13 +286,15 @@ class SqliteMetadataStore:
         )
         return [Chunk.model_validate_json(r["record"]) for r in rows]
 
-    def chunk_pages(self, tenant: str, document_id: str, revision: str) -> Iterator[list[Chunk]]:
-        """By primary key, a page a statement: no read stays open between pages."""
+    def chunk_pages(self, tenant: str, document_id: str, revision: str, size: int = _BATCH) -> Iterator[list[Chunk]]:
+        """By primary key, ``size`` records a statement: no read stays open between pages."""
         after = ""
         while rows := self.conn.execute(
                 "SELECT chunk_id, record FROM chunks WHERE tenant = ? AND document_id = ? AND revision = ? AND chunk_id > ? "
-                "ORDER BY chunk_id LIMIT ?", (tenant, document_id, revision, after, _BATCH)).fetchall():
+                "ORDER BY chunk_id LIMIT ?", (tenant, document_id, revision, after, size)).fetchall():
             yield [Chunk.model_validate_json(r["record"]) for r in rows]
+            if len(rows) < size:
+                return
             after = rows[-1]["chunk_id"]
 
     def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:

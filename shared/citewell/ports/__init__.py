@@ -12,6 +12,7 @@ Every name is taken from here: ``from citewell.ports import DocumentRecords``.
 from __future__ import annotations
 
 from citewell.ports.index import (
+    BatchedIndex,
     EmbedderCheckedIndex,
     ExpungingIndex,
     IndexedChunks,
@@ -39,7 +40,8 @@ from citewell.ports.records import (
 )
 
 __all__ = [
-    "AnswerRecords", "AuditCheckpoints", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords", "DocumentPage",
+    "AnswerRecords", "AuditCheckpoints", "BatchedIndex", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords",
+    "DocumentPage",
     "DocumentRecords", "Embedder", "EmbedderCheckedIndex", "EmbeddingCache", "ExpungingIndex", "Generator",
     "DocumentOcr", "IndexedChunks", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "query_vector", "QueryVector",
     "Removals", "Reranked", "Reranker", "SearchIndex", "SearchLanes", "SizedObjects", "StagedIndex", "TokenCounter",

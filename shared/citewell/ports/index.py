@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, runtime_checkable
 
@@ -136,6 +136,19 @@ class StagedIndex(SearchIndex, Protocol):
 
     def vectorless_documents(self, identity: Identity) -> int:
         """Documents the identity may read that the vector lane does not yet cover."""
+        ...
+
+
+@runtime_checkable
+class BatchedIndex(SearchIndex, Protocol):
+    """An index that takes a revision in batches (OpenSearch): a publish holds one batch of rows
+    at a time, never the revision, so a function's memory does not grow with a document's length."""
+
+    def write_revision(self, tenant: str, document_id: str, revision: str,
+                       batches: Iterable[tuple[Sequence[Chunk], np.ndarray]], embedder_identity: str) -> int:
+        """Replace the revision's rows with the chunks of ``batches`` (chunks of this revision and
+        their vectors, one each), each batch read when it is written. The rows are searchable (and
+        counted by :meth:`count`) when it returns. Returns how many were written."""
         ...
 
 

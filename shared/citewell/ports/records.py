@@ -133,13 +133,14 @@ class ChunkRecords(Protocol):
         """The revision's records in their order; empty when it has none."""
         ...
 
-    def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:
-        """Chunk records by ``(document_id, revision, chunk_id)``; absent keys are left out."""
+    def chunk_pages(self, tenant: str, document_id: str, revision: str, size: int = ...) -> Iterator[list[Chunk]]:
+        """The revision's records, at most ``size`` a page (the store's own bound when not given), in
+        chunk-id order (not reading order): what a publish and the audit's access check read, so a
+        revision of any length is held one page at a time."""
         ...
 
-    def chunk_pages(self, tenant: str, document_id: str, revision: str) -> Iterator[list[Chunk]]:
-        """The revision's records a bounded page at a time, in no set order: what reads a whole
-        revision without holding it (the audit's access check at 1M chunks)."""
+    def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:
+        """Chunk records by ``(document_id, revision, chunk_id)``; absent keys are left out."""
         ...
 
     def chunk_revisions(self, tenant: str, document_id: str) -> list[str]:

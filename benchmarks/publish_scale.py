@@ -1,0 +1,180 @@
+"""The publish function on a revision of 100,000 chunks: its peak memory beside the 1,024 MB
+the stack gives it, and its time.
+
+The revision is written straight into the stores as the chunk and embed stages leave it (short
+texts and random float32 vectors of Titan v2's 1,024 dimensions: the publish reads records and
+cached vectors, never the model), then the real publish handler takes the embed stage's
+marker on moto (S3, DynamoDB) and osmem-server (OpenSearch over HTTP), measured as the AWS
+tests measure a function (``tests.strict_aws.limited``: the peak of what Python and numpy
+allocate during the call, over the runtime's own ``RUNTIME_MB``).
+
+moto answers a Query by sorting the whole table (every partition) for every page, so a 200-page
+read of one partition among 300,000 items would take hours; here a Query of a partition over
+``FAST_PARTITION`` items is answered from that partition's sorted keys, with moto's own paging
+rules (``Limit``, 1 MB, ``ExclusiveStartKey``, ``begins_with``). Every other call is moto's.
+
+    python -m benchmarks.publish_scale [--chunks 100000] [--dims 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import copy
+import json
+import os
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+TENANT, DOCUMENT = "northpier", "large.txt"
+FAST_PARTITION = 1000
+RESULT_BYTES = 1024 * 1024  # moto's (and DynamoDB's) page limit
+
+
+def fast_queries() -> None:
+    """A Query of a large partition answered from its sorted range keys (cached while the
+    partition keeps its size: the benchmark writes none of it while it reads)."""
+    from moto.dynamodb.models.table import Table
+
+    original = Table.query
+    cache: dict[tuple[int, Any], tuple[int, list[Any], list[Any]]] = {}
+
+    def query(self: Any, hash_key: Any, range_comparison: str | None, range_objs: list[Any], limit: int,
+              exclusive_start_key: dict[str, Any] | None, scan_index_forward: bool, projection_expressions: Any,
+              index_name: str | None = None, consistent_read: bool = False, filter_expression: Any = None,
+              **rest: Any) -> Any:
+        partition = self.items.get(hash_key) if hash_key is not None else None
+        if (index_name or filter_expression is not None or not scan_index_forward or partition is None
+                or len(partition) <= FAST_PARTITION or any(rest.get(k) for k in rest if k not in (
+                    "hash_key_conditions", "range_key_conditions", "expr_names", "expr_values"))):
+            return original(self, hash_key, range_comparison, range_objs, limit, exclusive_start_key, scan_index_forward,
+                            projection_expressions, index_name, consistent_read, filter_expression, **rest)
+        key = (id(self), hash_key)
+        if key not in cache or cache[key][0] != len(partition):
+            items = sorted(partition.values(), key=lambda item: item.range_key.value)
+            cache[key] = (len(partition), [item.range_key.value for item in items], items)
+        _, keys, items = cache[key]
+        start = 0
+        if exclusive_start_key:
+            start = bisect.bisect_right(keys, next(iter(exclusive_start_key[self.range_key_attr].values())))
+        results: list[Any] = []
+        size, scanned, last = 0, 0, None
+        for item in items[start:]:
+            if len(results) == limit or size + item.size() > RESULT_BYTES:
+                last = self._get_last_evaluated_key(results[-1], None)
+                break
+            scanned += 1
+            if range_comparison and not item.range_key.compare(range_comparison, range_objs):
+                continue
+            results.append(item)
+            size += item.size()
+        results = copy.deepcopy(results)
+        if projection_expressions:
+            results = [r.project(projection_expressions) for r in results]
+        return results, scanned, last
+
+    Table.query = query  # type: ignore[method-assign]  # the benchmark's faster moto, see the module's docstring
+
+
+def stage(chunks: int, dims: int) -> tuple[dict[str, Any], str]:
+    """The revision's records, cached vectors and marker; returns the publish function's event and the revision."""
+    from citewell.ingest.stages import IngestRequest, register
+    from citewell.keys import embedded_key
+    from citewell.lambdas.settings import services_from_env
+    from citewell.models.chunks import Chunk
+    from citewell.models.documents import publication_revision
+
+    _, services = services_from_env()
+    upload = register(services, IngestRequest(document_id=DOCUMENT, tenant=TENANT, allowed_roles=frozenset({"staff"}),
+                                              data=b"x", filename=DOCUMENT, title="Large"))
+    content = f"{DOCUMENT}:{chunks}"
+    revision = publication_revision(content, upload.upload_id)
+    identity = services.embedder.identity
+    assert identity.endswith(f":{dims}"), identity
+    rng = np.random.default_rng(0)
+    step = 10_000
+    for first in range(0, chunks, step):  # written in slices: the benchmark's own memory stays small too
+        part = [Chunk(chunk_id=f"{DOCUMENT}#0#{i:06d}", document_id=DOCUMENT, tenant=TENANT, allowed_roles=frozenset({"staff"}),
+                      revision=revision, title="Large", section_index=0, index=i, heading_path=["Part"], start=i * 60,
+                      end=i * 60 + 50, body_start=i * 60, text=f"Passage {i} of the large text on leave and pay.")
+                for i in range(first, min(first + step, chunks))]
+        services.chunks.put_chunks(part) if first == 0 else _append(services, part)
+        vectors = rng.standard_normal((len(part), dims)).astype(np.float32)
+        services.embeddings.put_embeddings(identity, {c.content_hash: v for c, v in zip(part, vectors)})
+    key = embedded_key(TENANT, DOCUMENT, upload.upload_id)
+    marker = {"revision": revision, "content_sha256": content, "encoding": None, "chunks": chunks}
+    services.objects.put(key, json.dumps(marker).encode())
+    body = {"Records": [{"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "eu-west-1",
+                         "eventName": "ObjectCreated:Put",
+                         "s3": {"bucket": {"name": "citewell-documents"}, "object": {"key": key, "size": 100}}}]}
+    return {"Records": [{"messageId": "m1", "receiptHandle": "r1", "body": json.dumps(body), "attributes": {},
+                         "messageAttributes": {}, "eventSource": "aws:sqs", "awsRegion": "eu-west-1",
+                         "eventSourceARN": "arn:aws:sqs:eu-west-1:123456789012:citewell-publish"}]}, revision
+
+
+def _append(services: Any, part: list[Any]) -> None:
+    """Records past the first slice: put_chunks replaces a revision whole, so these go as it writes them."""
+    store = services.chunks
+    with store.table.batch_writer() as references:
+        for c in part:
+            references.put_item(Item=store._reference(c.content_hash, c.tenant, c.document_id, c.revision, c.chunk_id))
+    with store.table.batch_writer() as batch:
+        for c in part:
+            batch.put_item(Item={"pk": f"C#{c.tenant}#{c.document_id}#{c.revision}", "sk": f"K#{c.chunk_id}",
+                                 "position": c.index, "content_hash": c.content_hash, "record": c.record_json()})
+
+
+def measure(chunks: int, dims: int) -> dict[str, Any]:
+    import boto3
+    from moto import mock_aws
+    from osmem_server import OsmemServer
+
+    from citewell.lambdas.settings import services_from_env
+    from citewell.metadata.dynamodb import TABLE_DEFINITION
+    from tests.strict_aws import FunctionLimits, Usage, invocation
+
+    env = {"AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+           "CITEWELL_BUCKET": "citewell-documents", "CITEWELL_TABLE": "citewell-metadata", "CITEWELL_EMBEDDER": "bedrock",
+           "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_NAMESPACE": "citewell"}
+    os.environ.update(env)
+    fast_queries()
+    with OsmemServer.start() as server, mock_aws():
+        os.environ["CITEWELL_OPENSEARCH_URL"] = server.url
+        boto3.client("s3").create_bucket(Bucket="citewell-documents",
+                                         CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        boto3.resource("dynamodb").create_table(TableName="citewell-metadata", **TABLE_DEFINITION)
+        services_from_env.cache_clear()
+        started = time.monotonic()
+        event, revision = stage(chunks, dims)
+        staged_s = time.monotonic() - started
+        from citewell.lambdas.handlers import stage_handler
+
+        handler, usage = stage_handler("publish"), Usage()
+        context = SimpleNamespace(function_name="citewell-publish", memory_limit_in_mb=1024, aws_request_id="bench",
+                                  invoked_function_arn="arn:aws:lambda:eu-west-1:123456789012:function:citewell-publish")
+        reply = invocation(handler, event, context, FunctionLimits(memory_mb=1024, timeout_s=300), usage)
+        assert reply == {"batchItemFailures": []}, reply
+        _, services = services_from_env()
+        document = services.documents.get_document(TENANT, DOCUMENT)
+        assert document is not None and document.active_revision == revision and document.chunk_count == chunks, document
+        indexed = services.index.count(TENANT, DOCUMENT, revision)
+        assert indexed == chunks, indexed
+    return {"chunks": chunks, "dims": dims, "peak_mb": usage.memory_mb, "seconds": usage.seconds, "staged_s": staged_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--dims", type=int, default=1024)
+    args = parser.parse_args()
+    found = measure(args.chunks, args.dims)
+    print(f"publish of {found['chunks']:,} chunks at {found['dims']} dimensions: peak {found['peak_mb']:.0f} MB of 1,024 MB "
+          f"(the runtime's 80 MB included), {found['seconds']:.0f} s of 300 s on moto and osmem "
+          f"(staging the revision took {found['staged_s']:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
