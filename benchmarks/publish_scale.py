@@ -47,7 +47,7 @@ def fast_queries() -> None:
               index_name: str | None = None, consistent_read: bool = False, filter_expression: Any = None,
               **rest: Any) -> Any:
         partition = self.items.get(hash_key) if hash_key is not None else None
-        if (index_name or filter_expression is not None or not scan_index_forward or partition is None
+        if (index_name or not scan_index_forward or partition is None
                 or len(partition) <= FAST_PARTITION or any(rest.get(k) for k in rest if k not in (
                     "hash_key_conditions", "range_key_conditions", "expr_names", "expr_values"))):
             return original(self, hash_key, range_comparison, range_objs, limit, exclusive_start_key, scan_index_forward,
@@ -72,6 +72,8 @@ def fast_queries() -> None:
             results.append(item)
             size += item.size()
         results = copy.deepcopy(results)
+        if filter_expression is not None:  # as moto: after the page is cut
+            results = [item for item in results if filter_expression.expr(item)]
         if projection_expressions:
             results = [r.project(projection_expressions) for r in results]
         return results, scanned, last

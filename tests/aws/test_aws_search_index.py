@@ -10,7 +10,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from citewell.errors import EmbedderMismatch, RetrievalUnavailable
-from citewell.index.opensearch import MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
+from citewell.index.opensearch import BULK_ROWS, MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
 from citewell.models.chunks import Chunk
 from citewell.models.identity import Identity
 from citewell.models.values import MAX_DOCUMENT_ID_BYTES
@@ -130,3 +130,24 @@ def test_row_ids_fit_opensearch_for_the_longest_ids_and_keep_the_spelling_of_tho
     assert row_id(chunk(0, "text")) == "northpier|r1|handbook.md#0#0"  # rows written before keep their ids
     at_limit = chunk(0, "text").model_copy(update={"chunk_id": "c" * (MAX_ID_BYTES - len("northpier|r1|"))})
     assert row_id(at_limit) == f"northpier|r1|{at_limit.chunk_id}"
+
+
+def test_a_revision_goes_in_batches_refreshed_once_and_is_searchable_when_written(knn_proxy):
+    """Each _bulk request carries BULK_ROWS rows and asks for no refresh (one per request cut a
+    segment each); one refresh after the last makes the revision searchable before it returns."""
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    rows = [chunk(n, f"Passage {n} on leave w{n}x.") for n in range(BULK_ROWS * 2 + 7)]
+    vectors = unit(len(rows), 1024)
+    knn_proxy.requests.clear()
+    batches = [(rows[i : i + 300], vectors[i : i + 300]) for i in range(0, len(rows), 300)]
+    assert index.write_revision("northpier", "handbook.md", "r1", iter(batches), TITAN) == len(rows)
+    sent = [(path, query) for _, path, query in knn_proxy.requests if path.endswith(("/_bulk", "/_refresh"))]
+    assert sent == [("/citewell-chunks/_bulk", "")] * 3 + [("/citewell-chunks/_refresh", "")], sent
+    assert index.count("northpier", "handbook.md", "r1") == len(rows)
+    caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    assert [h.chunk_id for h in index.lexical(f"w{len(rows) - 1}x", caller, 3)] == [f"handbook.md#0#{len(rows) - 1}"]
+    # Written again: the revision's rows are replaced, never doubled.
+    assert index.write_revision("northpier", "handbook.md", "r1", iter(batches[:1]), TITAN) == 300
+    assert index.count("northpier", "handbook.md", "r1") == 300
+    with pytest.raises(ValueError, match="another revision"):
+        index.write_revision("northpier", "handbook.md", "r2", iter(batches[:1]), TITAN)

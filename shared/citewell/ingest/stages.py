@@ -265,7 +265,7 @@ def publish_stage(
     if not is_current(document, upload):
         abandon(services, upload, revision)
         return None
-    pages = services.chunks.chunk_pages(tenant, document_id, revision, PUBLISH_PAGE)
+    pages = _revision_pages(services, tenant, document_id, revision)
     first = next(pages, None)
     if first is None:
         raise NotFound(f"no chunk records for revision {revision[:12]} of {document_id!r}")
@@ -309,7 +309,7 @@ def reindex_revision(services: Services, tenant: str, document_id: str, revision
     """Write a revision's rows again from its chunk records, a page at a time, each page embedded
     where the cache lacks it (the audit's repair of a served revision missing from the index).
     Returns how many rows were written: 0 when the revision has no records."""
-    pages = services.chunks.chunk_pages(tenant, document_id, revision, PUBLISH_PAGE)
+    pages = _revision_pages(services, tenant, document_id, revision)
     first = next(pages, None)
     if first is None:
         return 0
@@ -322,6 +322,16 @@ def reindex_revision(services: Services, tenant: str, document_id: str, revision
     return _index_pages(services, (tenant, document_id, revision), embedded(), vectors_follow=False)
 
 
+def _revision_pages(services: Services, tenant: str, document_id: str, revision: str) -> Iterator[list[Chunk]]:
+    """The revision's chunk records as its index takes them: ``PUBLISH_PAGE`` at a time for a
+    :class:`~citewell.ports.BatchedIndex`; for any other (it takes a revision whole) in one page, in
+    reading order. Nothing when it has none."""
+    if isinstance(services.index, BatchedIndex):
+        yield from services.chunks.chunk_pages(tenant, document_id, revision, PUBLISH_PAGE)
+    elif chunks := services.chunks.get_chunks(tenant, document_id, revision):
+        yield chunks
+
+
 def _index_pages(services: Services, key: tuple[str, str, str], pages: Iterable[list[Chunk]], vectors_follow: bool) -> int:
     """Index a revision's chunk records, given page by page, with their cached vectors; returns how
     many. A :class:`~citewell.ports.BatchedIndex` takes each page as it is read, its vectors looked
@@ -332,7 +342,7 @@ def _index_pages(services: Services, key: tuple[str, str, str], pages: Iterable[
 
     index, identity = services.index, services.embedder.identity
     if not isinstance(index, BatchedIndex):
-        chunks = [c for page in pages for c in page]
+        chunks = [c for page in pages for c in page]  # one page: see _revision_pages
         cached = services.embeddings.get_embeddings(identity, (c.content_hash for c in chunks))
         absent = [c.chunk_id for c in chunks if c.content_hash not in cached]
         if absent and not vectors_follow:
