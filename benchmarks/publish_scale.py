@@ -157,14 +157,19 @@ def measure(chunks: int, dims: int) -> dict[str, Any]:
         handler, usage = stage_handler("publish"), Usage()
         context = SimpleNamespace(function_name="citewell-publish", memory_limit_in_mb=1024, aws_request_id="bench",
                                   invoked_function_arn="arn:aws:lambda:eu-west-1:123456789012:function:citewell-publish")
-        reply = invocation(handler, event, context, FunctionLimits(memory_mb=1024, timeout_s=300), usage)
+        cpu = time.process_time()
+        # Memory held to the function's 1,024 MB; time measured, not held to its 300 s: moto and
+        # osmem on a shared machine are no measure of DynamoDB's and the domain's latencies.
+        reply = invocation(handler, event, context, FunctionLimits(memory_mb=1024, timeout_s=10**6), usage)
+        cpu = time.process_time() - cpu
         assert reply == {"batchItemFailures": []}, reply
         _, services = services_from_env()
         document = services.documents.get_document(TENANT, DOCUMENT)
         assert document is not None and document.active_revision == revision and document.chunk_count == chunks, document
         indexed = services.index.count(TENANT, DOCUMENT, revision)
         assert indexed == chunks, indexed
-    return {"chunks": chunks, "dims": dims, "peak_mb": usage.memory_mb, "seconds": usage.seconds, "staged_s": staged_s}
+    return {"chunks": chunks, "dims": dims, "peak_mb": usage.memory_mb, "seconds": usage.seconds, "cpu_s": cpu,
+            "staged_s": staged_s}
 
 
 def main() -> None:
@@ -174,7 +179,8 @@ def main() -> None:
     args = parser.parse_args()
     found = measure(args.chunks, args.dims)
     print(f"publish of {found['chunks']:,} chunks at {found['dims']} dimensions: peak {found['peak_mb']:.0f} MB of 1,024 MB "
-          f"(the runtime's 80 MB included), {found['seconds']:.0f} s of 300 s on moto and osmem "
+          f"(the runtime's 80 MB included); {found['seconds']:.0f} s wall, {found['cpu_s']:.0f} s of this process's CPU "
+          f"(the handler, moto and the measuring; osmem apart) "
           f"(staging the revision took {found['staged_s']:.0f} s)")
 
 

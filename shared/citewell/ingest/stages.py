@@ -277,7 +277,13 @@ def publish_stage(
         if _upload_of(key) not in (None, upload.upload_id)  # a key not of our making is left to the audit to report
     ]
     older_uploads = [u for u in services.uploads.list_uploads(tenant, document_id) if u.seq < upload.seq]
-    count = _index_pages(services, (tenant, document_id, revision), chain([first], pages), vectors_follow)
+    try:
+        count = _index_pages(services, (tenant, document_id, revision), chain([first], pages), vectors_follow)
+    except NotFound:  # a page's vectors gone: a delete or a newer upload purged them while the rows went in
+        if is_current(services.documents.get_document(tenant, document_id), upload):
+            raise
+        abandon(services, upload, revision)
+        return None
     if flush:
         services.index.flush()
     indexed = services.index.count(tenant, document_id, revision)
