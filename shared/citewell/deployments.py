@@ -163,13 +163,12 @@ def open_aws(settings: AwsDeployment) -> Services:
     ocr = None
     if settings.ocr == "textract":
         from citewell.ocr.textract import TextractOcr
-        from citewell.ocr.textract_jobs import Channel, TextractJobs
+        from citewell.ocr.textract_jobs import Channel, TextractJobs, TextractWithJobs
 
         client = boto3.client("textract", region_name=settings.region)
-        jobs = None
+        ocr = TextractOcr(client)
         if settings.textract_topic_arn and settings.textract_role_arn:
-            jobs = TextractJobs(client, Channel(settings.textract_topic_arn, settings.textract_role_arn))
-        ocr = TextractOcr(client, jobs=jobs)
+            ocr = TextractWithJobs(client, TextractJobs(client, Channel(settings.textract_topic_arn, settings.textract_role_arn)))
     return Services(
         objects=S3ObjectStore(settings.bucket, regional_client(settings.region)),
         **records(DynamoMetadataStore(settings.table, boto3.resource("dynamodb", region_name=settings.region))),

@@ -33,8 +33,7 @@ from citewell.keys import CHUNKS, EMBEDDED, PARSED, RAW, ObjectKey, chunks_key, 
 from citewell.lambdas.forms import Notified, admit
 from citewell.models.documents import Upload
 from citewell.objects.s3 import S3ObjectStore
-from citewell.ocr.textract import TextractOcr
-from citewell.ocr.textract_jobs import completion
+from citewell.ocr.textract_jobs import TextractWithJobs, completion
 from citewell.ports import EmbedderCheckedIndex, SizedObjects
 from citewell.records import is_current
 from citewell.services import Services
@@ -126,7 +125,7 @@ def _stored_ocr(services: Services, key: str, found: ObjectKey) -> Services:
     channel), parse reads this upload's scanned PDF where it is stored, the version admitted, by
     one job whose record is kept under the upload's ``ocr/`` key."""
     ocr = services.ocr
-    if not isinstance(ocr, TextractOcr) or ocr.jobs is None or not isinstance(services.objects, S3ObjectStore):
+    if not isinstance(ocr, TextractWithJobs) or not isinstance(services.objects, S3ObjectStore):
         return services
     record = ocr_key(found.tenant, found.document_id, found.upload_id)
     return replace(services, ocr=ocr.jobs.for_upload(ocr, services.objects, key, record, found.upload_id))

@@ -18,16 +18,13 @@ page: parse reads it where it is stored, by one asynchronous job (:mod:`citewell
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from citewell.errors import CorruptFile, OcrUnavailable, TooLarge, UnsupportedType
 from citewell.ocr import OcrLine, OcrPage, ScanLimits
 from citewell.ocr.tiff import is_tiff, single_pages
-
-if TYPE_CHECKING:
-    from citewell.ocr.textract_jobs import TextractJobs
 
 MAX_BYTES = 10 * 1024 * 1024  # DetectDocumentText's limit for a document passed as bytes
 # What Textract says about the page itself: the upload fails with a typed reason. Anything
@@ -41,15 +38,15 @@ _REFUSALS = {
 
 
 class TextractOcr:
-    """``limits`` default to the settings' (``CITEWELL_OCR_MAX_PAGES``, ``CITEWELL_OCR_MAX_PIXELS``);
-    ``jobs``: the asynchronous route a stored scanned PDF takes instead (None: none configured)."""
+    """``limits`` default to the settings' (``CITEWELL_OCR_MAX_PAGES``, ``CITEWELL_OCR_MAX_PIXELS``).
+    With a completion channel, a stored scanned PDF takes the asynchronous route instead
+    (:class:`~citewell.ocr.textract_jobs.TextractWithJobs`)."""
 
     name = "amazon-textract"
 
-    def __init__(self, client: Any, limits: ScanLimits | None = None, jobs: TextractJobs | None = None) -> None:
+    def __init__(self, client: Any, limits: ScanLimits | None = None) -> None:
         self.client = client
         self.limits = limits or ScanLimits.configured()
-        self.jobs = jobs
 
     def read(self, document: bytes, on_page: Callable[[int, int], None] | None = None) -> list[OcrPage]:
         if len(document) > MAX_BYTES:

@@ -36,12 +36,11 @@ from citewell.errors import (
     UnsupportedType,
 )
 from citewell.ocr import OcrLine, OcrPage, ScanLimits
-from citewell.ocr.textract import add_lines
+from citewell.ocr.textract import TextractOcr, add_lines
 from citewell.settings import settings
 
 if TYPE_CHECKING:
     from citewell.objects.s3 import S3ObjectStore
-    from citewell.ports import OcrEngine
 
 MAX_RESULTS = 1000  # blocks a GetDocumentTextDetection call returns at most (its documented largest)
 # What Textract says of the file when a start is refused: the upload fails with a typed reason.
@@ -85,10 +84,19 @@ class TextractJobs:
         self.limits = limits or ScanLimits(pages=settings().textract_max_pages, pixels=2**63 - 1,
                                             setting="CITEWELL_TEXTRACT_MAX_PAGES")
 
-    def for_upload(self, pages: OcrEngine, objects: S3ObjectStore, key: str, record_key: str, token: str) -> TextractScan:
+    def for_upload(self, pages: TextractOcr, objects: S3ObjectStore, key: str, record_key: str, token: str) -> TextractScan:
         """The engine parse reads upload ``key`` with: its PDF read by a job on the version of ``key``
         that ``objects`` reads, the job's record at ``record_key``; an image or a TIFF read by ``pages``."""
         return TextractScan(self, pages, objects, key, record_key, token)
+
+
+class TextractWithJobs(TextractOcr):
+    """The synchronous engine with the asynchronous route beside it: what the stack's parse holds
+    when Textract has a completion channel (``jobs``)."""
+
+    def __init__(self, client: Any, jobs: TextractJobs, limits: ScanLimits | None = None) -> None:
+        super().__init__(client, limits)
+        self.jobs = jobs
 
 
 class TextractScan:
@@ -97,7 +105,7 @@ class TextractScan:
 
     name = "amazon-textract"
 
-    def __init__(self, jobs: TextractJobs, pages: OcrEngine, objects: S3ObjectStore, key: str, record_key: str,
+    def __init__(self, jobs: TextractJobs, pages: TextractOcr, objects: S3ObjectStore, key: str, record_key: str,
                  token: str) -> None:
         self.jobs, self.pages, self.objects = jobs, pages, objects
         self.key, self.record_key, self.token = key, record_key, token
@@ -252,4 +260,4 @@ def completion(body: str) -> Completion | None:
         return None
 
 
-__all__ = ["Channel", "Completion", "OcrRecord", "TextractJobs", "TextractScan", "completion"]
+__all__ = ["Channel", "Completion", "OcrRecord", "TextractJobs", "TextractScan", "TextractWithJobs", "completion"]
