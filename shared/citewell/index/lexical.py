@@ -48,6 +48,13 @@ from citewell.terms import FUNCTION_WORDS, words
 ANALYZER = "citewell_words"
 LAYOUT = "tantivy-5"  # the index folder's name: changed with the schema or the analyser, so old homes rebuild
 WRITER_HEAP = 64_000_000  # bytes: fewer, larger segments per write than tantivy's minimum
+# The words ranked alone (block-max WAND) for a caller who may read most rows: this many times
+# deeper than k over the caller's share, and at most ``PRUNED_MOST`` times k (a caller with a
+# smaller share goes to the filtered query directly); not on an index of fewer rows than
+# ``PRUNED_FROM``, where scoring every match costs less than the second query.
+PRUNED_DEPTH = 2
+PRUNED_MOST = 8
+PRUNED_FROM = 0
 LONGEST_TERM = 40  # characters: longer runs (hashes, base64) are not words anyone searches for
 K1, B = 1.2, 0.75  # FTS5's and Lucene's BM25 defaults
 # A word as FTS5's unicode61 tokenizer cut it: letters and digits; an underscore separates
@@ -270,14 +277,44 @@ class TantivyLexicon:
         texts: Callable[[list[int]], Mapping[int, str]], within: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The best ``k`` rows of the tenant, readable by one of ``roles`` and live: rowids and
-        exact BM25 scores, best first, among ``within`` (rowids: a query filter's) when given. The
-        access terms, and ``within``, are required clauses of the ranked query;
-        ``texts`` gives the candidates' words (context and body) to score them exactly."""
+        exact BM25 scores, best first, among ``within`` (rowids: a query filter's) when given.
+        The top k is chosen among the caller's rows only (see :meth:`_ranked`); ``texts`` gives
+        the candidates' words (context and body) to score them exactly."""
         roles = sorted(roles)
         if not terms or not roles or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        searcher, statistics = self._searcher()
+        # tantivy's own top k, re-scored exactly: its one-byte lengths reorder rows but seldom
+        # change which are in the top k (SciFact and Cranfield gave the same figures from 2k).
+        hits = self._ranked(searcher, terms, tenant, roles, k, within)
+        if not hits:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        rowids = _whole_numbers(searcher, "rowid", hits)
+        lengths = _whole_numbers(searcher, "length", hits)
+        found = texts(rowids)
+        kept = [i for i, rowid in enumerate(rowids) if rowid in found]  # gone from the table since: not a hit
+        scores = _bm25(searcher, statistics, terms, [found[rowids[i]] for i in kept], [lengths[i] for i in kept])
+        ids = np.array([rowids[i] for i in kept], dtype=np.int64)
+        best = np.lexsort((ids, -scores))[:k]
+        return ids[best], scores[best]
+
+    def _ranked(
+        self, searcher: tantivy.Searcher, terms: Sequence[str], tenant: str, roles: Sequence[str], k: int,
+        within: np.ndarray | None,
+    ) -> list[tantivy.DocAddress]:
+        """tantivy's best ``k`` of the caller's rows, best first.
+
+        The access terms (and ``within``) as required clauses of the ranked query choose the top k
+        among the caller's rows, but a boolean query with required clauses scores every row that
+        holds a word (at 1M chunks, 22 ms a search): tantivy prunes with block-max WAND only a
+        disjunction of terms alone. So when the caller may read most rows, the words alone are
+        ranked first, ``PRUNED_DEPTH`` times deeper than the caller's share needs, and the
+        caller's rows among them are found with the same access terms, required, on those rows
+        only: when at least k are there (or the words matched no more rows than that), they are
+        the caller's top k, since every row further down scores no more. Otherwise, and for a
+        caller who may read a small share, the filtered query ranks, as before."""
         schema, Occur, Query = self.schema, tantivy.Occur, tantivy.Query
-        matching = Query.boolean_query([(Occur.Should, Query.term_query(schema, "words", term)) for term in terms])
+        words = Query.boolean_query([(Occur.Should, Query.term_query(schema, "words", term)) for term in terms])
         # Roles as a disjunction of term queries, not a term-set query: the term set scores
         # through a bitset of every row and halves the lane's speed at 200k chunks.
         allowed = [
@@ -285,26 +322,40 @@ class TantivyLexicon:
             Query.boolean_query([(Occur.Should, Query.term_query(schema, "role", role)) for role in roles]),
             Query.term_query(schema, "status", "live"),
         ]
-        if within is not None:
-            allowed.append(Query.term_set_query(schema, "rowid", [int(r) for r in within]))
-        query = Query.boolean_query(
-            [(Occur.Must, matching)] + [(Occur.Must, Query.const_score_query(q, 0.0)) for q in allowed]
-        )
-        searcher, statistics = self._searcher()
-        # tantivy's own top k, re-scored exactly: its one-byte lengths reorder rows but seldom
-        # change which are in the top k (SciFact and Cranfield gave the same figures from 2k).
-        hits = searcher.search(query, limit=k, count=False).hits
-        if not hits:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        addresses = [address for _, address in hits]
-        rowids = _whole_numbers(searcher, "rowid", addresses)
-        lengths = _whole_numbers(searcher, "length", addresses)
-        found = texts(rowids)
-        kept = [i for i, rowid in enumerate(rowids) if rowid in found]  # gone from the table since: not a hit
-        scores = _bm25(searcher, statistics, terms, [found[rowids[i]] for i in kept], [lengths[i] for i in kept])
-        ids = np.array([rowids[i] for i in kept], dtype=np.int64)
-        best = np.lexsort((ids, -scores))[:k]
-        return ids[best], scores[best]
+        filters = [(Occur.Must, Query.const_score_query(q, 0.0)) for q in allowed]
+        if within is None:
+            depth = self._pruned_depth(searcher, tenant, roles, k)
+            if depth:
+                ranked = [address for _, address in searcher.search(words, limit=depth, count=False).hits]
+                if ranked:
+                    candidates = Query.term_set_query(schema, "rowid", _whole_numbers(searcher, "rowid", ranked))
+                    readable = searcher.search(Query.boolean_query([(Occur.Must, candidates), *filters]),
+                                               limit=len(ranked), count=False).hits
+                    mine = {(a.segment_ord, a.doc) for _, a in readable}
+                    chosen = [a for a in ranked if (a.segment_ord, a.doc) in mine]
+                    if len(chosen) >= k or len(ranked) < depth:
+                        return chosen[:k]
+                else:
+                    return []
+        else:
+            filters.append((Occur.Must, Query.const_score_query(
+                Query.term_set_query(schema, "rowid", [int(r) for r in within]), 0.0)))
+        query = Query.boolean_query([(Occur.Must, words), *filters])
+        return [address for _, address in searcher.search(query, limit=k, count=False).hits]
+
+    @staticmethod
+    def _pruned_depth(searcher: tantivy.Searcher, tenant: str, roles: Sequence[str], k: int) -> int:
+        """How deep to rank the words alone for ``k`` of the caller's rows, 0 for the filtered
+        query: the caller's share of the rows bounded from above by the rows of its tenant, of
+        its roles and live ones (tantivy's term counts, which hold rows deleted but not yet
+        merged away: an estimate, which only picks the way, never the rows)."""
+        rows = searcher.num_docs
+        if not rows or rows < PRUNED_FROM:
+            return 0
+        share = min(searcher.doc_freq("tenant", tenant), sum(searcher.doc_freq("role", r) for r in roles),
+                    searcher.doc_freq("status", "live")) / rows
+        depth = math.ceil(PRUNED_DEPTH * k / share) if share > 0 else 0
+        return depth if 0 < depth <= PRUNED_MOST * k else 0
 
     # -- writes --------------------------------------------------------------------------
 
