@@ -6,7 +6,8 @@ Each judged query runs the lane's own steps one after another, each timed on its
 checks before a search (rows waiting, the index current), the question's terms, the searcher
 (stat and reload), tantivy's ranked query (the words with the access clauses), the candidates'
 rowids and lengths (fast fields), their rows read back from SQLite, the exact re-scoring, the
-hits built; then the whole lane as ``SqliteSearchIndex.lexical`` runs it. Beside them, tantivy's
+hits built; then the whole lane as ``SqliteSearchIndex.lexical`` runs it, and (where this code
+prunes) the whole lane again with the access terms always required in the ranked query. Beside them, tantivy's
 query alone in other forms, on the same searcher: the words only (no access clause, which tantivy
 ranks with block-max WAND) and the words with each access clause as a filter. Percentiles of each
 over the queries, after a warm-up, in one process.
@@ -89,6 +90,12 @@ def profile(home: Path, queries: list[str], depth: int) -> dict[str, object]:
         _timed(local, "exact_bm25", lambda: lexical._bm25(searcher, statistics, terms, texts, lengths))
         _timed(local, "hits", lambda: [index._hit(rows[r], 1.0, i) for i, r in enumerate(rowids[0]) if r in rows])
         _timed(local, "lane", lambda: index.lexical(text, identity, depth))
+        if hasattr(lexical, "PRUNED_MOST"):  # the same lane with the access terms always in the ranked query
+            kept, lexical.PRUNED_MOST = lexical.PRUNED_MOST, 0
+            try:
+                _timed(local, "lane_filtered", lambda: index.lexical(text, identity, depth))
+            finally:
+                lexical.PRUNED_MOST = kept
         if keep:
             for name, values in local.items():
                 samples.setdefault(name, []).extend(values)

@@ -4,12 +4,23 @@ role's or status's rows never take a place in it, and a page is never emptied by
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from citewell.index import lexical
 from citewell.index.lexical import LexicalRow, TantivyLexicon, text_of
+
+
+@pytest.fixture(autouse=True)
+def pruned_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane ranks the words alone from ``PRUNED_FROM`` rows on: here, from the first."""
+    monkeypatch.setattr(lexical, "PRUNED_FROM", 0)
 
 
 def rows(start: int, count: int, tenant: str, text: str, roles: Sequence[str] = ("staff",),
@@ -73,3 +84,30 @@ def test_every_k_gives_the_callers_rows_in_the_order_of_the_filtered_ranking(tmp
         assert sorted(ranked) == sorted(own)
         for k in (1, 3, 10, 40):
             assert top(lexicon, texts, tenant, ["staff"], k, "crane") == ranked[:k]
+
+
+TENANTS, ROLES, STATUSES = ["northpier", "bluefen"], ["staff", "hr", "ops"], ["live", "live", "live", "deleting"]
+layouts = st.lists(st.tuples(st.sampled_from(TENANTS), st.frozensets(st.sampled_from(ROLES), min_size=1, max_size=2),
+                             st.sampled_from(STATUSES), st.integers(1, 3)), min_size=1, max_size=60)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(layout=layouts, tenant=st.sampled_from(TENANTS), roles=st.frozensets(st.sampled_from(ROLES), min_size=1),
+       k=st.integers(1, 30))
+def test_both_ways_of_ranking_give_the_same_page_of_the_callers_rows_only(layout, tenant, roles, k) -> None:
+    # Whichever way the lane ranks (the words alone, then the caller's rows among them; or the
+    # access terms required in the ranked query), a caller gets the same rows, all its own, and
+    # as many as it has up to k. Every row a different length under 40 terms: no ties.
+    every = [LexicalRow(n + 1, t, status, r, "Handbook", f"{'crane ' * times}{'filler ' * n}")
+             for n, (t, r, status, times) in enumerate(layout)]
+    own = {row.rowid for row in every if row.tenant == tenant and row.roles & roles and row.status == "live"}
+    with tempfile.TemporaryDirectory() as folder:
+        lexicon, texts = lexicon_of(Path(folder), every)
+        pruned = top(lexicon, texts, tenant, sorted(roles), k, "crane")
+        most, lexical.PRUNED_MOST = lexical.PRUNED_MOST, 0
+        try:
+            filtered = top(lexicon, texts, tenant, sorted(roles), k, "crane")
+        finally:
+            lexical.PRUNED_MOST = most
+    assert pruned == filtered
+    assert set(pruned) <= own and len(pruned) == min(k, len(own))

@@ -1,8 +1,10 @@
 """The lexical lane's engine: tantivy segments in a folder beside ``index.db``.
 
 FTS5 computes bm25 for every match before it sorts (84 ms at 200k chunks); tantivy ranks in
-Rust with top-k pruning. The access fields (tenant, roles, status) are indexed terms in the
-same boolean query as the words, so the top k is computed over the caller's rows only.
+Rust with top-k pruning. The access fields (tenant, roles, status) are indexed terms, and the
+top k is computed over the caller's rows only: required terms of the ranked query, or, for a
+caller who may read most rows, the same terms required of the rows the words alone ranked
+first (see ``TantivyLexicon._ranked``).
 
 A chunk's context (title, headings) and body are analysed as one text, as FTS5's bm25 saw a
 row: one term frequency and one length per chunk (two fields scored apart count a word twice
@@ -54,7 +56,7 @@ WRITER_HEAP = 64_000_000  # bytes: fewer, larger segments per write than tantivy
 # ``PRUNED_FROM``, where scoring every match costs less than the second query.
 PRUNED_DEPTH = 2
 PRUNED_MOST = 8
-PRUNED_FROM = 0
+PRUNED_FROM = 50_000
 LONGEST_TERM = 40  # characters: longer runs (hashes, base64) are not words anyone searches for
 K1, B = 1.2, 0.75  # FTS5's and Lucene's BM25 defaults
 # A word as FTS5's unicode61 tokenizer cut it: letters and digits; an underscore separates
