@@ -53,10 +53,11 @@ WRITER_HEAP = 64_000_000  # bytes: fewer, larger segments per write than tantivy
 # The words ranked alone (block-max WAND) for a caller who may read most rows: this many times
 # deeper than k over the caller's share, and at most ``PRUNED_MOST`` times k (a caller with a
 # smaller share goes to the filtered query directly); not on an index of fewer rows than
-# ``PRUNED_FROM``, where scoring every match costs less than the second query.
+# ``PRUNED_FROM``, where scoring every match costs no more than the check (at 50,000 chunks, 2.4
+# against 2.8 ms a lane; at 200,001, 6.1 against 3.8).
 PRUNED_DEPTH = 2
 PRUNED_MOST = 8
-PRUNED_FROM = 50_000
+PRUNED_FROM = 100_000
 LONGEST_TERM = 40  # characters: longer runs (hashes, base64) are not words anyone searches for
 K1, B = 1.2, 0.75  # FTS5's and Lucene's BM25 defaults
 # A word as FTS5's unicode61 tokenizer cut it: letters and digits; an underscore separates
