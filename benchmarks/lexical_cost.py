@@ -1,6 +1,6 @@
 """Where the BM25 lane's time goes, stage by stage, on a built home.
 
-``python -m benchmarks.lexical_cost HOME --queries DATASET_DIR [--limit N] [--depth 50]``
+``python -m benchmarks.lexical_cost HOME --queries DATASET_DIR [--limit N] [--depth 50] [--hybrid CACHE]``
 
 Each judged query runs the lane's own steps one after another, each timed on its own: the
 checks before a search (rows waiting, the index current), the question's terms, the searcher
@@ -10,7 +10,9 @@ hits built; then the whole lane as ``SqliteSearchIndex.lexical`` runs it, and (w
 prunes) the whole lane again with the access terms always required in the ranked query. Beside them, tantivy's
 query alone in other forms, on the same searcher: the words only (no access clause, which tantivy
 ranks with block-max WAND) and the words with each access clause as a filter. Percentiles of each
-over the queries, after a warm-up, in one process.
+over the queries, after a warm-up, in one process. With ``--hybrid``, instead: k=10 searches
+(the BM25 lane, hybrid, hybrid with the query's vector from that cache) with the lane pruning
+and with the access terms always required, alternating query by query, and the vector lane.
 """
 
 from __future__ import annotations
@@ -110,15 +112,45 @@ def profile(home: Path, queries: list[str], depth: int) -> dict[str, object]:
     return report
 
 
+def hybrid(home: Path, queries: list[str], cache: Path) -> dict[str, object]:
+    """Searches as ``benchmarks.speed`` times them, each way of ranking the words in turn per query."""
+    from benchmarks.cache import CachedEmbedder
+    from citewell.search import search
+
+    services = open_local(home)
+    model = services.embedder
+    cached = CachedEmbedder(model, cache)
+    cached.embed(queries)
+    samples: dict[str, list[float]] = {}
+    most = lexical.PRUNED_MOST
+    plan = [("bm25", cached, ("bm25",)), ("hybrid", model, ("bm25", "vector")), ("hybrid_no_embed", cached, ("bm25", "vector"))]
+    try:
+        for text in queries[:3] + queries:  # the first three warm up, and are dropped below
+            for way in ("pruned", "filtered"):
+                lexical.PRUNED_MOST = most if way == "pruned" else 0
+                for name, embedder, lanes in plan:
+                    services.embedder = embedder
+                    _timed(samples, f"{name}:{way}", lambda t=text, ls=lanes: search(services, EVAL_IDENTITY, t, k=10, lanes=ls))
+            for name, embedder in (("vector", model), ("vector_no_embed", cached)):
+                services.embedder = embedder
+                _timed(samples, name, lambda t=text: search(services, EVAL_IDENTITY, t, k=10, lanes=("vector",)))
+    finally:
+        lexical.PRUNED_MOST = most
+        services.embedder = model
+    return {name: percentiles(values[3:]) for name, values in samples.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("home", type=Path)
     parser.add_argument("--queries", type=Path, required=True, help="a BEIR-layout dataset whose judged queries to run")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--depth", type=int, default=50, help="the lane's depth (search asks max(50, 3k))")
+    parser.add_argument("--hybrid", type=Path, metavar="CACHE", help="time whole searches both ways instead")
     args = parser.parse_args()
     queries = list(load_queries(args.queries, load_qrels(args.queries, "test")).values())
-    emit(profile(args.home, queries[: args.limit] if args.limit else queries, args.depth))
+    queries = queries[: args.limit] if args.limit else queries
+    emit(hybrid(args.home, queries, args.hybrid) if args.hybrid else profile(args.home, queries, args.depth))
 
 
 if __name__ == "__main__":
