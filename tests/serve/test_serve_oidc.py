@@ -193,3 +193,13 @@ def test_the_key_cache_refetches_an_unknown_kid_once_per_interval_and_survives_a
     with pytest.raises(KeysUnavailable):
         keys.key("rsa-1")
     provider.start()  # (the fixture stops it again)
+
+
+def test_an_issuers_reply_over_its_cap_is_refused_not_held():
+    from citewell.serve.jwks import read_capped
+
+    def reply(size: int) -> httpx.Response:
+        return httpx.Response(200, stream=httpx.ByteStream(b"k" * size))
+
+    assert read_capped(reply(1024), 1024) == b"k" * 1024
+    assert read_capped(reply(1025), 1024) is None

@@ -113,11 +113,9 @@ class JwksKeys:
                     client.stream("GET", self.url, headers={"Accept": "application/json"}) as response:
                 if response.status_code != 200:
                     raise KeysUnavailable(f"the issuer's JWKS answered {response.status_code}")
-                body = b""
-                for part in response.iter_bytes():
-                    body += part
-                    if len(body) > MAX_JWKS_BYTES:
-                        raise KeysUnavailable("the issuer's JWKS is too large")
+                body = read_capped(response, MAX_JWKS_BYTES)
+                if body is None:
+                    raise KeysUnavailable("the issuer's JWKS is too large")
             document = httpx.Response(200, content=body).json()
         except (httpx.HTTPError, ValueError) as error:
             raise KeysUnavailable(f"the issuer's JWKS could not be read: {type(error).__name__}") from None
@@ -150,3 +148,15 @@ def signing_keys(document: Any) -> dict[str | None, SigningKey]:
         except jwt.PyJWTError:
             continue
     return keys
+
+
+def read_capped(response: httpx.Response, limit: int) -> bytes | None:
+    """A streamed reply's body, or None once it passes ``limit`` bytes (read no further): what an
+    issuer serves (discovery, JWKS) is small, and a larger reply is refused, not held."""
+    parts, size = [], 0
+    for part in response.iter_bytes():
+        size += len(part)
+        if size > limit:
+            return None
+        parts.append(part)
+    return b"".join(parts)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from citewell.errors import InvalidInput, readable
 from citewell.identities import ClaimRules
 from citewell.models.values import validate_name
-from citewell.serve.jwks import JwksKeys
+from citewell.serve.jwks import JwksKeys, read_capped
 from citewell.serve.settings import OidcSettings
 from citewell.serve.tokens import ASYMMETRIC, TokenVerifier
 
@@ -75,11 +75,9 @@ def discover(issuer: str, timeout: float = 10.0) -> Discovery:
         with httpx.Client(timeout=timeout, follow_redirects=False) as client, client.stream("GET", url) as response:
             if response.status_code != 200:
                 raise OidcMisconfigured(f"{url} answered {response.status_code}, not the issuer's discovery document")
-            body = b""
-            for part in response.iter_bytes():
-                body += part
-                if len(body) > MAX_DISCOVERY_BYTES:
-                    raise OidcMisconfigured(f"{url} is larger than a discovery document")
+            body = read_capped(response, MAX_DISCOVERY_BYTES)
+            if body is None:
+                raise OidcMisconfigured(f"{url} is larger than a discovery document")
         found = Discovery.model_validate_json(body)
     except httpx.HTTPError as error:
         raise OidcMisconfigured(f"the issuer's discovery document at {url} cannot be fetched: {error}") from None
