@@ -80,13 +80,14 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = None
+    args, writing = None, False
     try:
         args = _parser(json_errors="--json" in argv).parse_args(argv, argparse.Namespace(**ANYWHERE_DEFAULTS))
         from citewell.settings import settings
 
         settings()  # a bad CITEWELL_* variable fails every command at once, by name
         payload, code = COMMANDS[args.command](args)
+        writing = True
         if args.json:
             print(json.dumps(payload, ensure_ascii=False))
         elif args.command == "login":
@@ -96,6 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             render(args.command, payload)
     except KeyboardInterrupt as interrupt:
+        if writing:  # the command had ended: its output is cut, not followed by a second answer
+            print("citewell: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         return interrupted(argv, interrupt, args)
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] == "citewell":
