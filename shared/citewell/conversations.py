@@ -18,12 +18,14 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from citewell.answers.followups import standalone
+from citewell.cursors import decode, encode
 from citewell.deletion import compact, removing, withdraw_turns
-from citewell.errors import GeneratorUnavailable, NotFound
+from citewell.errors import GeneratorUnavailable, InvalidInput, NotFound
 from citewell.models.answers import Answer, AnswerRecord, Outcome
 from citewell.models.conversations import Conversation, Feedback, Turn
 from citewell.models.identity import Identity
@@ -34,6 +36,8 @@ from citewell.services import Services
 from citewell.settings import settings
 
 HISTORY = 20  # recent questions a caller is shown
+THREAD_PAGE = 20  # turns a view of a conversation shows unless asked for another number
+THREAD_PAGE_MAX = 100  # a page's answers are read in one batch (DynamoDB's BatchGetItem takes 100 keys)
 CONTEXT_TURNS = 3  # earlier questions a model is given to rewrite a follow-up
 FOLLOW_UP_TURNS = 12  # latest turns a follow-up reads to find those (withdrawn ones skipped): no more at turn 5,000
 REWRITE_UNAVAILABLE = "follow-up rewritten by rules"  # in ``degraded`` when the model could not rewrite it
@@ -54,10 +58,23 @@ class ShownTurn(BaseModel):
 
 
 class Thread(BaseModel):
+    """A page of a conversation: its latest turns, or those before a cursor, oldest first."""
+
     conversation_id: str
     created_at: datetime
     updated_at: datetime
+    turn_count: int = 0  # every turn the conversation has, shown on this page or not
     turns: list[ShownTurn] = Field(default_factory=list)
+    next: str | None = None  # the cursor of the page of earlier turns; None: this page reaches turn 1
+
+
+class _TurnsCursor(BaseModel):
+    """Where the next page of a view starts: the turns of this conversation before seq ``before``."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["turns"] = "turns"
+    conversation: str = Field(min_length=1, max_length=128)
+    before: int = Field(ge=2, le=10**10)
 
 
 class HistoryItem(BaseModel):
@@ -74,10 +91,11 @@ def expired(conversation: Conversation, now: datetime | None = None) -> bool:
 
 
 def owned(conversations: ConversationRecords, identity: Identity, conversation_id: str,
-          last: int | None = None) -> Conversation:
-    """The caller's live conversation of this id, with its latest ``last`` turns (None: all);
-    NotFound for anyone else's, an expired one, or none."""
-    found = conversations.get_conversation(identity.tenant, conversation_id, last=last) if not identity.is_empty else None
+          last: int | None = None, before: int | None = None) -> Conversation:
+    """The caller's live conversation of this id, with its latest ``last`` turns (None: all) before
+    seq ``before`` (None: to the newest); NotFound for anyone else's, an expired one, or none."""
+    found = (conversations.get_conversation(identity.tenant, conversation_id, last=last, before=before)
+             if not identity.is_empty else None)
     if found is None or not found.owned_by(identity) or expired(found):
         raise NotFound(f"no conversation {conversation_id!r} for this caller")
     return found
@@ -176,11 +194,36 @@ def ask_in_conversation(
     return result
 
 
-def thread(services: Services, identity: Identity, conversation_id: str) -> Thread:
-    conversation = owned(services.conversations, identity, conversation_id)
+def thread(services: Services, identity: Identity, conversation_id: str, cursor: str | None = None,
+           limit: int = THREAD_PAGE) -> Thread:
+    """One page of the caller's conversation: its latest ``limit`` turns, or, with the ``next``
+    cursor a page returned, the ``limit`` before those; ``next`` pages back until turn 1. A page
+    costs the same reads at turn 5,000 as at turn 5: the head, the page's turns (one ranged read
+    back from the cursor) and, in one batch each, their answers and the documents those rest on.
+
+    A cursor names only a turn of one conversation, so it reaches nothing the caller could not
+    read without it: owner, tenant and expiry are checked from the caller's identity on every
+    page (another's conversation, a deleted or expired one: NotFound), and a cursor that is
+    garbled, another conversation's or past its turns is InvalidInput. A page of turns is
+    stable: a question asked meanwhile adds a later turn, never shifts an earlier page, and a
+    turn withdrawn meanwhile is shown without its words."""
+    from citewell.answers.service import readable_answers
+
+    if not 1 <= limit <= THREAD_PAGE_MAX:
+        raise InvalidInput(f"limit must be a whole number from 1 to {THREAD_PAGE_MAX}")
+    before = None
+    if cursor is not None:
+        found = decode(cursor, _TurnsCursor)
+        if found.conversation != conversation_id:
+            raise InvalidInput("this cursor pages another conversation: pass the `next` of this conversation's previous page")
+        before = found.before
+    conversation = owned(services.conversations, identity, conversation_id, last=limit, before=before)
+    if before is not None and before > conversation.turn_count + 1:
+        raise InvalidInput("the cursor points past this conversation's turns: pass the `next` of its previous page as it came")
+    records = readable_answers(services, identity, {t.answer_id for t in conversation.turns if not t.withdrawn})
     turns = []
     for turn in conversation.turns:
-        record = None if turn.withdrawn else _visible(services, identity, turn.answer_id)
+        record = None if turn.withdrawn else records.get(turn.answer_id)
         if record is None or record.source_deleted:
             turns.append(ShownTurn(seq=turn.seq, answer_id=turn.answer_id, asked="", question="", at=turn.at, withdrawn=True))
         else:
@@ -188,8 +231,10 @@ def thread(services: Services, identity: Identity, conversation_id: str) -> Thre
             turns.append(ShownTurn(seq=turn.seq, answer_id=turn.answer_id, asked=turn.asked, question=question,
                                    at=turn.at, withdrawn=False, answer=record.answer, outcome=record.outcome.value,
                                    feedback=turn.feedback))
+    earlier = len(turns) == limit and turns[0].seq > 1
     return Thread(conversation_id=conversation.conversation_id, created_at=conversation.created_at,
-                  updated_at=conversation.updated_at, turns=turns)
+                  updated_at=conversation.updated_at, turn_count=conversation.turn_count, turns=turns,
+                  next=encode(_TurnsCursor(conversation=conversation.conversation_id, before=turns[0].seq)) if earlier else None)
 
 
 def history(services: Services, identity: Identity, limit: int = HISTORY) -> list[HistoryItem]:

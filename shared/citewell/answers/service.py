@@ -20,7 +20,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -32,6 +32,7 @@ from citewell.deadline import last_resort
 from citewell.errors import GeneratorUnavailable, NotFound
 from citewell.filters import SearchFilter
 from citewell.models.answers import Answer, AnswerRecord, Outcome, Passage, SourceRef
+from citewell.models.documents import Document
 from citewell.models.evidence import EvidenceItem
 from citewell.models.identity import Identity
 from citewell.ports import Generator
@@ -69,6 +70,15 @@ def cache_key(identity: Identity, question: str, epoch: int, generator: str, fil
 def _still_current(services: Services, identity: Identity, sources: set[tuple[str, str]]) -> bool:
     """Every ``(document_id, revision)`` is still served, and to this caller."""
     documents = services.documents.get_documents(identity.tenant, {d for d, _ in sources})
+    return all((document := documents.get(d)) is not None and document.serves(r, identity) for d, r in sources)
+
+
+def _readable(record: AnswerRecord, identity: Identity, documents: dict[str, Document]) -> bool:
+    """The rule of :func:`recorded_citations` on documents already read: every source still served
+    to this caller, or (resting on nothing any more) every role of whoever asked."""
+    sources = record.rests_on()
+    if not sources:
+        return set(record.roles) <= identity.roles
     return all((document := documents.get(d)) is not None and document.serves(r, identity) for d, r in sources)
 
 
@@ -231,3 +241,15 @@ def recorded_citations(services: Services, identity: Identity, answer_id: str) -
         raise NotFound(f"no answer {answer_id!r} for this caller")
     assert record is not None
     return record
+
+
+def readable_answers(services: Services, identity: Identity, answer_ids: Iterable[str]) -> dict[str, AnswerRecord]:
+    """The recorded answers among ``answer_ids`` this caller may see, by :func:`recorded_citations`'
+    rule, in two batched reads (the records, then every document they rest on) rather than two
+    per answer: a page of a conversation costs the same reads whatever its turns got."""
+    wanted = set(answer_ids)
+    if identity.is_empty or not wanted:
+        return {}
+    records = services.answers.get_answers(identity.tenant, wanted)
+    documents = services.documents.get_documents(identity.tenant, {d for r in records.values() for d, _ in r.rests_on()})
+    return {i: r for i, r in records.items() if _readable(r, identity, documents)}

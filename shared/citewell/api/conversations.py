@@ -1,4 +1,4 @@
-"""``/conversations``: the caller's recent questions, and one of their conversations turn by turn."""
+"""``/conversations``: the caller's recent questions, and one of their conversations a page of turns at a time."""
 
 from __future__ import annotations
 
@@ -23,9 +23,15 @@ def router(api: ApiDependencies) -> Router:
 
     @routes.get("/conversations/<conversation_id>")
     def conversation(conversation_id: str) -> dict[str, Any]:
-        from citewell.conversations import thread
+        """A page of the conversation: its latest ``limit`` turns, or with ``cursor`` (a page's
+        ``next``) the ones before; 400 for a cursor this conversation's pages did not return."""
+        from citewell.api.paging import page_size
+        from citewell.conversations import THREAD_PAGE, THREAD_PAGE_MAX, thread
 
         found, who = api.caller()
-        return thread(found.services, who, token_id(conversation_id, "conversation")).model_dump(mode="json")
+        query = api.event.get_query_string_value
+        size = page_size(query("limit"), THREAD_PAGE, THREAD_PAGE_MAX)
+        shown = thread(found.services, who, token_id(conversation_id, "conversation"), query("cursor"), size)
+        return shown.model_dump(mode="json")
 
     return routes

@@ -9,14 +9,14 @@ never served from the new one, so the pages of one read always join into one rev
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Callable
-from typing import Literal, TypedDict, TypeVar
+from typing import Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from citewell.cursors import decode as _decode
+from citewell.cursors import encode as _encode
 from citewell.errors import Conflict, InvalidInput
 from citewell.models.chunks import Chunk
 from citewell.models.documents import Document
@@ -52,24 +52,9 @@ class _ListCursor(BaseModel):
     after: str = Field(min_length=1, max_length=512)
 
 
-_Cursor = TypeVar("_Cursor", _TextCursor, _ListCursor)
-
-
 class ListPage(TypedDict):
     documents: list[Document]
     next: str | None
-
-
-def _encode(cursor: BaseModel) -> str:
-    return base64.urlsafe_b64encode(cursor.model_dump_json().encode()).decode().rstrip("=")
-
-
-def _decode(value: str, model: type[_Cursor]) -> _Cursor:
-    try:
-        data = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-        return model.model_validate_json(data)
-    except (binascii.Error, ValueError, ValidationError):
-        raise InvalidInput("cursor is not one this endpoint returned: pass the `next` of the previous page as it came") from None
 
 
 def page_size(value: str | None, default: int, maximum: int) -> int:

@@ -7,11 +7,12 @@ Item layout, by partition:
   (with the chunk count), ``A#answer`` answer records, ``Q#key`` cached answers (with a TTL),
   ``EPOCH`` the tenant's corpus epoch, ``V#conversation`` conversation heads (``version`` for
   conditional writes, ``subject``, ``turn_count``), ``VT#conversation#seq`` their turns, one item
-  each (``seq`` zero-padded, so a follow-up reads the latest few with one Query and a conversation
-  never nears the 400 KB item limit), and ``VA#answer#conversation#seq`` entries: the turns that
-  got an answer. Two keys per conversation read only what is asked:
-  ``VS#subject-hash#updated#conversation`` (a subject's latest conversations, newest first) and
-  ``VU#updated#conversation`` (those idle since a time, for the expiry sweep). An ask writes the
+  each (``seq`` zero-padded, so a follow-up reads the latest few and a view one page of them with
+  one Query of a key range, and a conversation never nears the 400 KB item limit), and
+  ``VA#answer#conversation#seq`` entries: the turns that got an answer. Two keys per
+  conversation read only what is asked: ``VS#subject-hash#updated#conversation`` (a subject's
+  latest conversations, newest first) and ``VU#updated#conversation`` (those idle since a time,
+  for the expiry sweep). An ask writes the
   head (a compare-and-set), the new turn, its entry and the moved keys in one transaction: 7
   items at any length. Nothing of a conversation has a TTL: the expiry sweep removes a head with
   every turn, where a TTL would take turns and head apart. A head written before turns were
@@ -619,14 +620,16 @@ class DynamoMetadataStore:
             return  # another writer split it (or moved it) first
         self._delete_all((f"T#{tenant}", f"VA#{a}#{cid}") for a in {t.answer_id for t in whole})
 
-    def _turns(self, tenant: str, cid: str, last: int | None) -> list[Turn]:
-        """The conversation's turn items, the latest ``last`` of them (None: all), by ``seq``."""
+    def _turns(self, tenant: str, cid: str, last: int | None, upto: int) -> list[Turn]:
+        """The conversation's turn items up to seq ``upto``, the latest ``last`` of them (None: all),
+        by ``seq``: one Query of that key range, read back from ``upto`` a page of ``last`` items."""
         from boto3.dynamodb.conditions import Key
 
-        if last == 0:
+        if last == 0 or upto < 1:
             return []
-        kwargs: dict[str, Any] = {"KeyConditionExpression": Key("pk").eq(f"T#{tenant}") & Key("sk").begins_with(f"VT#{cid}#"),
-                                  "ConsistentRead": True, "ScanIndexForward": last is None}
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("pk").eq(f"T#{tenant}") & Key("sk").between(f"VT#{cid}#", _turn_key(cid, upto)),
+            "ConsistentRead": True, "ScanIndexForward": last is None}
         if last is not None:
             kwargs["Limit"] = last
         found: list[Turn] = []
@@ -636,15 +639,18 @@ class DynamoMetadataStore:
                 break
         return sorted(found, key=lambda t: t.seq)
 
-    def _with_turns(self, item: dict[str, Any], last: int | None) -> Conversation:
-        """A stored head with its latest ``last`` turns (as of the head: none a later ask added)."""
+    def _with_turns(self, item: dict[str, Any], last: int | None, before: int | None = None) -> Conversation:
+        """A stored head with its latest ``last`` turns before seq ``before`` (as of the head: none
+        a later ask added, so a page is full whatever was asked meanwhile)."""
         head, whole = stored_head(item["record"])
-        turns = latest(whole, last) if whole is not None else self._turns(head.tenant, head.conversation_id, last)
+        upto = head.turn_count if before is None else min(head.turn_count, before - 1)
+        turns = latest(whole, last, before) if whole is not None else self._turns(head.tenant, head.conversation_id, last, upto)
         return head.model_copy(update={"turns": [t for t in turns if t.seq <= head.turn_count]})
 
-    def get_conversation(self, tenant: str, conversation_id: str, last: int | None = None) -> Conversation | None:
+    def get_conversation(self, tenant: str, conversation_id: str, last: int | None = None,
+                         before: int | None = None) -> Conversation | None:
         item = self.table.get_item(Key={"pk": f"T#{tenant}", "sk": f"V#{conversation_id}"}, ConsistentRead=True).get("Item")
-        return self._with_turns(item, last) if item else None
+        return self._with_turns(item, last, before) if item else None
 
     def conversations_of(self, tenant: str, subject: str, limit: int = 50, last: int | None = None) -> list[Conversation]:
         """The subject's own ``VS#`` entries, newest first, a page of ``limit`` at a time, until

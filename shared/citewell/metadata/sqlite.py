@@ -372,16 +372,22 @@ class SqliteMetadataStore:
             "INSERT OR IGNORE INTO conversation_answers (tenant, answer_id, conversation_id) VALUES (?, ?, ?)",
             [(key[0], a, key[1]) for a in sorted({t.answer_id for t in turns})])
 
-    def _read(self, record: str, last: int | None = None, answers: Sequence[str] | None = None) -> Conversation:
-        """A stored record with its turns: its latest ``last`` (None: all), or those that got ``answers``."""
+    def _read(self, record: str, last: int | None = None, answers: Sequence[str] | None = None,
+              before: int | None = None) -> Conversation:
+        """A stored record with its turns: its latest ``last`` (None: all) of those before seq
+        ``before`` (None: to the newest), or those that got ``answers``."""
         head, whole = stored_head(record)
         if whole is not None:
-            turns = [t for t in whole if t.answer_id in answers] if answers is not None else latest(whole, last)
+            turns = [t for t in whole if t.answer_id in answers] if answers is not None else latest(whole, last, before)
         elif last == 0:
             turns = []
         else:
             key = (head.tenant, head.conversation_id)
-            if answers is not None:
+            if answers is None and before is not None:  # a page of a view: the key's index, read back from ``before``
+                rows = list(self.conn.execute(
+                    "SELECT record FROM conversation_turns WHERE tenant = ? AND conversation_id = ? AND seq < ? "
+                    "ORDER BY seq DESC LIMIT ?", (*key, before, -1 if last is None else last)))
+            elif answers is not None:
                 rows = [r for offset in range(0, len(answers), _BATCH) for r in self.conn.execute(
                     "SELECT record FROM conversation_turns WHERE tenant = ? AND conversation_id = ? "
                     f"AND answer_id IN ({','.join('?' * len(answers[offset : offset + _BATCH]))})",
@@ -395,11 +401,12 @@ class SqliteMetadataStore:
             turns = sorted((Turn.model_validate_json(r[0]) for r in rows), key=lambda t: t.seq)
         return head.model_copy(update={"turns": turns})
 
-    def get_conversation(self, tenant: str, conversation_id: str, last: int | None = None) -> Conversation | None:
+    def get_conversation(self, tenant: str, conversation_id: str, last: int | None = None,
+                         before: int | None = None) -> Conversation | None:
         with self._snapshot():  # the head and its turns as of one moment
             row = self.conn.execute("SELECT record FROM conversations WHERE tenant = ? AND conversation_id = ?",
                                     (tenant, conversation_id)).fetchone()
-            return self._read(row["record"], last) if row else None
+            return self._read(row["record"], last, before=before) if row else None
 
     def conversations_of(self, tenant: str, subject: str, limit: int = 50, last: int | None = None) -> list[Conversation]:
         """The subject's conversations in ``tenant``, the latest first."""

@@ -78,6 +78,8 @@ def head_json(conversation: Conversation) -> str:
     return conversation.model_dump_json(exclude={"turns"})
 
 
-def latest(turns: list[Turn], last: int | None) -> list[Turn]:
-    """The last ``last`` of ``turns`` (all of them for None)."""
+def latest(turns: list[Turn], last: int | None, before: int | None = None) -> list[Turn]:
+    """The last ``last`` of ``turns`` (all of them for None), of those before seq ``before`` when given."""
+    if before is not None:
+        turns = [t for t in turns if t.seq < before]
     return turns if last is None else turns[max(0, len(turns) - last):] if last > 0 else []

@@ -268,9 +268,12 @@ class ConversationRecords(Protocol):
         the first written (a withdrawal's rerun finishes it)."""
         ...
 
-    def get_conversation(self, tenant: str, conversation_id: str, last: int | None = None) -> Conversation | None:
+    def get_conversation(self, tenant: str, conversation_id: str, last: int | None = None,
+                         before: int | None = None) -> Conversation | None:
         """The conversation with all its turns, or with its latest ``last`` (0: the head alone);
-        None when there is none."""
+        with ``before``, only turns of a lower ``seq`` (a page of a view, read back from there);
+        never a turn past the head's ``turn_count``. Reads only the turns it returns. None when
+        there is none."""
         ...
 
     def conversations_of(self, tenant: str, subject: str, limit: int = 50, last: int | None = None) -> list[Conversation]:
