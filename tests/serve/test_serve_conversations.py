@@ -74,3 +74,38 @@ def test_conversations_and_feedback_survive_kill_9_and_leave_nothing_after_a_del
         assert file_residue(home, {"quillfeather", "manchester", "leeds"}) == []
     finally:
         assert server.stop() in CLEAN_EXIT, server.log.read_text()
+
+
+def test_a_conversation_is_viewed_a_page_at_a_time_and_a_cursor_reaches_only_its_own(tmp_path):
+    """``GET /conversations/{id}`` as the web page and any client call it: the newest ``limit``
+    turns and ``next``, the cursor back to the earlier ones; a cursor or limit it did not return
+    is a 400 that says so, and another caller's token gets a 404 with the id and the cursor."""
+    server = Served(tmp_path / "home")
+    try:
+        writer = server.token("northpier", ["staff", WRITE], subject="writer")
+        assert server.upload(writer, "allowances.md", ALLOWANCES, ["staff"])["status"] == "published"
+        anna = server.token("northpier", ["staff"], subject="anna")
+        first = server.call("POST", "/query", anna, {"question": "What is the Quillfeather meal allowance in Manchester?"}).json()
+        cid = first["conversation_id"]
+        for question in ("what about Leeds?", "and in Manchester?"):
+            assert server.call("POST", "/query", anna, {"question": question, "conversation_id": cid}).status_code == 200
+
+        newest = server.call("GET", f"/conversations/{cid}?limit=2", anna).json()
+        assert [t["seq"] for t in newest["turns"]] == [2, 3] and newest["turn_count"] == 3 and newest["next"]
+        earlier = server.call("GET", f"/conversations/{cid}", anna, params={"limit": "2", "cursor": newest["next"]}).json()
+        assert [t["seq"] for t in earlier["turns"]] == [1] and earlier["next"] is None
+        assert "18 pounds" in earlier["turns"][0]["answer"]
+        whole = server.call("GET", f"/conversations/{cid}", anna).json()  # the default page holds all three
+        assert [t["seq"] for t in whole["turns"]] == [1, 2, 3] and whole["next"] is None
+
+        for query in ({"cursor": newest["next"][:-3]}, {"cursor": "e30"}, {"limit": "0"}, {"limit": "101"}, {"limit": "ten"}):
+            assert refused(server.call("GET", f"/conversations/{cid}", anna, params=query), 400)
+        other = server.call("POST", "/query", anna, {"question": "What is the Quillfeather meal allowance in Leeds?"}).json()
+        assert "another conversation" in refused(
+            server.call("GET", f"/conversations/{other['conversation_id']}", anna, params={"cursor": newest["next"]}), 400)
+        for stranger in (server.token("northpier", ["staff"], subject="ben"), server.token("southgate", ["staff"], subject="anna")):
+            refused(server.call("GET", f"/conversations/{cid}", stranger), 404)
+            assert "18 pounds" not in refused(server.call("GET", f"/conversations/{cid}", stranger,
+                                                          params={"cursor": newest["next"]}), 404)
+    finally:
+        assert server.stop() in CLEAN_EXIT, server.log.read_text()
