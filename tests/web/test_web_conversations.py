@@ -51,12 +51,16 @@ new MutationObserver(() => {
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("web-conversations") / "home"
+
+
+@pytest.fixture(scope="module")
+def site(home: Path) -> Iterator[tuple[str, str, str]]:
     from benchmarks.model_server import MODEL_NAME, serve
     from benchmarks.standin_model import Fault, StandInModel
 
-    root = tmp_path_factory.mktemp("web-conversations")
-    home, files = root / "home", root / "files"
+    files = home.parent / "files"
     files.mkdir()
     (files / "allowances.md").write_text(ALLOWANCES, encoding="utf-8")
     ingest(home, files / "allowances.md", "northpier", "staff")
@@ -222,4 +226,49 @@ def test_a_models_refusal_word_is_never_shown_as_a_draft(browser: Any, site: tup
     assert any("found no answer in your documents" in text for text in said), said
     assert "NOT_IN_DOCUMENTS" not in browser.find_element(By.TAG_NAME, "body").text
     assert answer.is_displayed()
+    assert_clean(browser)
+
+
+def test_a_long_conversation_shows_its_latest_turns_and_earlier_ones_on_request(browser: Any, site: tuple[str, str, str],
+                                                                                 home: Path):
+    """A conversation of 25 turns, reloaded: the latest 20 with their answers and "Earlier turns
+    (5)" above them; pressed, the 5 come above in order, each with its answer, and it goes."""
+    from citewell.metadata.sqlite import SqliteMetadataStore
+    from citewell.models.conversations import Conversation
+    from citewell.models.values import utcnow
+    from citewell.records import update_conversation
+
+    base, token, _ = site
+    signed_out(browser, base)
+    sign_in(browser, token)
+    ask(browser, "What is the meal allowance in Manchester?")
+    cid = browser.execute_script("return JSON.parse(sessionStorage.getItem('citewell.conversation')).id")
+    store = SqliteMetadataStore(home / "metadata.db")  # the served home's own store: 24 more turns as an ask writes each
+    head = store.get_conversation("northpier", cid, last=1)
+    assert head is not None and head.turn_count == 1
+
+    def asked_again(current: Conversation) -> Conversation:
+        at, seq = utcnow(), current.turn_count + 1
+        again = head.turns[0].model_copy(update={"seq": seq, "at": at, "asked": f"question {seq}", "question": f"question {seq}"})
+        return current.model_copy(update={"turns": [again], "turn_count": seq, "updated_at": at})
+
+    for _ in range(24):
+        assert update_conversation(store, store.get_conversation("northpier", cid, last=0), asked_again) is not None
+
+    browser.refresh()
+    wait_for(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#thread > .turn")) == 20, 20, "the latest page")
+    earlier = browser.find_element(By.ID, "thread-earlier")
+    assert earlier.is_displayed() and earlier.text == "Earlier turns (5)"
+    asked = [t.find_element(By.CSS_SELECTOR, ".turn-asked").text for t in browser.find_elements(By.CSS_SELECTOR, "#thread > .turn")]
+    assert asked == [f"question {n}" for n in range(6, 26)]
+    earlier.click()
+    wait_for(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#thread > .turn")) == 25, 20, "the earlier turns")
+    turns = browser.find_elements(By.CSS_SELECTOR, "#thread > .turn")
+    asked = [t.find_element(By.CSS_SELECTOR, ".turn-asked").text for t in turns]
+    assert asked == ["What is the meal allowance in Manchester?", *(f"question {n}" for n in range(2, 26))]
+    assert "18 pounds" in turns[0].find_element(By.CSS_SELECTOR, ".turn-answer").text
+    assert not browser.find_element(By.ID, "thread-earlier").is_displayed()
+    assert "5 earlier turns shown" in browser.find_element(By.ID, "ask-status").text
+    browser.find_element(By.ID, "new-conversation").click()  # a new conversation has no earlier turns to offer
+    assert not browser.find_element(By.ID, "thread-earlier").is_displayed()
     assert_clean(browser)

@@ -20,6 +20,7 @@
     drawn: null,  // the documents list as last drawn: redrawn only when it changes
     refreshTimer: null,
     conversation: null,  // the conversation a next question follows up; null starts a new one
+    earlier: null,  // {id, cursor}: where the thread's earlier turns are read from; null when it shows turn 1
     oidc: null,  // the OpenID Connect issuer the page signs in with, from /auth/config
     answers: new Map(),  // answer id -> the answer as received or as recorded: a thread's turns with their sources
   };
@@ -678,11 +679,25 @@
   /** A turn's question at the end of the thread; its answer follows it (earlierAnswer, or the
    *  answer box just below the thread for the latest). */
   function addTurn(turn) {
+    const item = turnItem(turn);
+    $("thread").append(item);
+    return item;
+  }
+
+  function turnItem(turn) {
     const item = el("li", { class: "turn" }, el("span", { class: "turn-asked", text: turn.asked }));
     if (turn.question && turn.question !== turn.asked) {
       append(item, [el("span", { class: "turn-rewritten", text: `answered as: ${turn.question}` })]);
     }
-    $("thread").append(item);
+    return item;
+  }
+
+  /** A turn of a page the server returned, as the thread shows it: without its words when its
+   *  answer was withdrawn; with its answer unless that is left to the answer box below. */
+  function shownTurn(turn, answer, answerBelow) {
+    if (turn.withdrawn) return el("li", { class: "turn withdrawn", text: "(withdrawn: a document it rested on changed)" });
+    const item = turnItem(turn);
+    if (!answerBelow) item.append(earlierAnswer(turn, answer));
     return item;
   }
 
@@ -778,10 +793,11 @@
     if (!found.history.length) append(list, [el("li", { class: "hint", text: "No questions yet." })]);
   }
 
-  /** The conversation as the server keeps it: a turn whose answer was withdrawn since (a document
-   *  deleted, replaced or narrowed) is shown without its words, never from a copy the page held.
-   *  With ``latestBelow`` the latest turn's answer is left to the answer box. False when it could
-   *  not be read. */
+  /** The conversation as the server keeps it, its latest page of turns: a turn whose answer was
+   *  withdrawn since (a document deleted, replaced or narrowed) is shown without its words, never
+   *  from a copy the page held. Earlier turns come a page at a time from "Earlier turns" (the
+   *  server pages a long conversation: a view never reads it whole). With ``latestBelow`` the
+   *  latest turn's answer is left to the answer box. False when it could not be read. */
   async function loadThread(id, latestBelow = false) {
     let thread;
     let answers;
@@ -797,20 +813,47 @@
     follow(thread.conversation_id);
     clear($("thread"));
     thread.turns.forEach((turn, index) => {
-      if (turn.withdrawn) {
-        append($("thread"), [el("li", { class: "turn withdrawn", text: "(withdrawn: a document it rested on changed)" })]);
-      } else {
-        const item = addTurn(turn);
-        if (!(latestBelow && index === thread.turns.length - 1)) item.append(earlierAnswer(turn, answers[index]));
-      }
+      $("thread").append(shownTurn(turn, answers[index], latestBelow && index === thread.turns.length - 1));
     });
     show($("thread"), thread.turns.length > 0);
+    earlierFrom(thread);
     return true;
+  }
+
+  /** "Earlier turns" above the thread while a page has turns before it (``next``), with how many. */
+  function earlierFrom(page) {
+    const button = $("thread-earlier");
+    state.earlier = page && page.next ? { id: page.conversation_id, cursor: page.next } : null;
+    const before = page && page.turns.length ? page.turns[0].seq - 1 : 0;
+    button.textContent = `Earlier turns (${before})`;
+    show(button, Boolean(state.earlier));
+  }
+
+  /** The page of turns before the first one shown, put above it with each answer and its sources. */
+  async function loadEarlier() {
+    const kept = state.earlier;
+    if (!kept || kept.id !== state.conversation) return;
+    const button = $("thread-earlier");
+    button.disabled = true;
+    try {
+      const page = await api("GET", `/conversations/${encodeURIComponent(kept.id)}?cursor=${encodeURIComponent(kept.cursor)}`);
+      const answers = await Promise.all(page.turns.map((turn) => (turn.withdrawn ? null : answerOf(turn.answer_id))));
+      if (state.earlier !== kept) return;  // another conversation, or this one reloaded, meanwhile
+      $("thread").prepend(...page.turns.map((turn, index) => shownTurn(turn, answers[index], false)));
+      earlierFrom(page);
+      status("ask-status", `${page.turns.length} earlier ${page.turns.length === 1 ? "turn" : "turns"} shown above.`);
+      if (!state.earlier) $("thread").focus();  // the button is gone: the thread keeps the focus
+    } catch (error) {
+      report("ask-status", error);
+    } finally {
+      button.disabled = false;
+    }
   }
 
   /** The conversation a next question follows up, remembered for this tab and this token: a
    *  reload goes on with it instead of starting a new one without a word. */
   function follow(id) {
+    if (id !== state.conversation) earlierFrom(null);  // another conversation's earlier turns are not this one's
     state.conversation = id;
     if (id && state.token) sessionStorage.setItem(CONVERSATION_KEY, JSON.stringify({ token: state.token, id }));
     else sessionStorage.removeItem(CONVERSATION_KEY);
@@ -1509,6 +1552,7 @@
       for (const type of ["input", "change"]) form.addEventListener(type, () => markNarrowed(form));
     }
     $("new-conversation").addEventListener("click", newConversation);
+    $("thread-earlier").addEventListener("click", loadEarlier);
     $("search-form").addEventListener("submit", search);
     $("documents-refresh").addEventListener("click", loadDocuments);
     $("source-close").addEventListener("click", closeSource);
