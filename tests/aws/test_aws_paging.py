@@ -128,3 +128,30 @@ def test_the_listing_pages_hold_and_count_only_what_the_reader_may_read(aws):
     assert api("GET", "/documents", query={"limit": str(LIST_PAGE_MAX + 1)}, groups=READER)[0] == 400
     assert api("GET", "/documents", query={"cursor": "%%%"}, groups=READER)[0] == 400
     assert "hr" not in json.dumps(api("GET", "/documents", groups=READER)[1])
+
+
+def test_a_conversation_is_viewed_in_pages_through_the_api_function(aws):
+    """``GET /conversations/{id}`` through the Lambda handler: the newest page and ``next`` back to
+    turn 1, a cut cursor a 400, another tenant's token a 404 with the id and the cursor."""
+    upload(aws, "handbook.md", HANDBOOK)
+    pump(aws)
+    status, first = api("POST", "/query", {"question": "How many days of paid annual leave do full-time staff receive?"})
+    assert status == 200
+    cid = first["conversation_id"]
+    for question in ("and for part-time staff?", "How many days of paid annual leave do full-time staff receive?"):
+        assert api("POST", "/query", {"question": question, "conversation_id": cid})[0] == 200
+    pages, cursor = [], None
+    while True:
+        status, page = api("GET", f"/conversations/{cid}", query={"limit": "2", **({"cursor": cursor} if cursor else {})})
+        assert status == 200 and page["turn_count"] == 3, page
+        pages.append([t["seq"] for t in page["turns"]])
+        if (cursor := page["next"]) is None:
+            break
+    assert pages == [[2, 3], [1]]
+    _, newest = api("GET", f"/conversations/{cid}", query={"limit": "2"})
+    status, refused = api("GET", f"/conversations/{cid}", query={"cursor": newest["next"][:-3]})
+    assert status == 400 and refused["error"]["code"] == "invalid_input"
+    assert api("GET", f"/conversations/{cid}", query={"limit": "101"})[0] == 400
+    for query in (None, {"cursor": newest["next"]}):
+        status, found = api("GET", f"/conversations/{cid}", query=query, tenant="bluefen")
+        assert status == 404 and "annual leave" not in json.dumps(found)
