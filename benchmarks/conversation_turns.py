@@ -178,7 +178,7 @@ def _whole_view(services: Any, identity: Any, conversation_id: str) -> int:
 
 def view_cost(store: Any, services: Any, turns: int, chars: int) -> dict[str, Any]:
     """One view of the conversation, paged (now) and whole (before)."""
-    from citewell.conversations import thread
+    from citewell.conversations import THREAD_PAGE_MAX, thread
     from citewell.models.identity import Identity
 
     anna = Identity(tenant="northpier", roles=frozenset({"staff"}), subject="anna")
@@ -193,6 +193,16 @@ def view_cost(store: Any, services: Any, turns: int, chars: int) -> dict[str, An
         took = time.perf_counter() - started
         found[name] = {"shown": shown, "calls": dict(calls.calls), "read": calls.read, "bytes": calls.bytes, "moto_s": took,
                        "scaled_s": sum(LATENCY_S.get(op, 0.006) * count for op, count in calls.calls.items())}
+    # The reply's JSON: the page, and the whole thread the view returned before (every page's turns in one).
+    page = thread(services, anna, "c" * 32)
+    found["paged"]["reply"] = len(page.model_dump_json().encode())
+    every, cursor = [], None
+    while True:
+        older = thread(services, anna, "c" * 32, cursor, THREAD_PAGE_MAX)
+        every[:0] = older.turns
+        if (cursor := older.next) is None:
+            break
+    found["whole"]["reply"] = len(page.model_copy(update={"turns": every, "next": None}).model_dump_json().encode())
     return found
 
 
@@ -240,13 +250,14 @@ def main() -> None:
                 views.append(view_cost(store, services, turns, chars))
                 asks.append(ask_cost(store, turns, chars))
     print("\nOne view (GET /conversations/{id}): paged, as now, and whole, as before")
-    print("| turns | question chars | view | turns shown | calls | items read | bytes read | moto | scaled |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| turns | question chars | view | turns shown | calls | items read | bytes read | reply | moto | scaled |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for view in views:
         for name in ("paged", "whole"):
             cost = view[name]
             print(f"| {view['turns']:,} | {view['chars']:,} | {name} | {cost['shown']:,} | {_calls(cost['calls'])} | "
-                  f"{cost['read']:,} | {cost['bytes']:,} | {cost['moto_s'] * 1000:,.0f} ms | {cost['scaled_s'] * 1000:,.0f} ms |")
+                  f"{cost['read']:,} | {cost['bytes']:,} | {cost['reply']:,} | {cost['moto_s'] * 1000:,.0f} ms | "
+                  f"{cost['scaled_s'] * 1000:,.0f} ms |")
     print("\nOne ask")
     print("| turns before the ask | question chars | calls | write calls | items written | largest item | moto | scaled |")
     print("|---|---|---|---|---|---|---|---|")

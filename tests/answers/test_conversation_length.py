@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 
+from citewell.conversations import thread
 from citewell.deletion import delete_document
 from citewell.metadata.dynamodb import TURN_WRITES
 from citewell.models.conversations import Conversation, Turn
@@ -154,6 +155,8 @@ def test_a_conversation_stored_whole_is_read_and_split_at_its_first_write(servic
     read = services.conversations.get_conversation(ANNA.tenant, "whole")
     assert read.turn_count == 3 and [t.seq for t in read.turns] == [1, 2, 3]
     assert [t.seq for t in services.conversations.get_conversation(ANNA.tenant, "whole", last=1).turns] == [3]
+    assert [t.seq for t in services.conversations.get_conversation(ANNA.tenant, "whole", last=1, before=3).turns] == [2]
+    assert thread(services, ANNA, "whole", limit=2).next is not None  # a page of a record stored whole, too
     assert [c.conversation_id for c in services.conversations.conversations_answering(ANNA.tenant, [first.answer_id])
             if c.conversation_id == "whole"] == ["whole"]
 
