@@ -6,14 +6,21 @@ never reads the document.
 - StartDocumentTextDetection reads the S3 object named (its version when given) as the caller:
   absent, it is InvalidS3ObjectException. The same ClientRequestToken returns the same JobId
   (IdempotentParameterMismatchException with another document). A job is IN_PROGRESS until the
-  test calls :meth:`FakeTextract.finish`, which judges the document: a PDF of at most 3,000 pages
-  and 500 MB, with pages of at most 40 inches a side, SUCCEEDED, anything else FAILED with a status
-  message (this fake's words), and publishes the completion to the job's SNS topic in the
-  documented shape (JobId, Status, API, JobTag, Timestamp, DocumentLocation).
+  test calls :meth:`FakeTextract.finish`, which judges the document as the set quotas say
+  (https://docs.aws.amazon.com/textract/latest/dg/limits-document.html, and "Multipage documents
+  must be in PDF or TIFF format. Single-page documents processed with asynchronous operations can
+  be in JPEG, PNG, TIFF or PDF format", async.html): a PDF or a TIFF of at most 3,000 pages and
+  500 MB, a PDF's pages at most 40 inches a side, a JPEG or PNG of at most 10 MB (one page), an
+  image's pages at most 10,000 pixels a side, SUCCEEDED; anything else (another format, a GIF, a
+  BMP, text) FAILED with a status message (this fake's words); and it publishes the completion to
+  the job's SNS topic in the documented shape (JobId, Status, API, JobTag, Timestamp,
+  DocumentLocation).
 - GetDocumentTextDetection: an unknown JobId is InvalidJobIdException; a running job answers its
   status and no blocks; a finished one its blocks (a PAGE, then per line a LINE and its WORDs, each
   with its Page), at most MaxResults (1,000, the largest, by default and above it) a response, then a
-  NextToken for the rest; DocumentMetadata.Pages in every response.
+  NextToken for the rest; DocumentMetadata.Pages in every response. The documentation gives a token
+  no lifetime; here one stays good until the test calls :meth:`FakeTextract.expire_tokens`, after
+  which the tokens given before are InvalidParameterException.
 
 What a page "reads" is the test's (``lines(page number)``): the fake recognises nothing.
 """
@@ -34,7 +41,9 @@ from botocore.exceptions import ClientError
 from tests.strict_aws import PARAMS, StrictAws, refusal
 
 MAX_PAGES, MAX_BYTES, MAX_RESULTS = 3000, 500 * 1024 * 1024, 1000
+MAX_IMAGE_BYTES = 10 * 1024 * 1024  # a JPEG or PNG, read asynchronously
 MAX_SIDE_POINTS = 40 * 72  # 40 inches
+MAX_SIDE_PIXELS = 10_000
 
 
 def default_lines(number: int) -> list[str]:
@@ -65,6 +74,7 @@ class FakeTextract:
         self.started: list[str] = []  # job ids, each once, in the order the jobs began
         self.responses: list[int] = []  # blocks in each GetDocumentTextDetection response
         self.refuse_next: list[tuple[str, str]] = []  # (key, error code): the next start on that key is refused so
+        self.epoch = 0  # the tokens of an earlier epoch are refused (expire_tokens)
 
     def install(self, events: Any) -> None:
         events.register("before-parameter-build.textract", StrictAws._keep_params)  # each call's parameters, for its before-call
@@ -111,17 +121,17 @@ class FakeTextract:
         start = 0
         if params.get("NextToken"):
             try:
-                named, offset = base64.b64decode(params["NextToken"]).decode().split(":")
-                assert named == job.job_id
+                named, offset, epoch = base64.b64decode(params["NextToken"]).decode().split(":")
+                assert named == job.job_id and int(epoch) == self.epoch
                 start = int(offset)
             except (ValueError, AssertionError):
-                return refusal(400, "InvalidParameterException", "the pagination token is not this job's")
+                return refusal(400, "InvalidParameterException", "the pagination token is not this job's, or no longer good")
         blocks = self._blocks(job, start, limit)
         self.responses.append(len(blocks))
         reply: dict[str, Any] = {"JobStatus": "SUCCEEDED", "DocumentMetadata": {"Pages": job.pages}, "Blocks": blocks,
                                  "DetectDocumentTextModelVersion": "1.0"}
         if start + len(blocks) < sum(job.counts):
-            reply["NextToken"] = base64.b64encode(f"{job.job_id}:{start + len(blocks)}".encode()).decode()
+            reply["NextToken"] = base64.b64encode(f"{job.job_id}:{start + len(blocks)}:{self.epoch}".encode()).decode()
         return self._ok(reply)
 
     # -- the test's hand on the service ----------------------------------------------------
@@ -141,6 +151,10 @@ class FakeTextract:
                     "Timestamp": int(time.time() * 1000),
                     "DocumentLocation": {"S3ObjectName": job.location["Name"], "S3Bucket": job.location["Bucket"]}}))
         return ended
+
+    def expire_tokens(self) -> None:
+        """Every NextToken given so far is refused from now on (what the documentation leaves open)."""
+        self.epoch += 1
 
     def forget(self, job_id: str) -> None:
         """What Textract does to a job id after 7 days: it no longer knows it."""
@@ -163,17 +177,27 @@ class FakeTextract:
 
     def _judge(self, job: Job) -> str | None:
         """Why Textract fails this job's document, or None (and its page count is set)."""
-        from pypdf import PdfReader
-        from pypdf.errors import PdfReadError
-
         try:
             data = self._object(job.location)
         except ClientError:  # removed while the job waited to read it
             return "INVALID_S3_OBJECT: Unable to get object metadata from S3."
         if len(data) > MAX_BYTES:
             return "DOCUMENT_TOO_LARGE: the document is over 500 MB"
-        if not data.startswith(b"%PDF"):
-            return "UNSUPPORTED_DOCUMENT: not a PDF (this fake reads PDFs only)"
+        if data.startswith(b"%PDF"):
+            return self._judge_pdf(job, data)
+        if data[:4] in (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+"):
+            return self._judge_image(job, data, "TIFF")
+        if data.startswith(b"\x89PNG\r\n\x1a\n"):
+            return self._judge_image(job, data, "PNG")
+        if data.startswith(b"\xff\xd8\xff"):
+            return self._judge_image(job, data, "JPEG")
+        return "UNSUPPORTED_DOCUMENT: not a PDF, TIFF, PNG or JPEG"
+
+    @staticmethod
+    def _judge_pdf(job: Job, data: bytes) -> str | None:
+        from pypdf import PdfReader
+        from pypdf.errors import PdfReadError
+
         try:
             reader = PdfReader(io.BytesIO(data))
             pages = len(reader.pages)
@@ -184,6 +208,30 @@ class FakeTextract:
             return f"The document has {pages} pages, over the limit of {MAX_PAGES} pages"
         if any(side > MAX_SIDE_POINTS for side in sides):
             return "UNSUPPORTED_DOCUMENT: a page is larger than 40 inches"
+        job.pages = pages
+        return None
+
+    @staticmethod
+    def _judge_image(job: Job, data: bytes, kind: str) -> str | None:
+        """A TIFF's frames, or a PNG's or JPEG's one page, as Pillow reads them (a decoder of its own,
+        not the code under test)."""
+        from PIL import Image, UnidentifiedImageError
+
+        if kind != "TIFF" and len(data) > MAX_IMAGE_BYTES:
+            return f"DOCUMENT_TOO_LARGE: a {kind} is over 10 MB"
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                pages = getattr(image, "n_frames", 1) if kind == "TIFF" else 1
+                if pages > MAX_PAGES:
+                    return f"The document has {pages} pages, over the limit of {MAX_PAGES} pages"
+                sides = []
+                for frame in range(pages):
+                    image.seek(frame)
+                    sides.append(max(image.size))
+        except (UnidentifiedImageError, OSError, EOFError) as error:
+            return f"BAD_DOCUMENT: {error}"
+        if any(side > MAX_SIDE_PIXELS for side in sides):
+            return "UNSUPPORTED_DOCUMENT: a page is larger than 10,000 pixels a side"
         job.pages = pages
         return None
 
@@ -249,4 +297,14 @@ def scanned(pages: int, side_points: float = 595.0) -> bytes:
     writer.add_metadata({NameObject("/Producer"): "a scanner"})
     out = io.BytesIO()
     writer.write(out)
+    return out.getvalue()
+
+
+def scanned_tiff(pages: int, size: tuple[int, int] = (40, 56)) -> bytes:
+    """A TIFF of ``pages`` blank frames (a fax or a scanner's multi-page output), each ``size`` pixels."""
+    from PIL import Image
+
+    frames = [Image.new("L", size, 255) for _ in range(pages)]
+    out = io.BytesIO()
+    frames[0].save(out, "TIFF", save_all=True, append_images=frames[1:])
     return out.getvalue()

@@ -28,7 +28,7 @@ from tests.aws.test_aws_chain import (  # noqa: F401
     upload,
 )
 from tests.aws_roles import TEXTRACT_ROLE_ARN
-from tests.fake_textract import FakeTextract, scanned
+from tests.fake_textract import FakeTextract, scanned, scanned_tiff
 
 PAGE_LINES = 3  # tests.fake_textract.default_lines: a page reads as three lines, 23 blocks with their words
 
@@ -263,6 +263,130 @@ def test_a_record_is_not_started_near_the_timeout_but_handed_back_alone(aws, tex
     assert load_handler("parse")(again, Deadline()) == {"batchItemFailures": []}
     pump(aws)
     assert [status(name)["status"] for name in names] == ["published"] * 3
+
+
+def test_a_200_frame_tiff_is_read_by_one_job_not_a_call_a_frame(aws, textract):
+    """A fax of 200 frames: parse counts its frames from their directories, starts one job on the
+    stored TIFF and is done (the synchronous route sent 200 frames one call each, inside the parse
+    function's 300 s); the completion reads every page by NextToken and the document is published,
+    each frame's text under its page number."""
+    fake = textract["fake"]
+    key = upload(aws, "fax.tiff", scanned_tiff(200))
+    pump(aws)
+    assert len(fake.started) == 1 and detect_calls(aws) == 0
+    assert status("fax.tiff")["status"] == "processing"
+    start = [p for caller, service, op, p in aws["calls"].made if op == "StartDocumentTextDetection"]
+    assert start[0]["DocumentLocation"]["S3Object"]["Name"] == key and start[0]["DocumentLocation"]["S3Object"]["Version"]
+    (job,) = fake.finish()
+    assert job.status == "SUCCEEDED" and job.pages == 200  # Textract's asynchronous operations read a TIFF's pages
+    assert resume(aws, textract) == [{"batchItemFailures": []}]
+    pump(aws)
+    assert status("fax.tiff")["status"] == "published"
+    assert fake.responses == [1000] * 4 + [200 * 23 - 4000] and detect_calls(aws) == 0
+    parsed = json.loads(aws["s3"].get_object(Bucket="citewell-documents", Key=parsed_key(*parse_key(key)[1:]))["Body"].read())
+    assert parsed["parsed"]["mime"] == "image/tiff"
+    assert {block["page"] for block in parsed["parsed"]["blocks"]} == set(range(1, 201))
+    assert "Survey sheet 200 Berth 1 was dredged to twelve metres and sounded again on day 200 of the survey." in (
+        parsed["parsed"]["text"])
+
+
+def test_a_tiff_over_the_page_cap_is_refused_before_a_job_starts(aws, textract, monkeypatch):
+    monkeypatch.setenv("CITEWELL_TEXTRACT_MAX_PAGES", "100")
+    services_from_env.cache_clear()
+    upload(aws, "fax.tiff", scanned_tiff(150))
+    pump(aws)
+    refused = status("fax.tiff")
+    assert refused["status"] == "failed" and refused["error"] == {
+        "code": "too_large", "message": "a scan of more than 100 pages is over the limit of 100 pages that OCR reads "
+                                        "(CITEWELL_TEXTRACT_MAX_PAGES)"}
+    assert textract["fake"].started == [] and detect_calls(aws) == 0
+
+
+def dense(number: int) -> list[str]:
+    """A dense typed page: 40 lines of 10 words, 441 blocks with the page's own."""
+    return [" ".join(f"p{number}l{n}w{m}" for m in range(10)) for n in range(40)]
+
+
+def crash_while_reading(aws, textract, pages: int, nth: int) -> tuple[dict, str]:
+    """A scan of ``pages`` dense pages whose job has ended; the OCR function dies before its
+    ``nth`` GetDocumentTextDetection. Returns the completion's event, to deliver again, and the
+    key of the scan's OCR record."""
+    fake = textract["fake"]
+    fake.lines = dense
+    key = upload(aws, "survey.pdf", scanned(pages))
+    pump(aws)
+    fake.finish()
+    done = receive(aws, textract["inbox"])
+    crash_at(aws, "ocr", "GetDocumentTextDetection", nth)
+    assert handed_back("ocr", done) == 1
+    assert len(fake.responses) == nth - 1
+    return done, ocr_key(*parse_key(key)[1:])
+
+
+def parsed_pages(aws, document_id: str) -> dict[int, str]:
+    (key,) = [k["Key"] for k in aws["s3"].list_objects_v2(Bucket="citewell-documents", Prefix="parsed/")["Contents"]
+              if parse_key(k["Key"]).document_id == document_id]
+    parsed = json.loads(aws["s3"].get_object(Bucket="citewell-documents", Key=key)["Body"].read())["parsed"]
+    pages: dict[int, str] = {}
+    for block in parsed["blocks"]:
+        text = parsed["text"][block["start"]:block["end"]]
+        pages[block["page"]] = (pages.get(block["page"], "") + " " + text).strip()
+    return pages
+
+
+def test_a_crash_midway_through_the_results_resumes_at_the_last_checkpoint(aws, textract):
+    """120 dense pages are 52,920 blocks, 53 responses. The OCR function keeps the lines and the
+    NextToken after every 50th response; killed before its 52nd call, the redelivery goes on from
+    the 51st response (3 calls), not from the first (53), and every page is read once."""
+    fake = textract["fake"]
+    done, record = crash_while_reading(aws, textract, 120, 52)
+    kept = json.loads(aws["s3"].get_object(Bucket="citewell-documents", Key=record)["Body"].read())
+    assert kept["responses"] == 50 and kept["next_token"] and kept["pages"] is None
+    # 50,000 blocks: 113 pages of 441, then page 114's PAGE block and 166 more (15 lines with their
+    # words, and the 16th line without its last word): the lines a checkpoint keeps.
+    assert [len(page) for page in kept["read"][112:115]] == [40, 16, 0] and sum(map(len, kept["read"])) == 113 * 40 + 16
+    assert load_handler("ocr")(done, LambdaContext()) == {"batchItemFailures": []}
+    assert len(fake.responses) == 51 + 3
+    pages = parsed_pages(aws, "survey.pdf")
+    assert sorted(pages) == list(range(1, 121))
+    assert all(pages[n] == " ".join(dense(n)) for n in pages)  # each line once, in order, the cut page's too
+    kept = json.loads(aws["s3"].get_object(Bucket="citewell-documents", Key=record)["Body"].read())
+    assert kept["read"] is None and kept["next_token"] is None and len(kept["pages"]) == 120
+
+
+def test_a_kept_token_textract_refuses_is_dropped_and_the_results_read_again_from_the_first(aws, textract):
+    """Textract documents no lifetime for a NextToken: one it no longer takes (the fake's
+    expire_tokens) costs the results again, never a page twice or a page lost."""
+    fake = textract["fake"]
+    done, _ = crash_while_reading(aws, textract, 120, 52)
+    fake.expire_tokens()
+    assert load_handler("ocr")(done, LambdaContext()) == {"batchItemFailures": []}
+    assert len(fake.responses) == 51 + 53
+    pages = parsed_pages(aws, "survey.pdf")
+    assert sorted(pages) == list(range(1, 121)) and all(pages[n] == " ".join(dense(n)) for n in pages)
+
+
+def test_the_fake_reads_the_formats_textracts_quotas_name(aws, textract):
+    """Asynchronous detection reads a PDF or a TIFF of many pages, a PNG or a JPEG of one (10 MB at
+    most), and fails anything else."""
+    from tests.parsers.test_ocr import encoded, page
+
+    fake, client = textract["fake"], boto3.client("textract")
+    image = page(["Berth four"], size=(200, 100))
+    files = {"fax": scanned_tiff(7), "png": encoded(image, "PNG"), "jpeg": encoded(image, "JPEG"),
+             "gif": encoded(image, "GIF"), "huge": scanned_tiff(2, size=(10_001, 20)), "text": b"Berth four\n"}
+    jobs = {}
+    for name, data in files.items():
+        key = f"raw/northpier/{name}/" + "0" * 32
+        aws["s3"].put_object(Bucket="citewell-documents", Key=key, Body=data)
+        jobs[name] = client.start_document_text_detection(
+            DocumentLocation={"S3Object": {"Bucket": "citewell-documents", "Name": key}})["JobId"]
+    fake.finish()
+    ended = {name: fake.jobs[job] for name, job in jobs.items()}
+    assert {name: (job.status, job.pages) for name, job in ended.items() if job.status == "SUCCEEDED"} == {
+        "fax": ("SUCCEEDED", 7), "png": ("SUCCEEDED", 1), "jpeg": ("SUCCEEDED", 1)}
+    assert ended["gif"].message.startswith("UNSUPPORTED_DOCUMENT") and ended["text"].message.startswith("UNSUPPORTED_DOCUMENT")
+    assert "10,000 pixels" in ended["huge"].message
 
 
 def test_the_fake_answers_as_textracts_documentation_says(aws, textract):
