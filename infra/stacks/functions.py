@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 MAX_RECEIVES = 5  # a message that fails this often goes to the dead-letter queue
 # object key prefixes: one per stage's output, and ocr/ (what a Textract job read of an upload)
 STAGES = ("raw", "parsed", "chunks", "embedded", "ocr")
-# What reading a scanned PDF asynchronously calls: StartDocumentTextDetection on the stored upload,
-# GetDocumentTextDetection for its pages (parse reads an image's or a TIFF's with DetectDocumentText).
+# What reading a scanned PDF or a multi-page TIFF asynchronously calls: StartDocumentTextDetection on
+# the stored upload, GetDocumentTextDetection for its pages (parse reads a single image with DetectDocumentText).
 JOBS = ["textract:StartDocumentTextDetection", "textract:GetDocumentTextDetection"]
 # The record store: reads, compare-and-set writes and batch writes; nothing scans (the audit
 # queries per tenant and per identity).
@@ -238,8 +238,8 @@ class Functions(Construct):
         and the audit, whose repair re-runs it. Textract's actions take no resource-level permission,
         so the grants are the actions alone (the resource "*" is the only one IAM accepts for them).
 
-        A scanned PDF is read by an asynchronous job (docs/aws.md, "Scans"): Textract reads the
-        upload from S3 as the caller (parse's s3:GetObject and s3:GetObjectVersion on raw/), and
+        A scanned PDF or a multi-page TIFF is read by an asynchronous job (docs/aws.md, "Scans"):
+        Textract reads the upload from S3 as the caller (parse's s3:GetObject and s3:GetObjectVersion on raw/), and
         publishes the job's completion to an SNS topic as a role it is passed (iam:PassRole, to
         Textract only), whose one permission is to publish there; the topic delivers it, raw, to
         the OCR queue. What a job read is kept under ocr/."""
@@ -255,7 +255,7 @@ class Functions(Construct):
             fn.add_environment("CITEWELL_OCR", "textract")
             fn.add_environment("CITEWELL_TEXTRACT_TOPIC_ARN", topic.topic_arn)
             fn.add_environment("CITEWELL_TEXTRACT_ROLE_ARN", publisher.role_arn)
-            reads = ["textract:DetectDocumentText", *JOBS] if fn is self.stages["parse"] else JOBS  # OCR: PDFs only
+            reads = ["textract:DetectDocumentText", *JOBS] if fn is self.stages["parse"] else JOBS  # OCR: jobs only
             fn.add_to_role_policy(iam.PolicyStatement(actions=reads, resources=["*"]))
             fn.add_to_role_policy(iam.PolicyStatement(
                 actions=["iam:PassRole"], resources=[publisher.role_arn],

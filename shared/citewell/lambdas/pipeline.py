@@ -122,8 +122,8 @@ def resume_ocr(services: Services, body: str) -> str:
 
 def _stored_ocr(services: Services, key: str, found: ObjectKey) -> Services:
     """Where the engine has an asynchronous route (the stack's Textract with its completion
-    channel), parse reads this upload's scanned PDF where it is stored, the version admitted, by
-    one job whose record is kept under the upload's ``ocr/`` key."""
+    channel), parse reads this upload's scanned PDF or multi-page TIFF where it is stored, the
+    version admitted, by one job whose record is kept under the upload's ``ocr/`` key."""
     ocr = services.ocr
     if not isinstance(ocr, TextractWithJobs) or not isinstance(services.objects, S3ObjectStore):
         return services

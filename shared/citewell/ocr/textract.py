@@ -11,8 +11,9 @@ page, whose pixels Textract decodes (its own limits refuse a page too large). Te
 percent per line; it is kept here as 0 to 1, like RapidOCR's. Textract takes no resource in its
 IAM policy, so the parse function's grant names the action alone.
 
-Where the stack gives it a completion channel (``jobs``), a scanned PDF is not read here page by
-page: parse reads it where it is stored, by one asynchronous job (:mod:`citewell.ocr.textract_jobs`).
+Where the stack gives it a completion channel (``jobs``), a scanned PDF or a multi-page TIFF is not
+read here page by page: parse reads it where it is stored, by one asynchronous job
+(:mod:`citewell.ocr.textract_jobs`).
 """
 
 from __future__ import annotations

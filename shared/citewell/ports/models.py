@@ -79,8 +79,9 @@ class OcrEngine(Protocol):
 
 @runtime_checkable
 class DocumentOcr(OcrEngine, Protocol):
-    """An engine that reads a whole PDF where it is stored, in one job off the stage's clock (Amazon
-    Textract's asynchronous text detection), instead of page by page. ``read_document(pages)`` gives
+    """An engine that reads a whole PDF (or multi-page TIFF) where it is stored, in one job off the
+    stage's clock (Amazon Textract's asynchronous text detection), instead of page by page. A TIFF
+    comes through ``read``, which takes that route itself. ``read_document(pages)`` gives
     every page of the file, in order, once the job has finished, and keeps them, so a stage run again
     pays for nothing twice; until then it starts the job (once) and raises
     :class:`~citewell.errors.OcrPending`. ``limits.pages`` caps the whole file: the job reads
