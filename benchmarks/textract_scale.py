@@ -98,7 +98,7 @@ def measure(pages: int, lines: int, words: int, tiff: bool = False) -> dict[str,
             if params.get("Key") == record:
                 written.append(len(params["Body"]))
 
-        s3.meta.events.register("before-call.s3.PutObject", weigh_record)
+        s3.meta.events.register("before-parameter-build.s3.PutObject", weigh_record)
 
         fake._get = timed  # type: ignore[method-assign]
         fake.install(client.meta.events)  # after the wrapping: install registers the bound methods it finds
@@ -187,7 +187,8 @@ def main() -> None:
     print(f"read:   {found['read_s']:.2f} s, peak {found['read_peak'] / mb:.0f} MB: {found['calls']:,} GetDocumentTextDetection "
           f"calls for {found['blocks']:,} blocks, {found['wire_bytes'] / mb:.0f} MB as JSON (decoding it: "
           f"{found['decode_s']:.2f} s of that); kept under ocr/: {found['kept_bytes'] / mb:.1f} MB, after "
-          f"{found['checkpoints']} checkpoints writing {found['checkpoint_bytes'] / mb:.1f} MB")
+          f"{found['checkpoints']} checkpoint{'s' if found['checkpoints'] != 1 else ''} "
+          f"writing {found['checkpoint_bytes'] / mb:.1f} MB")
     print(f"retry:  {found['retry_s']:.2f} s, peak {found['retry_peak'] / mb:.0f} MB, no call to Textract")
     print(f"killed after {found['killed_after']:,} of the {found['calls']:,} calls, then delivered again: "
           f"{found['resumed_s']:.2f} s, {found['resumed_calls']:,} calls")
