@@ -302,6 +302,13 @@ def test_a_tiff_over_the_page_cap_is_refused_before_a_job_starts(aws, textract, 
     assert textract["fake"].started == [] and detect_calls(aws) == 0
 
 
+def test_a_one_frame_tiff_is_one_synchronous_call_not_a_job(aws, textract):
+    """A single page gains nothing from a job (its start, its completion, a second invocation)."""
+    upload(aws, "page.tiff", scanned_tiff(1))
+    pump(aws)
+    assert textract["fake"].started == [] and detect_calls(aws) == 1
+
+
 def dense(number: int) -> list[str]:
     """A dense typed page: 40 lines of 10 words, 441 blocks with the page's own."""
     return [" ".join(f"p{number}l{n}w{m}" for m in range(10)) for n in range(40)]
