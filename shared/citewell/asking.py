@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from citewell.answers.config import evidence_budget, generator_from_env
 from citewell.answers.service import ask
 from citewell.conversations import ask_in_conversation
+from citewell.deadline import FALLBACK_RESERVE_S, spare
 from citewell.deletion import expire_conversations
 from citewell.filters import SearchFilter
 from citewell.models.answers import Answer
@@ -25,6 +26,9 @@ def answer_turn(services: Services, identity: Identity, asked: str, conversation
         lambda question: ask(services, identity, question, generator, budget, lanes=lanes, filters=filters,
                              mixed_locales=mixed_locales), generator,
     )
-    if conversation_id is None:
-        expire_conversations(services)
+    if conversation_id is None and spare(FALLBACK_RESERVE_S):  # housekeeping never takes the request's last seconds
+        try:
+            expire_conversations(services)
+        except TimeoutError:
+            pass  # no time left in this request: the next new conversation sweeps, and a removal begun is resumed
     return answer

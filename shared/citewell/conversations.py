@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from citewell.answers.followups import standalone
+from citewell.answers.service import NOT_KEPT
 from citewell.cursors import decode, encode
 from citewell.deletion import compact, removing, withdraw_turns
 from citewell.errors import GeneratorUnavailable, InvalidInput, NotFound
@@ -41,6 +42,7 @@ THREAD_PAGE_MAX = 100  # a page's answers are read in one batch (DynamoDB's Batc
 CONTEXT_TURNS = 3  # earlier questions a model is given to rewrite a follow-up
 FOLLOW_UP_TURNS = 12  # latest turns a follow-up reads to find those (withdrawn ones skipped): no more at turn 5,000
 REWRITE_UNAVAILABLE = "follow-up rewritten by rules"  # in ``degraded`` when the model could not rewrite it
+TURN_NOT_KEPT = "turn not kept"  # in ``degraded`` when the request's deadline left no time to write the turn
 
 
 class ShownTurn(BaseModel):
@@ -176,6 +178,9 @@ def ask_in_conversation(
     result.question = question if rewritten(question, asked) else None
     if identity.is_empty:
         return result
+    if any(note.startswith(NOT_KEPT) for note in result.degraded):  # no record to rest a turn on: none is kept
+        result.conversation_id = conversation_id  # a new conversation was never written
+        return result
     turn = Turn(seq=0, answer_id=result.answer_id, asked=asked, question=question)
 
     def joined(current: Conversation) -> Conversation:  # the head and the one turn added: a write as small at any length
@@ -183,7 +188,12 @@ def ask_in_conversation(
         return current.model_copy(update={
             "turns": [turn.model_copy(update={"seq": seq, "at": at})], "turn_count": seq, "updated_at": at})
 
-    update_conversation(services.conversations, conversation, joined)
+    try:
+        update_conversation(services.conversations, conversation, joined)
+    except TimeoutError:  # the answer is recorded; the turn, unless its write landed, is not
+        result.degraded = [*result.degraded, f"{TURN_NOT_KEPT}: the request had no time left to write it"]
+        result.conversation_id = conversation_id
+        return result
     # A delete that withdrew the answer before the turn was kept found no turn to withdraw: the
     # turn, kept, reads its answer back (an answer never kept, as after sources kept changing, too).
     record = services.answers.get_answer(identity.tenant, result.answer_id)

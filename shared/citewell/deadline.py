@@ -6,8 +6,10 @@ of its own that alone may take most of it. So ``/query`` sets one :class:`Deadli
 when the invocation has less left) and each call takes what is left of it, through
 :func:`bounded`: a call with too little left is not made, and one that runs out is given up on,
 so its stage degrades (the rules' rewrite, the lexical lane, the fused order, the extractive
-answer) and the request still answers in time. Without a deadline (ingestion, the CLI) a call has
-its own limit only.
+answer) and the request still answers in time. The stores the answer cannot be made without
+(DynamoDB, OpenSearch) take what is left through :func:`store_time`, the reserve included (it is
+kept for them), and a store that gives no reply in it ends the request with a 503 before the
+deadline. Without a deadline (ingestion, the CLI) a call has its own limit only.
 
 The deadline travels in a context variable, set once where the request starts
 (:func:`applying`), so the stages between need not carry it.
@@ -27,6 +29,7 @@ REQUEST_SECONDS = 28.0  # API Gateway's 30 s, less the reply's way back through 
 INVOCATION_MARGIN_S = 1.0  # what a Lambda invocation keeps after the deadline to send its reply
 MIN_CALL_S = 0.5  # a call given less is not made: it could not finish
 FALLBACK_RESERVE_S = 4.0  # what a model's answer leaves to the extractive one that replaces it
+REPLY_S = 0.25  # what a store's call leaves the reply that follows it (an answer's last steps, or its 503)
 
 T = TypeVar("T")
 _current: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("citewell_deadline", default=None)
@@ -96,6 +99,28 @@ def time_for(limit: float) -> float:
         kept = f", {deadline.reserve:.0f} s of it kept for the extractive answer" if deadline.reserve else ""
         raise TimeoutError(f"not made: {deadline.left():.1f} s left of the request{kept}")
     return seconds
+
+
+def store_time(limit: float, keep: float = REPLY_S) -> float:
+    """The seconds a call to a store the answer needs (DynamoDB, OpenSearch) may take now: what is
+    left of the request less ``keep``, at most ``limit`` (``limit`` outside a request). The reserve
+    is not kept from it: the reserve is what the optional model calls leave for these and for the
+    extractive answer, which cannot be made without them. TimeoutError when less than
+    :data:`MIN_CALL_S` is left."""
+    deadline = current()
+    if deadline is None:
+        return limit
+    seconds = min(limit, deadline.left() - keep)
+    if seconds < MIN_CALL_S:
+        raise TimeoutError(f"not made: {deadline.left():.1f} s left of the request")
+    return seconds
+
+
+def spare(seconds: float) -> bool:
+    """Whether more than ``seconds`` is left of the request (always, outside one): what work the
+    answer does not need (housekeeping) asks before it starts."""
+    deadline = current()
+    return deadline is None or deadline.left() > seconds
 
 
 def bounded(call: Callable[[], T], limit: float) -> T:

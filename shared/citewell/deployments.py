@@ -144,6 +144,17 @@ def _embedder(config: AwsDeployment) -> Embedder:
     return BedrockTitanEmbedder(model_id=config.bedrock_embed_model, region=config.region)
 
 
+def dynamodb_resource(region: str | None) -> Any:
+    """The table's resource: a connection is given :data:`~citewell.boto_deadline.STORE_CONNECT_S` (not
+    botocore's 60 s), so a request's call, connect and read, ends by its deadline."""
+    import boto3
+    from botocore.config import Config
+
+    from citewell.boto_deadline import STORE_CONNECT_S
+
+    return boto3.resource("dynamodb", region_name=region, config=Config(connect_timeout=STORE_CONNECT_S))
+
+
 def open_aws(settings: AwsDeployment) -> Services:
     import boto3
 
@@ -155,7 +166,10 @@ def open_aws(settings: AwsDeployment) -> Services:
     if settings.opensearch_url:
         from opensearchpy import OpenSearch
 
-        index = OpenSearchIndex(OpenSearch(hosts=[settings.opensearch_url]), settings.index_alias)
+        from citewell.index.opensearch_deadline import BoundedUrllib3Connection
+
+        index = OpenSearchIndex(OpenSearch(hosts=[settings.opensearch_url], connection_class=BoundedUrllib3Connection),
+                                settings.index_alias)
     else:
         assert settings.opensearch_host, "CITEWELL_OPENSEARCH_HOST or CITEWELL_OPENSEARCH_URL must be set"
         index = OpenSearchIndex.connect(settings.opensearch_host, settings.region or "", settings.index_alias)
@@ -171,7 +185,7 @@ def open_aws(settings: AwsDeployment) -> Services:
             ocr = TextractWithJobs(client, TextractJobs(client, Channel(settings.textract_topic_arn, settings.textract_role_arn)))
     return Services(
         objects=S3ObjectStore(settings.bucket, regional_client(settings.region)),
-        **records(DynamoMetadataStore(settings.table, boto3.resource("dynamodb", region_name=settings.region))),
+        **records(DynamoMetadataStore(settings.table, dynamodb_resource(settings.region))),
         index=index,
         embedder=embedder,
         # Chunk budgets are counted in MiniLM word pieces whatever the embedder: a tokenizer

@@ -50,6 +50,20 @@ class RetrievalUnavailable(CitewellError):
     code = "retrieval_unavailable"
 
 
+class RetrievalTimedOut(RetrievalUnavailable):
+    """The index gave no reply within what the request had left (or there was too little left to
+    ask it): a 503 like any retrieval outage, never "nothing found"; a probe's lane is left out."""
+
+    code = "retrieval_timed_out"
+
+
+class OutOfTime(CitewellError):
+    """A store the request needs gave no reply within its deadline: a 503 in time, never API
+    Gateway's bare reply at 30 s or a 500."""
+
+    code = "out_of_time"
+
+
 class EmbedderUnavailable(CitewellError):
     """The embedding service failed; search degrades to the lexical lane."""
 

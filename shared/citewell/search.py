@@ -6,7 +6,14 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-from citewell.errors import CitewellError, EmbedderSwitched, ExpansionUnavailable, RerankerUnavailable, RetrievalUnavailable
+from citewell.errors import (
+    CitewellError,
+    EmbedderSwitched,
+    ExpansionUnavailable,
+    RerankerUnavailable,
+    RetrievalTimedOut,
+    RetrievalUnavailable,
+)
 from citewell.expansion import expand, expander_from_env
 from citewell.filters import Scope, SearchFilter
 from citewell.fusion import reciprocal_rank_fusion
@@ -190,25 +197,38 @@ def _probe_lanes(
 ) -> dict[str, list[LaneHit]]:
     """Each probe's ranked list, named ``bm25:N`` or ``vector:passage``: every one ranked by the
     index under the caller's identity and the filter's scope, exactly as the question is, so a
-    probe finds only what the caller could find by typing it."""
+    probe finds only what the caller could find by typing it. Probes the request has no time left
+    for are left out, said so: the question's own lanes have answered."""
     found: dict[str, list[LaneHit]] = {}
     embedder = services.embedder.identity
-    if "bm25" in lanes:
-        for n, probe in enumerate(probes.lexical, start=1):
-            ranked = partial(services.index.lanes, probe, None, embedder, identity, depth, scope)
-            found[f"bm25:{n}"] = _lanes(ranked).get("bm25", [])
+    try:
+        if "bm25" in lanes:
+            for n, probe in enumerate(probes.lexical, start=1):
+                ranked = partial(services.index.lanes, probe, None, embedder, identity, depth, scope)
+                found[f"bm25:{n}"] = _lanes(ranked).get("bm25", [])
+        _passage_lane(services, identity, probes, lanes, depth, scope, degraded, found)
+    except RetrievalTimedOut as error:
+        degraded.append(f"the expansion's probes were not all searched ({error.message})")
+    return found
+
+
+def _passage_lane(
+    services: Services, identity: Identity, probes: Probes, lanes: Sequence[str], depth: int, scope: Scope,
+    degraded: list[str], found: dict[str, list[LaneHit]],
+) -> None:
+    """The expansion's passage ranked by meaning, into ``found`` as ``vector:passage``."""
+    embedder = services.embedder.identity
     if "vector" in lanes and probes.passage:
         try:
             passage = services.embedder.embed([probes.passage])[0]
         except CitewellError as error:
             degraded.append(f"the expansion's passage was not searched ({error.code})")
-            return found
+            return
         try:
             ranked = partial(services.index.lanes, None, passage, embedder, identity, depth, scope)
             found["vector:passage"] = _lanes(ranked).get("vector", [])
         except EmbedderSwitched:
             pass  # the question's vector lane was refused alike, and degraded says so
-    return found
 
 
 def _lane_ranks(ranks: dict[str, int]) -> LaneRanks:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -64,6 +65,7 @@ class KnnProxy:
         self.requests: list[tuple[str, str, str]] = []  # (method, path, query string): what a request asked of the engine
         self.caller = "test"
         self.overloaded: set[str] = set()  # endpoints (``_bulk``) answered 429 as a domain under load does
+        self.stalled: dict[str, float] = {}  # endpoints (``_msearch``) answered only after these seconds, as a domain in trouble
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,18 +73,22 @@ class KnnProxy:
                 return
 
             def _respond(self, status: int, body: bytes, content_type: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(body)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a stalled endpoint)
 
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 proxy.calls.append((proxy.caller, self.command, urlsplit(self.path).path))
                 proxy.requests.append((self.command, urlsplit(self.path).path, urlsplit(self.path).query))
+                time.sleep(proxy.stalled.get(urlsplit(self.path).path.rsplit("/", 1)[-1], 0.0))
                 status, payload, content_type = proxy.handle(self.command, self.path, body, self.headers.get("Content-Type"))
                 self._respond(status, payload, content_type)
 

@@ -35,6 +35,7 @@ from citewell.models.answers import Answer, AnswerRecord, Outcome, Passage, Sour
 from citewell.models.documents import Document
 from citewell.models.evidence import EvidenceItem
 from citewell.models.identity import Identity
+from citewell.models.search import SearchHit
 from citewell.ports import Generator
 from citewell.reads import widened
 from citewell.search import LANES, search
@@ -49,6 +50,8 @@ ATTEMPTS = 3  # asks again when a source changed under the answer; then it says 
 SOURCES_CHANGED = "sources changed while answering; ask again"
 # Why a streamed draft is withdrawn when its attempt's record was refused and the question is asked again.
 DRAFT_SUPERSEDED = "a source changed while the draft was written"
+# In ``degraded`` when the request's deadline left no time to record the answer (see _kept).
+NOT_KEPT = "answer not kept"
 
 
 def normalise_question(question: str) -> str:
@@ -156,23 +159,48 @@ def _attempt(
         generator=used.name, degraded=degraded, considered=considered, conditions=verdict.conditions,
     )
     # A degraded answer is not worth keeping in the cache once the service is back.
-    if not services.answers.record_answer(record, (key, epoch) if not degraded and not record.refused else None):
+    kept = _kept(services, record, (key, epoch) if not degraded and not record.refused else None)
+    if kept is False:
         _forget(services, identity.tenant, evidence)
         return None
     answer = _answer(record)
     answer.expansion, answer.read = result.expansion, read
-    if record.refused and record.outcome is not Outcome.CLARIFY:  # read back and visible to this caller, like every hit
-        closest = result.hits[:CLOSEST]
-        places = services.chunks.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in closest])
-        answer.closest = []
-        for h in closest:
-            chunk = places.get((h.document_id, h.revision, h.chunk_id))
-            place: dict[str, Any] = {"pages": chunk.pages, "sheet": chunk.sheet, "rows": chunk.rows} if chunk else {}
-            answer.closest.append(Passage(
-                chunk_id=h.chunk_id, document_id=h.document_id, revision=h.revision, title=h.title,
-                section_path=h.section_path, text=h.text, **place,
-            ))
+    if kept is None:
+        answer.degraded = [*answer.degraded, f"{NOT_KEPT}: the request had no time left to record it, so its citations "
+                                             "cannot be looked up later and no conversation keeps it"]
+    if record.refused and record.outcome is not Outcome.CLARIFY:
+        _closest(services, identity, result.hits[:CLOSEST], answer)
     return answer
+
+
+def _kept(services: Services, record: AnswerRecord, cache: tuple[str, int] | None) -> bool | None:
+    """Whether the answer was recorded (False: a source changed first, it is asked again), or None
+    when the request's deadline left no time to (DynamoDB did not answer in it): the answer is
+    still given, said so, from the sources read back moments ago, as any answer is on its way to
+    the caller. The record, conditional on each source still serving, is never written without
+    that check: one that landed is as sound as any, and one that did not leaves at most its
+    revisions' index entries, as a function stopped at that point would (a delete reads them)."""
+    try:
+        return services.answers.record_answer(record, cache)
+    except TimeoutError:
+        return None
+
+
+def _closest(services: Services, identity: Identity, closest: Sequence[SearchHit], answer: Answer) -> None:
+    """Beside a refusal, what came nearest: read back and visible to this caller, like every hit;
+    without their pages and rows when the request has no time left to read those."""
+    try:
+        places = services.chunks.get_chunks_by_id(identity.tenant, [(h.document_id, h.revision, h.chunk_id) for h in closest])
+    except TimeoutError:
+        places = {}
+    answer.closest = []
+    for h in closest:
+        chunk = places.get((h.document_id, h.revision, h.chunk_id))
+        place: dict[str, Any] = {"pages": chunk.pages, "sheet": chunk.sheet, "rows": chunk.rows} if chunk else {}
+        answer.closest.append(Passage(
+            chunk_id=h.chunk_id, document_id=h.document_id, revision=h.revision, title=h.title,
+            section_path=h.section_path, text=h.text, **place,
+        ))
 
 
 def _language(locale: str) -> str:

@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from citewell.api.dependencies import ApiDependencies
 from citewell.api.models import QueryRequest
 from citewell.deadline import Deadline, applying
+from citewell.errors import OutOfTime
 from citewell.models.answers import Answer
 
 
@@ -28,7 +29,10 @@ def router(api: ApiDependencies) -> Router:
 
         found, who = api.caller()
         with applying(request_deadline(api.resolver.lambda_context)):
-            return answer_turn(found.services, who, request.question, request.conversation_id, lanes=found.settings.lanes,
-                               filters=request.filters, mixed_locales=request.mixed_locales)
+            try:
+                return answer_turn(found.services, who, request.question, request.conversation_id,
+                                   lanes=found.settings.lanes, filters=request.filters, mixed_locales=request.mixed_locales)
+            except TimeoutError as error:  # a store call the answer needs found no time left, or got no reply in it
+                raise OutOfTime(f"the question could not be answered in time ({error}); ask again") from None
 
     return routes

@@ -11,7 +11,8 @@ Gateway's JWT authorizer on AWS, ``citewell serve``'s own verifier on one machin
 a body or query string can name a tenant or widen roles. Reading needs a role a document
 allows; creating, replacing and deleting also need the tenant's write role. Errors are JSON
 ``{"error": {"code", "message"}}``: 4xx for anything the caller sent, 503 for retrieval that
-is down, and a bare 500 (details only in the log) for our own failures.
+is down or a store that gave no reply within a ``/query``'s deadline, and a bare 500 (details
+only in the log) for our own failures.
 
 Where settings and services come from is the transport's: :func:`build_resolver` takes a
 callable returning an :class:`~citewell.api.dependencies.ApiBackend` (on AWS, built from the
@@ -32,7 +33,7 @@ from pydantic_core import to_json
 from citewell.api import citations, conversations, documents, feedback, me, query, search
 from citewell.api.dependencies import ApiBackend, ApiDependencies
 from citewell.api.resolver import IsolatedHttpResolver
-from citewell.errors import Busy, CitewellError, Conflict, HomeNotWritable, NotFound, RetrievalUnavailable
+from citewell.errors import Busy, CitewellError, Conflict, HomeNotWritable, NotFound, OutOfTime, RetrievalUnavailable
 from citewell.settings import InvalidSetting
 
 logger = Logger(service="citewell-api")
@@ -73,7 +74,7 @@ def build_resolver(backend: Callable[[], ApiBackend]) -> IsolatedHttpResolver:
             logger.error("misconfigured: %s", error.message)
             return _error(500, "misconfigured", "the service is misconfigured: its operator's log says which setting")
         status = (404 if isinstance(error, NotFound) else 409 if isinstance(error, Conflict)
-                  else 503 if isinstance(error, RetrievalUnavailable | Busy | HomeNotWritable) else 400)
+                  else 503 if isinstance(error, RetrievalUnavailable | OutOfTime | Busy | HomeNotWritable) else 400)
         return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body={"error": error.as_dict()})
 
     @app.exception_handler(ServiceError)

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from citewell.deadline import applying, bounded, current
+from citewell.boto_deadline import bound_by_deadline
+from citewell.deadline import MIN_CALL_S, applying, bounded, current, time_for
 from citewell.errors import EmbedderUnavailable
 from citewell.settings import DEFAULT_BEDROCK_EMBED_MODEL
 
@@ -34,7 +35,8 @@ class BedrockTitanEmbedder:
             import boto3
 
             client = boto3.client("bedrock-runtime", region_name=region)
-        self.client, self.model_id, self.dims = client, model_id, dims
+        # A call given up on at the deadline stops reading then too, rather than at botocore's 60 s.
+        self.client, self.model_id, self.dims = bound_by_deadline(client), model_id, dims
         self.workers, self.retries, self.backoff = workers, retries, backoff
         name, _, version = model_id.rpartition(":")
         self.identity = f"{name}@{version}:{dims}"
@@ -82,7 +84,10 @@ class BedrockTitanEmbedder:
 
 
 class OpenAICompatibleEmbedder:
-    """``POST {base_url}/embeddings`` in batches; 429 and 5xx retried with backoff."""
+    """``POST {base_url}/embeddings`` in batches; 429 and 5xx retried with backoff. Inside a
+    request (:mod:`citewell.deadline`) each attempt's timeout, connect and read, is what the request
+    has left (keeping the answer's reserve), at most ``timeout``; an attempt or a pause that would
+    not fit is not made, and the search keeps its lexical lane."""
 
     def __init__(self, base_url: str, model: str, dims: int, version: str = "1", api_key: str | None = None,
                  batch_size: int = 64, timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
@@ -91,6 +96,7 @@ class OpenAICompatibleEmbedder:
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
+        self.timeout = timeout
         self.model, self.dims, self.batch_size = model, dims, batch_size
         self.retries, self.backoff = retries, backoff
         self.identity = f"{model}@{version}:{dims}"
@@ -107,7 +113,13 @@ class OpenAICompatibleEmbedder:
         failure = "no attempt"
         for attempt in range(self.retries + 1):
             try:
-                response = self.client.post("/embeddings", json={"model": self.model, "input": texts})
+                seconds = time_for(self.timeout)
+            except TimeoutError as exc:
+                raise EmbedderUnavailable(f"the embedding service was not asked in time ({exc}); {failure}") from None
+            try:
+                response = self.client.post("/embeddings", json={"model": self.model, "input": texts}, timeout=seconds)
+            except httpx.TimeoutException as exc:
+                failure = f"the embedding service gave no reply in time ({exc.__class__.__name__} after {seconds:.1f} s)"
             except httpx.HTTPError as exc:
                 failure = f"the embedding service could not be reached ({exc.__class__.__name__})"
             else:
@@ -117,7 +129,10 @@ class OpenAICompatibleEmbedder:
                 if response.status_code not in RETRY_STATUS:
                     break
             if attempt < self.retries:
-                time.sleep(self.backoff * 2**attempt)
+                pause, deadline = self.backoff * 2**attempt, current()
+                if deadline is not None and deadline.left() - deadline.reserve < pause + MIN_CALL_S:
+                    break  # the retry would not fit in what the request has left
+                time.sleep(pause)
         raise EmbedderUnavailable(failure)
 
     def _parse(self, response: Any, expected: int) -> list[list[float]]:

@@ -20,11 +20,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from citewell.errors import EmbedderMismatch, EmbedderSwitched, RetrievalUnavailable
+from citewell.errors import EmbedderMismatch, EmbedderSwitched, RetrievalTimedOut, RetrievalUnavailable
 from citewell.filters import Scope
 from citewell.models.chunks import Chunk
 from citewell.models.identity import Identity
@@ -181,11 +182,13 @@ class OpenSearchIndex:
     def connect(cls, host: str, region: str, alias: str = DEFAULT_ALIAS) -> OpenSearchIndex:
         """A client signing every request with SigV4 for the domain (service ``es``)."""
         import boto3
-        from opensearchpy import AWSV4SignerAuth, OpenSearch, RequestsHttpConnection
+        from opensearchpy import AWSV4SignerAuth, OpenSearch
+
+        from citewell.index.opensearch_deadline import BoundedRequestsConnection
 
         auth = AWSV4SignerAuth(boto3.Session().get_credentials(), region, "es")
         client = OpenSearch(hosts=[{"host": host, "port": 443}], http_auth=auth, use_ssl=True, verify_certs=True,
-                            connection_class=RequestsHttpConnection, timeout=30)
+                            connection_class=BoundedRequestsConnection, timeout=30)
         return cls(client, alias)
 
     def _index_name(self, embedder_identity: str) -> str:
@@ -381,16 +384,18 @@ class OpenSearchIndex:
     # -- lanes ---------------------------------------------------------------------------
 
     def lexical(self, query: str, identity: Identity, k: int, scope: Scope = None) -> list[LaneHit]:
-        if identity.is_empty or not query.strip() or k <= 0 or scope == frozenset() or not self._exists():
-            return []
-        return self._hits(self.client.search(index=self.alias, body=lexical_body(query, identity, k, scope)))
+        with _in_time():
+            if identity.is_empty or not query.strip() or k <= 0 or scope == frozenset() or not self._exists():
+                return []
+            return self._hits(self.client.search(index=self.alias, body=lexical_body(query, identity, k, scope)))
 
     def vector(
         self, query: np.ndarray, embedder_identity: str, identity: Identity, k: int, scope: Scope = None
     ) -> list[LaneHit]:
-        if not self._check(embedder_identity) or identity.is_empty or k <= 0 or scope == frozenset():
-            return []
-        return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k, scope)), cosine=True)
+        with _in_time():
+            if not self._check(embedder_identity) or identity.is_empty or k <= 0 or scope == frozenset():
+                return []
+            return self._hits(self.client.search(index=self.alias, body=vector_body(query, identity, k, scope)), cosine=True)
 
     def lanes(
         self, text: str | None, vector: QueryVector | None, embedder_identity: str, identity: Identity, k: int,
@@ -399,13 +404,15 @@ class OpenSearchIndex:
         """Both lanes in one ``_msearch`` on the alias's path, each with the caller's filter (and a
         query filter's documents) inside its query; the headers name no index (the domain refuses one)."""
         vector = query_vector(vector)
-        exists = self._check(embedder_identity) if vector is not None else self._exists()
+        with _in_time():
+            exists = self._check(embedder_identity) if vector is not None else self._exists()
         asked = exists and not identity.is_empty and k > 0 and scope != frozenset()
         wanted = msearch_body(text, vector, identity, k, scope) if asked else []
         found: dict[str, list[LaneHit]] = {lane: [] for lane, given in (("bm25", text), ("vector", vector)) if given is not None}
         if not wanted:
             return found
-        replies = self.client.msearch(index=self.alias, body=[line for _, body in wanted for line in ({}, body)])["responses"]
+        with _in_time():
+            replies = self.client.msearch(index=self.alias, body=[line for _, body in wanted for line in ({}, body)])["responses"]
         for (lane, _), reply in zip(wanted, replies):
             if "error" in reply:
                 raise RetrievalUnavailable(f"the {lane} lane failed: {reply['error']}")
@@ -423,6 +430,20 @@ class OpenSearchIndex:
             )
             for rank, h in enumerate(reply["hits"]["hits"], start=1)
         ]
+
+
+@contextmanager
+def _in_time() -> Iterator[None]:
+    """A search the domain did not answer within the request's deadline (or its own timeout), or
+    that found too little time left to be sent: RetrievalTimedOut, never "nothing found"."""
+    from opensearchpy.exceptions import ConnectionTimeout
+
+    try:
+        yield
+    except ConnectionTimeout:
+        raise RetrievalTimedOut("the search index gave no reply in the time the request had left") from None
+    except TimeoutError as exc:  # citewell.deadline's: too little left to ask
+        raise RetrievalTimedOut(f"the search index was not asked ({exc})") from None
 
 
 # -- a new embedding model: a new index, filled, then one atomic switch ---------------------

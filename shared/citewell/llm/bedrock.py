@@ -8,6 +8,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from citewell.boto_deadline import bound_by_deadline
 from citewell.deadline import bounded, time_for
 from citewell.errors import GeneratorUnavailable
 
@@ -24,12 +25,13 @@ def shared_client(region: str | None) -> Any:
 
     config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=READ_TIMEOUT_S,
                     connect_timeout=CONNECT_TIMEOUT_S)
-    return boto3.client("bedrock-runtime", region_name=region, config=config)
+    return bound_by_deadline(boto3.client("bedrock-runtime", region_name=region, config=config))
 
 
 class BedrockModel:
     def __init__(self, model_id: str, client: Any = None, region: str | None = None, max_tokens: int = 800) -> None:
-        self.client = client if client is not None else shared_client(region)
+        # A call given up on at the request's deadline stops reading then too (see citewell.boto_deadline).
+        self.client = bound_by_deadline(client) if client is not None else shared_client(region)
         self.model_id = model_id
         # Cached answers are keyed by it: another endpoint under the same model id gets its own.
         self.fingerprint = str(self.client.meta.endpoint_url)

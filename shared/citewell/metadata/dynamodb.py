@@ -39,6 +39,7 @@ Every document write is a compare-and-set on ``version``.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -48,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from citewell.boto_deadline import bound_by_deadline
 from citewell.errors import Conflict
 from citewell.filters import SearchFilter, checked_scope
 from citewell.leases import Lease
@@ -80,7 +82,8 @@ class DynamoMetadataStore:
 
             resource = boto3.resource("dynamodb")
         self.table = resource.Table(table_name)
-        self.client = self.table.meta.client
+        # Inside a request each attempt, connect and read, ends before its deadline (one retry at most).
+        self.client = bound_by_deadline(self.table.meta.client, store=True)
         self._registered: set[tuple[str, str]] = set()  # registry entries this container already wrote
 
     # -- helpers -----------------------------------------------------------------------
@@ -132,8 +135,9 @@ class DynamoMetadataStore:
         """``work`` on every part, ``PARALLEL`` at once; the first failure is raised."""
         if len(parts) <= 1:
             return [work(p) for p in parts]
+        contexts = [contextvars.copy_context() for _ in parts]  # each call keeps the request's deadline
         with ThreadPoolExecutor(min(PARALLEL, len(parts))) as pool:
-            return list(pool.map(work, parts))
+            return list(pool.map(lambda run: run[0].run(work, run[1]), zip(contexts, parts)))
 
     def _register(self, registry: str, name: str) -> None:
         """An idempotent registry entry, written once per container."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from citewell.boto_deadline import bound_by_deadline
 from citewell.deadline import bounded
 from citewell.errors import RerankerUnavailable
 from citewell.models.search import SearchHit
@@ -27,7 +28,7 @@ class BedrockReranker:
             config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=timeout,
                             connect_timeout=min(timeout, 5.0))
             client = boto3.client("bedrock-agent-runtime", region_name=region, config=config)
-        self.client = client
+        self.client = bound_by_deadline(client)  # a call given up on at the deadline stops reading then too
         self.model_arn = model_arn
         self.timeout = timeout
 

@@ -9,7 +9,9 @@ that copy it (Jina, vLLM, llama.cpp's server, Xinference, OpenVINO Model Server,
 Extra fields (``document``, ``text``, ``usage``, ``meta``, ``id``) are ignored. One attempt
 within the timeout: a search does not wait for retries, it falls back to the fused order.
 
-The timeout bounds the whole call, not each read (:mod:`citewell.fetch.deadline` gives every
+Inside a request (:mod:`citewell.deadline`) the call gets what the request has left, keeping the
+answer's reserve, at most its own timeout, and is not made with too little left. That time bounds
+the whole call, not each read (:mod:`citewell.fetch.deadline` gives every
 socket operation the time left): a service that trickles its reply a byte at a time would
 otherwise hold a search for as long as it likes. The reply is streamed, decoded a piece at a
 time when it is compressed anyway (:mod:`citewell.fetch.encodings`: httpx would inflate each read
@@ -27,6 +29,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from citewell.deadline import time_for
 from citewell.errors import FetchFailed, RerankerUnavailable
 from citewell.fetch.deadline import Transport, until
 from citewell.fetch.encodings import codings, decoded
@@ -95,10 +98,14 @@ class HttpReranker:
         )
         if self.model and self.wire == "cohere":
             body["model"] = self.model
-        deadline = time.monotonic() + self.timeout
+        try:  # what the request has left, keeping the answer's reserve, at most the call's own timeout
+            seconds = time_for(self.timeout)
+        except TimeoutError as exc:
+            raise RerankerUnavailable(f"the rerank service was not asked in time ({exc})") from None
+        deadline = time.monotonic() + seconds
         try:
-            with until(deadline):  # connect, send, headers and body: all within the timeout
-                content = self._reply(body, deadline)
+            with until(deadline):  # connect, send, headers and body: all within that time
+                content = self._reply(body, deadline, seconds)
         except httpx.TimeoutException as exc:
             raise RerankerUnavailable(f"the rerank service timed out ({exc.__class__.__name__})") from None
         except httpx.HTTPError as exc:
@@ -113,7 +120,7 @@ class HttpReranker:
             raise RerankerUnavailable(f"the rerank service reply {problem}") from None
         return checked(found, len(hits), top_n, "rerank service")
 
-    def _reply(self, body: dict[str, object], deadline: float) -> bytes:
+    def _reply(self, body: dict[str, object], deadline: float, seconds: float) -> bytes:
         """The reply's bytes, read no further than :data:`MAX_REPLY_BYTES` nor past ``deadline``."""
         with self.client.stream("POST", "/rerank", json=body) as response:
             if response.status_code >= 400:
@@ -131,7 +138,7 @@ class HttpReranker:
                         raise RerankerUnavailable(f"{shown} is over the limit of {MAX_REPLY_BYTES:,} bytes; the rest "
                                                   "was not read")
                     if time.monotonic() > deadline:
-                        raise RerankerUnavailable(f"the rerank service timed out (its reply took over {self.timeout:g} s)")
+                        raise RerankerUnavailable(f"the rerank service timed out (its reply took over {seconds:.1f} s)")
             except FetchFailed as error:  # an encoding not read, or a body that does not decode
                 raise RerankerUnavailable(error.message) from None
             return bytes(content)
