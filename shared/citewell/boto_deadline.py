@@ -3,7 +3,7 @@
 botocore fixes a client's read timeout when the client is made, and a client is made once per
 container (its pool keeps the TLS session warm), so the deadline cannot be given to it there.
 Each attempt, retries included, is sent with its own: a ``before-send`` hook sets the request
-context's ``read_timeout`` (botocore 1.44 reads it for that one request), and an attempt past
+context's ``read_timeout`` (botocore reads it for that one request: the ``aws`` extra asks for 1.44.18), and an attempt past
 :data:`ATTEMPTS`, or with too little left, is not made (TimeoutError, which botocore does not retry).
 
 A store's call (``store=True``: DynamoDB), waited on where it is made, reads for what the request

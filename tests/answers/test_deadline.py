@@ -97,6 +97,21 @@ def test_each_bedrock_stage_gives_up_when_the_request_runs_out(stalling):
         assert len(stalling.requests) == made + 1
 
 
+def test_a_bedrock_call_given_up_on_stops_reading_with_its_waiter(stalling):
+    """The waiter gives up on a call at its share; the call itself, in its thread, stops reading
+    then too (its attempt's read timeout is that share), not at its client's own 20 s: its thread
+    and connection are free for the extractive answer's calls."""
+    from botocore.exceptions import ReadTimeoutError
+
+    generator = BedrockGenerator("anthropic.claude-test", client=client(stalling))
+    with applying(Deadline.after(FALLBACK_RESERVE_S + 1.5)):
+        started = time.monotonic()
+        with pytest.raises(ReadTimeoutError):
+            generator.client.converse(modelId="anthropic.claude-test", messages=[{"role": "user", "content": [{"text": "hi"}]}])
+        assert time.monotonic() - started < 3.0  # its 1.5 s share and a moment, not the stall nor 20 s
+    assert len(stalling.requests) == 1  # one attempt
+
+
 def test_titan_throttled_retries_stop_when_the_request_has_no_time_for_one(stalling):
     stalling.respond = lambda body: Reply(status=429, body={"message": "slow down"},
                                           headers={"x-amzn-ErrorType": "ThrottlingException"})
