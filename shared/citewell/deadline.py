@@ -29,7 +29,7 @@ REQUEST_SECONDS = 28.0  # API Gateway's 30 s, less the reply's way back through 
 INVOCATION_MARGIN_S = 1.0  # what a Lambda invocation keeps after the deadline to send its reply
 MIN_CALL_S = 0.5  # a call given less is not made: it could not finish
 FALLBACK_RESERVE_S = 4.0  # what a model's answer leaves to the extractive one that replaces it
-REPLY_S = 0.25  # what a store's call leaves the reply that follows it (an answer's last steps, or its 503)
+REPLY_S = 0.5  # what a store's call leaves the reply that follows it (an answer's last steps, or its 503)
 
 T = TypeVar("T")
 _current: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("citewell_deadline", default=None)

@@ -150,3 +150,29 @@ def test_an_answer_whose_record_cannot_be_kept_in_time_is_given_said_so(aws):  #
     assert stall.attempts and all(wait < SECONDS for wait in stall.attempts), stall.attempts
     stall.on = False
     assert api("GET", f"/answers/{answer['answer_id']}/citations")[0] == 404  # nothing recorded without its check
+
+
+def test_the_signing_connection_gives_each_attempt_what_the_request_has_left(knn_proxy):  # noqa: F811
+    """The domain's own connection (SigV4 over requests, as ``OpenSearchIndex.connect`` makes it)
+    bounds an attempt as the URL one does: the alias's mapping held past the deadline is a
+    timeout before it, not the client's own 30 s, and with no time left nothing is sent."""
+    from opensearchpy import OpenSearch
+
+    from citewell.deadline import Deadline, applying
+    from citewell.errors import RetrievalTimedOut
+    from citewell.index.opensearch import OpenSearchIndex
+    from citewell.index.opensearch_deadline import BoundedRequestsConnection
+    from citewell.models.identity import Identity
+
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url], connection_class=BoundedRequestsConnection, timeout=30))
+    knn_proxy.stalled["citewell-chunks"] = STALL_S  # HEAD /_alias/citewell-chunks
+    anna = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    with applying(Deadline.after(2.0)):
+        started = time.monotonic()
+        with pytest.raises(RetrievalTimedOut, match="no reply in the time"):
+            index.lanes("annual leave", None, "minilm", anna, 5)
+        assert time.monotonic() - started < 2.0
+        asked = len(knn_proxy.requests)
+        with pytest.raises(RetrievalTimedOut, match="not asked"):
+            index.lanes("annual leave", None, "minilm", anna, 5)
+    assert len(knn_proxy.requests) == asked  # too little left: not sent
