@@ -245,7 +245,7 @@ def test_a_query_whose_model_stalls_is_answered_extractively_before_the_invocati
     upload(aws, "handbook.md", HANDBOOK)
     pump(aws)
     service, server = fake_model_service.start()
-    service.respond = lambda body: Reply(delay=8.0, body=service.chat("late"))
+    service.respond = lambda body: Reply(delay=8.0, body=service.chat("late").body)
     for name, value in {"CITEWELL_GENERATOR": "openai", "CITEWELL_OPENAI_BASE_URL": service.url,
                         "CITEWELL_OPENAI_MODEL": "stalls"}.items():
         monkeypatch.setenv(name, value)
