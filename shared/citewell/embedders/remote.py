@@ -115,7 +115,8 @@ class OpenAICompatibleEmbedder:
             try:
                 seconds = time_for(self.timeout)
             except TimeoutError as exc:
-                raise EmbedderUnavailable(f"the embedding service was not asked in time ({exc}); {failure}") from None
+                after = f" after {failure}" if attempt else ""
+                raise EmbedderUnavailable(f"the embedding service was not asked in time ({exc}){after}") from None
             try:
                 response = self.client.post("/embeddings", json={"model": self.model, "input": texts}, timeout=seconds)
             except httpx.TimeoutException as exc:
