@@ -20,6 +20,7 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 
 from citewell.answers.service import NOT_KEPT
+from citewell.conversations import TURN_NOT_KEPT
 from citewell.deadline import FALLBACK_RESERVE_S, INVOCATION_MARGIN_S
 from tests import fake_model_service
 from tests.aws.test_aws_chain import HANDBOOK, LambdaContext, api, aws, knn_proxy, pump, upload  # noqa: F401
@@ -99,14 +100,18 @@ class HeldBack:
     timeout (the request context's, else the client's) and raises ReadTimeoutError as urllib3 makes
     botocore do, or, given longer, gets moto's reply late."""
 
-    def __init__(self, operation: str) -> None:
+    def __init__(self, operation: str, passed: int = 0) -> None:
         self.operation = operation
+        self.passed = passed  # calls let through first, once on
         self.on = False
         self.attempts: list[float] = []  # each held attempt's read timeout
 
     def __call__(self, request: Any, **_: object) -> None:
         target = request.headers.get("X-Amz-Target", b"")  # DynamoDB_20120810.<operation>
         if not self.on or (target.decode() if isinstance(target, bytes) else target).rpartition(".")[2] != self.operation:
+            return
+        if self.passed:
+            self.passed -= 1
             return
         wait = float(request.context.get("read_timeout") or 60.0)  # botocore's default read timeout
         self.attempts.append(wait)
@@ -115,11 +120,11 @@ class HeldBack:
             raise ReadTimeoutError(endpoint_url=request.url)
 
 
-def published_then_held(aws: dict[str, Any], operation: str) -> HeldBack:  # noqa: F811
+def published_then_held(aws: dict[str, Any], operation: str, passed: int = 0) -> HeldBack:  # noqa: F811
     """The handbook published as usual, then ``operation`` held back: a client takes the session's
     hooks when it is made, so the hook is there before the first call (on the service's event, as
     the client's own hooks are: botocore runs an operation's handlers before its service's)."""
-    stall = HeldBack(operation)
+    stall = HeldBack(operation, passed)
     boto3.DEFAULT_SESSION.events.register("before-send.dynamodb", stall)
     upload(aws, "handbook.md", HANDBOOK)
     pump(aws)
@@ -150,6 +155,21 @@ def test_an_answer_whose_record_cannot_be_kept_in_time_is_given_said_so(aws):  #
     assert stall.attempts and all(wait < SECONDS for wait in stall.attempts), stall.attempts
     stall.on = False
     assert api("GET", f"/answers/{answer['answer_id']}/citations")[0] == 404  # nothing recorded without its check
+
+
+def test_a_turn_that_cannot_be_written_in_time_is_said_not_kept(aws):  # noqa: F811
+    """The answer is recorded (the first transaction), the conversation's turn (the second) gets no
+    reply in time: the recorded answer is given, its citations there to look up, the turn said not
+    kept and no id given for a conversation whose write may not have landed."""
+    stall = published_then_held(aws, "TransactWriteItems", passed=1)
+    status, answer, took = asked()
+    assert status == 200 and "27 days" in answer["answer"], answer
+    assert any(note.startswith(f"{TURN_NOT_KEPT}: the request had no time left") for note in answer["degraded"]), answer
+    assert not any(note.startswith(NOT_KEPT) for note in answer["degraded"]) and answer["conversation_id"] is None
+    assert took < SECONDS, took
+    assert stall.attempts, stall.attempts
+    stall.on = False
+    assert api("GET", f"/answers/{answer['answer_id']}/citations")[0] == 200
 
 
 def test_the_signing_connection_gives_each_attempt_what_the_request_has_left(knn_proxy):  # noqa: F811
