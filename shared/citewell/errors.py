@@ -64,6 +64,14 @@ class OutOfTime(CitewellError):
     code = "out_of_time"
 
 
+class IndexOverloaded(RetrievalUnavailable):
+    """The search domain kept refusing rows as too many requests (429) after the bulk writer's
+    backoff: the write is not done, and the stage's message goes back to its queue to be
+    delivered again later; the document keeps serving what it served."""
+
+    code = "index_overloaded"
+
+
 class EmbedderUnavailable(CitewellError):
     """The embedding service failed; search degrades to the lexical lane."""
 

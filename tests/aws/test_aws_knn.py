@@ -66,6 +66,10 @@ class KnnProxy:
         self.caller = "test"
         self.overloaded: set[str] = set()  # endpoints (``_bulk``) answered 429 as a domain under load does
         self.stalled: dict[str, float] = {}  # endpoints (``_msearch``) answered only after these seconds, as a domain in trouble
+        # What the next _bulk requests meet, one entry a request, then osmem alone: "all", the
+        # request refused with 429; "some", every other row refused with 429 and the rest written.
+        self.busy: list[str] = []
+        self.bulk_rows: list[int] = []  # how many rows each _bulk request carried
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -113,11 +117,15 @@ class KnnProxy:
 
     def handle(self, method: str, path: str, body: bytes, content_type: str | None) -> tuple[int, bytes, str]:
         route = urlsplit(path).path
+        if route.endswith("/_bulk"):
+            self.bulk_rows.append(sum(1 for line in body.splitlines() if line.strip()) // 2)
         if route.rsplit("/", 1)[-1] in self.overloaded:
             reason = "rejected execution of coordinating operation"
             return 429, json.dumps(_error(429, "es_rejected_execution_exception", reason)).encode(), "application/json"
         if method in ("POST", "PUT", "GET") and route.endswith(("/_bulk", "/_msearch")) and (refused := _explicit_index(route, body)):
             return 400, json.dumps(_error(400, "illegal_argument_exception", refused)).encode(), "application/json"
+        if method in ("POST", "PUT") and route.endswith("/_bulk") and self.busy:
+            return self._busy_bulk(self.busy.pop(0), path, body, content_type)
         if method in ("GET", "POST") and route.endswith("/_msearch"):
             index = route.rsplit("/_msearch", 1)[0].strip("/")
             return 200, json.dumps(self._msearch(index, body)).encode(), "application/json"
@@ -133,6 +141,35 @@ class KnnProxy:
         headers = {"Content-Type": content_type} if content_type else {}
         reply = requests.request(method, self.upstream + path, data=body or None, headers=headers, timeout=30)
         return reply.status_code, reply.content, reply.headers.get("Content-Type", "application/json")
+
+    def _busy_bulk(self, how: str, path: str, body: bytes, content_type: str | None) -> tuple[int, bytes, str]:
+        """A _bulk the domain is too busy for: refused whole (``all``), or with every other row
+        refused (``some``), as a shard whose write queue is full answers (200, ``errors`` true,
+        those items 429); the other rows go to osmem and are written."""
+        if how == "all":
+            reason = "rejected execution of coordinating operation"
+            return 429, json.dumps(_error(429, "es_rejected_execution_exception", reason)).encode(), "application/json"
+        lines = [line for line in body.decode().splitlines() if line.strip()]
+        rows = list(zip(lines[::2], lines[1::2]))  # index actions only: each with its source
+        refused = set(range(1, len(rows), 2))
+        kept = [pair for n, pair in enumerate(rows) if n not in refused]
+        written: list[dict[str, Any]] = []
+        if kept:
+            status, payload, _ = self._forward("POST", path, "".join(f"{a}\n{s}\n" for a, s in kept).encode(), content_type)
+            if status != 200:
+                return status, payload, "application/json"
+            written = json.loads(payload)["items"]
+        index = urlsplit(path).path.rsplit("/_bulk", 1)[0].strip("/")
+        items, accepted = [], iter(written)
+        for n, (action, _) in enumerate(rows):
+            if n in refused:
+                row = json.loads(action)["index"]["_id"]
+                items.append({"index": {"_index": index, "_id": row, "status": 429, "error": {
+                    "type": "es_rejected_execution_exception",
+                    "reason": "rejected execution of primary operation [shard write queue full]"}}})
+            else:
+                items.append(next(accepted))
+        return 200, json.dumps({"took": 1, "errors": bool(refused), "items": items}).encode(), "application/json"
 
     def _msearch(self, index: str, body: bytes) -> dict[str, Any]:
         lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]

@@ -18,7 +18,8 @@ import math
 import numpy as np
 from opensearchpy import OpenSearch
 
-from citewell.index.opensearch import BULK_ROWS, OpenSearchIndex
+from citewell.index.bulk import BULK_ROWS, BulkRetry
+from citewell.index.opensearch import OpenSearchIndex
 from citewell.ingest.stages import IngestRequest, dimensions, register
 from citewell.keys import embedded_key
 from citewell.lambdas.settings import services_from_env
@@ -88,3 +89,29 @@ def test_publish_memory_is_flat_in_the_revisions_length_and_it_refreshes_once(aw
         assert index.count("northpier", document_id, revision) == count
     assert refreshes == {500: ["/citewell-chunks/_refresh"], 2500: ["/citewell-chunks/_refresh"]}
     assert peaks[2500] - peaks[500] < GROWTH_MB, peaks
+
+
+def test_a_publish_the_domain_keeps_refusing_goes_back_to_its_queue_and_serves_nothing_half_written(aws):
+    """Rows refused as too many are sent again with a backoff; still refused after the policy's
+    attempts, the publish fails its message (the queue delivers it again) before any switch: the
+    document serves nothing of the revision, although part of its rows are in the index. The
+    redelivery, on a domain that has caught up, publishes it whole."""
+    revision = staged(aws, "busy.md", 1200)
+    _, services = services_from_env()
+    waits: list[float] = []
+    services.index.retry = BulkRetry(sleep=waits.append, jitter=lambda: 1.0)
+    aws["proxy"].busy = ["some"] + ["all"] * (BulkRetry().attempts - 1)  # the first request: half in, then no more
+    url = aws["queues"]["embedded/"]
+    messages = aws["sqs"].receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    event = sqs_event(messages)
+    marker = [m["MessageId"] for m in messages if "busy.md" in m["Body"]]  # beside it, S3's test event
+    assert aws["handlers"]["embedded/"](event, LambdaContext()) == {"batchItemFailures": [{"itemIdentifier": marker[0]}]}
+    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0]
+    document = services.documents.get_document("northpier", "busy.md")
+    assert document is not None and document.status is DocumentStatus.PROCESSING and document.active_revision is None
+    assert services.index.count("northpier", "busy.md", revision) == BULK_ROWS // 2  # written, never served
+
+    assert aws["handlers"]["embedded/"](event, LambdaContext()) == {"batchItemFailures": []}  # redelivered
+    document = services.documents.get_document("northpier", "busy.md")
+    assert document is not None and document.status is DocumentStatus.PUBLISHED and document.active_revision == revision
+    assert document.chunk_count == 1200 and services.index.count("northpier", "busy.md", revision) == 1200

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
-from citewell.errors import EmbedderMismatch, RetrievalUnavailable
-from citewell.index.opensearch import BULK_ROWS, MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
+from citewell.errors import EmbedderMismatch, IndexOverloaded, RetrievalUnavailable
+from citewell.index.bulk import BULK_ROWS, BulkRetry
+from citewell.index.opensearch import MAX_ID_BYTES, OpenSearchIndex, index_body, row_id
 from citewell.models.chunks import Chunk
 from citewell.models.identity import Identity
 from citewell.models.values import MAX_DOCUMENT_ID_BYTES
@@ -86,17 +87,62 @@ def test_bulk_and_msearch_go_to_the_alias_and_name_no_index_in_their_bodies(knn_
     assert multi == [("POST", "/citewell-chunks/_bulk"), ("POST", "/citewell-chunks/_msearch")]
 
 
+def patient(waits: list[float]) -> BulkRetry:
+    """The default policy, its pauses recorded instead of slept, each drawn at its cap."""
+    return BulkRetry(sleep=waits.append, jitter=lambda: 1.0)
+
+
 def test_a_refused_bulk_says_why_without_the_text_it_carried(knn_proxy):
-    """A bulk the domain refuses as a whole (429 under load) fails the write; its message, which
+    """A bulk the domain keeps refusing as a whole (429 under load) is sent ``attempts`` times,
+    backing off exponentially to the cap, then fails the write as overloaded; its message, which
     goes to logs and X-Ray, names the rows and the reason, never their text."""
-    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks")
+    waits: list[float] = []
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks", retry=patient(waits))
     index.upsert([chunk(0, "Staff get 27 days of leave.")], unit(1, 1024), TITAN)
     knn_proxy.overloaded.add("_bulk")
-    with pytest.raises(RetrievalUnavailable) as refused:
+    knn_proxy.bulk_rows.clear()
+    with pytest.raises(IndexOverloaded) as refused:
         index.upsert([chunk(0, "Staff get 28 days of leave."), chunk(1, "Report sickness early.")], unit(2, 1024), TITAN)
     message = str(refused.value)
     assert "2 of 2" in message and "429" in message and "es_rejected_execution_exception" in message, message
     assert "northpier|r1|handbook.md#0#0" in message and "days of leave" not in message and "sickness" not in message
+    assert isinstance(refused.value, RetrievalUnavailable) and refused.value.code == "index_overloaded"
+    assert knn_proxy.bulk_rows == [2] * BulkRetry().attempts
+    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0]  # capped at 8 s: 15.5 s at most over a request
+
+
+def test_rows_refused_as_too_many_are_sent_again_alone_until_written(knn_proxy):
+    """A busy domain answers 200 with some items 429 (a shard's write queue full): only those rows
+    go again, after a jittered backoff, and the revision ends whole; a request refused whole goes
+    again whole."""
+    waits: list[float] = []
+    draws = iter([0.25, 0.5, 0.75, 0.1])
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks",
+                            retry=BulkRetry(sleep=waits.append, jitter=lambda: next(draws)))
+    rows = [chunk(n, f"Passage {n} on leave w{n}x.") for n in range(BULK_ROWS + 10)]
+    index.upsert(rows[:1], unit(1, 1024), TITAN)  # the index exists
+    knn_proxy.bulk_rows.clear()
+    knn_proxy.busy = ["some", "some", "all"]  # first request: half refused, then half of those, then all of the rest
+    assert index.write_revision("northpier", "handbook.md", "r1", iter([(rows, unit(len(rows), 1024))]), TITAN) == len(rows)
+    assert knn_proxy.bulk_rows == [BULK_ROWS, BULK_ROWS // 2, BULK_ROWS // 4, BULK_ROWS // 4, 10], knn_proxy.bulk_rows
+    assert waits == [0.25 * 0.5, 0.5 * 1.0, 0.75 * 2.0]  # a uniform draw under the doubling bound
+    assert index.count("northpier", "handbook.md", "r1") == len(rows)
+    caller = Identity(tenant="northpier", roles=frozenset({"staff"}))
+    for n in (1, 3, BULK_ROWS - 1, BULK_ROWS + 9):  # refused once, twice, three times; the second request
+        assert [h.chunk_id for h in index.lexical(f"w{n}x", caller, 3)] == [f"handbook.md#0#{n}"]
+
+
+def test_a_refusal_other_than_too_many_is_not_sent_again(knn_proxy):
+    """A row the domain refuses for what it is (a vector of the wrong width) would be refused
+    again: the write fails at once, not after backing off."""
+    waits: list[float] = []
+    index = OpenSearchIndex(OpenSearch(hosts=[knn_proxy.url]), alias="citewell-chunks", retry=patient(waits))
+    index.upsert([chunk(0, "Staff get 27 days of leave.")], unit(1, 1024), TITAN)
+    knn_proxy.bulk_rows.clear()
+    with pytest.raises(RetrievalUnavailable) as refused:
+        index._bulk("citewell-chunks", [([chunk(1, "Report sickness early.")], unit(1, 512))])
+    assert not isinstance(refused.value, IndexOverloaded) and "1 of 1" in str(refused.value), refused.value
+    assert knn_proxy.bulk_rows == [1] and waits == []
 
 
 def test_deletes_are_not_merged_inline_and_the_expunge_is_asked_for_without_waiting(knn_proxy):

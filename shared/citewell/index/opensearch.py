@@ -27,6 +27,7 @@ import numpy as np
 
 from citewell.errors import EmbedderMismatch, EmbedderSwitched, RetrievalTimedOut, RetrievalUnavailable
 from citewell.filters import Scope
+from citewell.index.bulk import BulkRetry, send_rows
 from citewell.models.chunks import Chunk
 from citewell.models.identity import Identity
 from citewell.models.values import sha256_text
@@ -34,7 +35,6 @@ from citewell.ports import LaneHit, QueryVector, query_vector
 
 DEFAULT_ALIAS = "citewell-chunks"
 MAX_ID_BYTES = 512  # OpenSearch refuses a longer _id
-BULK_ROWS = 500  # rows a _bulk request carries (opensearch-py's default): ~10 MB of JSON at 1,024 dimensions
 MAPPING_SECONDS = 30.0  # how long a search trusts the alias's mapping it read (writes read it every time)
 _SOURCE = ["chunk_id", "document_id", "revision", "title", "section_path", "body"]
 
@@ -151,19 +151,6 @@ def row_id(chunk: Chunk) -> str:
     return f"{chunk.tenant}|{chunk.revision}|#{sha256_text(chunk.chunk_id)}"
 
 
-def _bulk_error(item: dict[str, Any]) -> str:
-    """One failed bulk row as its action, ``_id``, status and reason: the helpers' error also
-    holds the row's source (its text and vector), which must reach no log or trace."""
-    ((action, info),) = item.items()
-    error = info.get("error")
-    if isinstance(error, dict):
-        error = f"{error.get('type')}: {error.get('reason')}"
-    elif isinstance(info.get("exception"), Exception):  # the whole request failed: its status and error type
-        exception = info["exception"]
-        error = f"{type(exception).__name__}: {getattr(exception, 'error', '')}"
-    return f"{action} {info.get('_id')!r}: {info.get('status')} {str(error)[:300]}"
-
-
 def _doc_filter(tenant: str, document_id: str, revision: str | None = None) -> dict[str, Any]:
     terms = [{"term": {"tenant": tenant}}, {"term": {"document_id": document_id}}]
     if revision is not None:
@@ -172,9 +159,10 @@ def _doc_filter(tenant: str, document_id: str, revision: str | None = None) -> d
 
 
 class OpenSearchIndex:
-    def __init__(self, client: Any, alias: str = DEFAULT_ALIAS) -> None:
+    def __init__(self, client: Any, alias: str = DEFAULT_ALIAS, retry: BulkRetry | None = None) -> None:
         self.client = client
         self.alias = alias
+        self.retry = retry or BulkRetry()  # how rows the domain refuses as too many are sent again
         self._mapped: tuple[str | None, int | None] | None = None  # (identity, dims) once the alias exists
         self._mapped_at = 0.0  # time.monotonic() of that read
 
@@ -272,39 +260,25 @@ class OpenSearchIndex:
         """Nothing to do: each write is refreshed once before it returns."""
 
     def _bulk(self, target: str, batches: Iterable[tuple[Sequence[Chunk], np.ndarray]]) -> int:
-        """Sent to ``target``'s ``_bulk``, ``BULK_ROWS`` rows a request, no action naming an index:
-        the domain refuses one (``rest.action.multi.allow_explicit_index: false``), so a role's
-        index paths hold. A row's action (its vector as JSON floats, ~32 bytes a dimension in
-        Python) is built when its request is, so memory holds one request, whatever the revision's
-        length. No request refreshes (each would cut a segment): one refresh at the end makes
-        every row searchable before this returns, as a publish's count and switch need."""
-        from opensearchpy import helpers
+        """Sent to ``target``'s ``_bulk`` (:func:`citewell.index.bulk.send_rows`: one request held
+        at a time, a row's action, its vector as JSON floats, built when its request is; rows the
+        domain refuses as too many sent again after a backoff). No request refreshes (each would
+        cut a segment): one refresh at the end makes every row searchable before this returns, as
+        a publish's count and switch need."""
 
-        def actions() -> Iterator[dict[str, Any]]:
+        def rows() -> Iterator[tuple[str, dict[str, Any]]]:
             for chunks, vectors in batches:
                 if len(chunks) != len(vectors):
                     raise ValueError("one vector per chunk")
                 for c, v in zip(chunks, vectors):
-                    yield {
-                        "_op_type": "index", "_id": row_id(c),
-                        "_source": {
-                            "tenant": c.tenant, "roles": sorted(c.allowed_roles), "document_id": c.document_id,
-                            "revision": c.revision, "status": "live", "chunk_id": c.chunk_id, "title": c.title,
-                            "section_path": c.heading_path, "context": c.context, "body": c.text,
-                            "vector": np.asarray(v, dtype=np.float32).tolist(),
-                        },
+                    yield row_id(c), {
+                        "tenant": c.tenant, "roles": sorted(c.allowed_roles), "document_id": c.document_id,
+                        "revision": c.revision, "status": "live", "chunk_id": c.chunk_id, "title": c.title,
+                        "section_path": c.heading_path, "context": c.context, "body": c.text,
+                        "vector": np.asarray(v, dtype=np.float32).tolist(),
                     }
 
-        written, failed, first = 0, 0, ""
-        for ok, item in helpers.streaming_bulk(self.client, actions(), index=target, chunk_size=BULK_ROWS,
-                                               raise_on_error=False, raise_on_exception=False):
-            if ok:
-                written += 1
-            else:  # only the first is kept: a failed row's item holds its text and vector
-                failed += 1
-                first = first or _bulk_error(item)
-        if failed:
-            raise RetrievalUnavailable(f"{failed} of {written + failed} chunks were not indexed; first: {first}")
+        written = send_rows(self.client, target, rows(), self.retry)
         self.client.indices.refresh(index=target)
         return written
 
