@@ -7,6 +7,10 @@
   documents no ``s3:prefix`` for that check, so a ListBucket limited by prefix is taken not to
   count. A DeleteObject of a missing key is a 204 either way (moto answers so already). The
   test's own calls are the operator's, who may list.
+- S3 sends a ranged GetObject's range alone; moto reads the whole object into memory to answer
+  one (its ``FakeKey.value``), which would count a large object whole against a function that
+  reads it a range at a time: :func:`ranged_read` answers a ranged read from what moto stored,
+  reading the range alone, with S3's ``IfMatch`` (412) and unsatisfiable range (416).
 - DynamoDB refuses a key over its limits (partition key 2,048 bytes, sort key 1,024) in every
   request that names one, read or write, and an item over 400 KB in every put (moto checks
   key sizes on puts only, and items against a limit of its own).
@@ -28,7 +32,9 @@ OpenSearch's 512-byte limit on ``_id`` is osmem's own, on bulk and single writes
 from __future__ import annotations
 
 import base64
+import io
 import json
+import re
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -38,6 +44,7 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
+from botocore.response import StreamingBody
 
 from citewell.metadata.dynamodb import TABLE_DEFINITION
 from tests.aws_roles import Policies, permitted
@@ -73,6 +80,7 @@ class StrictAws:
         events.register("before-parameter-build", self._keep_params)
         events.register("before-call.s3.GetObject", self._read)
         events.register("before-call.s3.HeadObject", self._read)
+        events.register("before-call.s3.GetObject", ranged_read)
         events.register("before-call.dynamodb", self._dynamodb)
 
     @staticmethod
@@ -112,6 +120,45 @@ class StrictAws:
         request = json.loads(params.get("body") or b"{}")
         problem = dynamodb_problem(model.name, request) or transaction_problem(model.name, request)
         return None if problem is None else refusal(400, "ValidationException", problem)
+
+
+# -- S3: a ranged read reads its range ----------------------------------------------------
+
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
+
+
+def ranged_read(model: Any, context: dict[str, Any], **_: object) -> tuple[AWSResponse, dict[str, Any]] | None:
+    """A GetObject with ``Range: bytes=A-B`` answered as S3 does (206, ``ContentRange``) from the
+    stored object, reading those bytes alone; any other read, and a key not there, is moto's."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import FakeKey, s3_backends
+
+    params = context[PARAMS]
+    asked = _RANGE.match(str(params.get("Range") or ""))
+    if asked is None:
+        return None
+    try:
+        key = s3_backends[DEFAULT_ACCOUNT_ID]["aws"].get_object(params["Bucket"], params["Key"], params.get("VersionId"))
+    except Exception:  # noqa: BLE001 - a missing bucket or version: moto answers it
+        return None
+    if not isinstance(key, FakeKey):
+        return None
+    if params.get("IfMatch") and params["IfMatch"].strip('"') != key.etag.strip('"'):
+        return refusal(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+    size, first = key.size, int(asked.group(1))
+    if first >= size:
+        return refusal(416, "InvalidRange", "The requested range is not satisfiable")
+    last = min(int(asked.group(2)) if asked.group(2) else size - 1, size - 1)
+    with key.lock:
+        key._value_buffer.seek(first)
+        data = key._value_buffer.read(last - first + 1)
+    headers = {"content-range": f"bytes {first}-{last}/{size}", "content-length": str(len(data)), "etag": key.etag}
+    parsed = {"Body": StreamingBody(io.BytesIO(data), len(data)), "ContentLength": len(data), "AcceptRanges": "bytes",
+              "ContentRange": headers["content-range"], "ETag": key.etag,
+              "ResponseMetadata": {"HTTPStatusCode": 206, "HTTPHeaders": headers}}
+    if key.version_id != "null":
+        parsed["VersionId"] = key.version_id
+    return AWSResponse("https://strict.invalid/", 206, headers, _NoBody()), parsed
 
 
 def dynamodb_problem(operation: str, request: dict[str, Any]) -> str | None:

@@ -10,6 +10,7 @@ from citewell.keys import chunks_key, document_prefix, parse_key, raw_key
 from citewell.models.values import validate_document_id
 from citewell.objects.folder import FolderObjectStore
 from citewell.objects.s3 import ObjectsNotDeleted
+from citewell.ports.objects import STREAM_BLOCK
 from tests.conftest import moto_bucket
 
 
@@ -31,6 +32,19 @@ def test_put_get_exists_list(store):
     assert store.exists("raw/northpier/codes.csv") and not store.exists("raw/northpier/absent.md")
     assert sorted(store.list("raw/northpier/")) == ["raw/northpier/codes.csv", "raw/northpier/policies/leave.md"]
     assert list(store.list("chunks/")) == []
+
+
+def test_a_stream_gives_the_object_back_in_bounded_blocks_and_a_missing_key_at_once(store):
+    data = bytes(range(256)) * (STREAM_BLOCK // 256 * 2 + 3)  # two full blocks and a part
+    store.put("chunks/northpier/large.md/u1.json", data)
+    blocks = list(store.stream("chunks/northpier/large.md/u1.json"))
+    assert b"".join(blocks) == data and len(blocks) >= 3 and max(map(len, blocks)) <= STREAM_BLOCK
+    with pytest.raises(NotFound):
+        store.stream("chunks/northpier/absent.md/u1.json")  # raised by the call, before a block is asked for
+    store.put("chunks/northpier/small.md/u1.json", b"one line\n")
+    assert list(store.stream("chunks/northpier/small.md/u1.json")) == [b"one line\n"]
+    store.put("chunks/northpier/empty.md/u1.json", b"")
+    assert b"".join(store.stream("chunks/northpier/empty.md/u1.json")) == b""
 
 
 def test_missing_keys_are_typed_and_delete_counts(store):

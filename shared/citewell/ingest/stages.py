@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from citewell import leases
 from citewell.errors import IngestError, InvalidInput, NotFound, PublishConflict, UploadMissing
+from citewell.ingest.artifacts import ChunksArtifact, chunks_lines
 from citewell.ingest.registration import register_upload
 from citewell.interrupts import deferred
 from citewell.keys import STAGES, chunks_key, document_prefix, parse_key, parsed_key, raw_key, upload_keys
@@ -72,13 +73,6 @@ class ParsedArtifact(BaseModel):
     content_sha256: str
     title: str
     parsed: ParsedDocument
-
-
-class ChunksArtifact(BaseModel):
-    revision: str
-    content_sha256: str
-    chunks: list[Chunk]
-    encoding: str | None = None
 
 
 class ParseOutcome(BaseModel):
@@ -184,12 +178,13 @@ def chunk_stage(services: Services, upload: Upload, progress: Callable[[int, int
     result = ChunksArtifact(revision=artifact.revision, content_sha256=artifact.content_sha256, chunks=chunks,
                             encoding=artifact.parsed.encoding)
     services.chunks.put_chunks(chunks)  # before embedding: the embedding cache counts these as users
-    services.objects.put(chunks_key(upload.tenant, upload.document_id, upload.upload_id), _serialized(result))
+    services.objects.put(chunks_key(upload.tenant, upload.document_id, upload.upload_id), chunks_lines(result))
     return result
 
 
 PUBLISH_PAGE = 500  # chunk records read, vectors looked up and rows sent per step of a publish to a BatchedIndex
 EMBED_SLICE = 128  # chunks embedded and stored per step: progress moves, and a stop keeps what was done
+EMBED_PAGE = PUBLISH_PAGE  # chunks the embed function reads of its artifact per step (see citewell.ingest.artifacts)
 
 
 def embed_stage(

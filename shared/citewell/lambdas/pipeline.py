@@ -16,11 +16,13 @@ redeployed container takes it.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import replace
 
 from citewell.errors import IngestError, InvalidInput, NotFound, OcrPending, TooLarge
+from citewell.ingest.artifacts import read_chunks
 from citewell.ingest.stages import (
-    ChunksArtifact,
+    EMBED_PAGE,
     abandon,
     chunk_stage,
     embed_stage,
@@ -132,26 +134,50 @@ def _stored_ocr(services: Services, key: str, found: ObjectKey) -> Services:
 
 
 def _embed(services: Services, upload: Upload, found: ObjectKey) -> str:
+    """Embed what the cache lacks of the upload's chunks, read from its artifact a page at a time
+    (:func:`citewell.ingest.artifacts.read_chunks`), so the function holds one page whatever the
+    revision's length; then write the marker that starts publish."""
     name = f"{found.document_id}@{found.upload_id[:12]}"
     if not is_current(services.documents.get_document(upload.tenant, upload.document_id), upload):
         abandon(services, upload)
         return f"superseded {name}"
-    raw = _read(services, chunks_key(upload.tenant, upload.document_id, upload.upload_id))
-    if raw is None:
+    key = chunks_key(upload.tenant, upload.document_id, upload.upload_id)
+    try:
+        header, pages = read_chunks(services.objects, key, EMBED_PAGE)
+    except NotFound:
         return f"ignored {name}: its chunks are gone (superseded or deleted)"
-    artifact = ChunksArtifact.model_validate_json(raw)
     # After a migration, a container from before the redeploy embeds for an index that is gone.
     if isinstance(services.index, EmbedderCheckedIndex):
         services.index.require_embedder(services.embedder.identity)
-    embedded = embed_stage(services, artifact.chunks)
+    embedded = count = 0
+    for page in pages:
+        embedded += embed_stage(services, page)
+        count += len(page)
     if not is_current(services.documents.get_document(upload.tenant, upload.document_id), upload):
-        abandon(services, upload, artifact.revision)  # superseded while embedding: what it cached goes too
-        release_embeddings(services, artifact.chunks)
+        _drop_superseded(services, upload, key, header.revision)  # what it cached goes too
         return f"superseded {name}"
-    marker = {"revision": artifact.revision, "content_sha256": artifact.content_sha256, "encoding": artifact.encoding,
-              "chunks": len(artifact.chunks)}
+    marker = {"revision": header.revision, "content_sha256": header.content_sha256, "encoding": header.encoding,
+              "chunks": count}
     services.objects.put(embedded_key(upload.tenant, upload.document_id, upload.upload_id), json.dumps(marker).encode())
-    return f"embedded {name}: {embedded} new of {len(artifact.chunks)}"
+    return f"embedded {name}: {embedded} new of {count}"
+
+
+def _drop_superseded(services: Services, upload: Upload, key: str, revision: str) -> None:
+    """An upload superseded while it embedded: its revision's records and rows go, then the vectors
+    it cached that no record uses (a newer upload's purge may have run before they were written),
+    named by its artifact read again a page at a time, then the rest of what it wrote."""
+    from citewell.deletion import purge_revision
+
+    document = services.documents.get_document(upload.tenant, upload.document_id)
+    if document is not None and document.active_upload == upload.upload_id:
+        return  # served (a late redelivery): nothing of it goes
+    purge_revision(services, upload.tenant, upload.document_id, revision, Counter())
+    try:
+        for page in read_chunks(services.objects, key, EMBED_PAGE)[1]:
+            release_embeddings(services, page)
+    except NotFound:  # another delivery's abandon took the artifact: it released them
+        pass
+    abandon(services, upload, revision)
 
 
 def _check_size(services: Services, key: str) -> None:

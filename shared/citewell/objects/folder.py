@@ -17,8 +17,10 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from citewell.errors import HomeNotWritable, InvalidInput, NotFound
+from citewell.ports.objects import STREAM_BLOCK
 
 TEMPORARY = ".tmp-"  # the name prefix of a put's file before its rename
 _MORE = "%"  # ends each folder of a long part's chain but the last
@@ -96,6 +98,13 @@ class FolderObjectStore:
         except FileNotFoundError:
             raise NotFound(f"no object {key!r}") from None
 
+    def stream(self, key: str) -> Iterator[bytes]:
+        try:
+            file = self._path(key).open("rb")
+        except FileNotFoundError:
+            raise NotFound(f"no object {key!r}") from None
+        return _blocks(file)
+
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
 
@@ -150,3 +159,10 @@ class FolderObjectStore:
             return [base]
         found = [Path(folder) / name for folder, _, names in os.walk(base) for name in names]
         return sorted(path for path in found if path.is_file())
+
+
+def _blocks(file: BinaryIO) -> Iterator[bytes]:
+    """An open file's bytes, ``STREAM_BLOCK`` at a time; closed at the end or when dropped."""
+    with file:
+        while block := file.read(STREAM_BLOCK):
+            yield block

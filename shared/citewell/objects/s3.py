@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from citewell.errors import NotFound
+from citewell.ports.objects import STREAM_BLOCK
 
 UPLOAD = "?uploadId="  # joins a key and the id of an unfinished multipart upload in a temporary's key
 DELETE_ATTEMPTS = 3  # DeleteObjects calls for the versions S3 reports it kept, before the delete raises
@@ -83,8 +84,43 @@ class S3ObjectStore:
         self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
 
     def get(self, key: str) -> bytes:
+        return bytes(self._body(key).read())
+
+    def stream(self, key: str) -> Iterator[bytes]:
+        """The object in ranged GetObjects of ``STREAM_BLOCK`` bytes, each read whole when it is
+        asked for: no connection waits on a reader that takes minutes over a block (the embed
+        stage calls a model between them), and each range after the first is asked ``IfMatch``
+        the first one's ETag, so a stream never joins two writes of a key (S3 answers 412)."""
         try:
-            return self.client.get_object(Bucket=self.bucket, Key=key, **self._version(key))["Body"].read()
+            first = self._get(key, Range=f"bytes=0-{STREAM_BLOCK - 1}")
+        except self.client.exceptions.ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "InvalidRange":  # there, and empty
+                return iter(())
+            raise
+        return self._ranges(key, first)
+
+    def _ranges(self, key: str, first: dict[str, Any]) -> Iterator[bytes]:
+        block = first["Body"].read()
+        total = int(str(first.get("ContentRange") or f"/{len(block)}").rsplit("/", 1)[1])
+        etag, offset = first["ETag"], len(block)
+        if block:
+            yield block
+        while offset < total:
+            reply = self._get(key, Range=f"bytes={offset}-{offset + STREAM_BLOCK - 1}", IfMatch=etag)
+            block = reply["Body"].read()
+            if not block:
+                raise NotFound(f"object {key!r} ended at byte {offset:,} of {total:,}")
+            offset += len(block)
+            yield block
+
+    def _body(self, key: str) -> Any:
+        """The object's StreamingBody, nothing of it read yet; NotFound if there is none."""
+        return self._get(key)["Body"]
+
+    def _get(self, key: str, **ranged: str) -> dict[str, Any]:
+        """GetObject of the version this store reads; NotFound if there is none."""
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=key, **self._version(key), **ranged)
         except self.client.exceptions.NoSuchKey:
             raise NotFound(f"no object {key!r}") from None
         except self.client.exceptions.ClientError as error:  # a pinned version that was removed
