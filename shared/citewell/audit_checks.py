@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from functools import cached_property, partial
 
-import numpy as np
 from pydantic import BaseModel
 
 from citewell import leases
@@ -51,7 +50,6 @@ from citewell.ingest.stages import (
 )
 from citewell.keys import STAGES, parse_key, raw_key, units_identity
 from citewell.models.answers import AnswerRecord
-from citewell.models.chunks import Chunk
 from citewell.models.documents import Document, DocumentStatus, ErrorInfo, Upload, descriptive
 from citewell.models.values import utcnow
 from citewell.ports import StagedIndex
@@ -219,13 +217,13 @@ class Checks:
                            partial(self._reaccess, document), served)
 
     def _reaccess(self, document: Document) -> None:
-        """Rewrite the active revision's chunk records and index rows with the record's access fields."""
+        """Rewrite the active revision's chunk records and index rows with the record's access
+        fields, a page at a time each (a revision of any length fits the audit function's memory):
+        the records first, then the rows from them, embedded where a new title is not cached."""
         services, revision = self.services, document.active_revision
         assert revision is not None
-        chunks = [c.model_copy(update={"allowed_roles": document.allowed_roles, "title": document.title})
-                  for c in services.chunks.get_chunks(document.tenant, document.document_id, revision)]
-        services.chunks.put_chunks(chunks)
-        self._index(chunks)
+        services.chunks.set_access(document.tenant, document.document_id, revision, document.allowed_roles, document.title)
+        reindex_revision(services, document.tenant, document.document_id, revision)
         self._unless_replaced(document)
 
     def _unless_replaced(self, document: Document) -> None:
@@ -234,14 +232,6 @@ class Checks:
         assert document.active_revision is not None
         if getattr(self.now(document.tenant, document.document_id), "active_revision", None) != document.active_revision:
             purge_revision(self.services, document.tenant, document.document_id, document.active_revision, Counter())
-
-    def _index(self, chunks: list[Chunk]) -> None:
-        if not chunks:  # purged since the audit looked: nothing to index again
-            return
-        services = self.services
-        embed_stage(services, chunks)
-        cached = services.embeddings.get_embeddings(services.embedder.identity, (c.content_hash for c in chunks))
-        services.index.upsert(chunks, np.stack([cached[c.content_hash] for c in chunks]), services.embedder.identity)
 
     def _republish(self, document: Document) -> None:
         """Index the active revision again from its chunk records, or re-ingest the served upload's bytes."""

@@ -133,13 +133,15 @@ def _withdraw_answers(services: Services, tenant: str, document_id: str, revisio
 
 
 def purge_revision(services: Services, tenant: str, document_id: str, revision: str, removed: Counter[str]) -> None:
-    """Remove one revision's index rows, chunk records, unused embeddings, and the answers resting on it."""
+    """Remove one revision's index rows, chunk records, unused embeddings, and the answers resting on it.
+    The records are read a page at a time for their content hashes alone: a publish that replaces
+    a revision of 50,000 chunks holds 50,000 hashes, not the records."""
     with removing(services):
-        chunks = services.chunks.get_chunks(tenant, document_id, revision)
+        hashes = {c.content_hash for page in services.chunks.chunk_pages(tenant, document_id, revision) for c in page}
         removed["index_chunks"] += services.index.delete_revision(tenant, document_id, revision)
         removed["chunk_records"] += services.chunks.delete_chunks(tenant, document_id, revision)
         identity = services.embedder.identity
-        removed["embeddings"] += services.embeddings.delete_unused_embeddings(identity, {c.content_hash for c in chunks})
+        removed["embeddings"] += services.embeddings.delete_unused_embeddings(identity, hashes)
         removed["embeddings"] += services.embeddings.delete_identity(units_identity(identity, revision))
         _withdraw_answers(services, tenant, document_id, revision, removed)
 

@@ -168,6 +168,20 @@ class TestChunkRecords:
         assert sorted(c.chunk_id for p in pages for c in p) == sorted(c.chunk_id for c in chunks)
         assert list(store.chunk_pages("northpier", "handbook.md", "r9")) == []
 
+    def test_access_is_rewritten_over_pages_in_place_and_references_follow_the_title(self, store):
+        chunks = [chunk(n) for n in range(1100)]  # more than a page of either store
+        store.put_chunks(chunks)
+        store.put_chunks([chunk(0, revision="r2")])  # another revision, with chunk 0's text and title
+        assert store.set_access("northpier", "handbook.md", "r1", frozenset({"hr"}), "Pay") == 1100
+        found = store.get_chunks("northpier", "handbook.md", "r1")
+        assert found == [c.model_copy(update={"allowed_roles": frozenset({"hr"}), "title": "Pay"}) for c in chunks]  # in order
+        assert store.get_chunks("northpier", "handbook.md", "r2") == [chunk(0, revision="r2")]
+        old, new = {c.content_hash for c in chunks}, {c.content_hash for c in found}
+        assert not old & new and store.hashes_in_use(new) == new  # the title is embedded: new hashes, referenced
+        assert store.hashes_in_use(old) == {chunk(0).content_hash}  # the old ones only where r2 still uses one
+        assert store.chunk_inventory() == [("northpier", "handbook.md", "r1", 1100), ("northpier", "handbook.md", "r2", 1)]
+        assert store.set_access("northpier", "handbook.md", "r9", frozenset({"hr"}), "Pay") == 0
+
 
 class TestEmbeddingCache:
     """EmbeddingCache: vectors by identity and hash."""

@@ -302,6 +302,28 @@ def test_the_audit_finds_a_missing_raw_upload_and_access_that_disagrees(services
     assert texts(services, STAFF) == []
 
 
+def test_the_audit_rewrites_chunk_records_and_rows_whose_access_drifted(services):
+    """Records and rows that carry other roles and title than the record are rewritten from the
+    record, records first, a page at a time, and the rows from them (embedded anew: the title is
+    in the embedded text)."""
+    ingest(services, [request(SECRET, roles=("hr",))])
+    record = services.documents.get_document("northpier", "pay.md")
+    revision = record.active_revision
+    assert services.chunks.set_access("northpier", "pay.md", revision, frozenset({"staff"}), "Widened") > 0
+    widened = services.chunks.get_chunks("northpier", "pay.md", revision)
+    embed_stage(services, widened)
+    vectors = services.embeddings.get_embeddings(services.embedder.identity, [c.content_hash for c in widened])
+    services.index.upsert(widened, np.stack([vectors[c.content_hash] for c in widened]), services.embedder.identity)
+    assert [a[3] for a in services.index.access_inventory()] == [frozenset({"staff"})]  # the read-back still hides it
+    report = audit(services, repair=True)
+    # beside it, the vectors of the widened title, which no record uses once it is repaired
+    assert ("access_mismatch", True) in [(f.kind, f.repaired) for f in report.findings] and report.ok, report.findings
+    assert {(c.allowed_roles, c.title) for c in services.chunks.get_chunks("northpier", "pay.md", revision)} == {
+        (frozenset({"hr"}), record.title)}
+    assert [a[3] for a in services.index.access_inventory()] == [frozenset({"hr"})]
+    assert texts(services, STAFF) == [] and audit(services).findings == []
+
+
 def test_the_audit_finishes_an_upload_that_was_indexed_but_never_switched(services):
     ingest(services, [request(PUBLIC)])
     upload = register(services, request(SECRET))

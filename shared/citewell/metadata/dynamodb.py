@@ -389,6 +389,35 @@ class DynamoMetadataStore:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    def set_access(self, tenant: str, document_id: str, revision: str, allowed_roles: frozenset[str], title: str) -> int:
+        """One strongly consistent Query page (``PAGE_READ`` records) at a time, written back in
+        batches with its position; where the title moved a record's content hash, its new
+        reference is written before it and the old one removed after, as ``put_chunks`` orders them."""
+        pk = f"C#{tenant}#{document_id}#{revision}"
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :k)", "Limit": PAGE_READ, "ConsistentRead": True,
+            "ExpressionAttributeValues": {":pk": pk, ":k": "K#"}, "ProjectionExpression": "sk, #p, content_hash, #r",
+            "ExpressionAttributeNames": {"#p": "position", "#r": "record"}}
+        count = 0
+        while True:
+            page = self.table.query(**kwargs)
+            stamped = [(item, Chunk.model_validate_json(item["record"]).model_copy(
+                update={"allowed_roles": allowed_roles, "title": title})) for item in page.get("Items", [])]
+            moved = [(str(item["content_hash"]), c) for item, c in stamped if c.content_hash != item["content_hash"]]
+            with self.table.batch_writer() as references:
+                for _, c in moved:
+                    references.put_item(Item=self._reference(c.content_hash, tenant, document_id, revision, c.chunk_id))
+            with self.table.batch_writer() as batch:
+                for item, c in stamped:
+                    batch.put_item(Item={"pk": pk, "sk": item["sk"], "position": item["position"],
+                                         "content_hash": c.content_hash, "record": c.record_json()})
+            self._delete_all((ref["pk"], ref["sk"]) for ref in (
+                self._reference(old, tenant, document_id, revision, c.chunk_id) for old, c in moved))
+            count += len(stamped)
+            if "LastEvaluatedKey" not in page:
+                return count
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:
         found = {}
         for document_id, revision, chunk_id in sorted(set(keys)):

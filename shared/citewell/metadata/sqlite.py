@@ -297,6 +297,19 @@ class SqliteMetadataStore:
                 return
             after = rows[-1]["chunk_id"]
 
+    def set_access(self, tenant: str, document_id: str, revision: str, allowed_roles: frozenset[str], title: str) -> int:
+        """One transaction a page; only rows still there are updated."""
+        count = 0
+        for page in self.chunk_pages(tenant, document_id, revision):
+            stamped = [c.model_copy(update={"allowed_roles": allowed_roles, "title": title}) for c in page]
+            with Transaction(self.conn):
+                self.conn.executemany(
+                    "UPDATE chunks SET content_hash = ?, record = ? "
+                    "WHERE tenant = ? AND document_id = ? AND revision = ? AND chunk_id = ?",
+                    [(c.content_hash, c.record_json(), tenant, document_id, revision, c.chunk_id) for c in stamped])
+            count += len(page)
+        return count
+
     def get_chunks_by_id(self, tenant: str, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Chunk]:
         wanted = sorted(set(keys))
         found: dict[tuple[str, str, str], Chunk] = {}

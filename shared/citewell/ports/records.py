@@ -143,6 +143,12 @@ class ChunkRecords(Protocol):
         """Chunk records by ``(document_id, revision, chunk_id)``; absent keys are left out."""
         ...
 
+    def set_access(self, tenant: str, document_id: str, revision: str, allowed_roles: frozenset[str], title: str) -> int:
+        """Rewrite the revision's records with these access fields, a page at a time (the audit's
+        repair of a revision of any length), each keeping its place in reading order, its content
+        hash following its title; returns how many were rewritten."""
+        ...
+
     def chunk_revisions(self, tenant: str, document_id: str) -> list[str]:
         """The revisions of the document that have records, sorted."""
         ...
