@@ -91,7 +91,7 @@ def test_publish_memory_is_flat_in_the_revisions_length_and_it_refreshes_once(aw
     assert peaks[2500] - peaks[500] < GROWTH_MB, peaks
 
 
-def test_a_publish_the_domain_keeps_refusing_goes_back_to_its_queue_and_serves_nothing_half_written(aws):
+def test_a_publish_the_domain_keeps_refusing_goes_back_to_its_queue_and_serves_nothing_half_written(aws, capsys):
     """Rows refused as too many are sent again with a backoff; still refused after the policy's
     attempts, the publish fails its message (the queue delivers it again) before any switch: the
     document serves nothing of the revision, although part of its rows are in the index. The
@@ -107,6 +107,7 @@ def test_a_publish_the_domain_keeps_refusing_goes_back_to_its_queue_and_serves_n
     marker = [m["MessageId"] for m in messages if "busy.md" in m["Body"]]  # beside it, S3's test event
     assert aws["handlers"]["embedded/"](event, LambdaContext()) == {"batchItemFailures": [{"itemIdentifier": marker[0]}]}
     assert waits == [0.5, 1.0, 2.0, 4.0, 8.0]
+    assert '"IndexOverloaded":[1.0]' in capsys.readouterr().out  # a metric to alarm on
     document = services.documents.get_document("northpier", "busy.md")
     assert document is not None and document.status is DocumentStatus.PROCESSING and document.active_revision is None
     assert services.index.count("northpier", "busy.md", revision) == BULK_ROWS // 2  # written, never served

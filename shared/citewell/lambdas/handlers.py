@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes import S3Event
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from citewell.errors import EmbedderSwitched
+from citewell.errors import EmbedderSwitched, IndexOverloaded
 from citewell.lambdas import UNTRACED
 from citewell.lambdas.forms import Notified
 from citewell.lambdas.pipeline import resume_ocr, run_stage
@@ -72,6 +72,11 @@ def stage_handler(stage: str, events: tuple[str, ...] = ("ObjectCreated",)) -> C
                 logger.error("the index was migrated to another embedder: redeploy with it; the queue retries this",
                              extra={"key": key, "message_id": record.message_id, "reason": error.message})
                 metrics.add_metric(name="EmbedderSwitched", unit=MetricUnit.Count, value=1)
+                raise
+            except IndexOverloaded as error:  # the domain's write queues stayed full: the queue delivers it later
+                logger.warning("the search domain refused rows as too many requests after backing off; the queue retries this",
+                               extra={"key": key, "message_id": record.message_id, "reason": error.message})
+                metrics.add_metric(name="IndexOverloaded", unit=MetricUnit.Count, value=1)
                 raise
             logger.info(done, extra={"key": key, "message_id": record.message_id})
             metrics.add_metric(name="ObjectsProcessed", unit=MetricUnit.Count, value=1)
