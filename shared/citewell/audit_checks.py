@@ -375,22 +375,32 @@ class Checks:
             return True
         return upload is not None and ((document is not None and is_current(document, upload)) or not self.old(upload))
 
-    def citations(self) -> None:
-        """Answers resting on a revision no longer served: their citations are withdrawn."""
-        for tenant, document_id, revision, answer_id in sorted(self.services.answers.citation_inventory()):
-            document = self.documents.get((tenant, document_id))
-            if document is not None and document.active_revision == revision:
-                continue
-            moved = lambda t=tenant, d=document_id, r=revision: getattr(self.now(t, d), "active_revision", None) != r  # noqa: E731
+    def citations(self, items: Sequence[tuple[str, str]]) -> None:
+        """Answers resting on a revision no longer served: their citations are withdrawn. Each
+        document's record is read as it is now (in batches, a tenant at a time), then the answers
+        resting on it at any other revision, never those on the served one."""
+        by_tenant: dict[str, list[str]] = {}
+        for tenant, document_id in items:
+            by_tenant.setdefault(tenant, []).append(document_id)
+        for tenant, document_ids in sorted(by_tenant.items()):
+            documents = self.services.documents.get_documents(tenant, document_ids)
+            for document_id in document_ids:
+                served = getattr(documents.get(document_id), "active_revision", None)
+                for revision, answer_id in self.services.answers.stale_citations(tenant, document_id, served):
+                    self._dangling(tenant, document_id, revision, answer_id)
 
-            def fix(t: str = tenant, d: str = document_id, r: str = revision, a: str = answer_id) -> None:
-                record = self.services.answers.get_answer(t, a)
-                if record is not None:
-                    self.services.answers.put_answer(withdraw_citations(record, d, r)[0])
-                self.services.answers.drop_cached_answers(t, [a])
+    def _dangling(self, tenant: str, document_id: str, revision: str, answer_id: str) -> None:
+        def moved() -> bool:
+            return getattr(self.now(tenant, document_id), "active_revision", None) != revision
 
-            self.found("dangling_citation", tenant, document_id,
-                       f"answer {answer_id} rests on revision {revision[:12]}, which is no longer served", fix, moved)
+        def fix() -> None:
+            record = self.services.answers.get_answer(tenant, answer_id)
+            if record is not None:
+                self.services.answers.put_answer(withdraw_citations(record, document_id, revision)[0])
+            self.services.answers.drop_cached_answers(tenant, [answer_id])
+
+        self.found("dangling_citation", tenant, document_id,
+                   f"answer {answer_id} rests on revision {revision[:12]}, which is no longer served", fix, moved)
 
     def caches(self, items: Sequence[tuple[str, str]]) -> None:
         """Cached answers pointing at a missing, withdrawn or outdated answer: the answers and

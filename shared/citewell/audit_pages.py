@@ -26,8 +26,8 @@ from citewell.deletion import compact
 from citewell.ports import AuditCheckpoints
 
 # Items a page holds at most, and a step (one checkpoint) of it, for the checks over many items.
-PAGE_ITEMS = {"live": 250, "caches": 1000, "conversations": 250}
-STEP_ITEMS = {"live": 25, "caches": 100, "conversations": 25}
+PAGE_ITEMS = {"live": 250, "citations": 1000, "caches": 1000, "conversations": 250}
+STEP_ITEMS = {"live": 25, "citations": 100, "caches": 100, "conversations": 25}
 MESSAGE_BYTES = 200_000  # a page as one SQS message (256 KB at most), with room for the envelope
 HASH_BOUNDS = [None, *"123456789abcdef", None]  # 16 ranges of the hex content hashes the embedding cache is keyed by
 STEP_MARGIN_S = 120.0  # time a step may take at most (a step of the live check reads 25 documents' chunk records)
@@ -37,7 +37,7 @@ Kind = Literal["index", "live", "stuck", "uploads", "chunk_records", "objects", 
 # The checks that read one inventory each, in the order the single pass ran them.
 WHOLE: dict[Kind, Callable[[Checks], object]] = {
     "index": Checks.index, "stuck": Checks.stuck_documents, "uploads": Checks.uploads_check,
-    "chunk_records": Checks.chunk_records, "objects": Checks.objects, "citations": Checks.citations,
+    "chunk_records": Checks.chunk_records, "objects": Checks.objects,
     "identities": Checks.identities, "purges": Checks.purges, "vectors": Checks.vectors, "removals": Checks.removals,
 }
 
@@ -64,6 +64,8 @@ class AuditPage(BaseModel):
         """Items ``start`` to ``end`` of the page."""
         if self.kind == "live":
             checks.live(self.served[start:end])
+        elif self.kind == "citations":
+            checks.citations(self.keys[start:end])
         elif self.kind == "caches":
             checks.caches(self.keys[start:end])
         elif self.kind == "conversations":
@@ -107,8 +109,8 @@ def _packed(items: Sequence[T], limit: int) -> Iterator[list[T]]:
 
 def plan(checks: Checks, run_id: str) -> list[AuditPage]:
     """Every page of a run, in the order the single pass ran its checks. The inventories read
-    here are keys and counts (documents, the index's rows per revision, cached answers,
-    conversations), never chunk records."""
+    here are keys and counts (documents, the index's rows per revision, cited documents, cached
+    answers, conversations), never chunk records or citations."""
     services, repair = checks.services, checks.repair
     pages: list[AuditPage] = []
 
@@ -118,9 +120,11 @@ def plan(checks: Checks, run_id: str) -> list[AuditPage]:
     add("index")
     for served in _packed(checks.served(), PAGE_ITEMS["live"]):
         add("live", served=served)
-    whole: tuple[Kind, ...] = ("stuck", "uploads", "chunk_records", "objects", "citations")
+    whole: tuple[Kind, ...] = ("stuck", "uploads", "chunk_records", "objects")
     for kind in whole:
         add(kind)
+    for keys in _packed(sorted(services.answers.cited_documents()), PAGE_ITEMS["citations"]):
+        add("citations", keys=keys)
     for keys in _packed(sorted(services.answers.cache_inventory()), PAGE_ITEMS["caches"]):
         add("caches", keys=keys)
     for keys in _packed(sorted(services.conversations.conversation_keys()), PAGE_ITEMS["conversations"]):

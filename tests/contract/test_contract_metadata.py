@@ -247,6 +247,26 @@ class TestAnswerRecords:
         assert store.bump_epoch("northpier") == 1 and store.tenant_epoch("northpier") == 1
         assert store.get_cached_answer("k1", "northpier", 0) is None and store.cache_inventory() == []
 
+    def test_the_citations_of_a_document_are_read_apart_from_its_served_revision(self, store):
+        def cites(answer_id: str, tenant: str, *sources: tuple[str, str]) -> AnswerRecord:
+            return AnswerRecord(answer_id=answer_id, tenant=tenant, roles=["staff"], question="q", answer="a [S1]", refused=False,
+                                generator="extractive", citations=[Citation(ref=f"S{n}", chunk_id=f"{d}#0#0", document_id=d,
+                                                                            revision=r) for n, (d, r) in enumerate(sources)])
+        # revisions that share a prefix with the served one: a range around it must leave them in
+        store.put_answer(cites("a1", "northpier", ("handbook.md", "r1"), ("guide.md", "r1")))
+        store.put_answer(cites("a2", "northpier", ("handbook.md", "r10")))
+        store.put_answer(cites("a3", "northpier", ("handbook.md", "r")))
+        store.put_answer(cites("a4", "northpier", ("handbook.md", "r0"), ("handbook.md", "r1")))
+        store.put_answer(cites("a5", "bluefen", ("handbook.md", "r0")))
+        assert sorted(store.cited_documents()) == [("bluefen", "handbook.md"), ("northpier", "guide.md"),
+                                                   ("northpier", "handbook.md")]
+        assert store.stale_citations("northpier", "handbook.md", "r1") == [("r", "a3"), ("r0", "a4"), ("r10", "a2")]
+        assert store.stale_citations("northpier", "handbook.md", None) == [
+            ("r", "a3"), ("r0", "a4"), ("r1", "a1"), ("r1", "a4"), ("r10", "a2")]
+        assert store.stale_citations("northpier", "guide.md", "r1") == []
+        assert store.stale_citations("bluefen", "handbook.md", "r1") == [("r0", "a5")]
+        assert store.stale_citations("northpier", "policy.md", None) == []
+
     def test_an_answer_is_recorded_only_while_every_source_it_read_is_served(self, store):
         served = store.save_document(document(generation=GEN))
         store.save_document(served.model_copy(update={"active_revision": "r1", "status": DocumentStatus.PUBLISHED}))

@@ -116,7 +116,13 @@ def ocr_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
 
 
 class PageUnfinished(Exception):
-    """An audit page stopped for time: the queue hands it back, and it resumes at its checkpoint."""
+    """An audit page stopped for time without a step done, or with no queue to send the rest to:
+    the queue hands it back after its visibility timeout, and it resumes at its checkpoint."""
+
+
+# A page stopped for time sends itself again with this delay and is acknowledged: the queue
+# delivers the rest in seconds, not after the 90-minute visibility timeout a failed item waits.
+CONTINUE_DELAY_S = 5
 
 
 def audit_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
@@ -125,7 +131,8 @@ def audit_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     so a run whose pages outlast the time left still asks), then plans the run and sends its
     pages to the audit queue (``CITEWELL_AUDIT_QUEUE_URL``), which feeds them back to this
     function, a few at once; without a queue it runs the pages itself, as far as its time goes.
-    Pages keep their progress in the table (:mod:`citewell.audit_pages`)."""
+    Pages keep their progress in the table (:mod:`citewell.audit_pages`); a page stopped for
+    time after a step queues itself again (:data:`CONTINUE_DELAY_S`) and resumes at its checkpoint."""
     from citewell.audit_checks import Checks, Finding, stuck_after
     from citewell.audit_pages import AuditPage, MemoryCheckpoints, plan, run_page
     from citewell.models.values import new_token
@@ -166,13 +173,24 @@ def audit_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         _, services = services_from_env()
         page = AuditPage.model_validate_json(record.body)
         checks = Checks(services, page.repair, stuck_after())
+        store = checkpoints(services)
+        before = store.audit_progress(page.run_id, page.number)
         try:
-            finished = run_page(checks, page, checkpoints(services), time_left)
+            finished = run_page(checks, page, store, time_left)
         finally:  # what a page found before it stopped is said, and not found again on resuming
             reported(checks.findings)
-        if not finished:
-            logger.info("audit page stopped for time", extra={"run": page.run_id, "page": page.number, "kind": page.kind})
-            raise PageUnfinished(f"page {page.number} of run {page.run_id} resumes at its checkpoint")
+        if finished:
+            return
+        where = {"run": page.run_id, "page": page.number, "kind": page.kind}
+        queue_url = settings().audit_queue_url
+        # Only a page that moved on is sent again: one that cannot take a step in a whole
+        # invocation goes back as a failure, so the queue's receive count ends it in the DLQ.
+        if queue_url and store.audit_progress(page.run_id, page.number) > before:
+            continue_page(queue_url, record.body)
+            logger.info("audit page stopped for time; the rest is queued", extra=where)
+            return
+        logger.info("audit page stopped for time", extra=where)
+        raise PageUnfinished(f"page {page.number} of run {page.run_id} resumes at its checkpoint")
 
     def start(services: Any, time_left: Callable[[], float] | None) -> dict[str, Any]:
         expunge(services)
@@ -202,6 +220,16 @@ def audit_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         return start(services_from_env()[1], time_left)
 
     return handler
+
+
+def continue_page(queue_url: str, body: str) -> None:
+    """Send the rest of a page stopped for time: the same page (its checkpoint says where it
+    stands), delayed by :data:`CONTINUE_DELAY_S`. A failure to send raises, and the page goes
+    back as a failed item instead; a send whose acknowledgement is lost is at worst the page
+    delivered twice, which resumes at the same checkpoint."""
+    import boto3
+
+    boto3.client("sqs").send_message(QueueUrl=queue_url, MessageBody=body, DelaySeconds=CONTINUE_DELAY_S)
 
 
 def send_pages(queue_url: str, bodies: list[str]) -> int:

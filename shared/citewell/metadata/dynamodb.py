@@ -888,6 +888,27 @@ class DynamoMetadataStore:
                       for i in self._prefixed(f"X#{tenant}#{str(marker['sk'])[3:]}", "")]
         return found
 
+    def cited_documents(self) -> list[tuple[str, str]]:
+        """The tenants' ``XI#`` markers (kept after the last answer on a document goes)."""
+        found = []
+        for tenant in self._tenants():
+            markers = self._query(KeyConditionExpression="pk = :pk AND begins_with(sk, :x)", ProjectionExpression="sk",
+                                  ExpressionAttributeValues={":pk": f"T#{tenant}", ":x": "XI#"})
+            found += [(tenant, str(i["sk"])[3:]) for i in markers]
+        return found
+
+    def stale_citations(self, tenant: str, document_id: str, served: str | None) -> list[tuple[str, str]]:
+        """The ``X#`` partition's sort keys below ``served#`` and from ``served$`` on ('$' follows
+        '#'): two ranges that leave out exactly the served revision's entries."""
+        pk = f"X#{tenant}#{document_id}"
+        if served is None:
+            ranges = [("pk = :pk", {":pk": pk})]
+        else:
+            ranges = [("pk = :pk AND sk < :below", {":pk": pk, ":below": f"{served}#"}),
+                      ("pk = :pk AND sk >= :above", {":pk": pk, ":above": f"{served}$"})]
+        return [(str(i["revision"]), str(i["answer_id"])) for condition, values in ranges
+                for i in self._query(KeyConditionExpression=condition, ExpressionAttributeValues=values)]
+
     def cache_inventory(self) -> list[tuple[str, str]]:
         return [(tenant, i["answer_id"]) for tenant, i in self._tenant_items("Q#")]
 

@@ -585,6 +585,17 @@ class SqliteMetadataStore:
         rows = self.conn.execute("SELECT tenant, document_id, revision, answer_id FROM citations")
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
+    def cited_documents(self) -> list[tuple[str, str]]:
+        rows = self.conn.execute("SELECT DISTINCT tenant, document_id FROM citations ORDER BY tenant, document_id")
+        return [(r[0], r[1]) for r in rows]
+
+    def stale_citations(self, tenant: str, document_id: str, served: str | None) -> list[tuple[str, str]]:
+        """The primary key's range, less the served revision's."""
+        rows = self.conn.execute(
+            "SELECT revision, answer_id FROM citations WHERE tenant = ? AND document_id = ? AND revision IS NOT ? "
+            "ORDER BY revision, answer_id", (tenant, document_id, served))
+        return [(r[0], r[1]) for r in rows]
+
     def cache_inventory(self) -> list[tuple[str, str]]:
         """``(tenant, answer_id)`` of every cached answer."""
         return [(r[0], r[1]) for r in self.conn.execute("SELECT tenant, answer_id FROM answer_cache")]

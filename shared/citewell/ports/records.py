@@ -232,6 +232,17 @@ class AnswerRecords(Protocol):
         """``(tenant, document_id, revision, answer_id)`` for every source an answer rests on."""
         ...
 
+    def cited_documents(self) -> list[tuple[str, str]]:
+        """``(tenant, document_id)`` of every document an answer rests on (and perhaps of some no
+        answer rests on any longer), without reading the citations: the audit splits them into pages."""
+        ...
+
+    def stale_citations(self, tenant: str, document_id: str, served: str | None) -> list[tuple[str, str]]:
+        """``(revision, answer_id)`` of every answer resting on the document at a revision other
+        than ``served`` (at any, given None), in that order, read without reading those at ``served``:
+        what the audit's citation check reads grows with what it may find, not with the answers."""
+        ...
+
     def tenant_epoch(self, tenant: str) -> int:
         """The tenant's corpus epoch (0 before the first move)."""
         ...
