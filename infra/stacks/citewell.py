@@ -12,7 +12,7 @@ from constructs import Construct
 from layer import problems, unzipped_bytes
 
 from stacks.api import Api
-from stacks.config import ROOT, ConfigError, StackConfig
+from stacks.config import RERANK_REGIONS, ROOT, ConfigError, StackConfig
 from stacks.functions import Functions, retention
 from stacks.logs import keep_logs
 from stacks.monitoring import Alarms
@@ -40,6 +40,28 @@ def layer_asset(config: StackConfig, scope: Construct) -> lambda_.Code:
     return lambda_.Code.from_asset(str(placeholder))
 
 
+def rerank_region_rule(stack: cdk.Stack, config: StackConfig) -> None:
+    """Refuse, at deploy time, a region where Bedrock does not offer the reranking model: the
+    same check as synthesis, for a template made without knowing its region (an
+    environment-agnostic stack synthesized with no CDK_DEFAULT_REGION, then deployed anywhere).
+
+    CloudFormation evaluates a template's Rules before it creates or updates any resource, and
+    fails the operation with the AssertDescription when an assertion is false ("Rules syntax",
+    "Rule functions"). ``Ref`` may be used inside every rule function but Fn::ValueOf and
+    Fn::ValueOfAll, and the pseudo parameters are used "the same way as you would a parameter,
+    as the argument for the Ref function" ("Pseudo parameters reference"): so the assertion is
+    Fn::Contains over the regions offered and ``Ref AWS::Region``. A model not in the table
+    gets no rule (synthesis warns)."""
+    offered = RERANK_REGIONS.get(config.rerank_model or "") if config.reranker == "bedrock" else None
+    if offered is None:
+        return
+    regions = sorted(offered)
+    cdk.CfnRule(stack, "RerankModelRegion", assertions=[cdk.CfnRuleAssertion(
+        assert_=cdk.Fn.condition_contains(regions, cdk.Aws.REGION),
+        assert_description=f"rerank_model {config.rerank_model} is not offered by Bedrock in this region; it is offered in "
+                           f"{', '.join(regions)}: deploy there, choose another -c rerank_model, or -c reranker=none")])
+
+
 class CitewellStack(cdk.Stack):
     def __init__(self, scope: Construct, construct_id: str, config: StackConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -48,6 +70,7 @@ class CitewellStack(cdk.Stack):
         region = self.region if not cdk.Token.is_unresolved(self.region) else os.environ.get("CDK_DEFAULT_REGION")
         if unchecked := config.check_region(region):
             cdk.Annotations.of(self).add_warning_v2("citewell:rerank-region", unchecked)
+        rerank_region_rule(self, config)
         layer = lambda_.LayerVersion(
             self, "CoreLayer",
             code=layer_asset(config, self),

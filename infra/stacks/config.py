@@ -129,7 +129,8 @@ class StackConfig:
                     "(infra/stacks/config.py RERANK_REGIONS): check that Bedrock offers it in the stack's region")
         if region is None:
             return (f"the stack's region is not known at synthesis (no env, no CDK_DEFAULT_REGION): rerank_model "
-                    f"{self.rerank_model} is offered only in {', '.join(sorted(offered))}")
+                    f"{self.rerank_model} is offered only in {', '.join(sorted(offered))}; the template's "
+                    "RerankModelRegion rule refuses a deploy anywhere else")
         if region not in offered:
             raise ConfigError(f"rerank_model {self.rerank_model} is not offered by Bedrock in {region}; it is offered in "
                               f"{', '.join(sorted(offered))}: deploy to one of them, pick another model "

@@ -658,6 +658,46 @@ def test_synthesis_fails_for_a_reranking_model_bedrock_does_not_offer_in_the_reg
     other.has_warning("/Citewell", Match.string_like_regexp("not in the table of reranking models' regions"))
 
 
+def assertions_hold(rule: dict, pseudo: dict[str, str]) -> list[str]:
+    """The AssertDescription of each assertion of ``rule`` that fails where the pseudo parameters
+    have these values: CloudFormation's Fn::Contains and Ref, as "Rule functions" defines them."""
+    def value(node: object) -> object:
+        if isinstance(node, dict) and set(node) == {"Ref"}:
+            return pseudo[node["Ref"]]
+        if isinstance(node, dict) and set(node) == {"Fn::Contains"}:
+            strings, string = node["Fn::Contains"]
+            return value(string) in [value(s) for s in strings]
+        assert isinstance(node, str), f"not a function this rule may use: {node}"
+        return node
+
+    return [a["AssertDescription"] for a in rule["Assertions"] if value(a["Assert"]) is not True]
+
+
+def test_a_deploy_to_a_region_without_the_reranking_model_is_refused_by_the_templates_rule(tmp_path_factory, monkeypatch):
+    """A template synthesized without its region (no env, no CDK_DEFAULT_REGION) carries a Rule
+    that CloudFormation checks before it creates anything: Ref AWS::Region among the regions
+    Bedrock offers the model in. No rule where there is nothing to check."""
+    monkeypatch.delenv("CDK_DEFAULT_REGION", raising=False)
+    amazon = {"reranker": "bedrock", "rerank_model": "amazon.rerank-v1:0", "embedder": "minilm",
+              "layer_path": str(built_layer(tmp_path_factory, "minilm"))}
+    rules = Template.from_stack(in_region(tmp_path_factory, None, **amazon)).to_json()["Rules"]
+    rule = rules["RerankModelRegion"]
+    assert rule == {"Assertions": [{
+        "Assert": {"Fn::Contains": [["ap-northeast-1", "ca-central-1", "eu-central-1", "us-west-2"], {"Ref": "AWS::Region"}]},
+        "AssertDescription": "rerank_model amazon.rerank-v1:0 is not offered by Bedrock in this region; it is offered in "
+                             "ap-northeast-1, ca-central-1, eu-central-1, us-west-2: deploy there, choose another "
+                             "-c rerank_model, or -c reranker=none"}]}
+    assert assertions_hold(rule, {"AWS::Region": "us-east-1"}) == [rule["Assertions"][0]["AssertDescription"]]
+    assert assertions_hold(rule, {"AWS::Region": "eu-west-1"}) != []
+    assert assertions_hold(rule, {"AWS::Region": "us-west-2"}) == []
+    cohere = Template.from_stack(in_region(tmp_path_factory, None, **{**amazon, "rerank_model": "cohere.rerank-v3-5:0"}))
+    assert assertions_hold(cohere.to_json()["Rules"]["RerankModelRegion"], {"AWS::Region": "us-east-1"}) == []
+    # A template whose region is known keeps the rule too: synthesis's check again, at no cost.
+    assert "RerankModelRegion" in Template.from_stack(in_region(tmp_path_factory, "us-west-2", **amazon)).to_json()["Rules"]
+    for config in ({**amazon, "reranker": "none"}, {**amazon, "rerank_model": "acme.rerank-v9"}):
+        assert "RerankModelRegion" not in Template.from_stack(in_region(tmp_path_factory, None, **config)).to_json().get("Rules", {})
+
+
 def test_a_marketplace_reranker_may_subscribe_to_its_product_and_an_amazon_one_needs_nothing_of_it(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("CDK_DEFAULT_REGION", raising=False)
 
