@@ -11,7 +11,7 @@ its latency over the store's concurrency (``PARALLEL``), and never below the par
 floor.
 
 The audit's pages (:mod:`citewell.audit_pages`) are measured the same way: the live check, the
-cached answers' check and the conversations' check run over a corpus in moto at a few sizes,
+citations' check, the cached answers' check and the conversations' check run over a corpus in moto at a few sizes,
 their DynamoDB and S3 calls counted per item; with the embedding check above (a 16th of it a
 page), the plan's inventories and the pages' sizes, each page's time (calls times latency, and
 the CPU of reading what it reads, measured here and scaled to a 1,024 MB function's share of a
@@ -231,7 +231,7 @@ def _corpus(store: Any, s3: Any, documents: int, chunks: int, answers: int) -> l
 
 
 def measure_pages(documents: int, chunks: int = 20) -> dict[str, Any]:
-    """The calls of the live, cached-answer and conversation checks over a corpus of
+    """The calls of the live, citation, cached-answer and conversation checks over a corpus of
     ``documents`` (and 10 answers a document, as at scale), each check run whole as one page."""
     from datetime import timedelta
     from types import SimpleNamespace
@@ -264,10 +264,11 @@ def measure_pages(documents: int, chunks: int = 20) -> dict[str, Any]:
 
         checks = Checks(services, False, timedelta(minutes=30))  # type: ignore[arg-type]
         counted("snapshot", lambda: checks.documents)
-        counted("plan", lambda: (store.cache_inventory(), store.conversation_keys()))
+        counted("plan", lambda: (store.cited_documents(), store.cache_inventory(), store.conversation_keys()))
         items = [Served(tenant=d.tenant, document_id=d.document_id, revision="r1", indexed=chunks,
                         access=[(["staff"], "Handbook")]) for d in served]
         counted("live", lambda: checks.live(items))
+        counted("citations", lambda: checks.citations(sorted(store.cited_documents())))
         counted("caches", lambda: checks.caches(sorted(store.cache_inventory())))
         counted("conversations", lambda: checks.conversations(sorted(store.conversation_keys())))
         assert checks.findings == [], checks.findings  # a consistent corpus: the counts are the checks' own
@@ -317,6 +318,7 @@ def audit_pages_at_scale(sizes: list[int], range_s: float, embedding_pages: int,
     print("\nthe audit in pages: calls per item, fitted over", sizes, "documents")
     runs = [measure_pages(n) for n in sizes]
     live = _per_item(runs, "live", "documents")
+    cited = _per_item(runs, "citations", "documents")
     caches = _per_item(runs, "caches", "answers")
     conversations = _per_item(runs, "conversations", "conversations")
     last = runs[-1]
@@ -371,18 +373,25 @@ def audit_pages_at_scale(sizes: list[int], range_s: float, embedding_pages: int,
     talk_s = latency(talk_calls) + n * (talk_cpu + SCALE["turns"] * answer_cpu) / CPU_SHARE
     talk_mb = STEP_ITEMS["conversations"] * (talk_mem + SCALE["turns"] * answer_mem) / 2**20
     talk_pages = math.ceil(talks / n)
+    # citations: each cited document's record (batches of 100), and its X# entries at revisions other
+    # than the served one: two key ranges, nothing read of a consistent corpus's entries.
+    n = PAGE_ITEMS["citations"]
+    cited_calls = {op: a * n + b for op, (a, b) in cited.items()}
+    cited_calls["PutItem"] = math.ceil(n / STEP_ITEMS["citations"])
+    cited_s = latency(cited_calls) + n * doc_cpu / CPU_SHARE
+    cited_mb = STEP_ITEMS["citations"] * doc_mem / 2**20
+    cited_pages = math.ceil(documents / n)
     # the plan (the schedule's invocation): the snapshot, the index's aggregations, the keys of the
-    # cached answers (about 150 B an entry) and conversations (read whole: the projection saves bytes
-    # sent, not pages), and the pages sent 10 a SendMessageBatch.
-    plan_pages = math.ceil(answers * 150 / PAGE_BYTES) + math.ceil(talks * last["conversation_bytes"] / PAGE_BYTES)
-    total_pages = 1 + live_pages + 5 + cache_pages + talk_pages + 1 + 16 + 3 + 1
+    # cited documents (about 60 B a marker), cached answers (about 150 B an entry) and conversations
+    # (read whole: the projection saves bytes sent, not pages), and the pages sent 10 a SendMessageBatch.
+    plan_pages = (math.ceil(documents * 60 / PAGE_BYTES) + math.ceil(answers * 150 / PAGE_BYTES)
+                  + math.ceil(talks * last["conversation_bytes"] / PAGE_BYTES))
+    total_pages = 1 + live_pages + 4 + cited_pages + cache_pages + talk_pages + 1 + 16 + 3 + 1
     aggregation_s = 2 * math.ceil(documents / 1000) * 0.2  # the index's two inventories: composite pages of 1,000 buckets
     sent_s = math.ceil(total_pages / 10) * LATENCY_S["SendMessageBatch"]
     plan_s = snapshot_s + aggregation_s + plan_pages * LATENCY_S["QueryPage"] + sent_s
     plan_mb = snapshot_mb + (answers + talks) * 200 / 2**20 + documents * 400 / 2**20
-    # the whole checks: each its inventory; the citations read one X# partition per cited document.
-    citations_s = snapshot_s + documents * LATENCY_S["Query"] + answers * 150 / PAGE_BYTES * LATENCY_S["QueryPage"]
-    citations_mb = snapshot_mb + answers * 400 / 2**20
+    # the whole checks: each its inventory.
     objects_s = snapshot_s + 4 * math.ceil(documents / 1000) * LATENCY_S["ListObjectsV2"]
     range_mb = reference_queries / 16 * 120 / 2**20
     rows = [
@@ -392,7 +401,7 @@ def audit_pages_at_scale(sizes: list[int], range_s: float, embedding_pages: int,
         (f"caches ({PAGE_ITEMS['caches']} cached answers)", cache_pages, cache_s, cache_mb),
         (f"conversations ({PAGE_ITEMS['conversations']}, {SCALE['turns']} turns each)", talk_pages, talk_s, talk_mb),
         ("embeddings (a 16th of the hashes)", 16, range_s, range_mb),
-        ("citations (every X# partition)", 1, citations_s, citations_mb),
+        (f"citations ({PAGE_ITEMS['citations']} cited documents)", cited_pages, cited_s, cited_mb),
         ("objects (4 prefixes listed)", 1, objects_s, snapshot_mb),
     ]
     print(f"\naudit pages at {chunks:,} chunks, {documents:,} documents, {answers:,} cached answers, {talks:,} conversations "
@@ -409,16 +418,19 @@ def audit_pages_at_scale(sizes: list[int], range_s: float, embedding_pages: int,
         "chunk records": chunks * record_bytes / 4096 * 0.5,
         "embedding keys": embedding_pages * PAGE_BYTES / 4096 * 0.5,
         "reference Queries": reference_queries,  # strongly consistent, 1 unit each
-        "documents (snapshots)": (live_pages + 12) * documents * (last["document_bytes"] + 60) / 4096 * 0.5,
+        "documents (snapshots)": (live_pages + 11) * documents * (last["document_bytes"] + 60) / 4096 * 0.5,
+        "cited documents' records and X# ranges": documents * (1 + 2 * 0.5),  # strongly consistent gets, 2 Queries
         "cached answers and turns": (answers + talks * SCALE["turns"]) * math.ceil(last["answer_bytes"] / 4096),
         "conversations": talks * math.ceil(last["conversation_bytes"] / 4096) * 2,  # read, and again in the owner's history
     }
     requests = {"DynamoDB": (live_pages * sum(v for k, v in live_calls.items() if k != "HeadObject")
-                             + cache_pages * sum(cache_calls.values()) + talk_pages * sum(talk_calls.values())
+                             + cited_pages * sum(cited_calls.values()) + cache_pages * sum(cache_calls.values())
+                             + talk_pages * sum(talk_calls.values())
                              + reference_queries + embedding_pages + documents),
                 "S3 HeadObject": documents, "SQS": 3 * total_pages}
     gb_s = busy * FUNCTION_MB / 1024
     cost = (sum(ru.values()) * PRICES["rru"] + (live_pages * live_calls["PutItem"] + cache_pages * cache_calls["PutItem"]
+            + cited_pages * cited_calls["PutItem"]
             + talk_pages * talk_calls["PutItem"]) * PRICES["wru"] + gb_s * PRICES["gb_s"] + documents * PRICES["s3_get"]
             + requests["SQS"] * PRICES["sqs"])
     print("    read units: " + ", ".join(f"{k} {v:,.0f}" for k, v in ru.items()) + f"; total {sum(ru.values()):,.0f}")
