@@ -377,6 +377,7 @@ def audit_pages_at_scale(sizes: list[int], range_s: float, embedding_pages: int,
     # than the served one: two key ranges, nothing read of a consistent corpus's entries.
     n = PAGE_ITEMS["citations"]
     cited_calls = {op: a * n + b for op, (a, b) in cited.items()}
+    cited_calls["BatchGetItem"] = math.ceil(n / 100)  # the corpus above has under 100 documents: one batch a run
     cited_calls["PutItem"] = math.ceil(n / STEP_ITEMS["citations"])
     cited_s = latency(cited_calls) + n * doc_cpu / CPU_SHARE
     cited_mb = STEP_ITEMS["citations"] * doc_mem / 2**20
