@@ -17,6 +17,7 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 ROOT = Path(__file__).resolve().parents[1]
 REGION, ACCOUNT = "eu-west-1", "123456789012"
@@ -208,6 +209,14 @@ def needs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[st
             return read + ([("s3:ListBucket", bucket, {})] if params.get("absent") else [])
         if operation == "PutObject":
             return [("s3:PutObject", obj, {})]
+        if operation == "CopyObject":  # a write of the new key and a read of the source, which the request names
+            source = params["CopySource"]  # as given, or as botocore writes it: "bucket/key[?versionId=v]", quoted
+            if isinstance(source, str):
+                path, _, version = unquote(source).lstrip("/").partition("?versionId=")
+                source = {"Bucket": path.split("/", 1)[0], "Key": path.split("/", 1)[1], "VersionId": version}
+            named = f"{source['Bucket']}/{source['Key']}"
+            read = "s3:GetObjectVersion" if source.get("VersionId") else "s3:GetObject"
+            return [("s3:PutObject", obj, {"s3:x-amz-copy-source": named}), (read, f"arn:aws:s3:::{named}", {})]
         if operation == "DeleteObject":
             return [("s3:DeleteObjectVersion" if params.get("VersionId") else "s3:DeleteObject", obj, {})]
         if operation == "DeleteObjects":

@@ -228,14 +228,21 @@ class Functions(Construct):
         search.grant_query(self.delete.role)  # type: ignore[arg-type]
         search.grant_query(self.api.role)  # type: ignore[arg-type]
         search.grant_index(self.audit.role)  # type: ignore[arg-type]  # a repair re-publishes
-        allow(self.audit, ["s3:PutObject"], objects("parsed", "chunks", "embedded"))  # a repair re-runs a stage
+        # A repair re-ingests a served upload whose chunk records are gone by copying its stored file to a
+        # new upload's key in raw/, whose notification starts the chain (which runs every stage, scans by
+        # a Textract job): the audit writes no stage's output itself. CopyObject is s3:PutObject on the
+        # new key and s3:GetObject on the stored one; the condition holds the write to copies of what
+        # raw/ already holds, so the audit never brings bytes of its own into raw/.
+        self.audit.add_to_role_policy(iam.PolicyStatement(
+            actions=["s3:PutObject"], resources=objects("raw"),
+            conditions={"StringLike": {"s3:x-amz-copy-source": f"{bucket.bucket_name}/raw/*"}}))
 
         self._bedrock(config, stack)
         self._textract(config)
 
     def _textract(self, config: StackConfig) -> None:
-        """Scans are read where uploads are parsed: the parse stage, the OCR function that resumes it,
-        and the audit, whose repair re-runs it. Textract's actions take no resource-level permission,
+        """Scans are read where uploads are parsed: the parse stage and the OCR function that resumes
+        it (the audit's re-ingest hands its upload to the chain). Textract's actions take no resource-level permission,
         so the grants are the actions alone (the resource "*" is the only one IAM accepts for them).
 
         A scanned PDF or a multi-page TIFF is read by an asynchronous job (docs/aws.md, "Scans"):
@@ -262,8 +269,6 @@ class Functions(Construct):
                 conditions={"StringEquals": {"iam:PassedToService": "textract.amazonaws.com"}}))
             fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"],
                                                       resources=[self._bucket.arn_for_objects("ocr/*")]))
-        self.audit.add_environment("CITEWELL_OCR", "textract")  # a repair reads a scan's pages one call each
-        self.audit.add_to_role_policy(iam.PolicyStatement(actions=["textract:DetectDocumentText"], resources=["*"]))
 
     def _bedrock(self, config: StackConfig, stack: cdk.Stack) -> None:
         """InvokeModel only for what is configured, only for the functions that call it."""

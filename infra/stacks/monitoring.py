@@ -107,8 +107,10 @@ class Alarms(Construct):
             return cloudwatch.Metric(namespace=NAMESPACE, metric_name=name, dimensions_map={"service": AUDIT_SERVICE},
                                      statistic="Sum", period=cdk.Duration.hours(1))
 
-        counts = {"findings": audit("AuditFindings"), "repairs": audit("AuditRepairs")}
-        unrepaired = cloudwatch.MathExpression(expression="findings - repairs", label="unrepaired audit findings",
+        # A repair handed to the ingestion chain (a re-ingest) is started, not failed; if the chain fails
+        # it, the next audit finds the document failed and says it could not repair it.
+        counts = {"findings": audit("AuditFindings"), "repairs": audit("AuditRepairs"), "started": audit("AuditRepairsStarted")}
+        unrepaired = cloudwatch.MathExpression(expression="findings - repairs - started", label="unrepaired audit findings",
                                                using_metrics=counts, period=cdk.Duration.hours(1))
         self._alarm("AuditUnrepaired", unrepaired, 1, AT_LEAST,
                     "the audit found what it could not repair: see its 'audit finding' log lines")

@@ -36,6 +36,7 @@ from citewell.deletion import (
     withdraw_citations,
 )
 from citewell.errors import CitewellError, InvalidInput, NotFound
+from citewell.ingest.registration import register_upload
 from citewell.ingest.stages import (
     IngestRequest,
     abandon,
@@ -44,6 +45,7 @@ from citewell.ingest.stages import (
     parse_stage,
     parsed_artifact,
     publish_stage,
+    record_failure,
     register,
     reindex_revision,
     vector_stage,
@@ -52,7 +54,7 @@ from citewell.keys import STAGES, parse_key, raw_key, units_identity
 from citewell.models.answers import AnswerRecord
 from citewell.models.documents import Document, DocumentStatus, ErrorInfo, Upload, descriptive
 from citewell.models.values import utcnow
-from citewell.ports import StagedIndex
+from citewell.ports import ChainedObjects, StagedIndex
 from citewell.records import is_current, update_document
 from citewell.services import Services
 
@@ -60,11 +62,21 @@ logger = logging.getLogger(__name__)
 
 
 class Finding(BaseModel):
+    """What one check found; ``repaired``: the repair is done; ``started``: it was handed to the
+    ingestion chain, which finishes it (the next audit sees whether it did)."""
+
     kind: str
     tenant: str
     document_id: str
     detail: str
     repaired: bool = False
+    started: bool = False
+
+
+class Started(BaseModel):
+    """What a repair returns when it only starts the work: ``what`` says what was set going."""
+
+    what: str
 
 
 class Served(BaseModel):
@@ -115,8 +127,12 @@ class Checks:
         finding = Finding(kind=kind, tenant=tenant, document_id=document_id, detail=detail)
         if self.repair and fix is not None:
             try:
-                fix()
-                finding.repaired = True
+                outcome = fix()
+                if isinstance(outcome, Started):
+                    finding.started = True
+                    finding.detail += f" (repair started: {outcome.what})"
+                else:
+                    finding.repaired = True
             except CitewellError as error:
                 finding.detail += f" (repair failed: {error.message})"
             except Exception as error:  # a store or a service failed: recorded, and the audit goes on
@@ -233,26 +249,53 @@ class Checks:
         if getattr(self.now(document.tenant, document.document_id), "active_revision", None) != document.active_revision:
             purge_revision(self.services, document.tenant, document.document_id, document.active_revision, Counter())
 
-    def _republish(self, document: Document) -> None:
+    def _republish(self, document: Document) -> Started | None:
         """Index the active revision again from its chunk records, or re-ingest the served upload's bytes."""
         services, tenant, document_id = self.services, document.tenant, document.document_id
         assert document.active_revision is not None
         if reindex_revision(services, tenant, document_id, document.active_revision):  # a page at a time
             self._unless_replaced(document)
-            return
+            return None
         if document.active_upload is None:
             raise NotFound("no chunk records and no served upload to re-index from")
-        data = services.objects.get(raw_key(tenant, document_id, document.active_upload))
-        upload = register(services, IngestRequest(
-            document_id=document_id, tenant=tenant, allowed_roles=document.allowed_roles, data=data,
-            filename=document.filename, title=document.title, source=document.source, **descriptive(document),
-        ))
+        stored = raw_key(tenant, document_id, document.active_upload)
+        request = IngestRequest(document_id=document_id, tenant=tenant, allowed_roles=document.allowed_roles, data=b"",
+                                filename=document.filename, title=document.title, source=document.source,
+                                **descriptive(document))
+        if isinstance(services.objects, ChainedObjects):
+            return self._reingest_by_chain(services.objects, document, stored, request)
+        upload = register(services, request.model_copy(update={"data": services.objects.get(stored)}))
         outcome = parse_stage(services, upload)
         if outcome.status == "parsed" and outcome.revision and outcome.content_sha256:
             chunked = chunk_stage(services, upload)
             if chunked is not None:
                 embed_stage(services, chunked.chunks)
                 publish_stage(services, upload, outcome.revision, outcome.content_sha256)
+        return None
+
+    def _reingest_by_chain(self, objects: ChainedObjects, document: Document, stored: str,
+                           request: IngestRequest) -> Started:
+        """Where a stored upload starts the chain (S3), a new upload of the served bytes is
+        registered and the stored object copied to its key, inside the bucket: the chain parses,
+        chunks, embeds and publishes it as any upload (a long scan through a Textract job), and
+        its publication replaces the damaged revision. Nothing runs here that the chain runs,
+        and the audit's role writes ``raw/`` only by copying what ``raw/`` holds. The intent holds
+        no lease: the chain's functions run it, not this process."""
+        now = self.now(document.tenant, document.document_id)
+        if now is not None and now.status is DocumentStatus.PROCESSING:
+            raise CitewellError("an upload of it is in flight and will replace the revision; the next audit looks again")
+        if now is not None and now.status is DocumentStatus.FAILED:  # a re-ingest the chain failed comes here too
+            code = now.error.code if now.error else "failed"
+            raise CitewellError(f"its latest upload failed ({code}), so the served file is not sent again; upload it again")
+        upload = register_upload(
+            self.services, document_id=request.document_id, tenant=request.tenant, allowed_roles=request.allowed_roles,
+            title=request.title, source=request.source, filename=request.filename, described=request)
+        try:
+            objects.copy(stored, raw_key(upload.tenant, upload.document_id, upload.upload_id))
+        except Exception as error:  # nothing will come for this intent: said on the record, which serves on
+            record_failure(self.services, upload, error)
+            raise
+        return Started(what=f"upload {upload.upload_id[:12]} of the stored file queued for ingestion")
 
     def stuck_documents(self) -> None:
         """In flight for longer than the time limit, or at once when the process holding its

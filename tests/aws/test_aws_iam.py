@@ -58,8 +58,8 @@ PLATFORM = {"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUr
 BEDROCK = {"bedrock:InvokeModel"}
 UNWALKED = {
     "audit": BEDROCK | {
-        "textract:DetectDocumentText",  # a repair re-parses a scan
-        "s3:PutObject", "s3:DeleteObjectVersion", "s3:ListBucketVersions",  # a repair re-runs a stage or purges objects
+        "s3:PutObject",  # a repair re-ingests a served upload by copying it in raw/ (test_aws_audit_repairs)
+        "s3:DeleteObjectVersion", "s3:ListBucketVersions",  # a repair purges objects
         "s3:AbortMultipartUpload",  # a repair aborts an unfinished multipart upload
         "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
         "dynamodb:BatchWriteItem",  # repairs change records

@@ -345,9 +345,8 @@ def test_textract_is_granted_and_configured_only_where_uploads_are_parsed(tmp_pa
         return found
 
     default = readers(template)
-    # the audit's repair re-runs parse; the OCR function resumes it when a job is done
-    assert sorted(default) == ["citewell-audit", "citewell-ocr", "citewell-parse"]
-    assert default["citewell-audit"] == [("textract:DetectDocumentText", "*")]  # no resource-level permission exists
+    # the OCR function resumes parse when a job is done; the audit's re-ingest goes through the chain
+    assert sorted(default) == ["citewell-ocr", "citewell-parse"]
     asynchronous = [("textract:DetectDocumentText", "*"), ("textract:StartDocumentTextDetection", "*"),
                     ("textract:GetDocumentTextDetection", "*")]
     assert sorted(default["citewell-parse"]) == sorted(asynchronous)
@@ -483,8 +482,8 @@ def test_the_domain_the_api_and_the_audit_are_alarmed(template):
     assert 'name="ExpungeFailed"' in emitted and expunge["Namespace"] == "citewell" and expunge["Dimensions"] == audit_dims
     (unrepaired,) = [a for a in alarms if "Metrics" in a]  # what the audit found and could not repair
     used = {m["Id"]: m for m in unrepaired["Metrics"]}
-    assert [m["Expression"] for m in used.values() if "Expression" in m] == ["findings - repairs"]
-    for id_, name in (("findings", "AuditFindings"), ("repairs", "AuditRepairs")):
+    assert [m["Expression"] for m in used.values() if "Expression" in m] == ["findings - repairs - started"]
+    for id_, name in (("findings", "AuditFindings"), ("repairs", "AuditRepairs"), ("started", "AuditRepairsStarted")):
         metric = used[id_]["MetricStat"]["Metric"]
         assert f'name="{name}"' in emitted and (metric["Namespace"], metric["MetricName"], metric["Dimensions"]) == (
             "citewell", name, audit_dims)

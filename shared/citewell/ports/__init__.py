@@ -24,7 +24,7 @@ from citewell.ports.index import (
     query_vector,
 )
 from citewell.ports.models import Completer, DocumentOcr, Embedder, Generator, OcrEngine, Reranked, Reranker, TokenCounter
-from citewell.ports.objects import ObjectStore, SizedObjects
+from citewell.ports.objects import ChainedObjects, ObjectStore, SizedObjects
 from citewell.ports.records import (
     AnswerRecords,
     AuditCheckpoints,
@@ -40,7 +40,7 @@ from citewell.ports.records import (
 )
 
 __all__ = [
-    "AnswerRecords", "AuditCheckpoints", "BatchedIndex", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords",
+    "AnswerRecords", "AuditCheckpoints", "BatchedIndex", "ChainedObjects", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords",
     "DocumentPage",
     "DocumentRecords", "Embedder", "EmbedderCheckedIndex", "EmbeddingCache", "ExpungingIndex", "Generator",
     "DocumentOcr", "IndexedChunks", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "query_vector", "QueryVector",

@@ -36,3 +36,16 @@ class SizedObjects(ObjectStore, Protocol):
     def size(self, key: str) -> int | None:
         """The object's length in bytes; None when there is none."""
         ...
+
+
+@runtime_checkable
+class ChainedObjects(ObjectStore, Protocol):
+    """An object store whose writes under ``raw/`` start the ingestion chain by themselves (S3,
+    whose notifications the stack points at the parse queue). Whoever wants an upload ingested
+    there stores its bytes and leaves the stages to the chain; running them as well would run
+    them twice."""
+
+    def copy(self, source: str, key: str) -> None:
+        """Copy the object at ``source`` to ``key`` inside the store, without reading its bytes
+        here; NotFound when ``source`` is gone."""
+        ...
