@@ -287,6 +287,8 @@ class Checks:
         if now is not None and now.status is DocumentStatus.FAILED:  # a re-ingest the chain failed comes here too
             code = now.error.code if now.error else "failed"
             raise CitewellError(f"its latest upload failed ({code}), so the served file is not sent again; upload it again")
+        if not objects.exists(stored):  # nothing to send: the record is left as it is (missing_raw_upload says why)
+            raise NotFound("no chunk records, and the served upload's raw object is gone")
         upload = register_upload(
             self.services, document_id=request.document_id, tenant=request.tenant, allowed_roles=request.allowed_roles,
             title=request.title, source=request.source, filename=request.filename, described=request)

@@ -327,3 +327,31 @@ def test_a_re_ingest_is_not_sent_again_for_a_document_whose_latest_upload_failed
     assert not finding["repaired"] and not finding["started"] and "latest upload failed (parse_error)" in finding["detail"]
     assert not reply["ok"] and "started" not in reply
     assert not any(op == "CopyObject" for caller, _, op, _ in aws["calls"].made if caller == "audit")
+
+
+def test_nothing_is_sent_when_the_served_upload_is_gone_too(aws, logged, run_audit, function_roles):
+    """Chunk records and the stored file both lost: the audit says it cannot re-ingest, registers
+    no upload and leaves the record as it was."""
+    served(aws)
+    before = services().documents.get_document(TENANT, "handbook.md")
+    index_rows_and_chunk_records_lost(aws)
+    aws["s3"].delete_object(Bucket=BUCKET, Key=f"raw/{TENANT}/handbook.md/{before.active_upload}")
+    reply = run_audit()
+    assert audit_refusals(aws, function_roles) == []
+    (finding,) = [f for f in logged.findings if f["kind"] == "missing_revision"]
+    assert not finding["repaired"] and not finding["started"] and "raw object is gone" in finding["detail"]
+    assert not reply["ok"]
+    after = services().documents.get_document(TENANT, "handbook.md")
+    assert (after.status, after.upload_seq, after.version) == (before.status, before.upload_seq, before.version)
+
+
+def test_a_copy_of_a_missing_object_is_not_found(aws):
+    from citewell.errors import NotFound
+    from citewell.objects.s3 import S3ObjectStore
+
+    store = S3ObjectStore(BUCKET, aws["s3"])
+    store.put("raw/t/d/" + "8" * 32, b"stored")
+    store.copy("raw/t/d/" + "8" * 32, "raw/t/d/" + "9" * 32)
+    assert store.get("raw/t/d/" + "9" * 32) == b"stored"
+    with pytest.raises(NotFound):
+        store.copy("raw/t/d/" + "a" * 32, "raw/t/d/" + "b" * 32)

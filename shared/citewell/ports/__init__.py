@@ -40,7 +40,8 @@ from citewell.ports.records import (
 )
 
 __all__ = [
-    "AnswerRecords", "AuditCheckpoints", "BatchedIndex", "ChainedObjects", "ChunkRecords", "ClaimingUploads", "Completer", "ConversationRecords",
+    "AnswerRecords", "AuditCheckpoints", "BatchedIndex", "ChainedObjects", "ChunkRecords", "ClaimingUploads", "Completer",
+    "ConversationRecords",
     "DocumentPage",
     "DocumentRecords", "Embedder", "EmbedderCheckedIndex", "EmbeddingCache", "ExpungingIndex", "Generator",
     "DocumentOcr", "IndexedChunks", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "query_vector", "QueryVector",
