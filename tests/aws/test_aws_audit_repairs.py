@@ -265,10 +265,12 @@ def test_each_repair_is_made_under_the_audit_role(aws, logged, run_audit, functi
     assert run_audit() == {"ok": True, "findings": 0, "repaired": 0}, logged.findings
 
 
-def test_a_served_scan_whose_records_are_gone_is_read_again_by_a_textract_job(aws, textract, logged, run_audit, function_roles):
-    """A scan too long for one Lambda to read page by page: the audit starts its re-ingest and the
-    chain reads it as any upload is read, by one asynchronous Textract job (the audit itself calls
-    no Textract)."""
+def test_a_served_scan_whose_records_are_gone_is_read_again_by_a_textract_job(aws, textract, logged, run_audit, function_roles,
+                                                                              monkeypatch):
+    """A scan longer than the page-by-page route takes (CITEWELL_OCR_MAX_PAGES, lowered here to 2 for
+    a 3-page scan): the audit starts its re-ingest and the chain reads it as any upload is read, by
+    one asynchronous Textract job (the audit itself calls no Textract)."""
+    monkeypatch.setenv("CITEWELL_OCR_MAX_PAGES", "2")
     fake = textract["fake"]
     upload(aws, "survey.pdf", scanned(3))
     pump(aws)
