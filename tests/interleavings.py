@@ -101,7 +101,8 @@ WRITES = {  # by the Services attribute a store is reached through: the object s
     "uploads": {"put_upload", "delete_upload"},
     "chunks": {"put_chunks", "delete_chunks"},
     "embeddings": {"put_embeddings", "delete_embeddings", "delete_unused_embeddings", "delete_identity"},
-    "answers": {"put_answer", "record_answer", "drop_cached_answers", "bump_epoch", "put_cached_answer"},
+    "answers": {"put_answer", "record_answer"},
+    "answer_cache": {"drop_cached_answers", "bump_epoch", "put_cached_answer"},
     "conversations": {"save_conversation", "delete_conversation"},
     "removals": {"begin_removal", "end_removal", "clear_removals", "compact"},
     "index": {"upsert", "set_vectors", "flush", "delete_revision", "delete_document", "compact"},
@@ -802,7 +803,7 @@ class Interleaver:
                 foreign = self._markers_in(record.answer) - self._readable(reader)
                 if foreign:
                     self.violation("uncited-source", f"answer {asked.answer_id[:8]} shows {sorted(roles)} words of text they may not read: {sorted(foreign)}")
-        for tenant, answer_id in self.real.answers.cache_inventory():
+        for tenant, answer_id in self.real.answer_cache.cache_inventory():
             record = self.real.answers.get_answer(tenant, answer_id)
             left = self._markers_in(record.answer or "") & gone if record else set()
             if left:

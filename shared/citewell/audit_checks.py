@@ -442,7 +442,7 @@ class Checks:
             record = self.services.answers.get_answer(tenant, answer_id)
             if record is not None:
                 self.services.answers.put_answer(withdraw_citations(record, document_id, revision)[0])
-            self.services.answers.drop_cached_answers(tenant, [answer_id])
+            self.services.answer_cache.drop_cached_answers(tenant, [answer_id])
 
         self.found("dangling_citation", tenant, document_id,
                    f"answer {answer_id} rests on revision {revision[:12]}, which is no longer served", fix, moved)
@@ -460,7 +460,7 @@ class Checks:
             for answer_id in answer_ids:
                 if (state := self._state(records.get(answer_id), documents)) is not None:
                     self.found("dangling_cache", tenant, "", f"a cached answer points at {state} answer {answer_id}",
-                               partial(self.services.answers.drop_cached_answers, tenant, [answer_id]),
+                               partial(self.services.answer_cache.drop_cached_answers, tenant, [answer_id]),
                                lambda t=tenant, a=answer_id: self._cached_state(t, a) is not None)
 
     def _cached_state(self, tenant: str, answer_id: str) -> str | None:

@@ -125,7 +125,7 @@ def plan(checks: Checks, run_id: str) -> list[AuditPage]:
         add(kind)
     for keys in _packed(sorted(services.answers.cited_documents()), PAGE_ITEMS["citations"]):
         add("citations", keys=keys)
-    for keys in _packed(sorted(services.answers.cache_inventory()), PAGE_ITEMS["caches"]):
+    for keys in _packed(sorted(services.answer_cache.cache_inventory()), PAGE_ITEMS["caches"]):
         add("caches", keys=keys)
     for keys in _packed(sorted(services.conversations.conversation_keys()), PAGE_ITEMS["conversations"]):
         add("conversations", keys=keys)

@@ -128,7 +128,7 @@ def _withdraw_answers(services: Services, tenant: str, document_id: str, revisio
         updated, count = withdraw_citations(record, document_id, revision)
         services.answers.put_answer(updated)
         removed["citations"] += count
-    removed["cached_answers"] += services.answers.drop_cached_answers(tenant, ids)
+    removed["cached_answers"] += services.answer_cache.drop_cached_answers(tenant, ids)
     removed["conversations"] += withdrawn + withdraw_turns(services.conversations, tenant, ids)
 
 
@@ -306,7 +306,7 @@ def _remove_traces(
         old life left goes only while no record exists (a new life's are written after its record)."""
         return marked is not None or services.documents.get_document(tenant, document_id) is None
 
-    removed["cached_answers"] += services.answers.bump_epoch(tenant)
+    removed["cached_answers"] += services.answer_cache.bump_epoch(tenant)
     for revision in sorted(traces.revisions):
         if still_ours():
             purge_revision(services, tenant, document_id, revision, removed)

@@ -7,6 +7,7 @@ from typing import TypedDict
 
 from citewell.chunking import Chunker
 from citewell.ports import (
+    AnswerCache,
     AnswerRecords,
     ChunkRecords,
     Completer,
@@ -33,6 +34,7 @@ class Records(TypedDict):
     chunks: ChunkRecords
     embeddings: EmbeddingCache
     answers: AnswerRecords
+    answer_cache: AnswerCache
     conversations: ConversationRecords
     removals: Removals
 
@@ -43,7 +45,7 @@ def records(store: MetadataStore) -> Records:
     serves them all: ``Services(objects=..., **records(store), index=..., ...)`` builds the
     services, and ``replace(services, **records(other))`` puts another store in its place."""
     return Records(documents=store, uploads=store, chunks=store, embeddings=store, answers=store,
-                   conversations=store, removals=store)
+                   answer_cache=store, conversations=store, removals=store)
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Services:
     chunks: ChunkRecords
     embeddings: EmbeddingCache  # cached vectors (the model that computes them is ``embedder``)
     answers: AnswerRecords
+    answer_cache: AnswerCache  # cached answers by question, and each tenant's corpus epoch
     conversations: ConversationRecords
     removals: Removals
     index: SearchIndex

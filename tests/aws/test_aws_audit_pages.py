@@ -126,7 +126,7 @@ def planted(aws) -> None:
     rota = services.documents.get_document("northpier", "rota.md")
     aws["s3"].delete_object(Bucket="citewell-documents", Key=raw_key("northpier", "rota.md", rota.active_upload))
     for n in range(3):
-        services.answers.put_cached_answer(f"key-{n}", "northpier", 0, f"gone-{n}")  # dangling caches
+        services.answer_cache.put_cached_answer(f"key-{n}", "northpier", 0, f"gone-{n}")  # dangling caches
     services.embeddings.put_embeddings(services.embedder.identity, {f"{n:x}" * 64: np.zeros(384, dtype=np.float32)
                                                                    for n in (1, 9, 14)})  # unused, in three ranges
     conversation = Conversation(conversation_id="c1", tenant="northpier", subject="anna", roles=["staff"],

@@ -159,7 +159,7 @@ def stale_citation_and_cache(aws) -> None:
     moved = {"revision": "5" * 64}
     s.answers.put_answer(record.model_copy(update={"citations": [c.model_copy(update=moved) for c in record.citations],
                                                    "considered": [c.model_copy(update=moved) for c in record.considered]}))
-    s.answers.put_cached_answer("key-gone", TENANT, 0, "gone")
+    s.answer_cache.put_cached_answer("key-gone", TENANT, 0, "gone")
 
 
 def foreign_and_unused_embeddings(aws) -> None:

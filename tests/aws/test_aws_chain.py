@@ -268,7 +268,7 @@ def assert_no_residue(aws, answer_id: str) -> None:
     services = services_from_env()[1]
     assert services.documents.get_document("northpier", "handbook.md") is None
     assert services.index.inventory() == [] and services.chunks.chunk_inventory() == []
-    assert services.answers.citation_inventory() == [] and services.answers.cache_inventory() == []
+    assert services.answers.citation_inventory() == [] and services.answer_cache.cache_inventory() == []
     assert services.embeddings.embedding_identities() == {}  # chunk and sentence embeddings of its text
     versions = aws["s3"].list_object_versions(Bucket="citewell-documents")
     assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []

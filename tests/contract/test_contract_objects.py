@@ -8,9 +8,9 @@ from botocore.awsrequest import AWSResponse
 from citewell.errors import InvalidInput, NotFound
 from citewell.keys import chunks_key, document_prefix, parse_key, raw_key
 from citewell.models.values import validate_document_id
+from citewell.objects import STREAM_BLOCK
 from citewell.objects.folder import FolderObjectStore
 from citewell.objects.s3 import ObjectsNotDeleted
-from citewell.ports.objects import STREAM_BLOCK
 from tests.conftest import moto_bucket
 
 

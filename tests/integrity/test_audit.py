@@ -89,7 +89,7 @@ def test_dangling_citations_and_cache_entries(services):
     answer = ask(services, STAFF, "How many days of paid annual leave do full-time staff receive?")
     assert not answer.refused
     services.documents.delete_document("northpier", "handbook.md")  # a record lost without its cascade
-    services.answers.put_cached_answer(cache_key(STAFF, "other", 0, "extractive"), "northpier", 0, "no-such-answer")
+    services.answer_cache.put_cached_answer(cache_key(STAFF, "other", 0, "extractive"), "northpier", 0, "no-such-answer")
     # An intent without a record is a register in progress until the time limit: judged past it.
     assert {"dangling_citation", "dangling_cache", "orphan_index_chunks", "orphan_chunk_records"} <= set(kinds(audit(services)))
     report = audit(services, stuck=timedelta(0))

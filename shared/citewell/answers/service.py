@@ -110,10 +110,10 @@ def ask(
     generator = generator or extractive
     if identity.is_empty or not question.strip():
         return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, outcome=Outcome.NOT_FOUND)
-    epoch = services.answers.tenant_epoch(identity.tenant)
+    epoch = services.answer_cache.tenant_epoch(identity.tenant)
     answered_by = f"{generator.name}:{getattr(generator, 'fingerprint', '')}"
     key = cache_key(identity, question, epoch, answered_by, filters, mixed_locales)
-    cached_id = services.answers.get_cached_answer(key, identity.tenant, epoch)
+    cached_id = services.answer_cache.get_cached_answer(key, identity.tenant, epoch)
     if cached_id is not None:
         record = services.answers.get_answer(identity.tenant, cached_id)
         if record is not None and not record.source_deleted and _still_current(services, identity, record.rests_on()):
@@ -124,7 +124,7 @@ def ask(
         if answer is not None:
             return answer
         retract(DRAFT_SUPERSEDED)  # a page showing this attempt's draft must not keep it
-        epoch = services.answers.tenant_epoch(identity.tenant)
+        epoch = services.answer_cache.tenant_epoch(identity.tenant)
         key = cache_key(identity, question, epoch, answered_by, filters, mixed_locales)
     return Answer(answer_id=uuid.uuid4().hex, answer=None, refused=True, outcome=Outcome.UNCONFIRMED, degraded=[SOURCES_CHANGED])
 

@@ -299,7 +299,7 @@ def publish_stage(
     if update_document(services.documents, tenant, document_id, switch) is None:
         abandon(services, upload, revision)
         return None
-    services.answers.bump_epoch(tenant)  # cached answers of this tenant may rest on the old revision
+    services.answer_cache.bump_epoch(tenant)  # cached answers of this tenant may rest on the old revision
     from citewell.deletion import finish_purges
 
     finish_purges(services, tenant, document_id, older_revisions, Counter(), (older_objects, older_uploads))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from citewell.errors import HomeNotWritable, InvalidInput, NotFound
-from citewell.ports.objects import STREAM_BLOCK
+from citewell.objects import STREAM_BLOCK
 
 TEMPORARY = ".tmp-"  # the name prefix of a put's file before its rename
 _MORE = "%"  # ends each folder of a long part's chain but the last

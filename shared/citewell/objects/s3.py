@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from citewell.errors import NotFound
-from citewell.ports.objects import STREAM_BLOCK
+from citewell.objects import STREAM_BLOCK
 
 UPLOAD = "?uploadId="  # joins a key and the id of an unfinished multipart upload in a temporary's key
 DELETE_ATTEMPTS = 3  # DeleteObjects calls for the versions S3 reports it kept, before the delete raises

@@ -26,6 +26,7 @@ from citewell.ports.index import (
 from citewell.ports.models import Completer, DocumentOcr, Embedder, Generator, OcrEngine, Reranked, Reranker, TokenCounter
 from citewell.ports.objects import ChainedObjects, ObjectStore, SizedObjects
 from citewell.ports.records import (
+    AnswerCache,
     AnswerRecords,
     AuditCheckpoints,
     ChunkRecords,
@@ -40,8 +41,8 @@ from citewell.ports.records import (
 )
 
 __all__ = [
-    "AnswerRecords", "AuditCheckpoints", "BatchedIndex", "ChainedObjects", "ChunkRecords", "ClaimingUploads", "Completer",
-    "ConversationRecords",
+    "AnswerCache", "AnswerRecords", "AuditCheckpoints", "BatchedIndex", "ChainedObjects", "ChunkRecords", "ClaimingUploads",
+    "Completer", "ConversationRecords",
     "DocumentPage",
     "DocumentRecords", "Embedder", "EmbedderCheckedIndex", "EmbeddingCache", "ExpungingIndex", "Generator",
     "DocumentOcr", "IndexedChunks", "LaneHit", "MetadataStore", "ObjectStore", "OcrEngine", "query_vector", "QueryVector",

@@ -6,8 +6,6 @@ import builtins
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
-STREAM_BLOCK = 1024 * 1024  # bytes a stream's block holds at most (one ranged GET on S3)
-
 
 class ObjectStore(Protocol):
     """Raw uploads and stage artifacts, by key."""
@@ -15,9 +13,9 @@ class ObjectStore(Protocol):
     def put(self, key: str, data: bytes) -> None: ...
     def get(self, key: str) -> bytes: ...
     def stream(self, key: str) -> Iterator[bytes]:
-        """The object's bytes in blocks of at most ``STREAM_BLOCK``, read as they are asked for, so
-        a reader of a large artifact holds one block, not the object. NotFound when there is none,
-        raised by this call, before any block."""
+        """The object's bytes in blocks of at most ``citewell.objects.STREAM_BLOCK``, read as they
+        are asked for, so a reader of a large artifact holds one block, not the object. NotFound
+        when there is none, raised by this call, before any block."""
         ...
     def exists(self, key: str) -> bool: ...
     def delete(self, key: str) -> int: ...

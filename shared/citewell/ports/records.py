@@ -202,9 +202,9 @@ class EmbeddingCache(Protocol):
 
 
 class AnswerRecords(Protocol):
-    """Answer records by ``(tenant, answer_id)`` with the sources each rests on (its citations),
-    the answer cache by ``(cache key, tenant, epoch)``, and each tenant's corpus epoch, which a
-    publish or a delete moves so no cached answer outlives the corpus it was given."""
+    """Answer records by ``(tenant, answer_id)`` with the sources each rests on (its citations).
+    A new record and its cache entry are written together (:meth:`record_answer`); the cache
+    itself is :class:`AnswerCache`."""
 
     def put_answer(self, record: AnswerRecord) -> None:
         """Store (or rewrite, as a withdrawal does) a record whatever its sources are now."""
@@ -242,6 +242,11 @@ class AnswerRecords(Protocol):
         than ``served`` (at any, given None), in that order, read without reading those at ``served``:
         what the audit's citation check reads grows with what it may find, not with the answers."""
         ...
+
+
+class AnswerCache(Protocol):
+    """The answer cache by ``(cache key, tenant, epoch)``, and each tenant's corpus epoch, which a
+    publish or a delete moves so no cached answer outlives the corpus it was given."""
 
     def tenant_epoch(self, tenant: str) -> int:
         """The tenant's corpus epoch (0 before the first move)."""
@@ -366,7 +371,8 @@ class AuditCheckpoints(Protocol):
 
 
 class MetadataStore(
-    DocumentRecords, UploadRecords, ChunkRecords, EmbeddingCache, AnswerRecords, ConversationRecords, Removals, Protocol
+    DocumentRecords, UploadRecords, ChunkRecords, EmbeddingCache, AnswerRecords, AnswerCache, ConversationRecords, Removals,
+    Protocol,
 ):
     """Every record role in one store: what each adapter implements, and what
     :func:`citewell.services.records` hands to every role of :class:`~citewell.services.Services`."""
