@@ -8,8 +8,8 @@ import pytest
 
 from citewell.ingest.artifacts import ArtifactDamaged, ChunksArtifact, chunks_lines, read_chunks
 from citewell.models.chunks import Chunk
+from citewell.objects import STREAM_BLOCK
 from citewell.objects.folder import FolderObjectStore
-from citewell.ports.objects import STREAM_BLOCK
 
 KEY = "chunks/northpier/guide.md/u1.json"
 
