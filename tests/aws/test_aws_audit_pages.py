@@ -78,7 +78,8 @@ class Logged(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.getMessage() == "audit finding":
-            self.findings.append({k: getattr(record, k) for k in ("kind", "tenant", "document_id", "detail", "repaired")})
+            fields = ("kind", "tenant", "document_id", "detail", "repaired", "started")
+            self.findings.append({k: getattr(record, k) for k in fields})
 
 
 @pytest.fixture

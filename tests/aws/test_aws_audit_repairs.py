@@ -8,7 +8,6 @@ the audit's role allowed every call it made."""
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -23,6 +22,7 @@ from citewell.models.documents import DocumentStatus
 from citewell.models.identity import Identity
 from citewell.models.values import utcnow
 from citewell.records import update_document
+from tests.aws.test_aws_audit_pages import logged  # noqa: F401
 from tests.aws.test_aws_chain import (  # noqa: F401
     EVENTS,
     HANDBOOK,
@@ -62,26 +62,6 @@ def aged(document_id: str, **fields: object) -> None:
     """The record changed as ``fields`` say, and last touched a day ago (past the stuck limit)."""
     update_document(services().documents, TENANT, document_id,
                     lambda d: d.model_copy(update={**fields, "updated_at": OLD}))
-
-
-class Logged(logging.Handler):
-    """The findings the audit function logs (each finding's fields are the record's extras)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.findings: list[dict] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.getMessage() == "audit finding":
-            self.findings.append({k: getattr(record, k, False) for k in ("kind", "detail", "repaired", "started")})
-
-
-@pytest.fixture
-def logged():
-    handler, logger = Logged(), logging.getLogger("citewell-audit")  # Powertools names its logger by service
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
 
 
 # -- the damage, one kind a case -------------------------------------------------------

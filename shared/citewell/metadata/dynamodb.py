@@ -148,6 +148,16 @@ class DynamoMetadataStore:
     def _tenants(self) -> list[str]:
         return sorted(str(i["sk"]) for i in self._prefixed("TENANTS", ""))
 
+    def _tenant_keys(self, prefix: str) -> list[tuple[str, str]]:
+        """``(tenant, the key after prefix)`` of every item under ``prefix`` in every tenant's
+        partition, its sort key alone read (the records are left out of the reply)."""
+        found = []
+        for tenant in self._tenants():
+            keys = self._query(KeyConditionExpression="pk = :pk AND begins_with(sk, :p)", ProjectionExpression="sk",
+                               ExpressionAttributeValues={":pk": f"T#{tenant}", ":p": prefix})
+            found += [(tenant, str(i["sk"])[len(prefix):]) for i in keys]
+        return found
+
     def _tenant_items(self, prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(tenant, item)`` of every item under ``prefix`` in every tenant's partition."""
         for tenant in self._tenants():
@@ -791,13 +801,7 @@ class DynamoMetadataStore:
         return found
 
     def conversation_keys(self) -> list[tuple[str, str]]:
-        """Each tenant's ``V#`` keys, the records left out of the reply."""
-        found = []
-        for tenant in self._tenants():
-            keys = self._query(KeyConditionExpression="pk = :pk AND begins_with(sk, :v)", ProjectionExpression="sk",
-                               ExpressionAttributeValues={":pk": f"T#{tenant}", ":v": "V#"})
-            found += [(tenant, str(i["sk"])[2:]) for i in keys]
-        return found
+        return self._tenant_keys("V#")
 
     # -- embeddings --------------------------------------------------------------------
 
@@ -890,12 +894,7 @@ class DynamoMetadataStore:
 
     def cited_documents(self) -> list[tuple[str, str]]:
         """The tenants' ``XI#`` markers (kept after the last answer on a document goes)."""
-        found = []
-        for tenant in self._tenants():
-            markers = self._query(KeyConditionExpression="pk = :pk AND begins_with(sk, :x)", ProjectionExpression="sk",
-                                  ExpressionAttributeValues={":pk": f"T#{tenant}", ":x": "XI#"})
-            found += [(tenant, str(i["sk"])[3:]) for i in markers]
-        return found
+        return self._tenant_keys("XI#")
 
     def stale_citations(self, tenant: str, document_id: str, served: str | None) -> list[tuple[str, str]]:
         """The ``X#`` partition's sort keys below ``served#`` and from ``served$`` on ('$' follows
