@@ -32,6 +32,7 @@ from citewell.metadata.dynamodb import TABLE_DEFINITION
 from citewell.models.values import MAX_DOCUMENT_ID_BYTES, validate_document_id
 from tests.aws.test_aws_knn import KnnProxy, knn_proxy  # noqa: F401
 from tests.aws_roles import refusals
+from tests.contract.test_contract_metadata import citations
 from tests.strict_aws import RECORDED, FunctionLimits, StrictAws, Usage, invocation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,7 +269,7 @@ def assert_no_residue(aws, answer_id: str) -> None:
     services = services_from_env()[1]
     assert services.documents.get_document("northpier", "handbook.md") is None
     assert services.index.inventory() == [] and services.chunks.chunk_inventory() == []
-    assert services.answers.citation_inventory() == [] and services.answer_cache.cache_inventory() == []
+    assert citations(services.answers) == [] and services.answer_cache.cache_inventory() == []
     assert services.embeddings.embedding_identities() == {}  # chunk and sentence embeddings of its text
     versions = aws["s3"].list_object_versions(Bucket="citewell-documents")
     assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []

@@ -9,6 +9,7 @@ from citewell.metadata.dynamodb import SORT_KEY_BYTES
 from citewell.models.chunks import Chunk
 from citewell.models.values import MAX_DOCUMENT_ID_BYTES
 from tests.conftest import moto_dynamodb
+from tests.contract.test_contract_metadata import citations
 
 
 def chunk(n: int, text: str, revision: str = "r1") -> Chunk:
@@ -76,7 +77,7 @@ def test_the_audit_inventories_query_and_never_scan(monkeypatch):
         assert sorted(u.tenant for u in store.upload_inventory()) == ["bluefen", "northpier"]
         assert store.chunk_inventory() == [("northpier", "handbook.md", "r1", 1)]
         assert store.cache_inventory() == [("bluefen", "a" * 32)]
-        assert store.citation_inventory() == [("northpier", "handbook.md", "r1", "b" * 32)]
+        assert citations(store) == [("northpier", "handbook.md", "r1", "b" * 32)]
         assert store.embedding_identities() == {"model@1:2": 1}
         assert operations and "Scan" not in operations, operations
         store.delete_identity("model@1:2")

@@ -10,6 +10,7 @@ from citewell.metadata.sqlite import SqliteMetadataStore
 from citewell.models.answers import AnswerRecord, Citation, Outcome, SourceRef
 from citewell.models.chunks import Chunk
 from citewell.models.documents import Document, DocumentStatus, Upload
+from citewell.ports import AnswerRecords
 from tests.conftest import moto_dynamodb
 
 
@@ -34,6 +35,13 @@ def chunk(n: int, revision="r1", doc_id="handbook.md", text=None) -> Chunk:
     return Chunk(chunk_id=f"{doc_id}#0#{n}", document_id=doc_id, tenant="northpier", allowed_roles=frozenset({"staff"}),
                  revision=revision, title="Handbook", section_index=0, index=n, heading_path=["Leave"], start=n * 40,
                  end=n * 40 + len(body), body_start=n * 40, text=body)
+
+
+def citations(store: AnswerRecords) -> list[tuple[str, str, str, str]]:
+    """``(tenant, document_id, revision, answer_id)`` of every source an answer rests on, read
+    through the port as the audit reads it (every cited document's citations, none served)."""
+    return [(tenant, document_id, revision, answer_id) for tenant, document_id in store.cited_documents()
+            for revision, answer_id in store.stale_citations(tenant, document_id, None)]
 
 
 class TestDocumentRecords:
@@ -228,10 +236,10 @@ class TestAnswerRecords:
         assert store.get_answer("northpier", "a1") == record and store.get_answer("bluefen", "a1") is None
         assert [a.answer_id for a in store.answers_citing("northpier", "handbook.md")] == ["a1"]
         assert store.answers_citing("northpier", "handbook.md", "r2") == []
-        assert store.citation_inventory() == [("northpier", "handbook.md", "r1", "a1")]
+        assert citations(store) == [("northpier", "handbook.md", "r1", "a1")]
         withdrawn = record.model_copy(update={"citations": [Citation(ref="S1", deleted=True)], "answer": None})
         store.put_answer(withdrawn)
-        assert store.answers_citing("northpier", "handbook.md") == [] and store.citation_inventory() == []
+        assert store.answers_citing("northpier", "handbook.md") == [] and citations(store) == []
         refusal = record.model_copy(update={"answer_id": "a3", "answer": None, "refused": True, "outcome": Outcome.NOT_FOUND, "citations": [],
                                             "considered": [SourceRef(document_id="guide.md", revision="r7")]})
         store.put_answer(refusal)  # a refusal rests on what it read: a delete of that must find it

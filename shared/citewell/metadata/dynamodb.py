@@ -885,13 +885,6 @@ class DynamoMetadataStore:
     def chunk_inventory(self) -> list[tuple[str, str, str, int]]:
         return [(tenant, i["document_id"], i["revision"], int(i["chunks"])) for tenant, i in self._tenant_items("R#")]
 
-    def citation_inventory(self) -> list[tuple[str, str, str, str]]:
-        found = []
-        for tenant, marker in list(self._tenant_items("XI#")):
-            found += [(i["tenant"], i["document_id"], i["revision"], i["answer_id"])
-                      for i in self._prefixed(f"X#{tenant}#{str(marker['sk'])[3:]}", "")]
-        return found
-
     def cited_documents(self) -> list[tuple[str, str]]:
         """The tenants' ``XI#`` markers (kept after the last answer on a document goes)."""
         return self._tenant_keys("XI#")

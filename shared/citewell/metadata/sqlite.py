@@ -580,11 +580,6 @@ class SqliteMetadataStore:
         )
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
-    def citation_inventory(self) -> list[tuple[str, str, str, str]]:
-        """``(tenant, document_id, revision, answer_id)`` for every source an answer rests on."""
-        rows = self.conn.execute("SELECT tenant, document_id, revision, answer_id FROM citations")
-        return [(r[0], r[1], r[2], r[3]) for r in rows]
-
     def cited_documents(self) -> list[tuple[str, str]]:
         rows = self.conn.execute("SELECT DISTINCT tenant, document_id FROM citations ORDER BY tenant, document_id")
         return [(r[0], r[1]) for r in rows]

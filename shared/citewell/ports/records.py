@@ -228,10 +228,6 @@ class AnswerRecords(Protocol):
         """The answers resting on the document (on that revision of it, given one), each once."""
         ...
 
-    def citation_inventory(self) -> list[tuple[str, str, str, str]]:
-        """``(tenant, document_id, revision, answer_id)`` for every source an answer rests on."""
-        ...
-
     def cited_documents(self) -> list[tuple[str, str]]:
         """``(tenant, document_id)`` of every document an answer rests on (and perhaps of some no
         answer rests on any longer), without reading the citations: the audit splits them into pages."""
