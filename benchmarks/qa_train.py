@@ -5,7 +5,9 @@ SelQA's answer-sentence selection (its candidates are a Wikipedia section's sent
 COVID-QA and PolicyQA, SQuAD-format spans, cut into sentences with citewell's own segmenter
 (the sentence holding an answer's start is the answer). A span set's question keeps the
 sentences around its answer first, then others of its passage, at most ``negatives``. Rows are
-``verifier_pairs``' format (``question``, ``text``, ``label``, ``source``, ``rank``), ranked by
+``verifier_pairs``' format (``question``, ``passage``, ``text``, ``label``, ``source``, ``rank``): the
+passage is where the sentence stands (article and section, or title), then the sentence, as
+``cross_encoder.unit_passage`` writes a unit, so the reader trains on what it reads. Ranked by
 the shipped unit encoder's cosine, so the trainer's "hardest negatives" are the ones the
 answerer confuses today. None of it ships; the licences are in the folder's README.
 """
@@ -21,20 +23,22 @@ import numpy as np
 
 from citewell.chunking import sentence_spans
 
-Group = tuple[str, str, list[tuple[str, bool]]]  # (source, question, [(sentence, answers it)])
+Group = tuple[str, str, str, list[tuple[str, bool]]]  # (source, question, where, [(sentence, answers it)])
 
 
 def selqa(folder: Path) -> Iterator[Group]:
     for name in ("selqa-ass-dev.json", "selqa-ass-test.json"):
         for row in json.loads((folder / name).read_text()):
             if row["answers"]:
-                yield "selqa", row["question"], [(c, i in row["answers"]) for i, c in enumerate(row["candidates"])]
+                where = " > ".join(w for w in (row.get("article", ""), row.get("section", "")) if w)
+                yield "selqa", row["question"], where, [(c, i in row["answers"]) for i, c in enumerate(row["candidates"])]
 
 
 def spans_set(path: Path, source: str, negatives: int, rng: random.Random) -> Iterator[Group]:
     """A SQuAD-format file's answerable questions, each with its passage's sentences labelled."""
     for article in json.loads(path.read_text())["data"]:
         for paragraph in article["paragraphs"]:
+            where = str(article.get("title") or paragraph.get("document_id") or "")
             context = paragraph["context"]
             bounds = [(s, e) for s, e in sentence_spans(context) if context[s:e].strip()]
             for qa in paragraph["qas"]:
@@ -48,7 +52,8 @@ def spans_set(path: Path, source: str, negatives: int, rng: random.Random) -> It
                 rest = [i for i in others if i not in near]
                 rng.shuffle(rest)
                 kept = holding + near + rest[: negatives - len(near)]
-                yield source, qa["question"], [(" ".join(context[bounds[i][0]:bounds[i][1]].split()), labels[i]) for i in kept]
+                sentences = [(" ".join(context[bounds[i][0]:bounds[i][1]].split()), labels[i]) for i in kept]
+                yield source, qa["question"], where, sentences
 
 
 def groups(folder: Path, per_source: int = 5000, negatives: int = 12, seed: int = 0) -> list[Group]:
@@ -70,14 +75,15 @@ def pair_rows(found: list[Group]) -> list[dict[str, object]]:
     from citewell.embedders.minilm import MiniLMEmbedder
 
     encoder = shipped_unit_encoder() or MiniLMEmbedder()
-    texts = sorted({t for _, q, c in found for t, _ in c} | {q for _, q, _ in found})
+    texts = sorted({t for _, q, _, c in found for t, _ in c} | {q for _, q, _, _ in found})
     at = {t: i for i, t in enumerate(texts)}
     vectors = np.concatenate([encoder.embed(texts[i : i + 256]) for i in range(0, len(texts), 256)])
     rows: list[dict[str, object]] = []
-    for source, question, candidates in found:
+    for source, question, where, candidates in found:
         cosines = vectors[[at[t] for t, _ in candidates]] @ vectors[at[question]]
         for rank, i in enumerate(np.argsort(-cosines, kind="stable")):
             text, label = candidates[int(i)]
-            rows.append({"question": question, "passage": text, "text": text, "label": int(label), "source": source,
+            rows.append({"question": question, "passage": f"{where} | {text}" if where else text, "text": text,
+                         "label": int(label), "source": source,
                          "fold": -1, "answerable": True, "rank": rank})
     return rows

@@ -18,8 +18,9 @@ import pickle
 import sys
 from pathlib import Path
 
-from benchmarks.calibrate_refusal import Observed, case_fold, fold_models
+from benchmarks.calibrate_refusal import Observed, Scores, case_fold, fold_models
 from benchmarks.realdocs import TARGETS, breakdown, meets, replay
+from citewell.answers.extractive.cross_encoder import AnswerVerifier
 from citewell.answers.extractive.generator import ExtractiveGenerator
 from citewell.answers.extractive.unit_encoder import UnitEncoder
 from citewell.answers.service import ask
@@ -42,6 +43,11 @@ def main() -> None:
     parser.add_argument("--choose-threshold", type=float, nargs=2, metavar=("MAX_WRONG", "MAX_ANSWERED_REFUSALS"),
                         help="as calibrate_refusal's: each fold's operating point chosen on its fitting realdocs questions")
     parser.add_argument("--unit-encoder", type=Path, help="calibrate_refusal's --unit-encoder, if it had one")
+    parser.add_argument("--verifier", type=Path, help="an answer verifier (benchmarks/train_verifier) trained on no realdocs "
+                        "question: each fold's rerank model is fitted on its logits, and the answers read with it")
+    parser.add_argument("--verifier-without-fold", type=Path, nargs="+", metavar="FOLD",
+                        help="verifiers trained without each fold in turn (train_verifier --without-fold): each fold's "
+                             "questions are read with the one that never saw them")
     parser.add_argument("--show", action="store_true", help="print every question with its answer (stderr)")
     args = parser.parse_args()
 
@@ -51,16 +57,22 @@ def main() -> None:
     if not any(o.question.source == "realdocs" for o in observed):
         raise SystemExit(f"{args.work} holds no realdocs observations: run calibrate_refusal --realdocs first")
     weights = {"squad": args.squad_weight, "answerset": args.answerset_weight, "realdocs": args.realdocs_weight}
-    models = fold_models(observed, weights, dict.fromkeys(range(args.folds)), args.folds, args.runner_up,
+    if args.verifier_without_fold and len(args.verifier_without_fold) != args.folds:
+        raise SystemExit(f"--verifier-without-fold takes one verifier a fold ({args.folds})")
+    paths = args.verifier_without_fold or [args.verifier] * args.folds
+    scores = {fold: Scores(path) if path else None for fold, path in enumerate(paths)}
+    models = fold_models(observed, weights, scores, args.folds, args.runner_up,
                          args.answer_threshold, args.unconfirmed_recall,
                          (args.choose_threshold[0], args.choose_threshold[1]) if args.choose_threshold else None)
     encoder = UnitEncoder(args.unit_encoder) if args.unit_encoder else None
+    verifiers = {fold: AnswerVerifier(path) if path else None for fold, path in enumerate(paths)}
     figures: dict[str, object] = {}
     every: list[tuple[AnswerCase, Answer]] = []
     for folder in args.realdocs:
         services = open_local(args.work / f"realdocs-{folder.name}")
         cases = load_cases(folder / "questions.jsonl")
-        generators = {fold: ExtractiveGenerator(services.embedder, services.embeddings, model=model, encoder=encoder)
+        generators = {fold: ExtractiveGenerator(services.embedder, services.embeddings, model=model, encoder=encoder,
+                                                verifier=verifiers[fold])
                       for fold, (_, model) in models.items()}
         answers: list[Answer] = []
         for case in cases:

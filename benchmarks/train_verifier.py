@@ -21,7 +21,20 @@ a run stops after ``--patience`` evaluations without a gain, at the first evalua
 first past ``--minutes``. Only the top ``--train-layers`` layers and the head learn: the
 embeddings and the layers below stay as MiniLM has them, so their output for each pair is
 computed once and each step runs only the top layers (on 2 shared CPU cores a step through
-all 3 layers cost 2-8 s: a few hundred steps in an hour). Deterministic for a seed on one machine.
+all 3 layers cost 2-8 s: a few hundred steps in an hour). With every layer learning
+(``--train-layers`` = ``--layers``) nothing is cached: the embeddings run again each step (a cache
+of them for 60k pairs would take gigabytes). ``--bf16`` runs the forward and backward passes in
+bfloat16 under autocast, the weights and the optimiser staying float32: 2.3x faster on CPUs with
+AVX512-BF16 (32 pairs of 64 tokens through all 6 layers: 0.32 s a step against 0.74 s).
+
+A second stage starts from a first one's best state (``--init`` its checkpoint) and may train
+on some sources only (``--sources realdocs answerset``): a general reader tuned on real
+documents, one for each fold left out (``--without-fold``) so that realdocs' figures stay held out.
+
+``--checkpoint FILE`` saves the whole state (model, optimiser, schedule, step, best state) at
+every evaluation; ``--resume`` goes on from it, so a run stopped by ``--minutes`` or killed can be
+taken up by a later one with the same arguments (its batches are shuffled afresh from the saved
+random state). Deterministic for a seed on one machine when not resumed.
 """
 
 from __future__ import annotations
@@ -86,13 +99,16 @@ def optimise(model: Any, optimiser: Any, schedule: Any, loss: Any) -> float:
     return float(loss.item())
 
 
-def load_pairs(path: Path, negatives: int, without_fold: int | None, without_realdocs: bool) -> dict[tuple[str, str], list[dict]]:
+def load_pairs(path: Path, negatives: int, without_fold: int | None, without_realdocs: bool,
+               sources: Sequence[str] = ()) -> dict[tuple[str, str], list[dict]]:
     """The training pairs by (source, question): every positive and the ``negatives`` negatives
-    the neutral unit model ranks first."""
+    the neutral unit model ranks first (of the ``sources`` named, or all)."""
     by_question: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for line in path.read_text().splitlines():
         row = json.loads(line)
         if row["source"] == "realdocs" and (without_realdocs or row["fold"] == without_fold):
+            continue
+        if sources and row["source"] not in sources:
             continue
         by_question[(row["source"], row["question"])].append(row)
     chosen = {}
@@ -124,7 +140,7 @@ def trainer_arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, help="the int8 ONNX file to write")
     parser.add_argument("--log", type=Path, help="the training log (also printed)")
     folds = parser.add_mutually_exclusive_group()
-    folds.add_argument("--without-fold", type=int, choices=(0, 1), help="leave out this realdocs fold")
+    folds.add_argument("--without-fold", type=int, help="leave out this realdocs fold (verifier_pairs' --folds: 0 to K-1)")
     folds.add_argument("--without-realdocs", action="store_true", help="leave out every realdocs question")
     parser.add_argument("--validate", type=float, default=0.1, help="share of each source's questions held aside")
     parser.add_argument("--seed", type=int, default=13)
@@ -148,6 +164,11 @@ def main() -> None:
     parser.add_argument("--patience", type=int, default=4)
     parser.add_argument("--give-up-after", type=int, default=800)
     parser.add_argument("--give-up-auc", type=float, default=0.6)
+    parser.add_argument("--sources", nargs="+", default=[], help="train on these sources' pairs only (default: all)")
+    parser.add_argument("--init", type=Path, help="start from the best state of another run's --checkpoint (a second stage)")
+    parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast for the passes (weights stay float32)")
+    parser.add_argument("--checkpoint", type=Path, help="the training state, saved at every evaluation")
+    parser.add_argument("--resume", action="store_true", help="go on from --checkpoint where it exists")
     args = parser.parse_args()
 
     import numpy as np
@@ -166,7 +187,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     random.seed(args.seed)
     torch.set_num_threads(args.threads)
-    by_question = load_pairs(args.pairs, args.negatives, args.without_fold, args.without_realdocs)
+    by_question = load_pairs(args.pairs, args.negatives, args.without_fold, args.without_realdocs, args.sources)
     rows, aside = split(by_question, args.validate, args.seed)
     counts: dict[str, int] = defaultdict(int)
     for r in rows:
@@ -201,6 +222,8 @@ def main() -> None:
             return self.head((hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9))
 
     model = PairScorer()
+    if args.init:
+        model.load_state_dict(torch.load(args.init, weights_only=False)["best_state"])
     frozen = args.layers - args.train_layers
     below = (p for layer in model.bert.encoder.layer[:frozen] for p in layer.parameters())
     for parameter in [*model.bert.embeddings.parameters(), *below]:
@@ -233,25 +256,37 @@ def main() -> None:
         width = max(n for _, n in cached)
         hidden = torch.stack([torch.nn.functional.pad(h, (0, 0, 0, width - n)) for h, n in cached])
         mask = torch.tensor([[1] * n + [0] * (width - n) for _, n in cached])
-        for layer in model.bert.encoder.layer[frozen:]:
-            hidden = through(layer, hidden, mask)
-        weights = mask.unsqueeze(-1).to(hidden.dtype)
-        return model.head((hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).reshape(-1)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            for layer in model.bert.encoder.layer[frozen:]:
+                hidden = through(layer, hidden, mask)
+            weights = mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+            return model.head(pooled).float().reshape(-1)
+
+    def states(pairs: list[dict], indexes: Sequence[int], store: list[tuple[Any, int]] | None) -> list[tuple[Any, int]]:
+        """The frozen part's output for these pairs: from the cache, or computed now when there is none."""
+        return [store[i] for i in indexes] if store is not None else lower(encoded([pairs[i] for i in indexes]))
 
     model.eval()  # dropout off while caching and checking
     probe = encoded(rows[:4])
-    assert torch.allclose(upper(lower(probe)), model(*probe).reshape(-1), atol=1e-4), "the split forward must equal the model's"
+    if not args.bf16:  # bfloat16's rounding is above the tolerance
+        split_forward = upper(lower(probe))
+        assert torch.allclose(split_forward, model(*probe).reshape(-1), atol=1e-4), "the split forward must equal the model's"
     started = time.monotonic()
-    cache = [c for i in range(0, len(rows), 64) for c in lower(encoded(rows[i : i + 64]))]
-    aside_cache = [c for i in range(0, len(aside), 64) for c in lower(encoded(aside[i : i + 64]))]
-    say(f"cached the frozen embeddings and {frozen} layers of {len(cache) + len(aside_cache)} pairs "
-        f"in {time.monotonic() - started:.0f}s")
+    cache: list[tuple[Any, int]] | None = None
+    aside_cache: list[tuple[Any, int]] | None = None
+    if frozen:
+        cache = [c for i in range(0, len(rows), 64) for c in lower(encoded(rows[i : i + 64]))]
+        aside_cache = [c for i in range(0, len(aside), 64) for c in lower(encoded(aside[i : i + 64]))]
+        say(f"cached the frozen embeddings and {frozen} layers of {len(rows) + len(aside)} pairs "
+            f"in {time.monotonic() - started:.0f}s")
 
     def validation() -> dict[str, float]:
         """ROC AUC of the logits on the held-aside pairs, overall and by source."""
         model.eval()
         with torch.no_grad():
-            logits = np.concatenate([upper(aside_cache[i : i + 64]).numpy() for i in range(0, len(aside_cache), 64)])
+            logits = np.concatenate([upper(states(aside, range(i, min(i + 64, len(aside))), aside_cache)).numpy()
+                                     for i in range(0, len(aside), 64)])
         model.train()
         labels = np.array([r["label"] for r in aside])
         sources = np.array([r["source"] for r in aside])
@@ -263,21 +298,33 @@ def main() -> None:
         return figures
 
     model.train()
-    batches = shuffled_batches(range(len(rows)), args.batch)
     started = time.monotonic()
-    best, best_state, since_best, recent = validation()["all"], copy.deepcopy(model.state_dict()), 0, []
-    say(f"step 0: validation ROC AUC {best:.4f} (untrained)")
-    best_step = 0
-    for step in range(1, args.steps + 1):
+    first, earlier = 1, 0.0  # the first step of this run, and the seconds trained before it (resumed)
+    if args.resume and args.checkpoint and args.checkpoint.exists():
+        saved = torch.load(args.checkpoint, weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimiser.load_state_dict(saved["optimiser"])
+        schedule.load_state_dict(saved["schedule"])
+        best, best_state, since_best, best_step = saved["best"], saved["best_state"], saved["since_best"], saved["best_step"]
+        random.setstate(saved["random"])
+        torch.set_rng_state(saved["torch_random"])
+        first, earlier = saved["step"] + 1, saved["elapsed"]
+        say(f"resumed at step {saved['step']} ({earlier:.0f}s trained): best validation ROC AUC {best:.4f} at step {best_step}")
+    else:
+        best, best_state, since_best, best_step = validation()["all"], copy.deepcopy(model.state_dict()), 0, 0
+        say(f"step 0: validation ROC AUC {best:.4f} (untrained)")
+    batches = shuffled_batches(range(len(rows)), args.batch)
+    recent: list[float] = []
+    for step in range(first, args.steps + 1):
         picked = next(batches)
         batch = [rows[i] for i in picked]
-        logits = upper([cache[i] for i in picked])
+        logits = upper(states(rows, picked, cache))
         labels = torch.tensor([float(r["label"]) for r in batch])
         weights = torch.tensor([weight_of[r["source"]] for r in batch])
         recent.append(optimise(model, optimiser, schedule, (loss_of(logits, labels) * weights).mean()))
         if step % args.eval_every == 0 or step == args.steps:
             figures = validation()
-            elapsed = time.monotonic() - started
+            elapsed = earlier + time.monotonic() - started
             say(f"step {step}/{args.steps}: training loss {np.mean(recent):.4f}, validation ROC AUC "
                 + ", ".join(f"{k} {v:.4f}" for k, v in figures.items()) + f"; {elapsed:.0f}s ({elapsed / step:.2f}s a step)")
             recent = []
@@ -285,6 +332,13 @@ def main() -> None:
                 best, best_state, since_best, best_step = figures["all"], copy.deepcopy(model.state_dict()), 0, step
             else:
                 since_best += 1
+            if args.checkpoint:
+                args.checkpoint.parent.mkdir(parents=True, exist_ok=True)
+                torch.save({"step": step, "elapsed": elapsed, "model": model.state_dict(), "optimiser": optimiser.state_dict(),
+                            "schedule": schedule.state_dict(), "best": best, "best_state": best_state, "since_best": since_best,
+                            "best_step": best_step, "random": random.getstate(), "torch_random": torch.get_rng_state()},
+                           args.checkpoint.with_suffix(".partial"))
+                args.checkpoint.with_suffix(".partial").replace(args.checkpoint)  # whole or not at all
             if since_best >= args.patience:
                 say(f"stopped: {args.patience} evaluations without a gain")
                 break

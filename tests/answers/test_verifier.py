@@ -52,6 +52,26 @@ def test_the_rerank_orders_the_verified_units_and_keeps_the_rest_below_them():
     assert again[3] < again[:3].min() and again[3] > again[4]  # the unverified stay below, in their order
 
 
+def test_answers_cached_under_one_verifier_are_not_served_under_another(tmp_path):
+    """A generator handed a verifier (a benchmark's file, not the packaged one) keys its answers by
+    that file when its model reranks, and never opens it when the model does not."""
+    from citewell.answers.extractive.generator import ExtractiveGenerator
+    from citewell.embedders.minilm import MiniLMEmbedder
+
+    first, second = tmp_path / "first.onnx", tmp_path / "second.onnx"
+    first.write_bytes(b"one verifier")
+    second.write_bytes(b"another verifier")
+    rerank = shipped_model().model_copy(update={"rerank": LogisticModel(features=RERANK_FEATURES, weights=[1.0, 1.0], bias=0.0)})
+    embedder = MiniLMEmbedder()
+    one = ExtractiveGenerator(embedder, model=rerank, verifier=AnswerVerifier(first))
+    again = ExtractiveGenerator(embedder, model=rerank, verifier=AnswerVerifier(first))
+    other = ExtractiveGenerator(embedder, model=rerank, verifier=AnswerVerifier(second))
+    assert one.fingerprint == again.fingerprint != other.fingerprint
+    plain = shipped_model().model_copy(update={"rerank": None})
+    unread = ExtractiveGenerator(embedder, model=plain, verifier=AnswerVerifier(tmp_path / "absent.onnx"))
+    assert unread.fingerprint == ExtractiveGenerator(embedder, model=plain).fingerprint
+
+
 def test_no_rerank_ships_without_its_verifier():
     """The rerank model reads one verifier's logits: it ships with that file or not at all."""
     shipped = Path(str(resources.files("citewell.answers.extractive") / MODEL_FILE))

@@ -15,6 +15,7 @@ before an answer is built; ``citewell.answers.verify`` checks any generator's dr
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
@@ -55,6 +56,11 @@ class AnswerVerifier:
         self.path = path or _model_path()
         self.threads = threads or onnx_threads()
         self._lock = threading.Lock()
+
+    @cached_property
+    def identity(self) -> str:
+        """The file's digest, in part: answers cached under one verifier are not served under another."""
+        return f"citewell-verifier@{hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]}"
 
     @cached_property
     def _tokenizer(self) -> Any:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from citewell.answers import conditions
+from citewell.answers.extractive.cross_encoder import AnswerVerifier, shipped_verifier
 from citewell.answers.extractive.direct import direct_answer
 from citewell.answers.extractive.features import Support
 from citewell.answers.extractive.kinds import PERSON, Wants
@@ -86,11 +87,14 @@ class ExtractiveGenerator:
     name = "extractive"
 
     def __init__(self, embedder: Embedder, cache: EmbeddingCache | None = None, model: RefusalModel | None = None,
-                 encoder: Embedder | None = None) -> None:
-        self.embed = UnitEmbeddings(embedder, cache, encoder)
+                 encoder: Embedder | None = None, verifier: AnswerVerifier | None = None) -> None:
+        self.embed = UnitEmbeddings(embedder, cache, encoder, verifier)
         self.model = model or shipped_model()
-        # Cached answers are keyed by it: neither a refitted model nor changed code serves old answers.
+        # Cached answers are keyed by it: neither a refitted model, nor changed code, nor another
+        # encoder or verifier serves old answers.
         self.fingerprint = f"{sha256_text(self.model.model_dump_json())[:12]}:{answering_code()}:{self.embed.encoder.identity}"
+        if self.model.rerank is not None:
+            self.fingerprint += f":{(verifier or shipped_verifier()).identity}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         try:  # the second hop of a "who" answer (``_who_is``) reads the whole ranking

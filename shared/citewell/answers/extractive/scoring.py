@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from citewell.answers.extractive.cross_encoder import shipped_verifier, unit_passage
+from citewell.answers.extractive.cross_encoder import AnswerVerifier, shipped_verifier, unit_passage
 from citewell.answers.extractive.direct import direct_answer, names_a_field
 from citewell.answers.extractive.eligible import answers_alone, record_columns
 from citewell.answers.extractive.features import EvidenceCoverage, Support, UnitFeatures, answer_features
@@ -135,7 +135,8 @@ def score_support(
         rows[i] = replace(rows[i], cosine=float(cosines[i]))
     probabilities = np.array([model.unit.probability(rows[i]) for i in scored])
     if model.rerank is not None:
-        verified, probabilities = _verify(question, [units[i] for i in scored], [rows[i] for i in scored], probabilities, model)
+        verified, probabilities = _verify(question, [units[i] for i in scored], [rows[i] for i in scored], probabilities, model,
+                                          embed.verifier or shipped_verifier())
         for i, row in zip(scored, verified):
             rows[i] = row
     ranking = np.argsort(-probabilities, kind="stable")
@@ -156,12 +157,12 @@ def score_support(
 
 
 def _verify(question: str, units: list[Unit], rows: list[UnitFeatures], probabilities: np.ndarray,
-            model: RefusalModel) -> tuple[list[UnitFeatures], np.ndarray]:
+            model: RefusalModel, verifier: AnswerVerifier) -> tuple[list[UnitFeatures], np.ndarray]:
     """The rows, each verified one with its ``verifier`` logit, and the units' probabilities once
     the answer verifier has read the first ``VERIFIED`` of them with the question (``reranked``)."""
     assert model.rerank is not None
     top = np.argsort(-probabilities, kind="stable")[:VERIFIED]
-    verified = shipped_verifier().score(question, [unit_passage(units[int(i)]) for i in top])
+    verified = verifier.score(question, [unit_passage(units[int(i)]) for i in top])
     rows = list(rows)
     for i, v in zip(top, verified):
         rows[int(i)] = replace(rows[int(i)], verifier=float(v))
