@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from citewell.answers import conditions
-from citewell.answers.extractive.cross_encoder import AnswerVerifier, shipped_verifier
+from citewell.answers.extractive.cross_encoder import AnswerVerifier
 from citewell.answers.extractive.direct import direct_answer
 from citewell.answers.extractive.features import Support
 from citewell.answers.extractive.kinds import PERSON, Wants
@@ -94,7 +94,7 @@ class ExtractiveGenerator:
         # encoder or verifier serves old answers.
         self.fingerprint = f"{sha256_text(self.model.model_dump_json())[:12]}:{answering_code()}:{self.embed.encoder.identity}"
         if self.model.rerank is not None:
-            self.fingerprint += f":{(verifier or shipped_verifier()).identity}"
+            self.fingerprint += f":{self.embed.verifier.identity}"
 
     def generate(self, question: str, evidence: Sequence[EvidenceItem]) -> Draft:
         try:  # the second hop of a "who" answer (``_who_is``) reads the whole ranking

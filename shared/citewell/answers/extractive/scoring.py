@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from citewell.answers.extractive.cross_encoder import AnswerVerifier, shipped_verifier, unit_passage
+from citewell.answers.extractive.cross_encoder import AnswerVerifier, unit_passage
 from citewell.answers.extractive.direct import direct_answer, names_a_field
 from citewell.answers.extractive.eligible import answers_alone, record_columns
 from citewell.answers.extractive.features import EvidenceCoverage, Support, UnitFeatures, answer_features
@@ -136,7 +136,7 @@ def score_support(
     probabilities = np.array([model.unit.probability(rows[i]) for i in scored])
     if model.rerank is not None:
         verified, probabilities = _verify(question, [units[i] for i in scored], [rows[i] for i in scored], probabilities, model,
-                                          embed.verifier or shipped_verifier())
+                                          embed.verifier)
         for i, row in zip(scored, verified):
             rows[i] = row
     ranking = np.argsort(-probabilities, kind="stable")

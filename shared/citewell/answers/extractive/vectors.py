@@ -8,10 +8,10 @@ answer reads is settled.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from citewell.answers.extractive.cross_encoder import AnswerVerifier, shipped_verifier
 from citewell.answers.extractive.features import UnitFeatures
 from citewell.answers.extractive.refusal import LogisticModel
 from citewell.answers.extractive.unit_encoder import shipped_unit_encoder
@@ -20,9 +20,6 @@ from citewell.keys import units_identity
 from citewell.models.values import sha256_text
 from citewell.ports import Embedder, EmbeddingCache
 
-if TYPE_CHECKING:
-    from citewell.answers.extractive.cross_encoder import AnswerVerifier
-
 
 class UnitEmbeddings:
     """Unit vectors, cached per revision: the same passages come back for many questions, so
@@ -30,14 +27,15 @@ class UnitEmbeddings:
     (``unit_encoder.py``), else from the index's ``embedder``; either way they are kept in the
     namespace of the index's embedder and the revision (``units_identity``), which deleting or
     replacing the revision purges, each under its text and the encoder that embedded it. They
-    carry the answer verifier a rerank model reads the first units with (``verifier``; None: the
-    packaged one), so that everything that scores units travels together."""
+    carry the answer verifier a rerank model reads the first units with (``verifier``, else the
+    packaged one; its file is opened only when read), so that everything that scores units
+    travels together."""
 
     def __init__(self, embedder: Embedder, cache: EmbeddingCache | None = None, encoder: Embedder | None = None,
                  verifier: AnswerVerifier | None = None) -> None:
         self.embedder = embedder
         self.encoder = encoder or shipped_unit_encoder() or embedder
-        self.verifier = verifier
+        self.verifier = verifier or shipped_verifier()
         self.cache = cache
         self.questions: dict[str, np.ndarray] = {}  # vectors the search already computed, by question
 
