@@ -32,9 +32,10 @@ from tests.aws.test_aws_chain import (  # noqa: F401
     knn_proxy,
     load_handler,
     pump,
+    step,
     upload,
 )
-from tests.aws.test_aws_iam import NOTICE, step
+from tests.aws.test_aws_iam import NOTICE
 from tests.aws.test_aws_textract_jobs import resume, textract  # noqa: F401
 from tests.aws_roles import BUCKET, refusals
 from tests.fake_textract import scanned

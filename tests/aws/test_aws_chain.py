@@ -193,6 +193,22 @@ def pump(aws, replay: list | None = None) -> list[dict]:
             return delivered
 
 
+def deliver(aws, prefix: str, event: dict) -> None:
+    """Hand one batch to a stage's function, which must acknowledge all of it."""
+    assert aws["handlers"][prefix](event, LambdaContext()) == {"batchItemFailures": []}
+
+
+def step(aws, prefix: str) -> list[dict]:
+    """Deliver what one stage's queue holds now, and only that; returns the batches delivered."""
+    url, delivered = aws["queues"][prefix], []
+    while messages := aws["sqs"].receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        delivered.append(sqs_event(messages))
+        deliver(aws, prefix, delivered[-1])
+        for message in messages:
+            aws["sqs"].delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return delivered
+
+
 def fetch_queued(aws) -> list[dict]:
     """Hand what the API queued for the fetch function to it, as SQS does; returns the events sent."""
     handler, sent = load_handler("fetch"), []

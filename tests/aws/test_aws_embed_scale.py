@@ -19,7 +19,7 @@ from citewell.keys import chunks_key, embedded_key
 from citewell.lambdas.settings import services_from_env
 from citewell.models.chunks import Chunk
 from citewell.models.documents import publication_revision
-from tests.aws.test_aws_chain import LambdaContext, aws, knn_proxy, sqs_event  # noqa: F401
+from tests.aws.test_aws_chain import aws, knn_proxy, step  # noqa: F401
 
 GROWTH_MB = 16  # what the larger revision may add to the peak: a quarter of what holding it added
 TEXT = 4000  # characters a chunk's text holds: the token budget's order of size
@@ -46,21 +46,12 @@ def chunked(aws, document_id: str, count: int) -> str:
     return upload.upload_id
 
 
-def embed_queued(aws) -> None:
-    """Hand the embed queue's notifications to the embed function, as SQS does."""
-    url = aws["queues"]["chunks/"]
-    while messages := aws["sqs"].receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-        assert aws["handlers"]["chunks/"](sqs_event(messages), LambdaContext()) == {"batchItemFailures": []}
-        for message in messages:
-            aws["sqs"].delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-
-
 def test_embed_memory_is_flat_in_the_revisions_length(aws):
     calls = aws["calls"]
     peaks = {}
     for document_id, count in (("small.md", 400), ("large.md", 4000)):
         upload_id = chunked(aws, document_id, count)
-        embed_queued(aws)
+        step(aws, "chunks/")
         peaks[count] = calls.usage["embed"].memory_mb
         assert peaks[count] <= calls.limits["embed"].memory_mb  # what invocation enforced
         _, services = services_from_env()

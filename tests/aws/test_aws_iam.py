@@ -33,6 +33,7 @@ from tests.aws.test_aws_chain import (  # noqa: F401
     LambdaContext,
     api,
     aws,
+    deliver,
     fetch_queued,
     knn_proxy,
     load_handler,
@@ -40,6 +41,7 @@ from tests.aws.test_aws_chain import (  # noqa: F401
     removal_event,
     resend,
     sqs_event,
+    step,
     upload,
 )
 from tests.aws.test_aws_textract import READ
@@ -74,21 +76,6 @@ UNWALKED = {
 
 NOTICE, NEWER = b"# Notice\n\nThe gate closes at nine.\n", b"# Notice\n\nThe gate closes at ten.\n"
 STAGE_PREFIXES = ["raw/", "parsed/", "chunks/", "embedded/"]
-
-
-def deliver(aws, prefix: str, event: dict) -> None:
-    assert aws["handlers"][prefix](event, LambdaContext()) == {"batchItemFailures": []}
-
-
-def step(aws, prefix: str) -> list[dict]:
-    """Deliver what one stage's queue holds now, and only that; returns the batches delivered."""
-    url, delivered = aws["queues"][prefix], []
-    while messages := aws["sqs"].receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-        delivered.append(sqs_event(messages))
-        deliver(aws, prefix, delivered[-1])
-        for message in messages:
-            aws["sqs"].delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return delivered
 
 
 def superseded_at(aws, document_id: str, stages: list[str]) -> None:

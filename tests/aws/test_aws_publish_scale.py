@@ -26,7 +26,7 @@ from citewell.lambdas.settings import services_from_env
 from citewell.models.chunks import Chunk
 from citewell.models.documents import DocumentStatus, publication_revision
 from citewell.models.identity import Identity
-from tests.aws.test_aws_chain import LambdaContext, aws, knn_proxy, sqs_event  # noqa: F401
+from tests.aws.test_aws_chain import LambdaContext, aws, knn_proxy, sqs_event, step  # noqa: F401
 
 GROWTH_MB = 16  # what the larger revision may add to the peak: a third of what holding it added
 
@@ -53,22 +53,13 @@ def staged(aws, document_id: str, count: int) -> str:
     return revision
 
 
-def publish_queued(aws) -> None:
-    """Hand the publish queue's notifications to the publish function, as SQS does."""
-    url = aws["queues"]["embedded/"]
-    while messages := aws["sqs"].receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-        assert aws["handlers"]["embedded/"](sqs_event(messages), LambdaContext()) == {"batchItemFailures": []}
-        for message in messages:
-            aws["sqs"].delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-
-
 def test_publish_memory_is_flat_in_the_revisions_length_and_it_refreshes_once(aws):
     calls, proxy = aws["calls"], aws["proxy"]
     peaks, refreshes = {}, {}
     for document_id, count in (("small.md", 500), ("large.md", 2500)):
         revision = staged(aws, document_id, count)
         proxy.requests.clear()
-        publish_queued(aws)
+        step(aws, "embedded/")
         peaks[count] = calls.usage["publish"].memory_mb
         assert peaks[count] <= calls.limits["publish"].memory_mb  # what invocation enforced
 
